@@ -1,0 +1,86 @@
+package adminsvc
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/llm-gateway/gateway/core"
+)
+
+// problems collects every validation problem of one request, so a 400 lists
+// them all and not only the first.
+type problems []problem
+
+type problem struct{ param, msg string }
+
+func (p *problems) add(param, format string, args ...any) {
+	*p = append(*p, problem{param, strings.TrimSpace(fmt.Sprintf(format, args...))})
+}
+
+// err returns nil when there were no problems, else a 400 AB01 whose message
+// lists them all and whose param is the first.
+func (p problems) err() *core.Error {
+	if len(p) == 0 {
+		return nil
+	}
+	msgs := make([]string, len(p))
+	for i, pr := range p {
+		msgs[i] = pr.param + ": " + pr.msg
+	}
+	return core.ValidationError(p[0].param, "%s", strings.Join(msgs, "; "))
+}
+
+// decodeObject parses a JSON object body into its raw fields.
+func decodeObject(body []byte) (map[string]json.RawMessage, *core.Error) {
+	body = bytes.TrimSpace(body)
+	if len(body) == 0 {
+		return nil, core.ValidationError("body", "request body is empty; a JSON object is required")
+	}
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return nil, core.ValidationError("body", "request body is not a JSON object")
+	}
+	return fields, nil
+}
+
+// page is a validated current_page / page_size pair.
+type page struct{ current, size int }
+
+// parsePage reads current_page (≥0, default 0) and page_size (1..maxSize,
+// default def), reporting bad values into p.
+func parsePage(get func(string, ...string) string, def, maxSize int, p *problems) page {
+	pg := page{current: 0, size: def}
+	if v := get("current_page"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			p.add("current_page", "must be an integer ≥ 0, got %q", v)
+		} else {
+			pg.current = n
+		}
+	}
+	if v := get("page_size"); v != "" {
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 1 || n > maxSize {
+			p.add("page_size", "must be an integer from 1 to %d, got %q", maxSize, v)
+		} else {
+			pg.size = n
+		}
+	}
+	return pg
+}
+
+// slice returns the bounds of page pg in a list of n items.
+func (pg page) slice(n int) (int, int) {
+	lo := min(pg.current*pg.size, n)
+	return lo, min(lo+pg.size, n)
+}
+
+// listBody is the admin API's list envelope.
+type listBody struct {
+	Object string `json:"object"`
+	Total  int    `json:"total"`
+	Data   any    `json:"data"`
+}

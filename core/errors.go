@@ -1,0 +1,120 @@
+package core
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+)
+
+// Error types carried in the "type" field of the JSON error body.
+const (
+	TypeInvalidRequest = "invalid_request_error"
+	TypeAuthentication = "authentication_error"
+	TypePermission     = "permission_error"
+	TypeNotFound       = "not_found_error"
+	TypeTimeout        = "timeout_error"
+	TypeUpstream       = "upstream_error"
+	TypeAPI            = "api_error"
+	TypeConflict       = "conflict_error"
+)
+
+// Admin error codes (see docs/admin-api.md).
+const (
+	CodeValidation   = "AB01"
+	CodeNotFoundPath = "AB02"
+	CodeForbidden    = "AB03"
+	CodeInternal     = "AB04"
+	CodeUnauthorized = "AB05"
+	CodeRateLimited  = "AB06"
+	CodeConflict     = "AB07"
+	CodeNotFound     = "AB08"
+)
+
+// Error is the one error value of the project. Every failure that reaches a
+// client is an *Error, turned into the JSON body
+// {"error":{"message","type","param","code"}} at the HTTP boundary.
+type Error struct {
+	Status  int
+	Type    string
+	Code    string
+	Param   string
+	Message string
+	Err     error
+}
+
+func (e *Error) Error() string {
+	if e.Err != nil {
+		return fmt.Sprintf("%s: %v", e.Message, e.Err)
+	}
+	return e.Message
+}
+
+// Unwrap returns the cause, so errors.Is and errors.As see through an *Error.
+func (e *Error) Unwrap() error { return e.Err }
+
+// errorBody is the wire shape of an error answer.
+type errorBody struct {
+	Error errorFields `json:"error"`
+}
+
+type errorFields struct {
+	Message string  `json:"message"`
+	Type    string  `json:"type"`
+	Param   *string `json:"param"`
+	Code    *string `json:"code"`
+}
+
+// Body returns the JSON error body for e.
+func (e *Error) Body() []byte {
+	f := errorFields{Message: e.Message, Type: e.Type}
+	if e.Param != "" {
+		f.Param = &e.Param
+	}
+	if e.Code != "" {
+		f.Code = &e.Code
+	}
+	b, _ := json.Marshal(errorBody{Error: f})
+	return b
+}
+
+// BadRequest is a 400 invalid_request_error naming the offending field.
+func BadRequest(param, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest, Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+// ValidationError is a 400 with code AB01, used for admin and config validation.
+func ValidationError(param, format string, args ...any) *Error {
+	e := BadRequest(param, format, args...)
+	e.Code = CodeValidation
+	return e
+}
+
+// Unauthorized is a 401 authentication_error.
+func Unauthorized(format string, args ...any) *Error {
+	return &Error{Status: http.StatusUnauthorized, Type: TypeAuthentication, Code: CodeUnauthorized, Message: fmt.Sprintf(format, args...)}
+}
+
+// Forbidden is a 403 permission_error.
+func Forbidden(format string, args ...any) *Error {
+	return &Error{Status: http.StatusForbidden, Type: TypePermission, Code: CodeForbidden, Message: fmt.Sprintf(format, args...)}
+}
+
+// NotFound is a 404 not_found_error for a missing resource.
+func NotFound(format string, args ...any) *Error {
+	return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound, Message: fmt.Sprintf(format, args...)}
+}
+
+// Timeout is a 408 timeout_error.
+func Timeout(format string, args ...any) *Error {
+	return &Error{Status: http.StatusRequestTimeout, Type: TypeTimeout, Message: fmt.Sprintf(format, args...)}
+}
+
+// Upstream is a 502 for a provider that could not be reached or answered garbage.
+func Upstream(err error, format string, args ...any) *Error {
+	return &Error{Status: http.StatusBadGateway, Type: TypeUpstream, Message: fmt.Sprintf(format, args...), Err: err}
+}
+
+// Internal is a 500 api_error; the cause is kept for the log, not shown.
+func Internal(err error, format string, args ...any) *Error {
+	return &Error{Status: http.StatusInternalServerError, Type: TypeAPI, Code: CodeInternal, Message: fmt.Sprintf(format, args...), Err: err}
+}

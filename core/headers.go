@@ -1,0 +1,80 @@
+package core
+
+import (
+	"net/http"
+	"strings"
+)
+
+// Header prefixes of the gateway's own request headers. Every x-gateway-*
+// header is also accepted with the x-portkey- prefix, so applications written
+// for that ecosystem work unchanged.
+const (
+	HeaderPrefix       = "x-gateway-"
+	HeaderPrefixCompat = "x-portkey-"
+)
+
+// Response headers set by the gateway.
+const (
+	HeaderTraceID  = "x-gateway-trace-id"
+	HeaderProvider = "x-gateway-provider"
+)
+
+// IsGatewayHeader reports whether name is one of the gateway's own headers,
+// which never reach an upstream.
+func IsGatewayHeader(name string) bool {
+	return hasPrefixFold(name, HeaderPrefix) || hasPrefixFold(name, HeaderPrefixCompat)
+}
+
+func hasPrefixFold(s, prefix string) bool {
+	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
+}
+
+// defaultForwarded are the client headers every upstream request carries.
+var defaultForwarded = []string{"Content-Type", "Accept"}
+
+// neverForwarded are client headers the gateway replaces or that belong to
+// the client's own hop.
+var neverForwarded = map[string]bool{
+	"Authorization": true, "Host": true, "Content-Length": true, "Accept-Encoding": true,
+	"Connection": true, "Keep-Alive": true, "Proxy-Authorization": true, "Proxy-Connection": true,
+	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Cookie": true,
+}
+
+// UpstreamHeader builds the headers of an upstream request from the client's:
+// Content-Type and Accept, the provider's pass-through headers, and the
+// target's forward_headers. Gateway headers, the client's Authorization and
+// hop-by-hop headers are never copied; the provider adds its own auth.
+func UpstreamHeader(req *Request, t *Target, pass []string) http.Header {
+	h := make(http.Header, 4+len(pass)+len(t.ForwardHeaders))
+	copyHeader := func(name string) {
+		name = http.CanonicalHeaderKey(name)
+		if neverForwarded[name] || IsGatewayHeader(name) {
+			return
+		}
+		if v, ok := req.Header[name]; ok {
+			h[name] = v
+		}
+	}
+	for _, n := range defaultForwarded {
+		copyHeader(n)
+	}
+	for _, n := range pass {
+		copyHeader(n)
+	}
+	for _, n := range t.ForwardHeaders {
+		copyHeader(n)
+	}
+	return h
+}
+
+// hopByHop are response headers that describe one connection, not the answer.
+var hopByHop = map[string]bool{
+	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Connection": true,
+	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
+	// The gateway sets its own length and has already decoded any encoding.
+	"Content-Length": true, "Content-Encoding": true,
+}
+
+// IsHopByHop reports whether a response header must not be copied from the
+// upstream's answer to the client's.
+func IsHopByHop(name string) bool { return hopByHop[http.CanonicalHeaderKey(name)] }

@@ -1,0 +1,87 @@
+package core
+
+import (
+	"fmt"
+	"slices"
+	"strings"
+	"sync"
+)
+
+// Plugin is a built-in extension: a provider, a strategy, a cache or a check.
+// Its concrete interface depends on its kind (the part of its ID before the
+// first dot).
+type Plugin any
+
+// PluginInfo describes a plugin to the registry. ID is "<kind>.<name>", e.g.
+// "providers.openai"; New builds a fresh instance.
+type PluginInfo struct {
+	ID  string
+	New func() Plugin
+}
+
+// Plugin kinds.
+const (
+	KindProviders  = "providers"
+	KindStrategies = "strategies"
+	KindCache      = "cache"
+	KindGuardrails = "guardrails"
+)
+
+var (
+	registryMu sync.RWMutex
+	registry   = map[string]PluginInfo{}
+)
+
+// Register adds a plugin to the registry. It is called from init functions
+// and panics on an empty, malformed or duplicate ID, since that is a
+// programming error.
+func Register(info PluginInfo) {
+	kind, name, ok := strings.Cut(info.ID, ".")
+	if !ok || kind == "" || name == "" {
+		panic(fmt.Sprintf("core.Register: plugin ID %q is not <kind>.<name>", info.ID))
+	}
+	if info.New == nil {
+		panic(fmt.Sprintf("core.Register: plugin %q has no constructor", info.ID))
+	}
+	registryMu.Lock()
+	defer registryMu.Unlock()
+	if _, dup := registry[info.ID]; dup {
+		panic(fmt.Sprintf("core.Register: plugin %q registered twice", info.ID))
+	}
+	registry[info.ID] = info
+}
+
+// LookupPlugin returns the plugin registered under id.
+func LookupPlugin(id string) (PluginInfo, bool) {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	info, ok := registry[id]
+	return info, ok
+}
+
+// Plugins returns the plugins of one kind, sorted by ID.
+func Plugins(kind string) []PluginInfo {
+	registryMu.RLock()
+	defer registryMu.RUnlock()
+	var out []PluginInfo
+	for id, info := range registry {
+		if strings.HasPrefix(id, kind+".") {
+			out = append(out, info)
+		}
+	}
+	slices.SortFunc(out, func(a, b PluginInfo) int { return strings.Compare(a.ID, b.ID) })
+	return out
+}
+
+// Providers instantiates every registered provider plugin, keyed by name.
+func Providers() (map[string]Provider, error) {
+	out := map[string]Provider{}
+	for _, info := range Plugins(KindProviders) {
+		p, ok := info.New().(Provider)
+		if !ok {
+			return nil, fmt.Errorf("plugin %q does not implement core.Provider", info.ID)
+		}
+		out[p.Name()] = p
+	}
+	return out, nil
+}

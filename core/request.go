@@ -1,0 +1,107 @@
+package core
+
+import (
+	"io"
+	"net/http"
+	"time"
+)
+
+// Endpoint names the kind of operation a request performs. Providers declare
+// which they support; policies and logs group by it.
+type Endpoint string
+
+// The endpoints of the unified API. EndpointProxy is any other path, forwarded
+// unchanged.
+const (
+	EndpointChatComplete  Endpoint = "chatComplete"
+	EndpointComplete      Endpoint = "complete"
+	EndpointEmbed         Endpoint = "embed"
+	EndpointImageGenerate Endpoint = "imageGenerate"
+	EndpointImageEdit     Endpoint = "imageEdit"
+	EndpointCreateSpeech  Endpoint = "createSpeech"
+	EndpointTranscription Endpoint = "createTranscription"
+	EndpointTranslation   Endpoint = "createTranslation"
+	EndpointModeration    Endpoint = "moderate"
+	EndpointResponses     Endpoint = "createModelResponse"
+	EndpointResponseItems Endpoint = "listResponseInputItems"
+	EndpointRerank        Endpoint = "rerank"
+	EndpointMessages      Endpoint = "messages"
+	EndpointMessagesCount Endpoint = "messagesCountTokens"
+	EndpointProxy         Endpoint = "proxy"
+)
+
+// Request is one client request as the pipeline's stages see it. The server
+// copies everything out of the HTTP framework into it, so it stays valid
+// after the handler returns (streams outlive the handler).
+type Request struct {
+	TraceID      string
+	SpanID       string
+	ParentSpanID string
+	SpanName     string
+
+	Endpoint Endpoint
+	Method   string
+	// Path is the provider-relative path: the client's path without "/v1",
+	// e.g. "/chat/completions" or "/files/abc/content".
+	Path     string
+	RawQuery string
+	// Header holds the client's request headers (canonical names).
+	Header http.Header
+	Body   []byte
+
+	// Model and Stream come from the body when the endpoint has one.
+	Model  string
+	Stream bool
+
+	Metadata  map[string]string
+	Principal *Principal
+
+	// Target is where the request goes, chosen from the gateway headers.
+	Target Target
+	// Timeout bounds the upstream call (for a stream: until the first byte);
+	// zero means none.
+	Timeout time.Duration
+
+	ReceivedAt time.Time
+}
+
+// Target is one upstream the request can be sent to.
+type Target struct {
+	// Provider is the provider plugin's name, e.g. "openai" or "groq".
+	Provider string
+	// BaseURL overrides the provider's own base URL (x-gateway-custom-host).
+	BaseURL string
+	// CustomHost marks BaseURL as user-supplied: its connections go through
+	// the address guard.
+	CustomHost bool
+	// APIKey is the provider credential, sent in the provider's own header.
+	APIKey string
+	// ForwardHeaders names client headers to pass upstream unchanged.
+	ForwardHeaders []string
+}
+
+// Usage is the token accounting of one answer.
+type Usage struct {
+	PromptTokens     int `json:"prompt_tokens"`
+	CompletionTokens int `json:"completion_tokens"`
+	TotalTokens      int `json:"total_tokens"`
+}
+
+// Response is the upstream's answer as the pipeline hands it back. Exactly
+// one of Body and Stream is set.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+	// Stream is the still-open upstream body of a streamed answer; whoever
+	// writes it to the client closes it.
+	Stream io.ReadCloser
+	// SSE marks Stream as server-sent events, forwarded event by event.
+	SSE bool
+	// Provider is the name of the provider that answered.
+	Provider string
+	Usage    Usage
+	// Done, when set, is called once the stream has been written out (or
+	// abandoned), with the usage and error seen in it.
+	Done func(usage Usage, err error)
+}

@@ -1,0 +1,379 @@
+package schema
+
+import (
+	"math"
+
+	"github.com/llm-gateway/gateway/core"
+)
+
+const maxTools = 128
+
+// ValidateChatCompletion validates a POST /chat/completions body (spec §4.3).
+// Fields are checked in the order of the spec's table; unknown fields are
+// allowed.
+func ValidateChatCompletion(body []byte, opts ChatOptions) (Info, *core.Error) {
+	info := Info{StrictCompliance: opts.StrictCompliance}
+	m, perr := parseObject(body)
+	if perr != nil {
+		return info, perr
+	}
+	v := &validator{}
+
+	v.messages(m)
+	v.model(m, true, &info)
+	optional(m, "frequency_penalty", func(x any) { v.number("frequency_penalty", x, true, -2, 2) })
+	optional(m, "presence_penalty", func(x any) { v.number("presence_penalty", x, true, -2, 2) })
+	v.logitBias(m)
+	logprobs := false
+	optional(m, "logprobs", func(x any) { logprobs = v.boolean("logprobs", x, true) })
+	optional(m, "top_logprobs", func(x any) {
+		if _, ok := v.integer("top_logprobs", x, true, 0, 20); ok && !logprobs {
+			v.add("top_logprobs", "requires logprobs to be true")
+		}
+	})
+	optional(m, "max_tokens", func(x any) { v.integer("max_tokens", x, true, 1, math.MaxInt64) })
+	optional(m, "max_completion_tokens", func(x any) { v.integer("max_completion_tokens", x, true, 1, math.MaxInt64) })
+	optional(m, "n", func(x any) { v.integer("n", x, true, 1, 128) })
+	optional(m, "response_format", v.responseFormat)
+	optional(m, "seed", func(x any) { v.integer("seed", x, true, math.MinInt64, math.MaxInt64) })
+	v.stop(m)
+	v.streaming(m, &info)
+	v.gatewayFields(m, opts.StrictCompliance, &info)
+	optional(m, "thinking", func(x any) { v.thinking(x, info.StrictCompliance) })
+	optional(m, "temperature", func(x any) { v.number("temperature", x, true, 0, 2) })
+	optional(m, "top_p", func(x any) { v.number("top_p", x, true, 0, 1) })
+	tools := v.namedList(m, "tools", true)
+	optional(m, "tool_choice", func(x any) { v.toolChoice(x, tools) })
+	optional(m, "parallel_tool_calls", func(x any) { v.boolean("parallel_tool_calls", x, false) })
+	optional(m, "user", func(x any) { v.str("user", x, false) })
+	functions := v.namedList(m, "functions", false)
+	optional(m, "function_call", func(x any) { v.functionCall(x, functions) })
+
+	return info, v.err()
+}
+
+var chatRoles = []string{"system", "developer", "user", "assistant", "tool", "function"}
+
+func (v *validator) messages(m map[string]any) {
+	x, ok := m["messages"]
+	if !ok {
+		v.add("messages", "is required")
+		return
+	}
+	arr, ok := x.([]any)
+	if !ok {
+		v.add("messages", "must be an array of messages, got %s", kind(x))
+		return
+	}
+	if len(arr) == 0 {
+		v.add("messages", "must contain at least 1 message, got 0")
+		return
+	}
+	for i, el := range arr {
+		p := index("messages", i)
+		msg, ok := v.object(p, el, false)
+		if !ok {
+			continue
+		}
+		v.message(p, msg)
+	}
+}
+
+func (v *validator) message(p string, msg map[string]any) {
+	rx, ok := msg["role"]
+	if !ok {
+		v.add(p+".role", "is required")
+		return
+	}
+	role, ok := v.enum(p+".role", rx, false, chatRoles...)
+	if !ok {
+		return
+	}
+	content, hasContent := msg["content"]
+	switch role {
+	case "system", "developer", "user":
+		if !hasContent {
+			v.add(p+".content", "is required for role %s", role)
+		} else {
+			v.content(p+".content", content)
+		}
+	case "assistant":
+		hasContent = hasContent && content != nil
+		if hasContent {
+			v.content(p+".content", content)
+		}
+		hasCalls := false
+		if tc, ok := msg["tool_calls"]; ok && tc != nil {
+			if calls, ok := v.array(p+".tool_calls", tc, true); ok {
+				hasCalls = len(calls) > 0
+				for j, c := range calls {
+					v.object(index(p+".tool_calls", j), c, false)
+				}
+			}
+		}
+		hasFunc := false
+		if fc, ok := msg["function_call"]; ok && fc != nil {
+			_, hasFunc = v.object(p+".function_call", fc, true)
+		}
+		if !hasContent && !hasCalls && !hasFunc {
+			v.add(p+".content", "is required for role assistant unless tool_calls or function_call is given")
+		}
+	case "tool":
+		if id, ok := msg["tool_call_id"]; !ok {
+			v.add(p+".tool_call_id", "is required for role tool")
+		} else {
+			v.str(p+".tool_call_id", id, false)
+		}
+		if hasContent && content != nil {
+			v.content(p+".content", content)
+		}
+	case "function":
+		if name, ok := msg["name"]; !ok {
+			v.add(p+".name", "is required for role function")
+		} else {
+			v.str(p+".name", name, false)
+		}
+		if hasContent && content != nil {
+			v.content(p+".content", content)
+		}
+	}
+	if role != "function" {
+		if name, ok := msg["name"]; ok {
+			v.str(p+".name", name, true)
+		}
+	}
+}
+
+// content checks message content: a string or a non-empty array of parts,
+// each an object with a string type.
+func (v *validator) content(p string, c any) {
+	switch t := c.(type) {
+	case string:
+	case []any:
+		if len(t) == 0 {
+			v.add(p, "must not be an empty array")
+			return
+		}
+		for j, part := range t {
+			pp := index(p, j)
+			obj, ok := v.object(pp, part, false)
+			if !ok {
+				continue
+			}
+			if typ, ok := obj["type"]; !ok {
+				v.add(pp+".type", "is required")
+			} else {
+				v.str(pp+".type", typ, false)
+			}
+		}
+	default:
+		v.add(p, "must be a string or an array of content parts, got %s", kind(c))
+	}
+}
+
+func (v *validator) responseFormat(x any) {
+	rf, ok := v.object("response_format", x, false)
+	if !ok {
+		return
+	}
+	tx, ok := rf["type"]
+	if !ok {
+		v.add("response_format.type", "is required")
+		return
+	}
+	typ, ok := v.enum("response_format.type", tx, false, "text", "json_object", "json_schema")
+	if !ok || typ != "json_schema" {
+		return
+	}
+	jx, ok := rf["json_schema"]
+	if !ok {
+		v.add("response_format.json_schema", "is required when response_format.type is json_schema")
+		return
+	}
+	js, ok := v.object("response_format.json_schema", jx, false)
+	if !ok {
+		return
+	}
+	if name, ok := js["name"]; !ok {
+		v.add("response_format.json_schema.name", "is required")
+	} else {
+		v.str("response_format.json_schema.name", name, false)
+	}
+	optional(js, "schema", func(s any) { v.object("response_format.json_schema.schema", s, false) })
+}
+
+func (v *validator) thinking(x any, strict bool) {
+	if strict {
+		v.add("thinking", "is only allowed when strict_reference_compliance is false")
+	}
+	th, ok := v.object("thinking", x, false)
+	if !ok {
+		return
+	}
+	tx, ok := th["type"]
+	if !ok {
+		v.add("thinking.type", "is required")
+		return
+	}
+	typ, ok := v.enum("thinking.type", tx, false, "enabled", "disabled")
+	if !ok || typ != "enabled" {
+		return
+	}
+	if bt, ok := th["budget_tokens"]; !ok {
+		v.add("thinking.budget_tokens", "is required when thinking.type is enabled")
+	} else {
+		v.integer("thinking.budget_tokens", bt, false, 1, math.MaxInt64)
+	}
+}
+
+// nameSet describes tools or functions: whether the field was present and
+// well-formed, and the function names it declares.
+type nameSet struct {
+	present bool // the field is in the body
+	valid   bool // it is an array (its elements may still have problems)
+	count   int  // its length when valid
+	names   map[string]bool
+}
+
+func (s nameSet) empty() bool { return !s.present || (s.valid && s.count == 0) }
+
+// namedList checks tools (asTools: {type:"function", function:{name,...}})
+// or functions ({name, ...}); at most 128 elements, functions at least 1.
+func (v *validator) namedList(m map[string]any, key string, asTools bool) nameSet {
+	var set nameSet
+	x, ok := m[key]
+	if !ok {
+		return set
+	}
+	set.present = true
+	arr, ok := v.array(key, x, false)
+	if !ok {
+		return set
+	}
+	set.valid, set.count = true, len(arr)
+	if len(arr) > maxTools {
+		v.add(key, "must contain at most %d elements, got %d", maxTools, len(arr))
+	}
+	if !asTools && len(arr) == 0 {
+		v.add(key, "must contain at least 1 element, got 0")
+	}
+	set.names = make(map[string]bool, len(arr))
+	for i, el := range arr {
+		p := index(key, i)
+		obj, ok := v.object(p, el, false)
+		if !ok {
+			continue
+		}
+		fp := p
+		fn := obj
+		if asTools {
+			if tx, ok := obj["type"]; !ok {
+				v.add(p+".type", "is required")
+			} else {
+				v.enum(p+".type", tx, false, "function")
+			}
+			fp = p + ".function"
+			fx, ok := obj["function"]
+			if !ok {
+				v.add(fp, "is required")
+				continue
+			}
+			if fn, ok = v.object(fp, fx, false); !ok {
+				continue
+			}
+		}
+		if nx, ok := fn["name"]; !ok {
+			v.add(fp+".name", "is required")
+		} else if name, ok := v.str(fp+".name", nx, false); ok {
+			if validFunctionName(name) {
+				set.names[name] = true
+			} else {
+				v.add(fp+".name", "must match ^[a-zA-Z0-9_-]{1,64}$, got %s", shown(name))
+			}
+		}
+		optional(fn, "description", func(d any) { v.str(fp+".description", d, false) })
+		optional(fn, "parameters", func(ps any) { v.object(fp+".parameters", ps, false) })
+	}
+	return set
+}
+
+// validFunctionName reports whether name matches ^[a-zA-Z0-9_-]{1,64}$.
+func validFunctionName(name string) bool {
+	if len(name) == 0 || len(name) > 64 {
+		return false
+	}
+	for i := 0; i < len(name); i++ {
+		c := name[i]
+		if !(isDigit(c) || c == '_' || c == '-' || ('a' <= c && c <= 'z') || ('A' <= c && c <= 'Z')) {
+			return false
+		}
+	}
+	return true
+}
+
+func (v *validator) toolChoice(x any, tools nameSet) {
+	switch t := x.(type) {
+	case string:
+		s, ok := v.enum("tool_choice", t, false, "none", "auto", "required")
+		if ok && s == "required" && tools.empty() {
+			v.add("tool_choice", "\"required\" requires tools")
+		}
+	case map[string]any:
+		if tx, ok := t["type"]; !ok {
+			v.add("tool_choice.type", "is required")
+		} else {
+			v.enum("tool_choice.type", tx, false, "function")
+		}
+		fx, ok := t["function"]
+		if !ok {
+			v.add("tool_choice.function", "is required")
+			return
+		}
+		fn, ok := v.object("tool_choice.function", fx, false)
+		if !ok {
+			return
+		}
+		nx, ok := fn["name"]
+		if !ok {
+			v.add("tool_choice.function.name", "is required")
+			return
+		}
+		name, ok := v.str("tool_choice.function.name", nx, false)
+		if !ok {
+			return
+		}
+		switch {
+		case tools.empty():
+			v.add("tool_choice", "naming a function requires tools")
+		case tools.valid && !tools.names[name]:
+			v.add("tool_choice.function.name", "must name one of the tools, got %s", shown(name))
+		}
+	default:
+		v.add("tool_choice", "must be one of none, auto, required or an object naming a function, got %s", kind(x))
+	}
+}
+
+func (v *validator) functionCall(x any, functions nameSet) {
+	switch t := x.(type) {
+	case string:
+		v.enum("function_call", t, false, "none", "auto")
+	case map[string]any:
+		nx, ok := t["name"]
+		if !ok {
+			v.add("function_call.name", "is required")
+			return
+		}
+		name, ok := v.str("function_call.name", nx, false)
+		if !ok {
+			return
+		}
+		switch {
+		case functions.empty():
+			v.add("function_call", "naming a function requires functions")
+		case functions.valid && !functions.names[name]:
+			v.add("function_call.name", "must name one of the functions, got %s", shown(name))
+		}
+	default:
+		v.add("function_call", "must be one of none, auto or an object naming a function, got %s", kind(x))
+	}
+}

@@ -1,0 +1,27 @@
+package server
+
+import (
+	"github.com/llm-gateway/gateway/core"
+)
+
+// record queues the log record of one data-plane request.
+func (s *Server) record(req *core.Request, resp *core.Response, status int, usage core.Usage, err error) {
+	if s.logs == nil || req == nil {
+		return
+	}
+	now := s.now()
+	rec := &core.LogRecord{
+		ID: core.NewLogID(req.ReceivedAt), CreatedAt: req.ReceivedAt,
+		TraceID: req.TraceID, SpanID: req.SpanID, ParentSpanID: req.ParentSpanID, SpanName: req.SpanName,
+		Metadata: req.Metadata, Provider: req.Target.Provider, Model: req.Model, Endpoint: req.Endpoint,
+		Method: req.Method, Path: "/v1" + req.Path, Status: status, Stream: resp != nil && resp.Stream != nil,
+		LatencyMs: float64(now.Sub(req.ReceivedAt).Microseconds()) / 1000, Usage: usage,
+	}
+	if p := req.Principal; p != nil {
+		rec.OrganisationID, rec.WorkspaceID, rec.APIKeyID = p.OrganisationID, p.WorkspaceID, p.KeyID
+	}
+	if err != nil {
+		rec.Error = err.Error()
+	}
+	s.logs.Enqueue(rec)
+}

@@ -1,0 +1,178 @@
+package server
+
+import (
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/netguard"
+)
+
+// newRequest copies what the pipeline needs out of the Fiber context and
+// checks the gateway headers. Nothing it returns refers to Fiber's buffers.
+func (s *Server) newRequest(c *fiber.Ctx, endpoint core.Endpoint) (*core.Request, *core.Error) {
+	req := &core.Request{
+		TraceID:      TraceID(c),
+		SpanID:       strings.Clone(gatewayHeader(c, "span-id")),
+		ParentSpanID: strings.Clone(gatewayHeader(c, "parent-span-id")),
+		SpanName:     strings.Clone(gatewayHeader(c, "span-name")),
+		Endpoint:     endpoint,
+		Method:       strings.Clone(c.Method()),
+		Path:         strings.TrimPrefix(string(c.Request().URI().Path()), "/v1"),
+		RawQuery:     string(c.Request().URI().QueryString()),
+		Header:       copyHeaders(c),
+		Body:         append([]byte(nil), c.Body()...),
+		Principal:    Principal(c),
+		ReceivedAt:   s.now(),
+	}
+	var err *core.Error
+	if req.Metadata, err = parseMetadata(gatewayHeader(c, "metadata"), req.Principal); err != nil {
+		return req, err
+	}
+	if req.Timeout, err = parseTimeout(gatewayHeader(c, "request-timeout")); err != nil {
+		return req, err
+	}
+	if req.Target, err = parseTarget(c); err != nil {
+		return req, err
+	}
+	return req, nil
+}
+
+// copyHeaders copies the client's headers, with canonical names.
+func copyHeaders(c *fiber.Ctx) http.Header {
+	h := make(http.Header, 16)
+	c.Request().Header.VisitAll(func(k, v []byte) {
+		name := http.CanonicalHeaderKey(string(k))
+		h[name] = append(h[name], string(v))
+	})
+	return h
+}
+
+// parseMetadata reads x-gateway-metadata, a JSON object of strings, over the
+// key's default metadata.
+func parseMetadata(raw string, p *core.Principal) (map[string]string, *core.Error) {
+	var md map[string]string
+	if p != nil && len(p.DefaultMetadata) > 0 {
+		md = make(map[string]string, len(p.DefaultMetadata))
+		for k, v := range p.DefaultMetadata {
+			md[k] = v
+		}
+	}
+	if raw == "" {
+		return md, nil
+	}
+	var fields map[string]any
+	if err := json.Unmarshal([]byte(raw), &fields); err != nil || fields == nil {
+		return nil, core.BadRequest("x-gateway-metadata", "x-gateway-metadata must be a JSON object of strings, e.g. {\"_user\":\"alice\"}")
+	}
+	if md == nil {
+		md = make(map[string]string, len(fields))
+	}
+	for k, v := range fields {
+		s, ok := v.(string)
+		if !ok {
+			return nil, core.BadRequest("x-gateway-metadata", "x-gateway-metadata: the value of %q must be a string", k)
+		}
+		md[k] = s
+	}
+	return md, nil
+}
+
+// parseTimeout reads x-gateway-request-timeout, a positive integer of milliseconds.
+func parseTimeout(raw string) (time.Duration, *core.Error) {
+	if raw == "" {
+		return 0, nil
+	}
+	ms, err := strconv.ParseInt(strings.TrimSpace(raw), 10, 64)
+	if err != nil || ms <= 0 || ms > int64(24*time.Hour/time.Millisecond) {
+		return 0, core.BadRequest("x-gateway-request-timeout", "x-gateway-request-timeout must be a whole number of milliseconds between 1 and 86400000, got %q", raw)
+	}
+	return time.Duration(ms) * time.Millisecond, nil
+}
+
+// parseTarget reads the provider choice: x-gateway-provider with the
+// caller's credential, optionally x-gateway-custom-host.
+func parseTarget(c *fiber.Ctx) (core.Target, *core.Error) {
+	var t core.Target
+	if gatewayHeader(c, "config") != "" {
+		return t, core.BadRequest("x-gateway-config", "x-gateway-config is not supported by this version of the gateway yet; choose the provider with x-gateway-provider")
+	}
+	if gatewayHeader(c, "virtual-key") != "" {
+		return t, core.BadRequest("x-gateway-virtual-key", "virtual keys are not supported by this version of the gateway yet; choose the provider with x-gateway-provider and Authorization")
+	}
+	t.Provider = strings.ToLower(strings.TrimSpace(gatewayHeader(c, "provider")))
+	switch {
+	case t.Provider == "":
+		return t, core.BadRequest("x-gateway-provider", "missing x-gateway-provider header: name the provider to call, e.g. x-gateway-provider: openai")
+	case strings.HasPrefix(t.Provider, "@"):
+		return t, core.BadRequest("x-gateway-provider", "managed providers (%s) are not supported by this version of the gateway yet; send a provider name and Authorization", t.Provider)
+	}
+	if auth := c.Get(fiber.HeaderAuthorization); auth != "" {
+		scheme, token, ok := strings.Cut(auth, " ")
+		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
+			return t, core.BadRequest("authorization", "the Authorization header must be \"Bearer <provider key>\"")
+		}
+		t.APIKey = strings.TrimSpace(token)
+	} else if k := c.Get("x-api-key"); k != "" {
+		t.APIKey = strings.Clone(k)
+	}
+	if host := gatewayHeader(c, "custom-host"); host != "" {
+		u, err := netguard.CheckURL(host)
+		if err != nil {
+			return t, core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host: %v", err)
+		}
+		t.BaseURL, t.CustomHost = u.String(), true
+	}
+	if raw := gatewayHeader(c, "forward-headers"); raw != "" {
+		names, err := parseForwardHeaders(raw)
+		if err != nil {
+			return t, err
+		}
+		t.ForwardHeaders = names
+	}
+	return t, nil
+}
+
+// parseForwardHeaders reads x-gateway-forward-headers: a comma-separated
+// list of header names, or a JSON array of them.
+func parseForwardHeaders(raw string) ([]string, *core.Error) {
+	var names []string
+	if strings.HasPrefix(strings.TrimSpace(raw), "[") {
+		if err := json.Unmarshal([]byte(raw), &names); err != nil {
+			return nil, core.BadRequest("x-gateway-forward-headers", "x-gateway-forward-headers must be a comma-separated list or a JSON array of header names")
+		}
+	} else {
+		names = strings.Split(raw, ",")
+	}
+	out := names[:0]
+	for _, n := range names {
+		n = strings.TrimSpace(n)
+		switch {
+		case n == "":
+			continue
+		case !validHeaderName(n):
+			return nil, core.BadRequest("x-gateway-forward-headers", "x-gateway-forward-headers: %q is not a valid header name", n)
+		case core.IsGatewayHeader(n):
+			return nil, core.BadRequest("x-gateway-forward-headers", "x-gateway-forward-headers: gateway headers such as %q never reach the provider", n)
+		case strings.EqualFold(n, "authorization"):
+			return nil, core.BadRequest("x-gateway-forward-headers", "x-gateway-forward-headers: Authorization is always replaced by the provider credential")
+		}
+		out = append(out, strings.Clone(n))
+	}
+	return out, nil
+}
+
+func validHeaderName(n string) bool {
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}

@@ -1,0 +1,150 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llm-gateway/gateway/core"
+)
+
+// skipResponseHeaders are upstream headers the gateway's own HTTP layer owns.
+var skipResponseHeaders = map[string]bool{"Date": true, "Server": true}
+
+// writeResponse hands the upstream's answer to the client: status and
+// headers as received, then the body at once or the stream as it arrives.
+func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Response) error {
+	c.Status(resp.Status)
+	rh := &c.Response().Header
+	for name, values := range resp.Header {
+		if core.IsHopByHop(name) || skipResponseHeaders[name] {
+			continue
+		}
+		for _, v := range values {
+			rh.Add(name, v)
+		}
+	}
+	rh.Set(core.HeaderProvider, resp.Provider)
+	if resp.Stream == nil {
+		usage := core.Usage{}
+		if resp.Status < 300 {
+			usage = parseUsage(resp.Body)
+		}
+		s.record(req, resp, resp.Status, usage, upstreamErr(resp))
+		return c.Send(resp.Body)
+	}
+	if resp.SSE {
+		rh.Set(fiber.HeaderCacheControl, "no-cache")
+	}
+	// The stream writer runs after this handler returns, on the connection's
+	// goroutine; a graceful shutdown waits for it to finish.
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer resp.Stream.Close()
+		var usage core.Usage
+		var err error
+		if resp.SSE {
+			usage, err = forwardEvents(w, resp.Stream)
+		} else {
+			err = forwardBytes(w, resp.Stream)
+		}
+		s.record(req, resp, resp.Status, usage, err)
+	})
+	return nil
+}
+
+// upstreamErr describes a provider's error answer for the log.
+func upstreamErr(resp *core.Response) error {
+	if resp.Status < 400 {
+		return nil
+	}
+	var body struct {
+		Error struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(resp.Body, &body) == nil && body.Error.Message != "" {
+		return errors.New(body.Error.Message)
+	}
+	return errors.New(http.StatusText(resp.Status))
+}
+
+// errClientGone marks a stream abandoned because the client went away.
+var errClientGone = errors.New("client closed the connection")
+
+// forwardEvents copies server-sent events one by one, flushing each as soon
+// as its blank line arrives, and picks token usage out of the events that
+// carry it. An upstream that breaks mid-stream ends the client's stream with
+// an error event, never a clean finish.
+func forwardEvents(w *bufio.Writer, r io.Reader) (core.Usage, error) {
+	br, ok := r.(*bufio.Reader)
+	if !ok {
+		br = bufio.NewReader(r)
+	}
+	var usage core.Usage
+	var event bytes.Buffer
+	for {
+		line, err := br.ReadSlice('\n')
+		if errors.Is(err, bufio.ErrBufferFull) {
+			event.Write(line) // a long line: keep reading it
+			continue
+		}
+		event.Write(line)
+		if len(bytes.TrimRight(line, "\r\n")) == 0 || err != nil {
+			if event.Len() > 0 {
+				eventUsage(event.Bytes(), &usage)
+				if _, werr := w.Write(event.Bytes()); werr != nil {
+					return usage, errClientGone
+				}
+				if werr := w.Flush(); werr != nil {
+					return usage, errClientGone
+				}
+				event.Reset()
+			}
+		}
+		if err == io.EOF {
+			return usage, nil
+		}
+		if err != nil {
+			writeErrorEvent(w, err)
+			return usage, err
+		}
+	}
+}
+
+// writeErrorEvent ends a broken stream with an error the client can see.
+func writeErrorEvent(w *bufio.Writer, cause error) {
+	ce := core.Upstream(cause, "the provider's stream broke off: %v", cause)
+	w.WriteString("\n")
+	w.WriteString("data: ")
+	w.Write(ce.Body())
+	w.WriteString("\n\n")
+	w.Flush()
+}
+
+// forwardBytes copies a proxied body as it arrives, flushing every read so a
+// stream of any format reaches the client without delay.
+func forwardBytes(w *bufio.Writer, r io.Reader) error {
+	buf := make([]byte, 32<<10)
+	for {
+		n, err := r.Read(buf)
+		if n > 0 {
+			if _, werr := w.Write(buf[:n]); werr != nil {
+				return errClientGone
+			}
+			if werr := w.Flush(); werr != nil {
+				return errClientGone
+			}
+		}
+		if err == io.EOF {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+	}
+}

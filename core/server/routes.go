@@ -1,0 +1,132 @@
+package server
+
+import (
+	"context"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/schema"
+)
+
+// bodyCheck validates a request before it is sent and fills what the body
+// tells (model, stream). It may rewrite req.Body.
+type bodyCheck func(c *fiber.Ctx, req *core.Request) *core.Error
+
+// fromInfo adapts a schema validator into a bodyCheck.
+func fromInfo(validate func([]byte) (schema.Info, *core.Error)) bodyCheck {
+	return func(_ *fiber.Ctx, req *core.Request) *core.Error {
+		info, err := validate(req.Body)
+		req.Model, req.Stream = info.Model, info.Stream
+		return err
+	}
+}
+
+// checkChat validates a chat completion, spec §4.3.
+func checkChat(c *fiber.Ctx, req *core.Request) *core.Error {
+	strict, err := strictCompliance(c)
+	if err != nil {
+		return err
+	}
+	info, err := schema.ValidateChatCompletion(req.Body, schema.ChatOptions{StrictCompliance: strict})
+	req.Model, req.Stream = info.Model, info.Stream
+	if err != nil {
+		return err
+	}
+	if info.HasGatewayFields {
+		body, serr := schema.StripGatewayFields(req.Body)
+		if serr != nil {
+			return core.BadRequest("body", "request body: %v", serr)
+		}
+		req.Body = body
+	}
+	return nil
+}
+
+// strictCompliance reads x-gateway-strict-open-ai-compliance (alias
+// x-gateway-strict-reference-compliance); on by default.
+func strictCompliance(c *fiber.Ctx) (bool, *core.Error) {
+	raw := gatewayHeader(c, "strict-open-ai-compliance")
+	if raw == "" {
+		raw = gatewayHeader(c, "strict-reference-compliance")
+	}
+	switch strings.ToLower(strings.TrimSpace(raw)) {
+	case "", "true":
+		return true, nil
+	case "false":
+		return false, nil
+	}
+	return true, core.BadRequest("x-gateway-strict-open-ai-compliance", "x-gateway-strict-open-ai-compliance must be true or false, got %q", raw)
+}
+
+// checkInputItems validates GET /responses/{id}/input_items, spec §4.2.
+func checkInputItems(c *fiber.Ctx, _ *core.Request) *core.Error {
+	_, err := schema.ValidateInputItemsQuery(c.Query("limit"), c.Query("order"), c.Query("after"), c.Query("before"))
+	return err
+}
+
+// registerDataRoutes adds the unified routes and, after them, the generic
+// proxy that forwards any other path unchanged.
+func (s *Server) registerDataRoutes(v1 fiber.Router) {
+	routes := []struct {
+		method, path string
+		endpoint     core.Endpoint
+		check        bodyCheck
+	}{
+		{fiber.MethodPost, "/chat/completions", core.EndpointChatComplete, checkChat},
+		{fiber.MethodPost, "/completions", core.EndpointComplete, fromInfo(schema.ValidateCompletion)},
+		{fiber.MethodPost, "/embeddings", core.EndpointEmbed, fromInfo(schema.ValidateEmbedding)},
+		{fiber.MethodPost, "/images/generations", core.EndpointImageGenerate, fromInfo(schema.ValidateImageGeneration)},
+		{fiber.MethodPost, "/images/edits", core.EndpointImageEdit, nil},
+		{fiber.MethodPost, "/audio/speech", core.EndpointCreateSpeech, nil},
+		{fiber.MethodPost, "/audio/transcriptions", core.EndpointTranscription, nil},
+		{fiber.MethodPost, "/audio/translations", core.EndpointTranslation, nil},
+		{fiber.MethodPost, "/moderations", core.EndpointModeration, nil},
+		{fiber.MethodPost, "/rerank", core.EndpointRerank, fromInfo(schema.ValidateRerank)},
+		{fiber.MethodPost, "/responses", core.EndpointResponses, fromInfo(schema.ValidateResponses)},
+		{fiber.MethodGet, "/responses/:id/input_items", core.EndpointResponseItems, checkInputItems},
+		{fiber.MethodPost, "/messages", core.EndpointMessages, nil},
+		{fiber.MethodPost, "/messages/count_tokens", core.EndpointMessagesCount, nil},
+	}
+	for _, r := range routes {
+		v1.Add(r.method, r.path, s.serve(r.endpoint, r.check))
+	}
+	proxy := s.serve(core.EndpointProxy, nil)
+	for _, m := range []string{fiber.MethodPost, fiber.MethodGet, fiber.MethodPut, fiber.MethodDelete} {
+		v1.Add(m, "/*", proxy)
+	}
+}
+
+// serve is the handler of every data-plane route: scope check, request
+// parsing and validation, the pipeline, the answer, and the log record.
+func (s *Server) serve(endpoint core.Endpoint, check bodyCheck) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		p := Principal(c)
+		if !p.HasScope(core.ScopeCompletionsWrite) {
+			return core.Forbidden("this API key lacks the %s scope that data-plane routes need", core.ScopeCompletionsWrite)
+		}
+		req, err := s.newRequest(c, endpoint)
+		if err == nil && check != nil {
+			err = check(c, req)
+		}
+		if err != nil {
+			s.record(req, nil, err.Status, core.Usage{}, err)
+			return err
+		}
+		resp, derr := s.pipeline.Do(context.Background(), req)
+		if derr != nil {
+			ce := asCoreError(derr)
+			s.record(req, nil, ce.Status, core.Usage{}, ce)
+			return ce
+		}
+		return s.writeResponse(c, req, resp)
+	}
+}
+
+func asCoreError(err error) *core.Error {
+	if ce, ok := err.(*core.Error); ok {
+		return ce
+	}
+	return core.Internal(err, "internal error")
+}

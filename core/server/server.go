@@ -1,0 +1,189 @@
+// Package server is the gateway's HTTP front: the Fiber app serving /v1. It
+// is the only place on the data path that touches fiber.Ctx; everything it
+// keeps is copied out into a core.Request, because Fiber reuses its buffers
+// once a handler returns.
+package server
+
+import (
+	"errors"
+	"fmt"
+	"log/slog"
+	"runtime/debug"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/pipeline"
+)
+
+// Options wire the server.
+type Options struct {
+	Auth     core.Authenticator
+	Pipeline *pipeline.Pipeline
+	Logs     core.LogSink
+	// Admin registers the control-plane routes under /v1; they are matched
+	// before the generic proxy.
+	Admin func(v1 fiber.Router)
+	// BodyLimit caps request bodies in bytes (default 32 MiB).
+	BodyLimit int
+	Logger    *slog.Logger
+	Now       func() time.Time
+}
+
+// Server holds what the handlers share.
+type Server struct {
+	auth     core.Authenticator
+	pipeline *pipeline.Pipeline
+	logs     core.LogSink
+	log      *slog.Logger
+	now      func() time.Time
+}
+
+// DefaultBodyLimit is large enough for audio uploads.
+const DefaultBodyLimit = 32 << 20
+
+// New builds the Fiber app.
+func New(o Options) *fiber.App {
+	if o.BodyLimit <= 0 {
+		o.BodyLimit = DefaultBodyLimit
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, log: o.Logger, now: o.Now}
+	app := fiber.New(fiber.Config{
+		AppName:               "llm-gateway",
+		DisableStartupMessage: true,
+		BodyLimit:             o.BodyLimit,
+		ErrorHandler:          s.handleError,
+		// Accept IPv6 listeners too (Fiber's default is tcp4).
+		Network:           "tcp",
+		IdleTimeout:       120 * time.Second,
+		ReadBufferSize:    16 << 10,
+		StreamRequestBody: false,
+	})
+	app.Use(s.recoverPanics)
+	v1 := app.Group("/v1", s.authenticate)
+	if o.Admin != nil {
+		o.Admin(v1)
+	}
+	s.registerDataRoutes(v1)
+	return app
+}
+
+// Locals keys.
+const (
+	localTrace     = "gateway.trace"
+	localPrincipal = "gateway.principal"
+)
+
+// TraceID returns the request's trace id.
+func TraceID(c *fiber.Ctx) string {
+	id, _ := c.Locals(localTrace).(string)
+	return id
+}
+
+// Principal returns who the request acts as; nil before authentication.
+func Principal(c *fiber.Ctx) *core.Principal {
+	p, _ := c.Locals(localPrincipal).(*core.Principal)
+	return p
+}
+
+// maxTraceIDLength bounds a client-chosen trace id.
+const maxTraceIDLength = 255
+
+// traceID gives every request its trace id (the client's, or a new one) and
+// returns it on every answer, errors included.
+func (s *Server) traceID(c *fiber.Ctx) (string, *core.Error) {
+	if id, ok := c.Locals(localTrace).(string); ok {
+		return id, nil
+	}
+	id := strings.Clone(gatewayHeader(c, "trace-id"))
+	var bad *core.Error
+	if len(id) > maxTraceIDLength {
+		bad = core.BadRequest("x-gateway-trace-id", "x-gateway-trace-id is %d characters long; at most %d are allowed", len(id), maxTraceIDLength)
+		id = ""
+	}
+	if id == "" {
+		id = core.NewID()
+	}
+	c.Locals(localTrace, id)
+	c.Set(core.HeaderTraceID, id)
+	return id, bad
+}
+
+// recoverPanics turns a panic in any handler into a 500 that carries the
+// trace id, and logs the stack; the process keeps serving.
+func (s *Server) recoverPanics(c *fiber.Ctx) (err error) {
+	trace, bad := s.traceID(c)
+	if bad != nil {
+		return bad
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			s.log.Error("panic while serving a request", "trace_id", trace, "path", c.Path(), "panic", p, "stack", string(debug.Stack()))
+			err = core.Internal(fmt.Errorf("panic: %v", p), "internal error; quote trace id %s when reporting it", trace)
+		}
+	}()
+	return c.Next()
+}
+
+// authenticate resolves x-gateway-api-key into a principal.
+func (s *Server) authenticate(c *fiber.Ctx) error {
+	p, err := s.auth.Authenticate(gatewayHeader(c, "api-key"))
+	if err != nil {
+		return err
+	}
+	c.Locals(localPrincipal, p)
+	return c.Next()
+}
+
+// handleError writes the one JSON error body for any error a handler
+// returns, including Fiber's own (unknown route, body too large).
+func (s *Server) handleError(c *fiber.Ctx, err error) error {
+	s.traceID(c)
+	var ce *core.Error
+	var fe *fiber.Error
+	switch {
+	case errors.As(err, &ce):
+	case errors.As(err, &fe):
+		ce = fiberError(fe)
+	default:
+		ce = core.Internal(err, "internal error; quote trace id %s when reporting it", TraceID(c))
+	}
+	if ce.Status >= 500 && ce.Type == core.TypeAPI {
+		s.log.Error("request failed", "trace_id", TraceID(c), "path", c.Path(), "error", err)
+	}
+	c.Status(ce.Status)
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(ce.Body())
+}
+
+func fiberError(fe *fiber.Error) *core.Error {
+	switch fe.Code {
+	case fiber.StatusNotFound:
+		return &core.Error{Status: fe.Code, Type: core.TypeNotFound, Code: core.CodeNotFoundPath, Message: "no such route; see docs/configuration.md for the gateway's routes"}
+	case fiber.StatusRequestEntityTooLarge:
+		return &core.Error{Status: fe.Code, Type: core.TypeInvalidRequest, Message: "request body is larger than the gateway's limit (--max-body-bytes)"}
+	case fiber.StatusMethodNotAllowed:
+		return &core.Error{Status: fe.Code, Type: core.TypeInvalidRequest, Message: "method not allowed on this route"}
+	}
+	t := core.TypeInvalidRequest
+	if fe.Code >= 500 {
+		t = core.TypeAPI
+	}
+	return &core.Error{Status: fe.Code, Type: t, Message: fe.Message}
+}
+
+// gatewayHeader reads x-gateway-<name>, falling back to x-portkey-<name>.
+func gatewayHeader(c *fiber.Ctx, name string) string {
+	if v := c.Get(core.HeaderPrefix + name); v != "" {
+		return v
+	}
+	return c.Get(core.HeaderPrefixCompat + name)
+}

@@ -1,0 +1,9 @@
+// Package all imports the standard set of built-in plugins for their
+// registration side effects. The gateway binary imports it; so do tests that
+// need the real plugins.
+package all
+
+import (
+	// Providers.
+	_ "github.com/llm-gateway/gateway/plugins/providers/openai"
+)

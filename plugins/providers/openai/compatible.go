@@ -1,0 +1,40 @@
+package openai
+
+import "github.com/llm-gateway/gateway/core"
+
+// openAIPass are OpenAI's own request headers, forwarded when the client sends them.
+var openAIPass = []string{"OpenAI-Organization", "OpenAI-Project", "OpenAI-Beta"}
+
+func bearer(name, baseURL string, pass ...string) Spec {
+	return Spec{Name: name, BaseURL: baseURL, AuthHeader: "Authorization", AuthPrefix: "Bearer ", PassHeaders: pass}
+}
+
+// Compatible is the table of providers that speak OpenAI's wire format, with
+// their default base URLs. x-gateway-custom-host replaces the base URL.
+var Compatible = []Spec{
+	bearer("openai", "https://api.openai.com/v1", openAIPass...),
+	bearer("groq", "https://api.groq.com/openai/v1"),
+	bearer("together-ai", "https://api.together.xyz/v1"),
+	bearer("mistral-ai", "https://api.mistral.ai/v1"),
+	bearer("deepseek", "https://api.deepseek.com/v1"),
+	bearer("fireworks-ai", "https://api.fireworks.ai/inference/v1"),
+	bearer("openrouter", "https://openrouter.ai/api/v1"),
+	bearer("perplexity-ai", "https://api.perplexity.ai"),
+	bearer("x-ai", "https://api.x.ai/v1"),
+	bearer("deepinfra", "https://api.deepinfra.com/v1/openai"),
+	bearer("cerebras", "https://api.cerebras.ai/v1"),
+	bearer("nebius", "https://api.studio.nebius.ai/v1"),
+	bearer("sambanova", "https://api.sambanova.ai/v1"),
+	bearer("lambda", "https://api.lambdalabs.com/v1"),
+	bearer("ollama", "http://localhost:11434/v1"),
+	bearer("vllm", "http://localhost:8000/v1"),
+	bearer("lm-studio", "http://localhost:1234/v1"),
+	{
+		// Anthropic is served for its own routes (/v1/messages) and the proxy;
+		// chat completions need a translation that is not built yet.
+		Name: "anthropic", BaseURL: "https://api.anthropic.com/v1",
+		AuthHeader: "x-api-key", StaticHeaders: map[string]string{"anthropic-version": "2023-06-01"},
+		PassHeaders: []string{"anthropic-version", "anthropic-beta"},
+		Endpoints:   []core.Endpoint{core.EndpointMessages, core.EndpointMessagesCount},
+	},
+}

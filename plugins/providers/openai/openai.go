@@ -1,0 +1,98 @@
+// Package openai is the provider plugin for OpenAI and every provider that
+// speaks its wire format (groq, together-ai, mistral-ai, ...): the requests
+// and answers pass through unchanged; only the base URL and the way the
+// credential is sent differ, and those are data (see compatible.go).
+package openai
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"strings"
+
+	"github.com/llm-gateway/gateway/core"
+)
+
+// Spec describes one provider that speaks a pass-through wire format.
+type Spec struct {
+	Name    string
+	BaseURL string
+	// AuthHeader carries the credential; AuthPrefix goes before it
+	// ("Authorization" + "Bearer " for OpenAI, "x-api-key" + "" for Anthropic).
+	AuthHeader string
+	AuthPrefix string
+	// StaticHeaders are set on every request unless the client sent them
+	// (for example anthropic-version).
+	StaticHeaders map[string]string
+	// PassHeaders are client headers forwarded by default.
+	PassHeaders []string
+	// Endpoints lists the supported endpoints; nil means every OpenAI-shaped
+	// endpoint (everything but Anthropic's /messages).
+	Endpoints []core.Endpoint
+}
+
+// Provider is a core.Provider built from a Spec.
+type Provider struct{ spec Spec }
+
+// New returns the provider described by spec.
+func New(spec Spec) *Provider { return &Provider{spec: spec} }
+
+// Name is the provider's x-gateway-provider name.
+func (p *Provider) Name() string { return p.spec.Name }
+
+// BaseURL is the provider's default base URL.
+func (p *Provider) BaseURL() string { return p.spec.BaseURL }
+
+// Supports reports whether the provider serves endpoint e.
+func (p *Provider) Supports(e core.Endpoint) bool {
+	if e == core.EndpointProxy {
+		return true
+	}
+	if p.spec.Endpoints == nil {
+		return e != core.EndpointMessages && e != core.EndpointMessagesCount
+	}
+	for _, s := range p.spec.Endpoints {
+		if s == e {
+			return true
+		}
+	}
+	return false
+}
+
+// BuildRequest sends the client's body unchanged to the base URL plus the
+// request's provider-relative path, with the provider's authentication.
+func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.Target) (*http.Request, error) {
+	base := p.spec.BaseURL
+	if t.BaseURL != "" {
+		base = t.BaseURL
+	}
+	u := strings.TrimRight(base, "/") + req.Path
+	if req.RawQuery != "" {
+		u += "?" + req.RawQuery
+	}
+	var body io.Reader = http.NoBody
+	if len(req.Body) > 0 {
+		body = bytes.NewReader(req.Body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, req.Method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	hr.Header = core.UpstreamHeader(req, t, p.spec.PassHeaders)
+	for k, v := range p.spec.StaticHeaders {
+		if hr.Header.Get(k) == "" {
+			hr.Header.Set(k, v)
+		}
+	}
+	if t.APIKey != "" && p.spec.AuthHeader != "" {
+		hr.Header.Set(p.spec.AuthHeader, p.spec.AuthPrefix+t.APIKey)
+	}
+	return hr, nil
+}
+
+func init() {
+	for _, spec := range Compatible {
+		core.Register(core.PluginInfo{ID: core.KindProviders + "." + spec.Name, New: func() core.Plugin { return New(spec) }})
+	}
+}

@@ -1,0 +1,159 @@
+package store
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// FileName is the bbolt file inside the data directory.
+const FileName = "gateway.db"
+
+// schemaVersion is the layout version written in the meta bucket.
+const schemaVersion = 1
+
+// boltStore is the embedded Store on bbolt.
+type boltStore struct{ db *bolt.DB }
+
+// Open opens (creating when needed) the store in dir. Only one process may
+// hold a data directory at a time; a second one gets a clear error instead of
+// waiting forever.
+func Open(dir string) (Store, error) {
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
+	}
+	path := filepath.Join(dir, FileName)
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("open %s: the data dir is in use by another gateway process", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("open %s: %w", path, err)
+	}
+	err = db.Update(func(tx *bolt.Tx) error {
+		for _, b := range allBuckets {
+			if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
+				return err
+			}
+		}
+		meta := tx.Bucket([]byte(BucketMeta))
+		if v := meta.Get([]byte("schema_version")); v == nil {
+			return meta.Put([]byte("schema_version"), []byte(fmt.Sprint(schemaVersion)))
+		} else if string(v) != fmt.Sprint(schemaVersion) {
+			return fmt.Errorf("schema version %s is not supported by this build (expects %d)", v, schemaVersion)
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("prepare %s: %w", path, err)
+	}
+	return &boltStore{db: db}, nil
+}
+
+func (s *boltStore) View(fn func(Tx) error) error {
+	return s.db.View(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
+}
+
+func (s *boltStore) Update(fn func(Tx) error) error {
+	return s.db.Update(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
+}
+
+func (s *boltStore) Close() error { return s.db.Close() }
+
+type boltTx struct{ tx *bolt.Tx }
+
+func (t boltTx) bucket(b Bucket) (*bolt.Bucket, error) {
+	bk := t.tx.Bucket([]byte(b))
+	if bk == nil {
+		return nil, fmt.Errorf("bucket %q missing", b)
+	}
+	return bk, nil
+}
+
+func (t boltTx) Get(b Bucket, key string, v any) error {
+	bk, err := t.bucket(b)
+	if err != nil {
+		return err
+	}
+	raw := bk.Get([]byte(key))
+	if raw == nil {
+		return ErrNotFound
+	}
+	if err := json.Unmarshal(raw, v); err != nil {
+		return fmt.Errorf("decode %s/%s: %w", b, key, err)
+	}
+	return nil
+}
+
+func (t boltTx) Put(b Bucket, key string, v any) error {
+	bk, err := t.bucket(b)
+	if err != nil {
+		return err
+	}
+	raw, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encode %s/%s: %w", b, key, err)
+	}
+	return bk.Put([]byte(key), raw)
+}
+
+func (t boltTx) Delete(b Bucket, key string) error {
+	bk, err := t.bucket(b)
+	if err != nil {
+		return err
+	}
+	return bk.Delete([]byte(key))
+}
+
+func (t boltTx) ForEach(b Bucket, fn func(key string, raw []byte) error) error {
+	bk, err := t.bucket(b)
+	if err != nil {
+		return err
+	}
+	return bk.ForEach(func(k, v []byte) error { return fn(string(k), v) })
+}
+
+func (t boltTx) Scan(b Bucket, from string, reverse bool, fn func(key string, raw []byte) (bool, error)) error {
+	bk, err := t.bucket(b)
+	if err != nil {
+		return err
+	}
+	c := bk.Cursor()
+	var k, v []byte
+	switch {
+	case !reverse && from == "":
+		k, v = c.First()
+	case !reverse:
+		k, v = c.Seek([]byte(from))
+	case from == "":
+		k, v = c.Last()
+	default:
+		k, v = c.Seek([]byte(from))
+		if k == nil {
+			k, v = c.Last()
+		} else if !bytes.Equal(k, []byte(from)) {
+			k, v = c.Prev()
+		}
+	}
+	for ; k != nil; k, v = step(c, reverse) {
+		more, err := fn(string(k), v)
+		if err != nil || !more {
+			return err
+		}
+	}
+	return nil
+}
+
+func step(c *bolt.Cursor, reverse bool) ([]byte, []byte) {
+	if reverse {
+		return c.Prev()
+	}
+	return c.Next()
+}

@@ -1,0 +1,105 @@
+package store
+
+import (
+	"encoding/json"
+	"time"
+)
+
+// Organisation is the tenant every other record belongs to. The embedded
+// default has one.
+type Organisation struct {
+	ID        string    `json:"id"`
+	Name      string    `json:"name"`
+	CreatedAt time.Time `json:"created_at"`
+}
+
+// Workspace statuses.
+const (
+	StatusActive   = "active"
+	StatusArchived = "archived"
+)
+
+// Workspace groups keys, configs and providers inside an organisation.
+type Workspace struct {
+	ID             string    `json:"id"`
+	Slug           string    `json:"slug"`
+	Name           string    `json:"name"`
+	Description    string    `json:"description,omitempty"`
+	OrganisationID string    `json:"organisation_id"`
+	Status         string    `json:"status"`
+	CreatedAt      time.Time `json:"created_at"`
+	LastUpdatedAt  time.Time `json:"last_updated_at"`
+}
+
+// User is a person in the organisation.
+type User struct {
+	ID             string    `json:"id"`
+	Email          string    `json:"email"`
+	FirstName      string    `json:"first_name,omitempty"`
+	LastName       string    `json:"last_name,omitempty"`
+	Role           string    `json:"role"`
+	OrganisationID string    `json:"organisation_id"`
+	CreatedAt      time.Time `json:"created_at"`
+	LastUpdatedAt  time.Time `json:"last_updated_at"`
+}
+
+// APIKeyDefaults are applied to every request a key makes.
+type APIKeyDefaults struct {
+	Metadata map[string]string `json:"metadata,omitempty"`
+}
+
+// APIKey is a gateway credential. Only the SHA-256 hash of the secret is
+// stored; MaskedKey keeps its first and last characters for display.
+type APIKey struct {
+	ID             string          `json:"id"`
+	Name           string          `json:"name"`
+	Description    string          `json:"description,omitempty"`
+	Type           string          `json:"type"`
+	OrganisationID string          `json:"organisation_id"`
+	WorkspaceID    string          `json:"workspace_id,omitempty"`
+	UserID         string          `json:"user_id,omitempty"`
+	Role           string          `json:"role,omitempty"`
+	Hash           string          `json:"hash"`
+	MaskedKey      string          `json:"masked_key"`
+	Status         string          `json:"status"`
+	Scopes         []string        `json:"scopes"`
+	Defaults       *APIKeyDefaults `json:"defaults,omitempty"`
+	CreationMode   string          `json:"creation_mode"`
+	CreatedAt      time.Time       `json:"created_at"`
+	LastUpdatedAt  time.Time       `json:"last_updated_at"`
+	ExpiresAt      *time.Time      `json:"expires_at,omitempty"`
+}
+
+// List decodes every record of bucket b into a slice of T, in key order.
+func List[T any](tx Tx, b Bucket) ([]T, error) {
+	var out []T
+	err := tx.ForEach(b, func(_ string, raw []byte) error {
+		var v T
+		if err := json.Unmarshal(raw, &v); err != nil {
+			return err
+		}
+		out = append(out, v)
+		return nil
+	})
+	return out, err
+}
+
+// WorkspaceByIDOrSlug finds a workspace by its id or its slug.
+func WorkspaceByIDOrSlug(tx Tx, ref string) (Workspace, error) {
+	var w Workspace
+	if err := tx.Get(BucketWorkspaces, ref, &w); err == nil {
+		return w, nil
+	} else if err != ErrNotFound {
+		return w, err
+	}
+	all, err := List[Workspace](tx, BucketWorkspaces)
+	if err != nil {
+		return w, err
+	}
+	for _, ws := range all {
+		if ws.Slug == ref {
+			return ws, nil
+		}
+	}
+	return w, ErrNotFound
+}

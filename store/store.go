@@ -1,0 +1,53 @@
+// Package store keeps the gateway's admin state. Store is the interface the
+// rest of the code uses; Open returns the embedded implementation on bbolt, a
+// single file in the data directory. Records are JSON values in one bucket
+// per resource.
+package store
+
+import (
+	"errors"
+)
+
+// ErrNotFound is returned when a record does not exist; match it with errors.Is.
+var ErrNotFound = errors.New("record not found")
+
+// Bucket names a kind of record.
+type Bucket string
+
+// The buckets of the store.
+const (
+	BucketMeta          Bucket = "meta"
+	BucketOrganisations Bucket = "organisations"
+	BucketWorkspaces    Bucket = "workspaces"
+	BucketUsers         Bucket = "users"
+	BucketAPIKeys       Bucket = "api_keys"
+	BucketLogs          Bucket = "logs"
+)
+
+// allBuckets are created when the store is opened.
+var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, BucketUsers, BucketAPIKeys, BucketLogs}
+
+// Store is transactional access to the admin state. Update transactions are
+// durable once fn returns nil; a crash never leaves half of one behind.
+type Store interface {
+	View(fn func(Tx) error) error
+	Update(fn func(Tx) error) error
+	Close() error
+}
+
+// Tx is one transaction. Values read from it are only valid inside it, so
+// Get decodes into v and ForEach hands out raw bytes to be decoded at once.
+type Tx interface {
+	// Get decodes the record under key into v, or returns ErrNotFound.
+	Get(b Bucket, key string, v any) error
+	// Put stores v as JSON under key.
+	Put(b Bucket, key string, v any) error
+	// Delete removes key; deleting a missing key is not an error.
+	Delete(b Bucket, key string) error
+	// ForEach calls fn for every record in key order until fn returns an error.
+	ForEach(b Bucket, fn func(key string, raw []byte) error) error
+	// Scan calls fn for the records whose keys are >= from (all when empty),
+	// in ascending key order, or descending when reverse is set (then from
+	// is the largest key visited), until fn returns false or an error.
+	Scan(b Bucket, from string, reverse bool, fn func(key string, raw []byte) (bool, error)) error
+}
