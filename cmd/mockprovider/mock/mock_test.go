@@ -728,21 +728,21 @@ func TestStreamingZeroFrames(t *testing.T) {
 }
 
 func TestStreamInterval(t *testing.T) {
-	_, ts := newTestServer(t, Options{Frames: 4, Interval: 20 * time.Millisecond})
+	_, ts := newTestServer(t, Options{Frames: 4, Interval: 200 * time.Millisecond})
 	start := time.Now()
 	_, _, err := stream(t, ts, reqSpec{path: "/v1/chat/completions", body: `{"stream":true}`})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if el := time.Since(start); el < 60*time.Millisecond {
-		t.Errorf("4 frames with a 20ms interval took %v, want >= 60ms", el)
+	if el := time.Since(start); el < 600*time.Millisecond {
+		t.Errorf("4 frames with a 200ms interval took %v, want >= 600ms", el)
 	}
 	start = time.Now()
 	_, _, err = stream(t, ts, reqSpec{path: "/v1/chat/completions", body: `{"stream":true}`, headers: map[string]string{"x-mock-interval-ms": "0"}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if el := time.Since(start); el > 50*time.Millisecond {
+	if el := time.Since(start); el > 500*time.Millisecond {
 		t.Errorf("x-mock-interval-ms: 0 still took %v", el)
 	}
 }

@@ -31,7 +31,8 @@ type Options struct {
 	Latency time.Duration
 	// Status, when non-zero, forces every answer (except the /_mock/
 	// introspection endpoints) to be this HTTP status with an OpenAI-shaped
-	// error body. 200 means normal answers.
+	// error body. 200 means normal answers; values outside 200..599 are
+	// ignored.
 	Status int
 	// Frames is the number of SSE content frames in streamed answers.
 	// Zero or negative means 5.
@@ -105,6 +106,9 @@ func New(opts Options) *Server {
 	}
 	if opts.Interval < 0 {
 		opts.Interval = 0
+	}
+	if opts.Status < 200 || opts.Status > 599 {
+		opts.Status = 0
 	}
 	if opts.Latency < 0 {
 		opts.Latency = 0

@@ -1,0 +1,6 @@
+//go:build race
+
+package main
+
+// raceEnabled makes the end-to-end tests build the binaries with -race too.
+const raceEnabled = true
