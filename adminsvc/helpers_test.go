@@ -1,0 +1,241 @@
+package adminsvc_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llm-gateway/gateway/adminsvc"
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/pipeline"
+	"github.com/llm-gateway/gateway/core/server"
+	"github.com/llm-gateway/gateway/store"
+)
+
+// adminKey is the operator-chosen bootstrap key of every test env.
+const adminKey = "test-admin-key-0123456789abcdef"
+
+// t0 is the frozen start time of every test clock.
+var t0 = time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
+
+// clock is an injectable, race-safe clock.
+type clock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *clock) Advance(d time.Duration) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = c.t.Add(d)
+}
+
+// testPipeline is shared: the data plane is not under test here.
+var testPipeline = sync.OnceValues(func() (*pipeline.Pipeline, error) {
+	return pipeline.New(pipeline.Options{Client: pipeline.NewProviderClient(), GuardedClient: pipeline.NewProviderClient()})
+})
+
+// env is one gateway over a real bbolt store in a temp dir.
+type env struct {
+	t     *testing.T
+	dir   string
+	st    store.Store
+	keys  *adminsvc.Keys
+	app   *fiber.App
+	clock *clock
+	boot  adminsvc.BootstrapResult
+	orgID string
+	wsID  string // the default workspace
+	owner string // the bootstrap owner user
+}
+
+func newEnv(t *testing.T) *env {
+	t.Helper()
+	e := &env{t: t, dir: t.TempDir(), clock: &clock{t: t0}}
+	st, err := store.Open(e.dir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.st = st
+	t.Cleanup(func() { e.st.Close() })
+	e.boot, err = adminsvc.Bootstrap(st, adminKey, t0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.orgID, e.wsID = e.boot.OrganisationID, e.boot.WorkspaceID
+	users := listBucket[store.User](t, st, store.BucketUsers)
+	if len(users) != 1 {
+		t.Fatalf("bootstrap made %d users", len(users))
+	}
+	e.owner = users[0].ID
+	e.start()
+	return e
+}
+
+// start builds the key snapshot, the admin service and the app over e.st.
+func (e *env) start() {
+	e.t.Helper()
+	keys, err := adminsvc.NewKeys(e.st, e.clock.Now)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	pl, err := testPipeline()
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.keys = keys
+	e.app = server.New(server.Options{
+		Auth: keys, Pipeline: pl, Admin: adminsvc.New(e.st, keys, e.clock.Now).Register, Now: e.clock.Now,
+	})
+}
+
+// reopen closes the store and opens it again, as a restart does.
+func (e *env) reopen() {
+	e.t.Helper()
+	if err := e.st.Close(); err != nil {
+		e.t.Fatal(err)
+	}
+	st, err := store.Open(e.dir)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.st = st
+	e.start()
+}
+
+func listBucket[T any](t *testing.T, st store.Store, b store.Bucket) []T {
+	t.Helper()
+	var out []T
+	if err := st.View(func(tx store.Tx) (err error) { out, err = store.List[T](tx, b); return }); err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// addWorkspace stores another workspace (there is no workspace route yet).
+func (e *env) addWorkspace(slug string) string {
+	e.t.Helper()
+	ws := store.Workspace{ID: core.NewID(), Slug: slug, Name: slug, OrganisationID: e.orgID,
+		Status: store.StatusActive, CreatedAt: t0, LastUpdatedAt: t0}
+	if err := e.st.Update(func(tx store.Tx) error { return tx.Put(store.BucketWorkspaces, ws.ID, ws) }); err != nil {
+		e.t.Fatal(err)
+	}
+	return ws.ID
+}
+
+// addUser stores another organisation member.
+func (e *env) addUser(email string) string {
+	e.t.Helper()
+	u := store.User{ID: core.NewID(), Email: email, Role: "member", OrganisationID: e.orgID, CreatedAt: t0, LastUpdatedAt: t0}
+	if err := e.st.Update(func(tx store.Tx) error { return tx.Put(store.BucketUsers, u.ID, u) }); err != nil {
+		e.t.Fatal(err)
+	}
+	return u.ID
+}
+
+// resp is a decoded answer.
+type resp struct {
+	status int
+	raw    []byte
+	body   map[string]any
+}
+
+func (r resp) str(field string) string {
+	s, _ := r.body[field].(string)
+	return s
+}
+
+func (r resp) errField(field string) string {
+	e, _ := r.body["error"].(map[string]any)
+	s, _ := e[field].(string)
+	return s
+}
+
+func (r resp) list() []map[string]any {
+	items, _ := r.body["data"].([]any)
+	out := make([]map[string]any, len(items))
+	for i, it := range items {
+		out[i], _ = it.(map[string]any)
+	}
+	return out
+}
+
+func (r resp) total() int {
+	n, _ := r.body["total"].(float64)
+	return int(n)
+}
+
+// do sends one request; body is nil, a string sent as is, or a value
+// encoded as JSON.
+func (e *env) do(method, path, key string, body any) resp {
+	e.t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		raw, err := json.Marshal(b)
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		rd = bytes.NewReader(raw)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if rd != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	if key != "" {
+		req.Header.Set("x-gateway-api-key", key)
+	}
+	res, err := e.app.Test(req, -1)
+	if err != nil {
+		e.t.Fatalf("%s %s: %v", method, path, err)
+	}
+	defer res.Body.Close()
+	raw, err := io.ReadAll(res.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	r := resp{status: res.StatusCode, raw: raw}
+	_ = json.Unmarshal(raw, &r.body)
+	return r
+}
+
+// wantErr checks an error answer's status and code.
+func wantErr(t *testing.T, r resp, status int, code string) {
+	t.Helper()
+	if r.status != status || r.errField("code") != code {
+		t.Fatalf("got %d %s, want %d %s", r.status, r.raw, status, code)
+	}
+}
+
+// createKey creates a key with caller and fails the test unless it works.
+func (e *env) createKey(caller, path string, body map[string]any) (id, secret string) {
+	e.t.Helper()
+	r := e.do(http.MethodPost, "/v1/api-keys/"+path, caller, body)
+	if r.status != http.StatusOK {
+		e.t.Fatalf("create %s: %d %s", path, r.status, r.raw)
+	}
+	return r.str("id"), r.str("key")
+}
+
+// wsKey creates a workspace service key in workspace ws with scopes.
+func (e *env) wsKey(ws string, scopes ...string) (id, secret string) {
+	e.t.Helper()
+	return e.createKey(adminKey, "workspace/service", map[string]any{"name": "ws key", "workspace_id": ws, "scopes": scopes})
+}
