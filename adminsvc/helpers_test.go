@@ -3,6 +3,7 @@ package adminsvc_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -182,7 +183,6 @@ func (r resp) total() int {
 // do sends one request; body is nil, a string sent as is, or a value
 // encoded as JSON.
 func (e *env) do(method, path, key string, body any) resp {
-	e.t.Helper()
 	var rd io.Reader
 	switch b := body.(type) {
 	case nil:
@@ -191,7 +191,7 @@ func (e *env) do(method, path, key string, body any) resp {
 	default:
 		raw, err := json.Marshal(b)
 		if err != nil {
-			e.t.Fatal(err)
+			panic(err)
 		}
 		rd = bytes.NewReader(raw)
 	}
@@ -202,14 +202,16 @@ func (e *env) do(method, path, key string, body any) resp {
 	if key != "" {
 		req.Header.Set("x-gateway-api-key", key)
 	}
+	// No Fatal here: do runs in subtests and goroutines; a transport
+	// failure shows as status 0 with the error as the body.
 	res, err := e.app.Test(req, -1)
 	if err != nil {
-		e.t.Fatalf("%s %s: %v", method, path, err)
+		return resp{raw: []byte(fmt.Sprintf("%s %s: %v", method, path, err))}
 	}
 	defer res.Body.Close()
 	raw, err := io.ReadAll(res.Body)
 	if err != nil {
-		e.t.Fatal(err)
+		return resp{raw: []byte(err.Error())}
 	}
 	r := resp{status: res.StatusCode, raw: raw}
 	_ = json.Unmarshal(raw, &r.body)

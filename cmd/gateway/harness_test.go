@@ -74,7 +74,7 @@ func (b *lockedBuffer) String() string {
 }
 
 // start runs a built binary and waits for its "listening on http://..." line.
-func start(t *testing.T, name string, env []string, args ...string) *proc {
+func start(t testing.TB, name string, env []string, args ...string) *proc {
 	t.Helper()
 	cmd := exec.Command(filepath.Join(binDir, name), args...)
 	cmd.Env = append(os.Environ(), env...)
@@ -115,7 +115,7 @@ func start(t *testing.T, name string, env []string, args ...string) *proc {
 }
 
 // stop sends SIGTERM and waits for a clean exit.
-func (p *proc) stop(t *testing.T) {
+func (p *proc) stop(t testing.TB) {
 	t.Helper()
 	p.cmd.Process.Signal(syscall.SIGTERM)
 	select {
@@ -140,7 +140,7 @@ type env struct {
 // mockHost is the mock's base URL as a custom host ("http://127.0.0.1:N/v1").
 func (e *env) mockHost() string { return e.mock.URL + "/v1" }
 
-func startEnv(t *testing.T, mockArgs ...string) *env {
+func startEnv(t testing.TB, mockArgs ...string) *env {
 	t.Helper()
 	e := &env{dataDir: t.TempDir()}
 	e.mock = start(t, "mockprovider", nil, append([]string{"--addr", "127.0.0.1:0"}, mockArgs...)...)
@@ -148,7 +148,7 @@ func startEnv(t *testing.T, mockArgs ...string) *env {
 	return e
 }
 
-func (e *env) startGateway(t *testing.T, extraEnv ...string) *proc {
+func (e *env) startGateway(t testing.TB, extraEnv ...string) *proc {
 	t.Helper()
 	return start(t, "gateway", append([]string{
 		"GATEWAY_ADMIN_API_KEY=" + adminKey,
@@ -158,7 +158,7 @@ func (e *env) startGateway(t *testing.T, extraEnv ...string) *proc {
 
 // call sends one request to the gateway with the admin key and the mock as
 // custom host, plus the given headers ("Name: value"); nil body means none.
-func (e *env) call(t *testing.T, method, path string, body any, headers ...string) *http.Response {
+func (e *env) call(t testing.TB, method, path string, body any, headers ...string) *http.Response {
 	t.Helper()
 	h := []string{"x-gateway-api-key: " + adminKey, "x-gateway-provider: openai",
 		"Authorization: Bearer sk-e2e", "x-gateway-custom-host: " + e.mockHost()}
@@ -167,7 +167,7 @@ func (e *env) call(t *testing.T, method, path string, body any, headers ...strin
 
 // do sends one request; later headers replace earlier ones of the same name,
 // and "Name:" with no value removes it.
-func do(t *testing.T, method, url string, body any, headers ...string) *http.Response {
+func do(t testing.TB, method, url string, body any, headers ...string) *http.Response {
 	t.Helper()
 	var r io.Reader
 	switch b := body.(type) {
@@ -206,7 +206,7 @@ func do(t *testing.T, method, url string, body any, headers ...string) *http.Res
 }
 
 // readAll reads and closes a response body.
-func readAll(t *testing.T, resp *http.Response) []byte {
+func readAll(t testing.TB, resp *http.Response) []byte {
 	t.Helper()
 	defer resp.Body.Close()
 	b, err := io.ReadAll(resp.Body)
