@@ -159,13 +159,13 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 	body, probs := parseCreateKey(fields, now)
 	if kind.typ == core.KeyTypeOrganisationService {
 		if body.WorkspaceID != "" {
-			probs.add("workspace_id", "organisation keys are not tied to a workspace; leave it out")
+			probs.add("workspace_id", "organisation keys are not tied to a workspace, leave it out")
 		}
 		if body.UserID != "" {
-			probs.add("user_id", "organisation service keys do not belong to a user; leave it out")
+			probs.add("user_id", "organisation service keys do not belong to a user, leave it out")
 		}
 	} else if kind.typ == core.KeyTypeWorkspaceService && body.UserID != "" {
-		probs.add("user_id", "service keys do not belong to a user; leave it out")
+		probs.add("user_id", "service keys do not belong to a user, leave it out")
 	}
 	if err := probs.err(); err != nil {
 		return err
@@ -186,7 +186,7 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 	rec.Hash, rec.MaskedKey = hashKey(secret), maskKey(secret)
 	err := s.st.Update(func(tx store.Tx) error {
 		if kind.typ != core.KeyTypeOrganisationService {
-			ws, err := s.resolveWorkspace(tx, caller, body.WorkspaceID)
+			ws, err := s.resolveWorkspace(tx, caller, body.WorkspaceID, true)
 			if err != nil {
 				return err
 			}
@@ -196,6 +196,9 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 			rec.UserID = body.UserID
 			if rec.UserID == "" {
 				rec.UserID = caller.UserID
+			}
+			if rec.UserID == "" {
+				return core.ValidationError("user_id", "user_id: is required: this API key belongs to no user to default to")
 			}
 			var u store.User
 			if err := tx.Get(store.BucketUsers, rec.UserID, &u); errors.Is(err, store.ErrNotFound) {
@@ -228,7 +231,9 @@ func missingScopes(caller *core.Principal, want []string) []string {
 
 // resolveWorkspace finds the workspace a request names (id or slug). A
 // workspace key may only name its own workspace, and names it by default.
-func (s *Service) resolveWorkspace(tx store.Tx, caller *core.Principal, ref string) (store.Workspace, error) {
+// An archived workspace can still be read (its keys, its logs) but nothing
+// new is made in it (write).
+func (s *Service) resolveWorkspace(tx store.Tx, caller *core.Principal, ref string, write bool) (store.Workspace, error) {
 	if ref == "" {
 		if caller.IsOrganisationKey() {
 			return store.Workspace{}, core.ValidationError("workspace_id", "workspace_id: is required with an organisation key")
@@ -245,7 +250,7 @@ func (s *Service) resolveWorkspace(tx store.Tx, caller *core.Principal, ref stri
 	if !caller.IsOrganisationKey() && ws.ID != caller.WorkspaceID {
 		return ws, core.Forbidden("workspace keys may only act on their own workspace")
 	}
-	if ws.Status == store.StatusArchived {
+	if write && ws.Status == store.StatusArchived {
 		return ws, core.ValidationError("workspace_id", "workspace_id: workspace %q is archived", ref)
 	}
 	return ws, nil
@@ -309,7 +314,7 @@ func (s *Service) listAPIKeys(c *fiber.Ctx) error {
 	err := s.st.View(func(tx store.Tx) error {
 		wsFilter := ""
 		if ref := c.Query("workspace_id"); ref != "" {
-			ws, err := s.resolveWorkspace(tx, caller, ref)
+			ws, err := s.resolveWorkspace(tx, caller, ref, false)
 			if err != nil {
 				return err
 			}

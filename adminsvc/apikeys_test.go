@@ -6,6 +6,7 @@ import (
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -513,5 +514,92 @@ func TestConcurrentCreatesAllAuthenticate(t *testing.T) {
 	}
 	if ids := listBucket[store.APIKey](t, e.st, store.BucketAPIKeys); len(ids) != n+1 || slices.ContainsFunc(ids, func(k store.APIKey) bool { return k.Hash == "" }) {
 		t.Fatalf("%d keys stored", len(ids))
+	}
+}
+
+// pausingStore pauses the first View after arm until release is closed (or
+// a timeout passes): after the read, before the caller uses what it read.
+type pausingStore struct {
+	store.Store
+	armed   atomic.Bool
+	paused  chan struct{}
+	release chan struct{}
+}
+
+func (s *pausingStore) View(fn func(store.Tx) error) error {
+	err := s.Store.View(fn)
+	if s.armed.CompareAndSwap(true, false) {
+		close(s.paused)
+		select {
+		case <-s.release:
+		case <-time.After(300 * time.Millisecond):
+		}
+	}
+	return err
+}
+
+// Two creates whose snapshot reloads interleave: the slower reload read the
+// store before the second key existed and must not overwrite the newer
+// snapshot with its older one.
+func TestSnapshotReloadsDoNotRegress(t *testing.T) {
+	e := newEnv(t)
+	ps := &pausingStore{paused: make(chan struct{}), release: make(chan struct{})}
+	e.wrap = func(st store.Store) store.Store { ps.Store = st; return ps }
+	e.start()
+	create := func(name string) string {
+		return e.do(http.MethodPost, "/v1/api-keys/workspace/service", adminKey,
+			map[string]any{"name": name, "workspace_id": "default", "scopes": []string{"logs.list"}}).str("key")
+	}
+	ps.armed.Store(true)
+	first := make(chan string)
+	go func() { first <- create("a") }() // its reload pauses after reading
+	<-ps.paused
+	b := create("b") // commits and reloads while a's reload is paused
+	close(ps.release)
+	a := <-first
+	for name, s := range map[string]string{"a": a, "b": b} {
+		if s == "" {
+			t.Fatalf("create %s failed", name)
+		}
+		if _, err := e.keys.Authenticate(s); err != nil {
+			t.Errorf("key %s lost from the snapshot: %v", name, err)
+		}
+	}
+}
+
+// An archived workspace keeps its keys and logs readable, but no new key
+// is made in it.
+func TestArchivedWorkspace(t *testing.T) {
+	e := newEnv(t)
+	_, wsKey := e.wsKey("default", core.ScopeLogsList, core.ScopeWsServiceKeysList, core.ScopeWsServiceKeysCreate)
+	seedLogs(t, e.st, e.wsID, "")
+	err := e.st.Update(func(tx store.Tx) error {
+		var w store.Workspace
+		if err := tx.Get(store.BucketWorkspaces, e.wsID, &w); err != nil {
+			return err
+		}
+		w.Status = store.StatusArchived
+		return tx.Put(store.BucketWorkspaces, w.ID, w)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	reads := []struct{ key, path string }{
+		{wsKey, "/v1/logs"},
+		{wsKey, "/v1/api-keys"},
+		{adminKey, "/v1/logs?workspace_id=default"},
+		{adminKey, "/v1/api-keys?workspace_id=default"},
+	}
+	for _, rd := range reads {
+		if r := e.do(http.MethodGet, rd.path, rd.key, nil); r.status != 200 || r.total() == 0 {
+			t.Errorf("GET %s: %d %s", rd.path, r.status, r.raw)
+		}
+	}
+	for _, key := range []string{wsKey, adminKey} {
+		r := e.do(http.MethodPost, "/v1/api-keys/workspace/service", key, map[string]any{"name": "k", "workspace_id": "default", "scopes": []string{core.ScopeLogsList}})
+		wantErr(t, r, 400, core.CodeValidation)
+		if r.errField("param") != "workspace_id" || !strings.Contains(r.errField("message"), "archived") {
+			t.Fatalf("create in archived workspace: %s", r.raw)
+		}
 	}
 }

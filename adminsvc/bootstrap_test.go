@@ -199,7 +199,9 @@ func TestKeysStoredOnlyAsHashes(t *testing.T) {
 			t.Errorf("plaintext key %q found in the db file", s)
 		}
 	}
-	e.st, _ = store.Open(e.dir) // for the cleanup
+	if e.st, err = store.Open(e.dir); err != nil { // for the cleanup
+		t.Fatal(err)
+	}
 }
 
 // A short operator-chosen key must not be half disclosed by its mask.

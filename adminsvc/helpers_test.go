@@ -62,6 +62,8 @@ type env struct {
 	orgID string
 	wsID  string // the default workspace
 	owner string // the bootstrap owner user
+	// wrap, when set, wraps the store the service and the snapshot use.
+	wrap func(store.Store) store.Store
 }
 
 func newEnv(t *testing.T) *env {
@@ -90,7 +92,11 @@ func newEnv(t *testing.T) *env {
 // start builds the key snapshot, the admin service and the app over e.st.
 func (e *env) start() {
 	e.t.Helper()
-	keys, err := adminsvc.NewKeys(e.st, e.clock.Now)
+	st := e.st
+	if e.wrap != nil {
+		st = e.wrap(st)
+	}
+	keys, err := adminsvc.NewKeys(st, e.clock.Now)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -100,7 +106,7 @@ func (e *env) start() {
 	}
 	e.keys = keys
 	e.app = server.New(server.Options{
-		Auth: keys, Pipeline: pl, Admin: adminsvc.New(e.st, keys, e.clock.Now).Register, Now: e.clock.Now,
+		Auth: keys, Pipeline: pl, Admin: adminsvc.New(st, keys, e.clock.Now).Register, Now: e.clock.Now,
 	})
 }
 

@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -33,10 +34,15 @@ func hashKey(secret string) string {
 	return hex.EncodeToString(sum[:])
 }
 
-// maskKey keeps enough of a key to recognise it: "gw-A****wxyz".
+// maskKey keeps enough of a key to recognise it: "gw-A****wxyz". A short
+// key (an operator-chosen bootstrap key may have only 16 characters) shows
+// its last 4 characters only, so the mask never gives half of it away.
 func maskKey(secret string) string {
-	if len(secret) < 12 {
+	switch {
+	case len(secret) < 12:
 		return "****"
+	case len(secret) < 32:
+		return "****" + secret[len(secret)-4:]
 	}
 	return secret[:4] + "****" + secret[len(secret)-4:]
 }
@@ -46,9 +52,14 @@ func maskKey(secret string) string {
 // atomically, so a change made through the admin API is visible to the next
 // request without a disk read on the request path.
 type Keys struct {
-	st   store.Store
-	now  func() time.Time
-	snap atomic.Pointer[map[string]*core.Principal]
+	st  store.Store
+	now func() time.Time
+	// reload serialises Reload: without it a reload that read the store
+	// before a concurrent change could store its older snapshot after the
+	// newer one, and a just-created key would not authenticate (or a
+	// deleted one would) until the next change.
+	reload sync.Mutex
+	snap   atomic.Pointer[map[string]*core.Principal]
 }
 
 // NewKeys loads the snapshot from st.
@@ -62,6 +73,8 @@ func NewKeys(st store.Store, now func() time.Time) (*Keys, error) {
 
 // Reload rebuilds the snapshot from the store.
 func (k *Keys) Reload() error {
+	k.reload.Lock()
+	defer k.reload.Unlock()
 	var keys []store.APIKey
 	err := k.st.View(func(tx store.Tx) (err error) {
 		keys, err = store.List[store.APIKey](tx, store.BucketAPIKeys)

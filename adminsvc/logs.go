@@ -3,6 +3,7 @@ package adminsvc
 import (
 	"errors"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -42,7 +43,7 @@ func (s *Service) listLogs(c *fiber.Ctx) error {
 	var total int
 	err := s.st.View(func(tx store.Tx) error {
 		if ref := c.Query("workspace_id"); ref != "" || !caller.IsOrganisationKey() {
-			ws, err := s.resolveWorkspace(tx, caller, ref)
+			ws, err := s.resolveWorkspace(tx, caller, ref, false)
 			if err != nil {
 				return err
 			}
@@ -63,6 +64,11 @@ func parseTime(v, name string, p *problems) time.Time {
 		return time.Time{}
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
+	if err != nil && strings.Contains(v, " ") {
+		// An unescaped "+01:00" offset arrives as " 01:00" once the query
+		// string is decoded.
+		t, err = time.Parse(time.RFC3339Nano, strings.Replace(v, " ", "+", 1))
+	}
 	if err != nil {
 		p.add(name, "must be an RFC 3339 date-time such as \"2026-11-21T10:00:00Z\", got %q", v)
 	}
