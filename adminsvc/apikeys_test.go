@@ -603,3 +603,25 @@ func TestArchivedWorkspace(t *testing.T) {
 		}
 	}
 }
+
+func TestUnknownAdminRoutesAreNotProxied(t *testing.T) {
+	e := newEnv(t)
+	cases := []struct {
+		method, path string
+		status       int
+	}{
+		{"PUT", "/v1/api-keys/abc", 404},
+		{"PATCH", "/v1/api-keys", 404},
+		{"POST", "/v1/logs", 404},
+		{"GET", "/v1/logs/a/b", 404},
+		{"POST", "/v1/api-keys/abc/rotate", 501},
+	}
+	for _, tc := range cases {
+		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
+			r := e.do(tc.method, tc.path, adminKey, nil)
+			if r.status != tc.status || r.errField("message") == "" {
+				t.Fatalf("%d %s", r.status, r.raw)
+			}
+		})
+	}
+}

@@ -1,6 +1,7 @@
 package adminsvc
 
 import (
+	"fmt"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -28,12 +29,36 @@ func New(st store.Store, keys *Keys, now func() time.Time) *Service {
 
 // Register adds the admin routes to the /v1 group.
 func (s *Service) Register(v1 fiber.Router) {
+	v1.Post("/api-keys/:id/rotate", notYet("key rotation"))
 	v1.Post("/api-keys/:type/:subtype", s.createAPIKey)
 	v1.Get("/api-keys", s.listAPIKeys)
 	v1.Get("/api-keys/:id", s.getAPIKey)
 	v1.Delete("/api-keys/:id", s.deleteAPIKey)
 	v1.Get("/logs", s.listLogs)
 	v1.Get("/logs/:id", s.getLog)
+	// Any other method or path under the admin prefixes is an unknown admin
+	// route, never something for the generic proxy to forward.
+	for _, prefix := range adminPrefixes {
+		v1.All(prefix, unknownRoute)
+		v1.All(prefix+"/*", unknownRoute)
+	}
+}
+
+// adminPrefixes are the paths the admin API owns.
+var adminPrefixes = []string{"/api-keys", "/logs"}
+
+func unknownRoute(c *fiber.Ctx) error {
+	return &core.Error{Status: fiber.StatusNotFound, Type: core.TypeNotFound, Code: core.CodeNotFoundPath,
+		Message: fmt.Sprintf("no admin route %s %s; see docs/admin-api.md", c.Method(), c.Path())}
+}
+
+// notYet answers 501 for a route of the reference API that this version does
+// not implement.
+func notYet(what string) fiber.Handler {
+	return func(c *fiber.Ctx) error {
+		return &core.Error{Status: fiber.StatusNotImplemented, Type: core.TypeAPI,
+			Message: what + " is not supported by this version of the gateway yet"}
+	}
 }
 
 // requireScope answers 403 unless the caller holds one of scopes.
