@@ -101,7 +101,4 @@ type Response struct {
 	// Provider is the name of the provider that answered.
 	Provider string
 	Usage    Usage
-	// Done, when set, is called once the stream has been written out (or
-	// abandoned), with the usage and error seen in it.
-	Done func(usage Usage, err error)
 }

@@ -36,7 +36,7 @@ type Options struct {
 // Pipeline is safe for concurrent use.
 type Pipeline struct {
 	providers map[string]core.Provider
-	names     string
+	names     []string
 	client    *http.Client
 	guarded   *http.Client
 	hooks     *hooks.Runner
@@ -61,9 +61,13 @@ func New(o Options) (*Pipeline, error) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	return &Pipeline{providers: o.Providers, names: strings.Join(names, ", "), client: o.Client,
+	return &Pipeline{providers: o.Providers, names: names, client: o.Client,
 		guarded: o.GuardedClient, hooks: o.Hooks}, nil
 }
+
+// ProviderNames returns the names of the providers the pipeline can call,
+// sorted.
+func (p *Pipeline) ProviderNames() []string { return slices.Clone(p.names) }
 
 // errTimeout is the cancellation cause when the request timeout fires.
 var errTimeout = errors.New("request timeout")
@@ -74,7 +78,7 @@ var errTimeout = errors.New("request timeout")
 func (p *Pipeline) Do(ctx context.Context, req *core.Request) (*core.Response, error) {
 	prov, ok := p.providers[req.Target.Provider]
 	if !ok {
-		return nil, core.BadRequest("x-gateway-provider", "unknown provider %q; known providers: %s", req.Target.Provider, p.names)
+		return nil, core.BadRequest("x-gateway-provider", "unknown provider %q; known providers: %s", req.Target.Provider, strings.Join(p.names, ", "))
 	}
 	if !prov.Supports(req.Endpoint) {
 		return nil, core.BadRequest("x-gateway-provider", "provider %q does not support %s requests", prov.Name(), req.Endpoint)
@@ -84,15 +88,16 @@ func (p *Pipeline) Do(ctx context.Context, req *core.Request) (*core.Response, e
 		return nil, denied(hooks.BeforeRequest)
 	}
 
+	// ctx bounds the upstream call; parent outlives it for the after hooks.
+	parent := ctx
 	ctx, cancel := context.WithCancelCause(ctx)
 	var timer *time.Timer
 	if req.Timeout > 0 {
 		timer = time.AfterFunc(req.Timeout, func() { cancel(errTimeout) })
 	}
-	stop := func() {
-		if timer != nil {
-			timer.Stop()
-		}
+	// stop disarms the timeout; false means it has already fired.
+	stop := func() bool {
+		return timer == nil || timer.Stop()
 	}
 	fail := func(err error) (*core.Response, error) {
 		stop()
@@ -123,7 +128,12 @@ func (p *Pipeline) Do(ctx context.Context, req *core.Request) (*core.Response, e
 			hresp.Body.Close()
 			return fail(err)
 		}
-		stop()
+		if !stop() {
+			// The timeout fired as the first byte arrived: the context is
+			// cancelled, so the stream would break off at once.
+			hresp.Body.Close()
+			return fail(errTimeout)
+		}
 		resp.Stream = &streamBody{Reader: br, body: hresp.Body, cancel: func() { cancel(nil) }}
 		resp.SSE = sse
 		return resp, nil
@@ -137,7 +147,7 @@ func (p *Pipeline) Do(ctx context.Context, req *core.Request) (*core.Response, e
 	cancel(nil)
 	resp.Body = body
 	if hresp.StatusCode >= 200 && hresp.StatusCode < 300 {
-		if out := p.hooks.Run(ctx, hooks.AfterResponse, nil, req, resp); out.Denied {
+		if out := p.hooks.Run(parent, hooks.AfterResponse, nil, req, resp); out.Denied {
 			return nil, denied(hooks.AfterResponse)
 		}
 	}

@@ -171,6 +171,8 @@ type gateway struct {
 type gatewayConfig struct {
 	bodyLimit int
 	trusted   []string
+	// distrustUpstream leaves the upstream off the trusted list.
+	distrustUpstream bool
 }
 
 // loopbackOnly refuses every destination that is not a literal 127/8 or ::1
@@ -195,7 +197,10 @@ func newGateway(t *testing.T, h http.Handler, opts ...func(*gatewayConfig)) *gat
 		o(&cfg)
 	}
 	up := newUpstream(t, h)
-	trusted := append([]string{up.Listener.Addr().String()}, cfg.trusted...)
+	trusted := cfg.trusted
+	if !cfg.distrustUpstream {
+		trusted = append([]string{up.Listener.Addr().String()}, trusted...)
+	}
 	policy, err := netguard.ParseTrusted(strings.Join(trusted, ","))
 	if err != nil {
 		t.Fatal(err)

@@ -14,7 +14,7 @@ func (s *Server) record(req *core.Request, resp *core.Response, status int, usag
 		ID: core.NewLogID(req.ReceivedAt), CreatedAt: req.ReceivedAt,
 		TraceID: req.TraceID, SpanID: req.SpanID, ParentSpanID: req.ParentSpanID, SpanName: req.SpanName,
 		Metadata: req.Metadata, Provider: req.Target.Provider, Model: req.Model, Endpoint: req.Endpoint,
-		Method: req.Method, Path: "/v1" + req.Path, Status: status, Stream: resp != nil && resp.Stream != nil,
+		Method: req.Method, Path: "/v1" + req.Path, Status: status, Stream: req.Stream || (resp != nil && resp.SSE),
 		LatencyMs: float64(now.Sub(req.ReceivedAt).Microseconds()) / 1000, Usage: usage,
 	}
 	if p := req.Principal; p != nil {

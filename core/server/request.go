@@ -3,6 +3,7 @@ package server
 import (
 	"encoding/json"
 	"net/http"
+	"net/url"
 	"strconv"
 	"strings"
 	"time"
@@ -23,7 +24,7 @@ func (s *Server) newRequest(c *fiber.Ctx, endpoint core.Endpoint) (*core.Request
 		SpanName:     strings.Clone(gatewayHeader(c, "span-name")),
 		Endpoint:     endpoint,
 		Method:       strings.Clone(c.Method()),
-		Path:         strings.TrimPrefix(string(c.Request().URI().Path()), "/v1"),
+		Path:         providerPath(c),
 		RawQuery:     string(c.Request().URI().QueryString()),
 		Header:       copyHeaders(c),
 		Body:         append([]byte(nil), c.Body()...),
@@ -37,10 +38,27 @@ func (s *Server) newRequest(c *fiber.Ctx, endpoint core.Endpoint) (*core.Request
 	if req.Timeout, err = parseTimeout(gatewayHeader(c, "request-timeout")); err != nil {
 		return req, err
 	}
-	if req.Target, err = parseTarget(c); err != nil {
+	if req.Target, err = parseTarget(c, s.knownProviders()); err != nil {
 		return req, err
 	}
 	return req, nil
+}
+
+// providerPath is the client's path without "/v1", as fasthttp decoded and
+// normalised it (no "..", no "//"), escaped again: providers append it to
+// their base URL as text, so a decoded "?", "#" or space must not reach them
+// raw ("/v1/files/a%3Fb" stays one path segment, not a query).
+func providerPath(c *fiber.Ctx) string {
+	p := strings.TrimPrefix(string(c.Request().URI().Path()), "/v1")
+	return (&url.URL{Path: p}).EscapedPath()
+}
+
+// knownProviders lists the providers x-gateway-provider may name.
+func (s *Server) knownProviders() string {
+	if s.pipeline == nil {
+		return ""
+	}
+	return strings.Join(s.pipeline.ProviderNames(), ", ")
 }
 
 // copyHeaders copies the client's headers, with canonical names.
@@ -96,8 +114,13 @@ func parseTimeout(raw string) (time.Duration, *core.Error) {
 }
 
 // parseTarget reads the provider choice: x-gateway-provider with the
-// caller's credential, optionally x-gateway-custom-host.
-func parseTarget(c *fiber.Ctx) (core.Target, *core.Error) {
+// caller's credential, optionally x-gateway-custom-host. known lists the
+// provider names for the error of a missing header.
+//
+// Header values read through Fiber point into fasthttp's reused buffers;
+// everything kept in the target is cloned, since the request (and the log
+// record made from it) outlives the handler.
+func parseTarget(c *fiber.Ctx, known string) (core.Target, *core.Error) {
 	var t core.Target
 	if gatewayHeader(c, "config") != "" {
 		return t, core.BadRequest("x-gateway-config", "x-gateway-config is not supported by this version of the gateway yet; choose the provider with x-gateway-provider")
@@ -105,10 +128,10 @@ func parseTarget(c *fiber.Ctx) (core.Target, *core.Error) {
 	if gatewayHeader(c, "virtual-key") != "" {
 		return t, core.BadRequest("x-gateway-virtual-key", "virtual keys are not supported by this version of the gateway yet; choose the provider with x-gateway-provider and Authorization")
 	}
-	t.Provider = strings.ToLower(strings.TrimSpace(gatewayHeader(c, "provider")))
+	t.Provider = strings.Clone(strings.ToLower(strings.TrimSpace(gatewayHeader(c, "provider"))))
 	switch {
 	case t.Provider == "":
-		return t, core.BadRequest("x-gateway-provider", "missing x-gateway-provider header: name the provider to call, e.g. x-gateway-provider: openai")
+		return t, core.BadRequest("x-gateway-provider", "missing x-gateway-provider header: name the provider to call, e.g. x-gateway-provider: openai; known providers: %s", known)
 	case strings.HasPrefix(t.Provider, "@"):
 		return t, core.BadRequest("x-gateway-provider", "managed providers (%s) are not supported by this version of the gateway yet; send a provider name and Authorization", t.Provider)
 	}
@@ -117,7 +140,7 @@ func parseTarget(c *fiber.Ctx) (core.Target, *core.Error) {
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
 			return t, core.BadRequest("authorization", "the Authorization header must be \"Bearer <provider key>\"")
 		}
-		t.APIKey = strings.TrimSpace(token)
+		t.APIKey = strings.Clone(strings.TrimSpace(token))
 	} else if k := c.Get("x-api-key"); k != "" {
 		t.APIKey = strings.Clone(k)
 	}

@@ -5,8 +5,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"runtime/debug"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -29,7 +31,13 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 			rh.Add(name, v)
 		}
 	}
+	// The gateway's own headers win over any the upstream sent (an upstream
+	// that is itself a gateway answers with its own trace id). fasthttp's
+	// Set replaces only the first of repeated values, hence Del.
+	rh.Del(core.HeaderProvider)
 	rh.Set(core.HeaderProvider, resp.Provider)
+	rh.Del(core.HeaderTraceID)
+	rh.Set(core.HeaderTraceID, req.TraceID)
 	if resp.Stream == nil {
 		usage := core.Usage{}
 		if resp.Status < 300 {
@@ -41,16 +49,28 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 	if resp.SSE {
 		rh.Set(fiber.HeaderCacheControl, "no-cache")
 	}
-	// The stream writer runs after this handler returns, on the connection's
-	// goroutine; a graceful shutdown waits for it to finish.
+	// The stream writer runs after this handler returns, in a goroutine of
+	// its own feeding the connection; a graceful shutdown waits for it. A
+	// panic there is outside the handler's recovery, so it has its own.
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
 		defer resp.Stream.Close()
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("panic while streaming an answer", "trace_id", req.TraceID, "panic", p, "stack", string(debug.Stack()))
+				writeErrorEvent(w, core.Internal(fmt.Errorf("%v", p), "internal error; quote trace id %s when reporting it", req.TraceID))
+			}
+		}()
 		var usage core.Usage
 		var err error
 		if resp.SSE {
 			usage, err = forwardEvents(w, resp.Stream)
 		} else {
 			err = forwardBytes(w, resp.Stream)
+		}
+		if err == nil && resp.Status >= 400 {
+			// A provider's error answer streamed through (generic proxy):
+			// its body was not kept, so the log names the status.
+			err = errors.New(http.StatusText(resp.Status))
 		}
 		s.record(req, resp, resp.Status, usage, err)
 	})
@@ -91,7 +111,18 @@ func forwardEvents(w *bufio.Writer, r io.Reader) (core.Usage, error) {
 		line, err := br.ReadSlice('\n')
 		if errors.Is(err, bufio.ErrBufferFull) {
 			event.Write(line) // a long line: keep reading it
+			if event.Len() > maxEventBytes {
+				err = fmt.Errorf("an event of the provider's stream is larger than %d bytes", maxEventBytes)
+				writeErrorEvent(w, core.Upstream(err, "%v", err))
+				return usage, err
+			}
 			continue
+		}
+		if err != nil && err != io.EOF {
+			// The upstream broke off: an incomplete event is dropped, not
+			// forwarded, so the error event stands on its own.
+			writeErrorEvent(w, core.Upstream(err, "the provider's stream broke off: %v", err))
+			return usage, err
 		}
 		event.Write(line)
 		if len(bytes.TrimRight(line, "\r\n")) == 0 || err != nil {
@@ -109,17 +140,14 @@ func forwardEvents(w *bufio.Writer, r io.Reader) (core.Usage, error) {
 		if err == io.EOF {
 			return usage, nil
 		}
-		if err != nil {
-			writeErrorEvent(w, err)
-			return usage, err
-		}
 	}
 }
 
+// maxEventBytes bounds one server-sent event held in memory.
+const maxEventBytes = 8 << 20
+
 // writeErrorEvent ends a broken stream with an error the client can see.
-func writeErrorEvent(w *bufio.Writer, cause error) {
-	ce := core.Upstream(cause, "the provider's stream broke off: %v", cause)
-	w.WriteString("\n")
+func writeErrorEvent(w *bufio.Writer, ce *core.Error) {
 	w.WriteString("data: ")
 	w.Write(ce.Body())
 	w.WriteString("\n\n")

@@ -103,7 +103,7 @@ func (s *Server) registerDataRoutes(v1 fiber.Router) {
 func (s *Server) serve(endpoint core.Endpoint, check bodyCheck) fiber.Handler {
 	return func(c *fiber.Ctx) error {
 		p := Principal(c)
-		if !p.HasScope(core.ScopeCompletionsWrite) {
+		if p == nil || !p.HasScope(core.ScopeCompletionsWrite) {
 			return core.Forbidden("this API key lacks the %s scope that data-plane routes need", core.ScopeCompletionsWrite)
 		}
 		req, err := s.newRequest(c, endpoint)
