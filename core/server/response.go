@@ -109,22 +109,22 @@ func forwardEvents(w *bufio.Writer, r io.Reader) (core.Usage, error) {
 	var event bytes.Buffer
 	for {
 		line, err := br.ReadSlice('\n')
-		if errors.Is(err, bufio.ErrBufferFull) {
-			event.Write(line) // a long line: keep reading it
-			if event.Len() > maxEventBytes {
-				err = fmt.Errorf("an event of the provider's stream is larger than %d bytes", maxEventBytes)
-				writeErrorEvent(w, core.Upstream(err, "%v", err))
-				return usage, err
-			}
-			continue
-		}
-		if err != nil && err != io.EOF {
+		full := errors.Is(err, bufio.ErrBufferFull) // a long line: keep reading it
+		if err != nil && !full && err != io.EOF {
 			// The upstream broke off: an incomplete event is dropped, not
 			// forwarded, so the error event stands on its own.
 			writeErrorEvent(w, core.Upstream(err, "the provider's stream broke off: %v", err))
 			return usage, err
 		}
 		event.Write(line)
+		if event.Len() > maxEventBytes {
+			err = fmt.Errorf("an event of the provider's stream is larger than %d bytes", maxEventBytes)
+			writeErrorEvent(w, core.Upstream(err, "%v", err))
+			return usage, err
+		}
+		if full {
+			continue
+		}
 		if len(bytes.TrimRight(line, "\r\n")) == 0 || err != nil {
 			if event.Len() > 0 {
 				eventUsage(event.Bytes(), &usage)
