@@ -99,7 +99,11 @@ type Principal struct {
 	ExpiresAt   time.Time
 	// DefaultMetadata is merged under the request's x-gateway-metadata.
 	DefaultMetadata map[string]string
-	scopes          map[string]struct{}
+	// DefaultConfig is the saved config (id or slug) used when a request
+	// sends no x-gateway-config; NoConfigOverride forbids sending one.
+	DefaultConfig    string
+	NoConfigOverride bool
+	scopes           map[string]struct{}
 }
 
 // NewPrincipal builds a principal carrying the given scopes.

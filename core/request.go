@@ -59,8 +59,13 @@ type Request struct {
 	// Target is where the request goes, chosen from the gateway headers.
 	Target Target
 	// Timeout bounds the upstream call (for a stream: until the first byte);
-	// zero means none.
+	// zero means none. A config target's request_timeout replaces it.
 	Timeout time.Duration
+
+	// CacheNamespace (x-gateway-cache-namespace) partitions the cache;
+	// CacheForceRefresh skips the lookup and stores the new answer.
+	CacheNamespace    string
+	CacheForceRefresh bool
 
 	ReceivedAt time.Time
 }
@@ -101,4 +106,12 @@ type Response struct {
 	// Provider is the name of the provider that answered.
 	Provider string
 	Usage    Usage
+
+	// Routing outcome, returned in the x-gateway-* response headers:
+	// OptionPath is the config path of the target that answered
+	// ("config.targets[1]"), RetryCount the retries made on it (-1 when
+	// every attempt failed), CacheStatus HIT, MISS, ... or DISABLED.
+	OptionPath  string
+	RetryCount  int
+	CacheStatus string
 }

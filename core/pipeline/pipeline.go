@@ -1,7 +1,8 @@
 // Package pipeline runs a request through the gateway's stages once the
 // server has authenticated and parsed it: the beforeRequestHook stage, the
-// provider call (with the request timeout and the address guard for custom
-// hosts), and the afterResponseHook stage.
+// router (the walk of a config's target tree with strategy plugins, and per
+// target the cache, circuit breaker, timeout and retries around the
+// provider call), and the afterResponseHook stage.
 package pipeline
 
 import (
@@ -13,12 +14,14 @@ import (
 	"net"
 	"net/http"
 	"slices"
-	"strings"
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/breaker"
+	"github.com/llm-gateway/gateway/core/config"
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/hooks"
+	"github.com/llm-gateway/gateway/plugins/cache"
 )
 
 // Options wire a pipeline.
@@ -31,15 +34,30 @@ type Options struct {
 	// refuse private and reserved addresses (netguard).
 	GuardedClient *http.Client
 	Hooks         *hooks.Runner
+	// Cache stores answers for configs with a cache; nil turns caching off
+	// (every answer says DISABLED).
+	Cache cache.Store
+	// Breakers keeps circuit-breaker state per target; nil makes one.
+	Breakers *breaker.Registry
+	// Now and Rand are injectable for tests; nil means the real ones.
+	Now  func() time.Time
+	Rand func() float64
+	// MaxRetryWait caps a retry-after wait (default 60 s).
+	MaxRetryWait time.Duration
 }
 
 // Pipeline is safe for concurrent use.
 type Pipeline struct {
-	providers map[string]core.Provider
-	names     []string
-	client    *http.Client
-	guarded   *http.Client
-	hooks     *hooks.Runner
+	providers    map[string]core.Provider
+	names        []string
+	client       *http.Client
+	guarded      *http.Client
+	hooks        *hooks.Runner
+	cache        cache.Store
+	breakers     *breaker.Registry
+	now          func() time.Time
+	rand         func() float64
+	maxRetryWait time.Duration
 }
 
 // New builds a pipeline.
@@ -56,13 +74,22 @@ func New(o Options) (*Pipeline, error) {
 	if o.Hooks == nil {
 		o.Hooks = &hooks.Runner{}
 	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Breakers == nil {
+		o.Breakers = breaker.NewRegistry(o.Now)
+	}
+	if o.MaxRetryWait <= 0 {
+		o.MaxRetryWait = 60 * time.Second
+	}
 	names := make([]string, 0, len(o.Providers))
 	for n := range o.Providers {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	return &Pipeline{providers: o.Providers, names: names, client: o.Client,
-		guarded: o.GuardedClient, hooks: o.Hooks}, nil
+	return &Pipeline{providers: o.Providers, names: names, client: o.Client, guarded: o.GuardedClient,
+		hooks: o.Hooks, cache: o.Cache, breakers: o.Breakers, now: o.Now, rand: o.Rand, maxRetryWait: o.MaxRetryWait}, nil
 }
 
 // ProviderNames returns the names of the providers the pipeline can call,
@@ -72,82 +99,30 @@ func (p *Pipeline) ProviderNames() []string { return slices.Clone(p.names) }
 // errTimeout is the cancellation cause when the request timeout fires.
 var errTimeout = errors.New("request timeout")
 
-// Do sends req to its target and returns the answer. A streamed answer is
-// returned once its first byte has arrived, so the request timeout covers the
-// time to the first byte and a late stream is still a clean 408.
+// Do sends req to the target chosen by its headers (req.Target).
 func (p *Pipeline) Do(ctx context.Context, req *core.Request) (*core.Response, error) {
-	prov, ok := p.providers[req.Target.Provider]
-	if !ok {
-		return nil, core.BadRequest("x-gateway-provider", "unknown provider %q; known providers: %s", req.Target.Provider, strings.Join(p.names, ", "))
-	}
-	if !prov.Supports(req.Endpoint) {
-		return nil, core.BadRequest("x-gateway-provider", "provider %q does not support %s requests", prov.Name(), req.Endpoint)
-	}
+	return p.DoRoute(ctx, req, config.Single(config.Leaf{}))
+}
 
+// DoRoute sends req along a resolved config: the beforeRequestHook stage,
+// the walk of the target tree (strategies, retries, timeouts, circuit
+// breakers, cache), then the afterResponseHook stage on a 2xx answer. A
+// streamed answer is returned once its first byte has arrived, so a
+// request timeout covers the time to the first byte and a late stream is
+// still a clean 408.
+func (p *Pipeline) DoRoute(ctx context.Context, req *core.Request, root *config.Node) (*core.Response, error) {
 	if out := p.hooks.Run(ctx, hooks.BeforeRequest, nil, req, nil); out.Denied {
 		return nil, denied(hooks.BeforeRequest)
 	}
-
-	// ctx bounds the upstream call; parent outlives it for the after hooks.
-	parent := ctx
-	ctx, cancel := context.WithCancelCause(ctx)
-	var timer *time.Timer
-	if req.Timeout > 0 {
-		timer = time.AfterFunc(req.Timeout, func() { cancel(errTimeout) })
+	w := &walk{p: p, req: req}
+	res := w.node(ctx, root)
+	if res.err != nil {
+		return nil, res.err
 	}
-	// stop disarms the timeout; false means it has already fired.
-	stop := func() bool {
-		return timer == nil || timer.Stop()
-	}
-	fail := func(err error) (*core.Response, error) {
-		stop()
-		cause := context.Cause(ctx)
-		cancel(nil)
-		return nil, p.upstreamError(req, prov, cause, err)
-	}
-
-	hr, err := prov.BuildRequest(ctx, req, &req.Target)
-	if err != nil {
-		return fail(err)
-	}
-	client := p.client
-	if req.Target.CustomHost {
-		client = p.guarded
-	}
-	hresp, err := client.Do(hr)
-	if err != nil {
-		return fail(err)
-	}
-
-	resp := &core.Response{Status: hresp.StatusCode, Header: hresp.Header, Provider: prov.Name()}
-	sse := strings.HasPrefix(hresp.Header.Get("Content-Type"), "text/event-stream")
-	if sse || req.Endpoint == core.EndpointProxy {
-		// Streams and proxied bodies are handed on as they arrive.
-		br := bufio.NewReaderSize(hresp.Body, 32<<10)
-		if _, err := br.Peek(1); err != nil && err != io.EOF {
-			hresp.Body.Close()
-			return fail(err)
-		}
-		if !stop() {
-			// The timeout fired as the first byte arrived: the context is
-			// cancelled, so the stream would break off at once.
-			hresp.Body.Close()
-			return fail(errTimeout)
-		}
-		resp.Stream = &streamBody{Reader: br, body: hresp.Body, cancel: func() { cancel(nil) }}
-		resp.SSE = sse
-		return resp, nil
-	}
-	body, err := io.ReadAll(hresp.Body)
-	hresp.Body.Close()
-	if err != nil {
-		return fail(err)
-	}
-	stop()
-	cancel(nil)
-	resp.Body = body
-	if hresp.StatusCode >= 200 && hresp.StatusCode < 300 {
-		if out := p.hooks.Run(parent, hooks.AfterResponse, nil, req, resp); out.Denied {
+	resp := res.resp
+	resp.OptionPath, resp.RetryCount = res.path, res.retries
+	if resp.Stream == nil && resp.Status >= 200 && resp.Status < 300 {
+		if out := p.hooks.Run(ctx, hooks.AfterResponse, nil, req, resp); out.Denied {
 			return nil, denied(hooks.AfterResponse)
 		}
 	}
@@ -163,7 +138,7 @@ func denied(stage hooks.Stage) *core.Error {
 
 // upstreamError turns a failed upstream call into the client's error: 400
 // for a refused custom host, 408 for the request timeout, 502 otherwise.
-func (p *Pipeline) upstreamError(req *core.Request, prov core.Provider, cause, err error) *core.Error {
+func upstreamError(prov string, timeout time.Duration, cause, err error) *core.Error {
 	var ce *core.Error
 	switch {
 	case errors.As(err, &ce):
@@ -171,9 +146,9 @@ func (p *Pipeline) upstreamError(req *core.Request, prov core.Provider, cause, e
 	case errors.Is(err, netguard.ErrBlocked):
 		return core.BadRequest("x-gateway-custom-host", "refused to connect: %v", blockedReason(err))
 	case errors.Is(cause, errTimeout):
-		return core.Timeout("the request timed out after %d ms (x-gateway-request-timeout)", req.Timeout.Milliseconds())
+		return core.Timeout("the request timed out after %d ms (request_timeout / x-gateway-request-timeout)", timeout.Milliseconds())
 	}
-	return core.Upstream(err, "could not reach provider %s: %v", prov.Name(), err)
+	return core.Upstream(err, "could not reach provider %s: %v", prov, err)
 }
 
 // blockedReason digs the guard's own message out of the transport's wrapping.

@@ -38,10 +38,28 @@ func (s *Server) newRequest(c *fiber.Ctx, endpoint core.Endpoint) (*core.Request
 	if req.Timeout, err = parseTimeout(gatewayHeader(c, "request-timeout")); err != nil {
 		return req, err
 	}
-	if req.Target, err = parseTarget(c, s.knownProviders()); err != nil {
+	if req.CacheNamespace, req.CacheForceRefresh, err = parseCacheHeaders(c); err != nil {
+		return req, err
+	}
+	hasConfig := gatewayHeader(c, "config") != "" || (req.Principal != nil && req.Principal.DefaultConfig != "")
+	if req.Target, err = parseTarget(c, s.knownProviders(), hasConfig); err != nil {
 		return req, err
 	}
 	return req, nil
+}
+
+// parseCacheHeaders reads x-gateway-cache-namespace and
+// x-gateway-cache-force-refresh.
+func parseCacheHeaders(c *fiber.Ctx) (string, bool, *core.Error) {
+	ns := strings.Clone(gatewayHeader(c, "cache-namespace"))
+	switch v := strings.ToLower(strings.TrimSpace(gatewayHeader(c, "cache-force-refresh"))); v {
+	case "", "false":
+		return ns, false, nil
+	case "true":
+		return ns, true, nil
+	default:
+		return ns, false, core.BadRequest("x-gateway-cache-force-refresh", "x-gateway-cache-force-refresh must be true or false, got %q", v)
+	}
 }
 
 // providerPath is the client's path without "/v1", as fasthttp decoded and
@@ -120,17 +138,14 @@ func parseTimeout(raw string) (time.Duration, *core.Error) {
 // Header values read through Fiber point into fasthttp's reused buffers;
 // everything kept in the target is cloned, since the request (and the log
 // record made from it) outlives the handler.
-func parseTarget(c *fiber.Ctx, known string) (core.Target, *core.Error) {
+func parseTarget(c *fiber.Ctx, known string, hasConfig bool) (core.Target, *core.Error) {
 	var t core.Target
-	if gatewayHeader(c, "config") != "" {
-		return t, core.BadRequest("x-gateway-config", "x-gateway-config is not supported by this version of the gateway yet; choose the provider with x-gateway-provider")
-	}
 	if gatewayHeader(c, "virtual-key") != "" {
 		return t, core.BadRequest("x-gateway-virtual-key", "virtual keys are not supported by this version of the gateway yet; choose the provider with x-gateway-provider and Authorization")
 	}
 	t.Provider = strings.Clone(strings.ToLower(strings.TrimSpace(gatewayHeader(c, "provider"))))
 	switch {
-	case t.Provider == "":
+	case t.Provider == "" && !hasConfig:
 		return t, core.BadRequest("x-gateway-provider", "missing x-gateway-provider header: name the provider to call, e.g. x-gateway-provider: openai; known providers: %s", known)
 	case strings.HasPrefix(t.Provider, "@"):
 		return t, core.BadRequest("x-gateway-provider", "managed providers (%s) are not supported by this version of the gateway yet; send a provider name and Authorization", t.Provider)

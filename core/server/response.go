@@ -9,10 +9,18 @@ import (
 	"io"
 	"net/http"
 	"runtime/debug"
+	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/core"
+)
+
+// Routing response headers.
+const (
+	headerOptionIndex = "x-gateway-last-used-option-index"
+	headerRetryCount  = "x-gateway-retry-attempt-count"
+	headerCacheStatus = "x-gateway-cache-status"
 )
 
 // skipResponseHeaders are upstream headers the gateway's own HTTP layer owns.
@@ -24,19 +32,25 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 	c.Status(resp.Status)
 	rh := &c.Response().Header
 	for name, values := range resp.Header {
-		if core.IsHopByHop(name) || skipResponseHeaders[name] {
+		// The gateway's own headers win over any the upstream sent (an
+		// upstream that is itself a gateway answers with its own trace id).
+		if core.IsHopByHop(name) || skipResponseHeaders[name] || core.IsGatewayHeader(name) {
 			continue
 		}
 		for _, v := range values {
 			rh.Add(name, v)
 		}
 	}
-	// The gateway's own headers win over any the upstream sent (an upstream
-	// that is itself a gateway answers with its own trace id). fasthttp's
-	// Set replaces only the first of repeated values, hence Del.
-	rh.Del(core.HeaderProvider)
 	rh.Set(core.HeaderProvider, resp.Provider)
-	rh.Del(core.HeaderTraceID)
+	if resp.OptionPath != "" {
+		rh.Set(headerOptionIndex, resp.OptionPath)
+	}
+	rh.Set(headerRetryCount, strconv.Itoa(resp.RetryCount))
+	cacheStatus := resp.CacheStatus
+	if cacheStatus == "" {
+		cacheStatus = "DISABLED"
+	}
+	rh.Set(headerCacheStatus, cacheStatus)
 	rh.Set(core.HeaderTraceID, req.TraceID)
 	if resp.Stream == nil {
 		usage := core.Usage{}

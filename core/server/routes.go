@@ -44,12 +44,19 @@ func checkChat(c *fiber.Ctx, req *core.Request) *core.Error {
 	return nil
 }
 
+// localStrict holds the config's strict_reference_compliance (*bool).
+const localStrict = "gateway.strict"
+
 // strictCompliance reads x-gateway-strict-open-ai-compliance (alias
-// x-gateway-strict-reference-compliance); on by default.
+// x-gateway-strict-reference-compliance), else the config's
+// strict_reference_compliance; on by default.
 func strictCompliance(c *fiber.Ctx) (bool, *core.Error) {
 	raw := gatewayHeader(c, "strict-open-ai-compliance")
 	if raw == "" {
 		raw = gatewayHeader(c, "strict-reference-compliance")
+	}
+	if cfgStrict, _ := c.Locals(localStrict).(*bool); raw == "" && cfgStrict != nil {
+		return *cfgStrict, nil
 	}
 	switch strings.ToLower(strings.TrimSpace(raw)) {
 	case "", "true":
@@ -107,14 +114,19 @@ func (s *Server) serve(endpoint core.Endpoint, check bodyCheck) fiber.Handler {
 			return core.Forbidden("this API key lacks the %s scope that data-plane routes need", core.ScopeCompletionsWrite)
 		}
 		req, err := s.newRequest(c, endpoint)
+		var rt route
+		if err == nil {
+			rt, err = s.routeFor(c, p)
+		}
 		if err == nil && check != nil {
+			c.Locals(localStrict, rt.strict())
 			err = check(c, req)
 		}
 		if err != nil {
 			s.record(req, nil, err.Status, core.Usage{}, err)
 			return err
 		}
-		resp, derr := s.pipeline.Do(context.Background(), req)
+		resp, derr := s.pipeline.DoRoute(context.Background(), req, rt.node)
 		if derr != nil {
 			ce := asCoreError(derr)
 			s.record(req, nil, ce.Status, core.Usage{}, ce)

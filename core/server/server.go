@@ -23,6 +23,9 @@ type Options struct {
 	Auth     core.Authenticator
 	Pipeline *pipeline.Pipeline
 	Logs     core.LogSink
+	// Configs finds saved configs named in x-gateway-config or a key's
+	// defaults; nil allows inline configs only.
+	Configs ConfigSource
 	// Admin registers the control-plane routes under /v1; they are matched
 	// before the generic proxy.
 	Admin func(v1 fiber.Router)
@@ -37,6 +40,8 @@ type Server struct {
 	auth     core.Authenticator
 	pipeline *pipeline.Pipeline
 	logs     core.LogSink
+	configs  ConfigSource
+	inline   inlineConfigs
 	log      *slog.Logger
 	now      func() time.Time
 }
@@ -55,7 +60,7 @@ func New(o Options) *fiber.App {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, log: o.Logger, now: o.Now}
+	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, log: o.Logger, now: o.Now}
 	app := fiber.New(fiber.Config{
 		AppName:               "llm-gateway",
 		DisableStartupMessage: true,

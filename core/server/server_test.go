@@ -191,8 +191,9 @@ func TestHeaderValidation(t *testing.T) {
 		{"provider missing", "", []string{"x-gateway-provider", ""}, "x-gateway-provider", []string{"x-gateway-provider", "openai", "groq", "anthropic"}},
 		{"provider unknown", "", []string{"x-gateway-provider", "no-such-ai"}, "x-gateway-provider", []string{"no-such-ai", "openai", "groq", "anthropic"}},
 		{"provider without chat", "", []string{"x-gateway-provider", "anthropic"}, "x-gateway-provider", []string{"anthropic", "chatComplete"}},
-		{"config", "", []string{"x-gateway-config", `{"provider":"openai"}`}, "x-gateway-config", []string{"not supported"}},
-		{"saved config", "", []string{"x-portkey-config", "pc-abc"}, "x-gateway-config", []string{"not supported"}},
+		{"config not an object", "", []string{"x-gateway-config", `{"strategy":`}, "config", []string{"config"}},
+		{"config unknown mode", "", []string{"x-gateway-config", `{"strategy":{"mode":"roundrobin"},"targets":[{"provider":"openai"}]}`}, "config.strategy.mode", []string{"roundrobin"}},
+		{"saved config without a source", "", []string{"x-portkey-config", "pc-abc"}, "x-gateway-config", []string{"pc-abc"}},
 		{"virtual key", "", []string{"x-gateway-virtual-key", "vk-1"}, "x-gateway-virtual-key", []string{"not supported"}},
 		{"managed provider slug", "", []string{"x-gateway-provider", "@my-openai"}, "x-gateway-provider", []string{"@my-openai", "not supported"}},
 		{"custom host not absolute", "", []string{"x-gateway-custom-host", "example.com/v1"}, "x-gateway-custom-host", nil},
@@ -203,7 +204,7 @@ func TestHeaderValidation(t *testing.T) {
 		{"custom host untrusted port", "", []string{"x-gateway-custom-host", fmt.Sprintf("http://127.0.0.1:%d/v1", port+1)}, "x-gateway-custom-host", nil},
 		{"strict compliance not a boolean", "", []string{"x-gateway-strict-open-ai-compliance", "maybe"}, "x-gateway-strict-open-ai-compliance", nil},
 		{"proxy: provider missing", "/v1/files", []string{"x-gateway-provider", ""}, "x-gateway-provider", nil},
-		{"proxy: config", "/v1/files", []string{"x-gateway-config", "{}"}, "x-gateway-config", nil},
+		{"proxy: invalid config", "/v1/files", []string{"x-gateway-config", `{"retry":{"attempts":-1}}`}, "config.retry.attempts", nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

@@ -6,4 +6,10 @@ package all
 import (
 	// Providers.
 	_ "github.com/llm-gateway/gateway/plugins/providers/openai"
+
+	// Routing strategies.
+	_ "github.com/llm-gateway/gateway/plugins/strategies/conditional"
+	_ "github.com/llm-gateway/gateway/plugins/strategies/fallback"
+	_ "github.com/llm-gateway/gateway/plugins/strategies/loadbalance"
+	_ "github.com/llm-gateway/gateway/plugins/strategies/single"
 )

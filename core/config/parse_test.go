@@ -1,0 +1,409 @@
+package config
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/llm-gateway/gateway/core"
+)
+
+// want is one expected problem: its exact path and a part of its message.
+type want struct{ path, msg string }
+
+func checkProblems(t *testing.T, input string, wants []want) {
+	t.Helper()
+	_, got := parse([]byte(input))
+	if len(got) != len(wants) {
+		t.Fatalf("input %s\ngot %d problems, want %d:\n%s", input, len(got), len(wants), strings.Join(got.strings(), "\n"))
+	}
+	for i, w := range wants {
+		if got[i].path != w.path || !strings.Contains(got[i].msg, w.msg) {
+			t.Errorf("problem %d = %q: %q, want %q: ...%q...", i, got[i].path, got[i].msg, w.path, w.msg)
+		}
+	}
+}
+
+func TestParseProblems(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		want  []want
+	}{
+		// The value itself.
+		{"empty input", ``, []want{{"config", "must be a JSON object, got nothing"}}},
+		{"blank input", " \n\t", []want{{"config", "got nothing"}}},
+		{"invalid JSON", `{"provider":`, []want{{"config", "is not valid JSON"}}},
+		{"array", `[]`, []want{{"config", "must be a JSON object, got array"}}},
+		{"string", `"pc-abc"`, []want{{"config", "got string"}}},
+		{"number", `42`, []want{{"config", "got number"}}},
+		{"null", `null`, []want{{"config", "got null"}}},
+		{"trailing data", `{} {}`, []want{{"config", "unexpected data after the JSON object"}}},
+		{"trailing garbage", `{}x`, []want{{"config", "unexpected data"}}},
+
+		// Unknown fields at every level.
+		{"unknown root field", `{"foo":1}`, []want{{"config.foo", "unknown field"}}},
+		{"unknown fields sorted", `{"zz":1,"aa":2}`, []want{{"config.aa", "unknown field"}, {"config.zz", "unknown field"}}},
+		{"unknown odd key", `{"a b":1}`, []want{{`config["a b"]`, "unknown field"}}},
+		{"unknown target field", `{"targets":[{"provider":"openai"},{"provider":"openai","bogus":true}]}`,
+			[]want{{"config.targets[1].bogus", "unknown field"}}},
+		{"unknown strategy field", `{"strategy":{"mode":"single","x":1},"targets":[{}]}`, []want{{"config.strategy.x", "unknown field"}}},
+		{"unknown retry field", `{"retry":{"attempts":1,"backoff":2}}`, []want{{"config.retry.backoff", "unknown field"}}},
+		{"unknown cache field", `{"cache":{"mode":"simple","ttl":2}}`, []want{{"config.cache.ttl", "unknown field"}}},
+		{"unknown embedding field", `{"cache":{"mode":"semantic","embedding":{"provider":"openai","model":"m","dims":3}}}`,
+			[]want{{"config.cache.embedding.dims", "unknown field"}}},
+		{"unknown circuit breaker field", `{"circuit_breaker":{"timeout":1}}`, []want{{"config.circuit_breaker.timeout", "unknown field"}}},
+		{"unknown condition field", `{"strategy":{"mode":"conditional","conditions":[{"query":{"metadata.a":"b"},"then":"x","else":"y"}]},"targets":[{"name":"x"}]}`,
+			[]want{{"config.strategy.conditions[0].else", "unknown field"}}},
+
+		// Compliance flag and its alias.
+		{"strict alias conflicts", `{"strict_reference_compliance":true,"strict_open_ai_compliance":false}`,
+			[]want{{"config.strict_open_ai_compliance", "conflicts with strict_reference_compliance"}}},
+		{"strict not boolean", `{"strict_reference_compliance":"yes"}`, []want{{"config.strict_reference_compliance", "must be a boolean, got string"}}},
+		{"strict alias not boolean", `{"strict_open_ai_compliance":1}`, []want{{"config.strict_open_ai_compliance", "must be a boolean, got number"}}},
+
+		// Wrong types.
+		{"name not string", `{"name":1}`, []want{{"config.name", "must be a string, got number"}}},
+		{"api_key not string", `{"api_key":true}`, []want{{"config.api_key", "must be a string, got boolean"}}},
+		{"virtual_key not string", `{"virtual_key":{}}`, []want{{"config.virtual_key", "must be a string, got object"}}},
+		{"virtual_key empty", `{"virtual_key":""}`, []want{{"config.virtual_key", "must not be empty"}}},
+		{"override_params array", `{"targets":[{"override_params":[1]}]}`, []want{{"config.targets[0].override_params", "must be a JSON object, got array"}}},
+		{"override_params string", `{"override_params":"x"}`, []want{{"config.override_params", "must be a JSON object, got string"}}},
+		{"retry not object", `{"retry":3}`, []want{{"config.retry", "must be a JSON object, got number"}}},
+		{"cache not object", `{"cache":"simple"}`, []want{{"config.cache", "must be a JSON object, got string"}}},
+		{"strategy not object", `{"strategy":"fallback","targets":[{}]}`, []want{{"config.strategy", "must be a JSON object, got string"}}},
+		{"circuit_breaker not object", `{"circuit_breaker":[]}`, []want{{"config.circuit_breaker", "must be a JSON object, got array"}}},
+		{"target not object", `{"targets":[{},"openai",null]}`,
+			[]want{{"config.targets[1]", "must be a JSON object, got string"}, {"config.targets[2]", "must be a JSON object, got null"}}},
+
+		// Provider.
+		{"provider not string", `{"provider":5}`, []want{{"config.provider", "must be a string, got number"}}},
+		{"provider empty", `{"provider":""}`, []want{{"config.provider", "must not be empty"}}},
+		{"provider bare at", `{"provider":"@"}`, []want{{"config.provider", "must be followed by a provider slug"}}},
+
+		// Strategy.
+		{"unknown mode", `{"strategy":{"mode":"random"},"targets":[{}]}`, []want{{"config.strategy.mode", `unknown mode "random"`}}},
+		{"unknown nested mode", `{"strategy":{"mode":"fallback"},"targets":[{},{"strategy":{"mode":"roundrobin"},"targets":[{}]}]}`,
+			[]want{{"config.targets[1].strategy.mode", `unknown mode "roundrobin"`}}},
+		{"mode missing", `{"strategy":{},"targets":[{}]}`, []want{{"config.strategy.mode", "required"}}},
+		{"mode not string", `{"strategy":{"mode":1},"targets":[{}]}`, []want{{"config.strategy.mode", "must be a string, got number"}}},
+		{"strategy without targets", `{"strategy":{"mode":"fallback"}}`, []want{{"config.targets", "required when a strategy is set"}}},
+		{"nested strategy without targets", `{"targets":[{"strategy":{"mode":"loadbalance"},"provider":"openai"}]}`,
+			[]want{{"config.targets[0].targets", "required when a strategy is set"}}},
+		{"targets not array", `{"targets":{"provider":"openai"}}`, []want{{"config.targets", "must be a non-empty array of targets, got object"}}},
+		{"targets empty", `{"strategy":{"mode":"fallback"},"targets":[]}`, []want{{"config.targets", "must be a non-empty array"}}},
+		{"fallback status codes", `{"strategy":{"mode":"fallback","on_status_codes":[99,600,"500",500.5,429,4.29e2]},"targets":[{}]}`,
+			[]want{
+				{"config.strategy.on_status_codes[0]", "between 100 and 599, got 99"},
+				{"config.strategy.on_status_codes[1]", "between 100 and 599, got 600"},
+				{"config.strategy.on_status_codes[2]", "got string"},
+				{"config.strategy.on_status_codes[3]", "got 500.5"},
+			}},
+		{"status codes not array", `{"strategy":{"mode":"fallback","on_status_codes":500},"targets":[{}]}`,
+			[]want{{"config.strategy.on_status_codes", "must be an array of HTTP status codes"}}},
+
+		// Weight.
+		{"negative weight", `{"strategy":{"mode":"loadbalance"},"targets":[{"weight":1},{"weight":-0.5}]}`,
+			[]want{{"config.targets[1].weight", "must not be negative"}}},
+		{"weight not number", `{"strategy":{"mode":"loadbalance"},"targets":[{"weight":"1"}]}`,
+			[]want{{"config.targets[0].weight", "must be a number, got string"}}},
+		{"weight out of range", `{"weight":1e999}`, []want{{"config.weight", "out of range"}}},
+		{"all weights zero", `{"strategy":{"mode":"loadbalance"},"targets":[{"weight":0},{"weight":0}]}`,
+			[]want{{"config.targets", "at least one target with a positive weight"}}},
+
+		// Retry.
+		{"retry attempts too many", `{"retry":{"attempts":11}}`, []want{{"config.retry.attempts", "between 0 and 10, got 11"}}},
+		{"retry attempts negative", `{"targets":[{"retry":{"attempts":-1}}]}`, []want{{"config.targets[0].retry.attempts", "between 0 and 10, got -1"}}},
+		{"retry attempts fraction", `{"retry":{"attempts":1.5}}`, []want{{"config.retry.attempts", "must be an integer, got 1.5"}}},
+		{"retry attempts string", `{"retry":{"attempts":"3"}}`, []want{{"config.retry.attempts", "must be an integer, got string"}}},
+		{"retry status codes", `{"retry":{"attempts":2,"on_status_codes":[429,1000]}}`, []want{{"config.retry.on_status_codes[1]", "between 100 and 599"}}},
+		{"retry after not bool", `{"retry":{"use_retry_after_header":"true"}}`, []want{{"config.retry.use_retry_after_header", "must be a boolean"}}},
+
+		// Cache.
+		{"cache mode unknown", `{"cache":{"mode":"fast"}}`, []want{{"config.cache.mode", `unknown cache mode "fast"`}}},
+		{"cache mode missing", `{"cache":{"max_age":60}}`, []want{{"config.cache.mode", "required"}}},
+		{"cache max_age negative", `{"cache":{"mode":"simple","max_age":-1}}`, []want{{"config.cache.max_age", "at least 0, got -1"}}},
+		{"cache max_age string", `{"cache":{"mode":"simple","max_age":"1h"}}`, []want{{"config.cache.max_age", "must be an integer (seconds), got string"}}},
+		{"semantic without embedding", `{"cache":{"mode":"semantic"}}`, []want{{"config.cache.embedding", "required with mode semantic"}}},
+		{"embedding without provider and model", `{"cache":{"mode":"semantic","embedding":{}}}`,
+			[]want{{"config.cache.embedding.provider", "required"}, {"config.cache.embedding.model", "required"}}},
+		{"embedding bad host", `{"cache":{"mode":"semantic","embedding":{"provider":"openai","model":"m","custom_host":"localhost:1"}}}`,
+			[]want{{"config.cache.embedding.custom_host", "absolute http or https URL"}}},
+		{"threshold zero", `{"cache":{"mode":"semantic","similarity_threshold":0,"embedding":{"provider":"openai","model":"m"}}}`,
+			[]want{{"config.cache.similarity_threshold", "greater than 0 and at most 1"}}},
+		{"threshold above one", `{"cache":{"mode":"semantic","similarity_threshold":1.01,"embedding":{"provider":"openai","model":"m"}}}`,
+			[]want{{"config.cache.similarity_threshold", "greater than 0 and at most 1"}}},
+
+		// Timeout, host, headers.
+		{"timeout zero", `{"request_timeout":0}`, []want{{"config.request_timeout", "between 1 and 86400000, got 0"}}},
+		{"timeout negative", `{"targets":[{"request_timeout":-5}]}`, []want{{"config.targets[0].request_timeout", "got -5"}}},
+		{"timeout fraction", `{"request_timeout":1.5}`, []want{{"config.request_timeout", "must be an integer (milliseconds), got 1.5"}}},
+		{"timeout string", `{"request_timeout":"10s"}`, []want{{"config.request_timeout", "got string"}}},
+		{"timeout too large", `{"request_timeout":86400001}`, []want{{"config.request_timeout", "between 1 and 86400000"}}},
+		{"timeout huge", `{"request_timeout":1e30}`, []want{{"config.request_timeout", "between 1 and 86400000"}}},
+		{"custom host ftp", `{"custom_host":"ftp://example.com"}`, []want{{"config.custom_host", "absolute http or https URL"}}},
+		{"custom host relative", `{"custom_host":"/v1"}`, []want{{"config.custom_host", "absolute http or https URL"}}},
+		{"custom host no host", `{"custom_host":"http://"}`, []want{{"config.custom_host", "absolute http or https URL"}}},
+		{"custom host no scheme", `{"custom_host":"example.com"}`, []want{{"config.custom_host", "absolute http or https URL"}}},
+		{"custom host not string", `{"custom_host":1}`, []want{{"config.custom_host", "must be a string"}}},
+		{"forward headers string", `{"forward_headers":"x-team"}`, []want{{"config.forward_headers", "must be an array of header names, got string"}}},
+		{"forward headers bad entries", `{"forward_headers":["x-team",1,"bad header","x-gateway-provider","authorization",""]}`,
+			[]want{
+				{"config.forward_headers[1]", "must be a string, got number"},
+				{"config.forward_headers[2]", "not a valid header name"},
+				{"config.forward_headers[3]", "gateway headers"},
+				{"config.forward_headers[4]", "Authorization"},
+				{"config.forward_headers[5]", "must not be empty"},
+			}},
+
+		// Conditional.
+		{"conditional without conditions", `{"strategy":{"mode":"conditional","default":"a"},"targets":[{"name":"a"}]}`,
+			[]want{{"config.strategy.conditions", "required with mode conditional"}}},
+		{"conditional empty conditions", `{"strategy":{"mode":"conditional","conditions":[]},"targets":[{"name":"a"}]}`,
+			[]want{{"config.strategy.conditions", "must be a non-empty array"}}},
+		{"conditions not array", `{"strategy":{"mode":"conditional","conditions":{}},"targets":[{"name":"a"}]}`,
+			[]want{{"config.strategy.conditions", "must be a non-empty array of {query, then}, got object"}}},
+		{"condition without query and then", `{"strategy":{"mode":"conditional","conditions":[{}]},"targets":[{"name":"a"}]}`,
+			[]want{{"config.strategy.conditions[0].query", "required"}, {"config.strategy.conditions[0].then", "required"}}},
+		{"condition not object", `{"strategy":{"mode":"conditional","conditions":["a"]},"targets":[{"name":"a"}]}`,
+			[]want{{"config.strategy.conditions[0]", "must be a JSON object, got string"}}},
+		{"query not object", `{"strategy":{"mode":"conditional","conditions":[{"query":"metadata.a=b","then":"a"}]},"targets":[{"name":"a"}]}`,
+			[]want{{"config.strategy.conditions[0].query", "must be a JSON object, got string"}}},
+		{"then not string", `{"strategy":{"mode":"conditional","conditions":[{"query":{},"then":1}]},"targets":[{"name":"a"}]}`,
+			[]want{{"config.strategy.conditions[0].then", "must be a string, got number"}}},
+		{"then names no target", `{"strategy":{"mode":"conditional","conditions":[{"query":{},"then":"a"},{"query":{},"then":"c"}]},"targets":[{"name":"a"},{"name":"b"}]}`,
+			[]want{{"config.strategy.conditions[1].then", `"c" names no target of this group`}}},
+		{"default names no target", `{"strategy":{"mode":"conditional","conditions":[{"query":{},"then":"a"}],"default":"zz"},"targets":[{"name":"a"}]}`,
+			[]want{{"config.strategy.default", `"zz" names no target of this group`}}},
+		{"then names a nested target", `{"strategy":{"mode":"conditional","conditions":[{"query":{},"then":"deep"}]},"targets":[{"name":"a","targets":[{"name":"deep"}]}]}`,
+			[]want{{"config.strategy.conditions[0].then", `"deep" names no target of this group`}}},
+		{"duplicate names", `{"strategy":{"mode":"conditional","conditions":[{"query":{},"then":"a"}]},"targets":[{"name":"a"},{"name":"b"},{"name":"a"}]}`,
+			[]want{{"config.targets[2].name", `duplicate target name "a"`}}},
+		{"conditions on fallback", `{"strategy":{"mode":"fallback","conditions":[{"query":{},"then":"a"}],"default":"a"},"targets":[{"name":"a"}]}`,
+			[]want{{"config.strategy.conditions", "only used with mode conditional"}, {"config.strategy.default", "only used with mode conditional"}}},
+		{"query problems", `{"strategy":{"mode":"conditional","conditions":[{"query":{"$foo":1,"user.id":"x","metadata.a":{"$regex":"(","$in":"x","$between":[1,2]},"$and":{}},"then":"a"}]},"targets":[{"name":"a"}]}`,
+			[]want{
+				{"config.strategy.conditions[0].query.$and", "must be a non-empty array of queries, got object"},
+				{"config.strategy.conditions[0].query.$foo", `unknown operator "$foo"`},
+				{`config.strategy.conditions[0].query["metadata.a"].$between`, `unknown operator "$between"`},
+				{`config.strategy.conditions[0].query["metadata.a"].$in`, "must be an array, got string"},
+				{`config.strategy.conditions[0].query["metadata.a"].$regex`, "invalid regular expression"},
+				{`config.strategy.conditions[0].query["user.id"]`, `unknown field "user.id"`},
+			}},
+
+		// Circuit breaker.
+		{"circuit breaker out of range", `{"circuit_breaker":{"failure_threshold":0,"failure_ratio":1.5,"min_requests":0,"cooldown_ms":0,"on_status_codes":[700]}}`,
+			[]want{
+				{"config.circuit_breaker.failure_threshold", "at least 1, got 0"},
+				{"config.circuit_breaker.failure_ratio", "greater than 0 and at most 1"},
+				{"config.circuit_breaker.min_requests", "at least 1, got 0"},
+				{"config.circuit_breaker.cooldown_ms", "at least 1, got 0"},
+				{"config.circuit_breaker.on_status_codes[0]", "between 100 and 599, got 700"},
+			}},
+		{"circuit breaker ratio zero", `{"circuit_breaker":{"failure_ratio":0}}`, []want{{"config.circuit_breaker.failure_ratio", "greater than 0"}}},
+		{"circuit breaker types", `{"circuit_breaker":{"failure_threshold":"5","cooldown_ms":1.5}}`,
+			[]want{{"config.circuit_breaker.failure_threshold", "got string"}, {"config.circuit_breaker.cooldown_ms", "got 1.5"}}},
+
+		// Hooks.
+		{"hooks not arrays", `{"before_request_hooks":{},"after_request_hooks":"x","input_guardrails":1,"output_guardrails":true}`,
+			[]want{
+				{"config.before_request_hooks", "must be an array, got object"},
+				{"config.after_request_hooks", "must be an array, got string"},
+				{"config.input_guardrails", "must be an array, got number"},
+				{"config.output_guardrails", "must be an array, got boolean"},
+			}},
+		{"nested hooks not array", `{"targets":[{"input_guardrails":"pg-abc"}]}`, []want{{"config.targets[0].input_guardrails", "must be an array"}}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkProblems(t, tt.input, tt.want)
+			c, err := Parse([]byte(tt.input))
+			if err == nil || c != nil {
+				t.Fatalf("Parse = %v, %v; want an error", c, err)
+			}
+			if err.Status != http.StatusBadRequest || err.Code != core.CodeValidation || err.Type != core.TypeInvalidRequest {
+				t.Errorf("error = %d %s %s, want 400 AB01 invalid_request_error", err.Status, err.Code, err.Type)
+			}
+			if err.Param != tt.want[0].path {
+				t.Errorf("Param = %q, want %q", err.Param, tt.want[0].path)
+			}
+		})
+	}
+}
+
+func TestParseDepth(t *testing.T) {
+	nest := func(levels int) string {
+		s := `{"provider":"openai"}`
+		for range levels {
+			s = `{"targets":[` + s + `]}`
+		}
+		return s
+	}
+	if _, err := Parse([]byte(nest(MaxDepth))); err != nil {
+		t.Fatalf("%d levels: %v", MaxDepth, err)
+	}
+	// With one more level, the node at depth 10 may not have targets.
+	path := "config" + strings.Repeat(".targets[0]", MaxDepth) + ".targets"
+	checkProblems(t, nest(MaxDepth+1), []want{{path, "deeper than 10 levels"}})
+	// Far deeper: still one problem, no descent.
+	checkProblems(t, nest(500), []want{{path, "deeper than 10 levels"}})
+}
+
+func TestParseManyProblems(t *testing.T) {
+	input := `{
+		"strategy": {"mode": "fallback", "on_status_codes": [42]},
+		"targets": [
+			{"provider": "openai", "weight": -1, "retry": {"attempts": 20}},
+			{"strategy": {"mode": "conditional", "conditions": [{"query": {"metadata.tier": {"$gt": "1", "$oops": 1}}, "then": "missing"}]},
+			 "targets": [{"name": "x", "cache": {"mode": "semantic"}}, {"name": "x"}]},
+			"bad"
+		],
+		"request_timeout": 0,
+		"extra": 1
+	}`
+	wants := []want{
+		{"config.strategy.on_status_codes[0]", "between 100 and 599"},
+		{"config.targets[0].weight", "must not be negative"},
+		{"config.targets[0].retry.attempts", "between 0 and 10"},
+		{`config.targets[1].strategy.conditions[0].query["metadata.tier"].$oops`, "unknown operator"},
+		{"config.targets[1].targets[0].cache.embedding", "required with mode semantic"},
+		{"config.targets[1].targets[1].name", "duplicate target name"},
+		{"config.targets[1].strategy.conditions[0].then", `"missing" names no target`},
+		{"config.targets[2]", "must be a JSON object"},
+		{"config.request_timeout", "between 1 and 86400000"},
+		{"config.extra", "unknown field"},
+	}
+	checkProblems(t, input, wants)
+
+	_, err := Parse([]byte(input))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if err.Param != "config.strategy.on_status_codes[0]" {
+		t.Errorf("Param = %q", err.Param)
+	}
+	parts := strings.Split(err.Message, "; ")
+	if len(parts) != len(wants) {
+		t.Fatalf("message lists %d problems, want %d: %s", len(parts), len(wants), err.Message)
+	}
+	for i, w := range wants {
+		if !strings.HasPrefix(parts[i], w.path+": ") {
+			t.Errorf("part %d = %q, want prefix %q", i, parts[i], w.path+": ")
+		}
+	}
+	var body struct {
+		Error struct {
+			Param, Code string
+		}
+	}
+	if e := json.Unmarshal(err.Body(), &body); e != nil || body.Error.Code != "AB01" || body.Error.Param != err.Param {
+		t.Errorf("body = %s (%v)", err.Body(), e)
+	}
+}
+
+func TestParseProblemCap(t *testing.T) {
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range 150 {
+		if i > 0 {
+			b.WriteString(",")
+		}
+		fmt.Fprintf(&b, `"f%03d":1`, i)
+	}
+	b.WriteString("}")
+	_, err := Parse([]byte(b.String()))
+	if err == nil {
+		t.Fatal("no error")
+	}
+	if n := strings.Count(err.Message, "unknown field"); n != maxProblems {
+		t.Errorf("%d problems listed, want %d", n, maxProblems)
+	}
+	if !strings.HasSuffix(err.Message, "; and 50 more problems") {
+		t.Errorf("message ends %q", err.Message[len(err.Message)-40:])
+	}
+}
+
+func ptr[T any](v T) *T { return &v }
+
+func TestParseValid(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		want  *Config
+	}{
+		{"empty object", `{}`, &Config{}},
+		{"nulls are absent", `{"retry":null,"cache":null,"targets":null,"provider":null}`, &Config{}},
+		{"single leaf", `{"provider":"openai","api_key":"sk-1","override_params":{"model":"gpt-4o","temperature":0.5}}`,
+			&Config{Provider: "openai", APIKey: "sk-1", OverrideParams: map[string]any{"model": "gpt-4o", "temperature": json.Number("0.5")}}},
+		{"managed provider", `{"provider":"@openai-prod"}`, &Config{Provider: "@openai-prod"}},
+		{"virtual key", `{"virtual_key":"vk-1"}`, &Config{VirtualKey: "vk-1"}},
+		{"strict alias", `{"strict_open_ai_compliance":false}`, &Config{Strict: ptr(false)}},
+		{"strict both agree", `{"strict_open_ai_compliance":true,"strict_reference_compliance":true}`, &Config{Strict: ptr(true)}},
+		{"single mode", `{"strategy":{"mode":"single"},"targets":[{"provider":"openai"},{"provider":"anthropic"}]}`,
+			&Config{Strategy: &Strategy{Mode: ModeSingle}, Targets: []*Config{{Provider: "openai"}, {Provider: "anthropic"}}}},
+		{"fallback", `{"strategy":{"mode":"fallback","on_status_codes":[429,5e2]},"targets":[{"provider":"openai"},{"provider":"@backup","request_timeout":1000}]}`,
+			&Config{Strategy: &Strategy{Mode: ModeFallback, OnStatusCodes: []int{429, 500}},
+				Targets: []*Config{{Provider: "openai"}, {Provider: "@backup", RequestTimeout: ptr(int64(1000))}}}},
+		{"loadbalance", `{"strategy":{"mode":"loadbalance"},"targets":[{"provider":"openai","weight":0.7},{"provider":"groq","weight":0},{"provider":"x"}]}`,
+			&Config{Strategy: &Strategy{Mode: ModeLoadbalance},
+				Targets: []*Config{{Provider: "openai", Weight: ptr(0.7)}, {Provider: "groq", Weight: ptr(0.0)}, {Provider: "x"}}}},
+		{"conditional", `{"strategy":{"mode":"conditional","conditions":[{"query":{"metadata.tier":"pro"},"then":"big"},{"query":{"$or":[{"params.model":{"$regex":"^gpt"}},{"url.pathname":{"$in":["/v1/embeddings"]}}]},"then":"small"}],"default":"small"},
+			"targets":[{"name":"big","provider":"openai"},{"name":"small","provider":"groq"}]}`,
+			&Config{Strategy: &Strategy{Mode: ModeConditional, Default: "small", Conditions: []Condition{
+				{Query: map[string]any{"metadata.tier": "pro"}, Then: "big"},
+				{Query: map[string]any{"$or": []any{
+					map[string]any{"params.model": map[string]any{"$regex": "^gpt"}},
+					map[string]any{"url.pathname": map[string]any{"$in": []any{"/v1/embeddings"}}},
+				}}, Then: "small"},
+			}}, Targets: []*Config{{Name: "big", Provider: "openai"}, {Name: "small", Provider: "groq"}}}},
+		{"everything on a leaf", `{"name":"n","weight":2,"provider":"openai","api_key":"k","custom_host":"https://llm.example.com/v1",
+			"forward_headers":["x-team"],"retry":{"attempts":3,"on_status_codes":[429],"use_retry_after_header":true},
+			"cache":{"mode":"semantic","max_age":3600,"similarity_threshold":1,"embedding":{"provider":"openai","model":"text-embedding-3-small","api_key":"e","custom_host":"http://emb:8080"}},
+			"request_timeout":10000,"circuit_breaker":{"failure_threshold":3,"failure_ratio":0.5,"min_requests":10,"cooldown_ms":1000,"on_status_codes":[500,503]},
+			"before_request_hooks":[{"id":"h1","checks":[{"id":"default.contains","parameters":{"words":["<b>"]}}]}],"after_request_hooks":[],
+			"input_guardrails":["pg-abc"],"output_guardrails":[{"default.wordCount":{"min":1},"deny":true}],"strict_reference_compliance":false}`,
+			&Config{Name: "n", Weight: ptr(2.0), Provider: "openai", APIKey: "k", CustomHost: "https://llm.example.com/v1",
+				ForwardHeaders: []string{"x-team"}, Retry: &Retry{Attempts: 3, OnStatusCodes: []int{429}, UseRetryAfterHeader: true},
+				Cache: &Cache{Mode: CacheSemantic, MaxAge: 3600, SimilarityThreshold: ptr(1.0),
+					Embedding: &EmbeddingProvider{Provider: "openai", Model: "text-embedding-3-small", APIKey: "e", CustomHost: "http://emb:8080"}},
+				RequestTimeout: ptr(int64(10000)),
+				CircuitBreaker: &CircuitBreaker{FailureThreshold: 3, FailureRatio: 0.5, MinRequests: 10, CooldownMs: 1000, OnStatusCodes: []int{500, 503}},
+				BeforeHooks:    json.RawMessage(`[{"checks":[{"id":"default.contains","parameters":{"words":["<b>"]}}],"id":"h1"}]`),
+				AfterHooks:     json.RawMessage(`[]`),
+				InputGuards:    json.RawMessage(`["pg-abc"]`),
+				OutputGuards:   json.RawMessage(`[{"default.wordCount":{"min":1},"deny":true}]`),
+				Strict:         ptr(false)}},
+		{"group with inherited defaults", `{"provider":"openai","api_key":"k","virtual_key":"v","retry":{"attempts":1},"targets":[{"override_params":{"model":"a"}}]}`,
+			&Config{Provider: "openai", APIKey: "k", VirtualKey: "v", Retry: &Retry{Attempts: 1},
+				Targets: []*Config{{OverrideParams: map[string]any{"model": "a"}}}}},
+		{"three levels", `{"strategy":{"mode":"fallback"},"targets":[
+			{"strategy":{"mode":"loadbalance"},"targets":[
+				{"strategy":{"mode":"conditional","conditions":[{"query":{"params.stream":true},"then":"s"}],"default":"n"},"targets":[{"name":"s","provider":"a"},{"name":"n","provider":"b"}]},
+				{"provider":"c","weight":3}]},
+			{"provider":"d"}]}`,
+			&Config{Strategy: &Strategy{Mode: ModeFallback}, Targets: []*Config{
+				{Strategy: &Strategy{Mode: ModeLoadbalance}, Targets: []*Config{
+					{Strategy: &Strategy{Mode: ModeConditional, Default: "n", Conditions: []Condition{{Query: map[string]any{"params.stream": true}, Then: "s"}}},
+						Targets: []*Config{{Name: "s", Provider: "a"}, {Name: "n", Provider: "b"}}},
+					{Provider: "c", Weight: ptr(3.0)}}},
+				{Provider: "d"}}}},
+		{"group without strategy", `{"targets":[{"provider":"a"}]}`, &Config{Targets: []*Config{{Provider: "a"}}}},
+		{"integral floats", `{"retry":{"attempts":3.0},"request_timeout":1e4}`, &Config{Retry: &Retry{Attempts: 3}, RequestTimeout: ptr(int64(10000))}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			got, err := Parse([]byte(tt.input))
+			if err != nil {
+				t.Fatalf("Parse: %v", err)
+			}
+			if !reflect.DeepEqual(got, tt.want) {
+				g, _ := json.Marshal(got)
+				w, _ := json.Marshal(tt.want)
+				t.Errorf("got  %s\nwant %s", g, w)
+			}
+		})
+	}
+}

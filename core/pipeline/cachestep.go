@@ -1,0 +1,175 @@
+package pipeline
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/config"
+	"github.com/llm-gateway/gateway/plugins/cache"
+)
+
+// Cache statuses returned in x-gateway-cache-status.
+const cacheDisabled = "DISABLED"
+
+// cacheable are the endpoints whose answers may be cached; files, batches,
+// fine-tunes, uploads and the generic proxy are not.
+var cacheable = map[core.Endpoint]bool{
+	core.EndpointChatComplete: true, core.EndpointComplete: true, core.EndpointEmbed: true,
+	core.EndpointImageGenerate: true, core.EndpointRerank: true, core.EndpointResponses: true,
+	core.EndpointMessages: true, core.EndpointModeration: true, core.EndpointCreateSpeech: true,
+}
+
+// maxCachedStream bounds the bytes of a streamed answer kept for the cache.
+const maxCachedStream = 8 << 20
+
+// cacheStep is one leaf's use of the cache.
+type cacheStep struct {
+	p      *Pipeline
+	status string
+	// hit is the cached answer, when there is one.
+	hit *core.Response
+	// save stores an answer; nil when this request is not to be cached.
+	save func(e *cache.Entry)
+}
+
+// cacheLookup looks the request up under its leaf's cache settings.
+func (w *walk) cacheLookup(ctx context.Context, req *core.Request, l *config.Leaf, url string) *cacheStep {
+	cs := &cacheStep{p: w.p, status: cacheDisabled}
+	if l.Cache == nil || w.p.cache == nil || !cacheable[req.Endpoint] || req.Method != http.MethodPost {
+		return cs
+	}
+	mode, err := cache.NewMode(l.Cache.Mode)
+	if err != nil {
+		slog.Warn("cache mode unavailable", "mode", l.Cache.Mode, "error", err)
+		return cs
+	}
+	q := cache.NewQuery(url, req.CacheNamespace, req.Body, l.Cache)
+	q.ForceRefresh = req.CacheForceRefresh
+	q.Embed = w.embedder(req, l)
+	entry, status, err := mode.Lookup(ctx, w.p.cache, q)
+	if err != nil {
+		slog.Warn("cache lookup failed; calling the provider", "trace_id", req.TraceID, "error", err)
+	}
+	cs.status = string(status)
+	if entry != nil && status.Hit() {
+		cs.hit = &core.Response{Status: entry.Status, Header: http.Header(entry.Header), CacheStatus: cs.status}
+		if entry.Stream {
+			cs.hit.Stream, cs.hit.SSE = io.NopCloser(bytes.NewReader(entry.Body)), true
+		} else {
+			cs.hit.Body = entry.Body
+		}
+		return cs
+	}
+	cs.save = func(e *cache.Entry) {
+		now := w.p.now()
+		e.CreatedAt, e.ExpiresAt = now, cache.Expiry(l.Cache, now)
+		// A fresh context: the request's may be done by the time a stream ends.
+		if err := mode.Save(context.WithoutCancel(ctx), w.p.cache, q, e); err != nil {
+			slog.Warn("storing an answer in the cache failed", "trace_id", req.TraceID, "error", err)
+		}
+	}
+	return cs
+}
+
+// cachedHeader keeps the headers a cached answer is replayed with.
+func cachedHeader(h http.Header) map[string][]string {
+	out := map[string][]string{}
+	if v := h.Values("Content-Type"); len(v) > 0 {
+		out["Content-Type"] = v
+	}
+	return out
+}
+
+// saveBody caches a complete answer.
+func (cs *cacheStep) saveBody(resp *core.Response) {
+	cs.save(&cache.Entry{Status: resp.Status, Header: cachedHeader(resp.Header), Body: resp.Body})
+}
+
+// teeStream passes a streamed answer through while keeping a copy, cached
+// only when the stream ends cleanly and fits the limit.
+func (cs *cacheStep) teeStream(stream io.ReadCloser, resp *core.Response) io.ReadCloser {
+	return &teeSave{ReadCloser: stream, save: func(body []byte) {
+		cs.save(&cache.Entry{Status: resp.Status, Header: cachedHeader(resp.Header), Body: body, Stream: true})
+	}}
+}
+
+type teeSave struct {
+	io.ReadCloser
+	buf  bytes.Buffer
+	over bool
+	done bool
+	save func([]byte)
+}
+
+func (t *teeSave) Read(p []byte) (int, error) {
+	n, err := t.ReadCloser.Read(p)
+	if !t.over {
+		if t.buf.Len()+n > maxCachedStream {
+			t.over = true
+			t.buf = bytes.Buffer{}
+		} else {
+			t.buf.Write(p[:n])
+		}
+	}
+	if err == io.EOF && !t.over && !t.done {
+		t.done = true
+		t.save(t.buf.Bytes())
+	}
+	return n, err
+}
+
+// embedder returns the function the semantic cache embeds text with: a
+// call to the embedding provider named in the leaf's cache settings.
+func (w *walk) embedder(req *core.Request, l *config.Leaf) func(context.Context, string) ([]float32, error) {
+	e := l.Cache.Embedding
+	if e == nil {
+		return nil
+	}
+	return func(ctx context.Context, text string) ([]float32, error) {
+		t := core.Target{Provider: e.Provider, APIKey: e.APIKey, BaseURL: e.CustomHost, CustomHost: e.CustomHost != ""}
+		if t.APIKey == "" && t.Provider == req.Target.Provider {
+			t.APIKey = req.Target.APIKey
+		}
+		prov, ok := w.p.providers[t.Provider]
+		if !ok {
+			return nil, fmt.Errorf("unknown embedding provider %q", t.Provider)
+		}
+		body, _ := json.Marshal(map[string]any{"model": e.Model, "input": text})
+		ereq := &core.Request{Endpoint: core.EndpointEmbed, Method: http.MethodPost, Path: "/embeddings",
+			Header: http.Header{"Content-Type": {"application/json"}}, Body: body}
+		hr, err := prov.BuildRequest(ctx, ereq, &t)
+		if err != nil {
+			return nil, err
+		}
+		client := w.p.client
+		if t.CustomHost {
+			client = w.p.guarded
+		}
+		resp, err := client.Do(hr)
+		if err != nil {
+			return nil, err
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != http.StatusOK {
+			return nil, fmt.Errorf("embedding provider %s answered %d", t.Provider, resp.StatusCode)
+		}
+		var out struct {
+			Data []struct {
+				Embedding []float32 `json:"embedding"`
+			} `json:"data"`
+		}
+		if err := json.NewDecoder(io.LimitReader(resp.Body, 16<<20)).Decode(&out); err != nil {
+			return nil, fmt.Errorf("decode embedding: %w", err)
+		}
+		if len(out.Data) == 0 || len(out.Data[0].Embedding) == 0 {
+			return nil, fmt.Errorf("embedding provider %s returned no embedding", t.Provider)
+		}
+		return out.Data[0].Embedding, nil
+	}
+}

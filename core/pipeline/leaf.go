@@ -1,0 +1,227 @@
+package pipeline
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"time"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/breaker"
+	"github.com/llm-gateway/gateway/core/config"
+)
+
+// target is where leaf n sends the request: the config's provider, key,
+// custom host and forward headers, falling back to the request headers'.
+func (w *walk) target(n *config.Node) (core.Target, *core.Error) {
+	l, h := n.Leaf, w.req.Target
+	t := h
+	switch {
+	case l.VirtualKey != "":
+		return t, core.BadRequest(n.Path+".virtual_key", "%s.virtual_key: virtual keys are not supported by this version of the gateway yet", n.Path)
+	case strings.HasPrefix(l.Provider, "@"):
+		return t, core.BadRequest(n.Path+".provider", "%s.provider: managed providers (%s) are not supported by this version of the gateway yet", n.Path, l.Provider)
+	case l.Provider != "":
+		// A provider named by the config replaces the header's choice; the
+		// caller's Authorization is its key unless the config sets one.
+		t = core.Target{Provider: l.Provider, APIKey: h.APIKey, ForwardHeaders: h.ForwardHeaders}
+	}
+	if l.APIKey != "" {
+		t.APIKey = l.APIKey
+	}
+	if l.CustomHost != "" {
+		t.BaseURL, t.CustomHost = l.CustomHost, true
+	}
+	if len(l.ForwardHeaders) > 0 {
+		t.ForwardHeaders = append(append([]string(nil), t.ForwardHeaders...), l.ForwardHeaders...)
+	}
+	if t.Provider == "" {
+		return t, core.BadRequest("x-gateway-provider", "no provider for %s: send x-gateway-provider or set provider in the config", n.Path)
+	}
+	return t, nil
+}
+
+// breakerFor is the circuit breaker of a leaf's target identity.
+func (p *Pipeline) breakerFor(t core.Target, l *config.Leaf) *breaker.Breaker {
+	base := t.BaseURL
+	if base == "" {
+		if bp, ok := p.providers[t.Provider].(interface{ BaseURL() string }); ok {
+			base = bp.BaseURL()
+		}
+	}
+	return p.breakers.Get(breaker.Identity(t.Provider, base, t.APIKey), *l.CircuitBreaker)
+}
+
+// leaf calls the provider of leaf n: overrides applied, then the circuit
+// breaker, the cache, and the upstream call with its timeout and retries.
+func (w *walk) leaf(ctx context.Context, n *config.Node) result {
+	l := n.Leaf
+	res := result{path: n.Path}
+	t, cerr := w.target(n)
+	if cerr != nil {
+		res.err = cerr
+		return res
+	}
+	prov, ok := w.p.providers[t.Provider]
+	if !ok {
+		res.err = core.BadRequest("x-gateway-provider", "unknown provider %q; known providers: %s", t.Provider, strings.Join(w.p.names, ", "))
+		return res
+	}
+	if !prov.Supports(w.req.Endpoint) {
+		res.err = core.BadRequest("x-gateway-provider", "provider %q does not support %s requests", prov.Name(), w.req.Endpoint)
+		return res
+	}
+	lreq := *w.req
+	lreq.Target = t
+	if l.Timeout > 0 {
+		lreq.Timeout = l.Timeout
+	}
+	if len(l.OverrideParams) > 0 {
+		body, model, err := applyOverrides(lreq.Body, l.OverrideParams)
+		if err != nil {
+			res.err = core.BadRequest(n.Path+".override_params", "%s.override_params: %v", n.Path, err)
+			return res
+		}
+		lreq.Body = body
+		if model != "" {
+			lreq.Model = model
+		}
+	}
+
+	var done func(failed bool)
+	if l.CircuitBreaker != nil {
+		var err error
+		if done, err = w.p.breakerFor(t, l).Allow(); err != nil {
+			res.skipped = true
+			res.err = &core.Error{Status: http.StatusServiceUnavailable, Type: core.TypeUpstream,
+				Message: "the target at " + n.Path + " is unavailable: its circuit breaker is open; try again after the cool-down"}
+			return res
+		}
+	}
+
+	ctx, cancel := context.WithCancelCause(ctx)
+	var timer *time.Timer
+	var deadline time.Time
+	if lreq.Timeout > 0 {
+		deadline = w.p.now().Add(lreq.Timeout)
+		timer = time.AfterFunc(lreq.Timeout, func() { cancel(errTimeout) })
+	}
+	// stop disarms the timeout; false means it has already fired.
+	stop := func() bool { return timer == nil || timer.Stop() }
+	fail := func(err error) result {
+		stop()
+		res.err = upstreamError(prov.Name(), lreq.Timeout, context.Cause(ctx), err)
+		cancel(nil)
+		if done != nil {
+			done(breaker.IsFailure(*l.CircuitBreaker, 0, err))
+		}
+		return res
+	}
+
+	hr, err := prov.BuildRequest(ctx, &lreq, &lreq.Target)
+	if err != nil {
+		return fail(err)
+	}
+	cs := w.cacheLookup(ctx, &lreq, l, hr.URL.String())
+	if cs.hit != nil {
+		stop()
+		cancel(nil)
+		if done != nil {
+			done(false)
+		}
+		res.resp = cs.hit
+		res.resp.Provider = prov.Name()
+		return res
+	}
+
+	client := w.p.client
+	if lreq.Target.CustomHost {
+		client = w.p.guarded
+	}
+	var hresp *http.Response
+	if l.Retry != nil && l.Retry.Attempts > 0 {
+		hresp, res.retries, err = w.p.sendWithRetries(ctx, client, hr, l.Retry, deadline)
+	} else {
+		hresp, err = client.Do(hr)
+	}
+	if err != nil {
+		if l.Retry != nil && l.Retry.Attempts > 0 {
+			res.retries = -1
+		}
+		return fail(err)
+	}
+	if l.Retry != nil && l.Retry.Attempts > 0 && retryable(l.Retry, hresp.StatusCode) {
+		res.retries = -1 // every attempt answered with a retryable failure
+	}
+	if done != nil {
+		done(breaker.IsFailure(*l.CircuitBreaker, hresp.StatusCode, nil))
+	}
+
+	resp := &core.Response{Status: hresp.StatusCode, Header: hresp.Header, Provider: prov.Name(), CacheStatus: cs.status}
+	sse := strings.HasPrefix(hresp.Header.Get("Content-Type"), "text/event-stream")
+	if sse || w.req.Endpoint == core.EndpointProxy {
+		// Streams and proxied bodies are handed on as they arrive.
+		br := bufio.NewReaderSize(hresp.Body, 32<<10)
+		if _, err := br.Peek(1); err != nil && err != io.EOF {
+			hresp.Body.Close()
+			return fail(err)
+		}
+		if !stop() {
+			// The timeout fired as the first byte arrived: the context is
+			// cancelled, so the stream would break off at once.
+			hresp.Body.Close()
+			return fail(errTimeout)
+		}
+		var stream io.ReadCloser = &streamBody{Reader: br, body: hresp.Body, cancel: func() { cancel(nil) }}
+		if cs.save != nil && ok2xx(resp.Status) {
+			stream = cs.teeStream(stream, resp)
+		}
+		resp.Stream, resp.SSE = stream, sse
+		res.resp = resp
+		return res
+	}
+	body, err := io.ReadAll(hresp.Body)
+	hresp.Body.Close()
+	if err != nil {
+		return fail(err)
+	}
+	stop()
+	cancel(nil)
+	resp.Body = body
+	if cs.save != nil && ok2xx(resp.Status) {
+		cs.saveBody(resp)
+	}
+	res.resp = resp
+	return res
+}
+
+func ok2xx(status int) bool { return status >= 200 && status <= 299 }
+
+// applyOverrides merges a target's override_params over a JSON object body;
+// it returns the new body and the model it names, if any.
+func applyOverrides(body []byte, params map[string]any) ([]byte, string, error) {
+	var fields map[string]json.RawMessage
+	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		return nil, "", errors.New("override_params apply to JSON object bodies only")
+	}
+	for k, v := range params {
+		raw, err := json.Marshal(v)
+		if err != nil {
+			return nil, "", err
+		}
+		fields[k] = raw
+	}
+	out, err := json.Marshal(fields)
+	if err != nil {
+		return nil, "", err
+	}
+	model, _ := params["model"].(string)
+	return out, model, nil
+}
+
+func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }

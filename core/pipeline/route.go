@@ -1,0 +1,134 @@
+package pipeline
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"sync"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/config"
+	"github.com/llm-gateway/gateway/core/routing"
+)
+
+// walk is one request's way through a config tree.
+type walk struct {
+	p   *Pipeline
+	req *core.Request
+
+	queryOnce sync.Once
+	query     config.QueryData
+}
+
+// result is what routing to one node produced.
+type result struct {
+	resp    *core.Response
+	err     *core.Error
+	path    string // the leaf that answered
+	retries int
+	// skipped: the target's circuit breaker was open, it took no request.
+	skipped bool
+}
+
+func (r result) status() int {
+	if r.resp != nil {
+		return r.resp.Status
+	}
+	return r.err.Status
+}
+
+// failed reports the result as an error for strategies' MoveOn: a call that
+// produced no answer from the provider.
+func (r result) failed() error {
+	if r.resp == nil {
+		return r.err
+	}
+	return nil
+}
+
+// release frees an answer the router will not hand on.
+func (r result) release() {
+	if r.resp != nil && r.resp.Stream != nil {
+		r.resp.Stream.Close()
+	}
+}
+
+// node routes to n: a leaf is called; a group asks its strategy plugin for
+// the order of its targets and walks them, moving on while the strategy
+// says a failed answer should.
+func (w *walk) node(ctx context.Context, n *config.Node) result {
+	if n.Leaf != nil {
+		return w.leaf(ctx, n)
+	}
+	strat, err := routing.Lookup(n.Strategy.Mode)
+	if err != nil {
+		return result{err: core.Internal(err, "routing strategy %q is not available", n.Strategy.Mode)}
+	}
+	plan, err := strat.Plan(ctx, &routing.Input{Query: w.queryData, Available: w.available, Rand: w.p.rand}, n)
+	if err != nil {
+		return result{err: asCoreError(err)}
+	}
+	var last result
+	answered := false
+	for _, i := range plan.Order {
+		res := w.node(ctx, n.Children[i])
+		if res.skipped {
+			continue
+		}
+		if answered {
+			last.release()
+		}
+		last, answered = res, true
+		if plan.MoveOn == nil || !plan.MoveOn(res.status(), res.failed()) {
+			return res
+		}
+	}
+	if !answered {
+		return result{skipped: true, err: &core.Error{Status: http.StatusServiceUnavailable, Type: core.TypeUpstream,
+			Message: "every target of " + n.Path + " is unavailable: their circuit breakers are open; try again after the cool-down"}}
+	}
+	return last
+}
+
+// available reports whether n can take a request now: a leaf unless its
+// circuit breaker is open, a group when any of its targets can.
+func (w *walk) available(n *config.Node) bool {
+	if n.Leaf == nil {
+		for _, c := range n.Children {
+			if w.available(c) {
+				return true
+			}
+		}
+		return false
+	}
+	if n.Leaf.CircuitBreaker == nil {
+		return true
+	}
+	t, err := w.target(n)
+	if err != nil {
+		return true // the call itself will report the problem
+	}
+	return w.p.breakerFor(t, n.Leaf).Ready()
+}
+
+// queryData is what conditional routing matches: metadata, the body as
+// params (parsed once, on first use) and the URL.
+func (w *walk) queryData() config.QueryData {
+	w.queryOnce.Do(func() {
+		w.query = config.QueryData{Metadata: w.req.Metadata, URL: map[string]string{"pathname": "/v1" + w.req.Path}}
+		var params map[string]any
+		dec := json.NewDecoder(bytesReader(w.req.Body))
+		dec.UseNumber()
+		if dec.Decode(&params) == nil {
+			w.query.Params = params
+		}
+	})
+	return w.query
+}
+
+func asCoreError(err error) *core.Error {
+	if ce, ok := err.(*core.Error); ok {
+		return ce
+	}
+	return core.Internal(err, "internal error")
+}

@@ -1,0 +1,88 @@
+package server
+
+import (
+	"strings"
+	"sync"
+	"sync/atomic"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/config"
+)
+
+// ConfigSource finds saved configs by id or slug, for the workspaces the
+// principal may use.
+type ConfigSource interface {
+	SavedConfig(ref string, p *core.Principal) (*config.Config, *config.Node, *core.Error)
+}
+
+// route is the config a request is routed by.
+type route struct {
+	cfg  *config.Config // nil without a config
+	node *config.Node
+}
+
+// strict is the config's strict_reference_compliance setting, if it has one.
+func (r route) strict() *bool {
+	if r.cfg == nil {
+		return nil
+	}
+	return r.cfg.Strict
+}
+
+// routeFor picks the request's config: x-gateway-config (inline JSON or a
+// saved config's id or slug), else the key's default config, else the one
+// target the headers name.
+func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal) (route, *core.Error) {
+	raw := strings.TrimSpace(gatewayHeader(c, "config"))
+	if raw != "" && p != nil && p.DefaultConfig != "" && p.NoConfigOverride {
+		return route{}, core.Forbidden("this API key does not allow x-gateway-config: it always uses its default config")
+	}
+	if raw == "" && p != nil {
+		raw = p.DefaultConfig
+	}
+	switch {
+	case raw == "":
+		return route{node: singleTarget}, nil
+	case strings.HasPrefix(raw, "{"):
+		return s.inline.get(raw)
+	case s.configs == nil:
+		return route{}, core.BadRequest("x-gateway-config", "x-gateway-config names a saved config (%q), but saved configs are not available", raw)
+	}
+	cfg, node, err := s.configs.SavedConfig(raw, p)
+	if err != nil {
+		return route{}, err
+	}
+	return route{cfg: cfg, node: node}, nil
+}
+
+// singleTarget routes to the target the request headers name.
+var singleTarget = config.Single(config.Leaf{})
+
+// inlineConfigs remembers parsed inline configs, so a client that sends the
+// same x-gateway-config on every request pays for parsing it once. It is
+// bounded: when full it starts over.
+type inlineConfigs struct {
+	m sync.Map // raw JSON → route
+	n atomic.Int64
+}
+
+const maxInlineConfigs = 1024
+
+func (ic *inlineConfigs) get(raw string) (route, *core.Error) {
+	if r, ok := ic.m.Load(raw); ok {
+		return r.(route), nil
+	}
+	cfg, err := config.Parse([]byte(raw))
+	if err != nil {
+		return route{}, err
+	}
+	r := route{cfg: cfg, node: config.Resolve(cfg)}
+	if ic.n.Add(1) > maxInlineConfigs {
+		ic.m.Clear()
+		ic.n.Store(1)
+	}
+	ic.m.Store(strings.Clone(raw), r)
+	return r, nil
+}
