@@ -107,17 +107,23 @@ func parseCreateKey(fields map[string]json.RawMessage, now time.Time) (createKey
 		if json.Unmarshal(raw, &d) != nil {
 			p.add("defaults", "must be an object")
 		} else {
+			b.Defaults = &store.APIKeyDefaults{}
 			for k, v := range d {
 				switch k {
 				case "metadata":
-					var md map[string]string
-					if json.Unmarshal(v, &md) != nil {
+					if json.Unmarshal(v, &b.Defaults.Metadata) != nil {
 						p.add("defaults.metadata", "must be an object of strings")
-					} else {
-						b.Defaults = &store.APIKeyDefaults{Metadata: md}
 					}
-				case "config_id", "allow_config_override":
-					p.add("defaults."+k, "is not supported by this version of the gateway yet")
+				case "config_id":
+					if json.Unmarshal(v, &b.Defaults.ConfigID) != nil || b.Defaults.ConfigID == "" {
+						p.add("defaults.config_id", "must be the id or slug of a saved config")
+					}
+				case "allow_config_override":
+					var allow bool
+					if json.Unmarshal(v, &allow) != nil {
+						p.add("defaults.allow_config_override", "must be true or false")
+					}
+					b.Defaults.AllowConfigOverride = &allow
 				default:
 					p.add("defaults."+k, "unknown field")
 				}
@@ -191,6 +197,12 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 				return err
 			}
 			rec.WorkspaceID = ws.ID
+		}
+		if d := rec.Defaults; d != nil && d.ConfigID != "" {
+			owner := core.NewPrincipal(core.Principal{KeyType: rec.Type, WorkspaceID: rec.WorkspaceID}, nil)
+			if _, err := s.loadConfig(tx, owner, d.ConfigID); err != nil {
+				return core.ValidationError("defaults.config_id", "defaults.config_id: no saved config %q in the key's workspace", d.ConfigID)
+			}
 		}
 		if kind.typ == core.KeyTypeWorkspaceUser {
 			rec.UserID = body.UserID

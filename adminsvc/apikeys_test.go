@@ -105,7 +105,7 @@ func TestCreateAPIKeyValidation(t *testing.T) {
 			"usage_limits":    map[string]any{"credit_limit": 10},
 			"alert_emails":    []string{"a@example.com"},
 			"rotation_policy": map[string]any{"rotation_period": "weekly"},
-			"defaults":        map[string]any{"config_id": "pc-x", "metadata": map[string]string{"env": "ci"}},
+			"defaults":        map[string]any{"config_id": 7, "metadata": map[string]string{"env": "ci"}},
 		}), []string{"alert_emails", "defaults.config_id", "rate_limits", "rotation_policy", "usage_limits"}},
 		{"bad defaults", "organisation/service", ok(map[string]any{"defaults": map[string]any{"metadata": []int{1}, "colour": 1}}), []string{"defaults.colour", "defaults.metadata"}},
 		{"everything wrong", "organisation/service", map[string]any{

@@ -104,9 +104,13 @@ func (e *env) start() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
+	configs, err := adminsvc.NewConfigs(st)
+	if err != nil {
+		e.t.Fatal(err)
+	}
 	e.keys = keys
 	e.app = server.New(server.Options{
-		Auth: keys, Pipeline: pl, Admin: adminsvc.New(st, keys, e.clock.Now).Register, Now: e.clock.Now,
+		Auth: keys, Pipeline: pl, Configs: configs, Admin: adminsvc.New(st, keys, configs, e.clock.Now).Register, Now: e.clock.Now,
 	})
 }
 

@@ -99,8 +99,9 @@ func principalOf(rec store.APIKey) *core.Principal {
 	if rec.ExpiresAt != nil {
 		p.ExpiresAt = *rec.ExpiresAt
 	}
-	if rec.Defaults != nil {
-		p.DefaultMetadata = rec.Defaults.Metadata
+	if d := rec.Defaults; d != nil {
+		p.DefaultMetadata, p.DefaultConfig = d.Metadata, d.ConfigID
+		p.NoConfigOverride = d.AllowConfigOverride != nil && !*d.AllowConfigOverride
 	}
 	return core.NewPrincipal(p, rec.Scopes)
 }

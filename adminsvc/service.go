@@ -13,18 +13,19 @@ import (
 
 // Service serves the admin routes.
 type Service struct {
-	st   store.Store
-	keys *Keys
-	now  func() time.Time
+	st      store.Store
+	keys    *Keys
+	configs *Configs
+	now     func() time.Time
 }
 
-// New builds the admin service over st; keys is reloaded after every change
-// to API keys.
-func New(st store.Store, keys *Keys, now func() time.Time) *Service {
+// New builds the admin service over st; keys and configs are reloaded after
+// every change to API keys and saved configs.
+func New(st store.Store, keys *Keys, configs *Configs, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{st: st, keys: keys, now: now}
+	return &Service{st: st, keys: keys, configs: configs, now: now}
 }
 
 // Register adds the admin routes to the /v1 group.
@@ -34,6 +35,12 @@ func (s *Service) Register(v1 fiber.Router) {
 	v1.Get("/api-keys", s.listAPIKeys)
 	v1.Get("/api-keys/:id", s.getAPIKey)
 	v1.Delete("/api-keys/:id", s.deleteAPIKey)
+	v1.Post("/configs", s.createConfig)
+	v1.Get("/configs", s.listConfigs)
+	v1.Get("/configs/:slug", s.getConfig)
+	v1.Put("/configs/:slug", s.updateConfig)
+	v1.Delete("/configs/:slug", s.deleteConfig)
+	v1.Get("/configs/:slug/versions", s.listConfigVersions)
 	v1.Get("/logs", s.listLogs)
 	v1.Get("/logs/:id", s.getLog)
 	// Any other method or path under the admin prefixes is an unknown admin
@@ -45,7 +52,7 @@ func (s *Service) Register(v1 fiber.Router) {
 }
 
 // adminPrefixes are the paths the admin API owns.
-var adminPrefixes = []string{"/api-keys", "/logs"}
+var adminPrefixes = []string{"/api-keys", "/configs", "/logs"}
 
 func unknownRoute(c *fiber.Ctx) error {
 	return &core.Error{Status: fiber.StatusNotFound, Type: core.TypeNotFound, Code: core.CodeNotFoundPath,
@@ -56,7 +63,7 @@ func unknownRoute(c *fiber.Ctx) error {
 // not implement.
 func notYet(what string) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		return &core.Error{Status: fiber.StatusNotImplemented, Type: core.TypeAPI,
+		return &core.Error{Status: fiber.StatusNotImplemented, Type: "not_implemented_error",
 			Message: what + " is not supported by this version of the gateway yet"}
 	}
 }

@@ -46,6 +46,10 @@ type User struct {
 // APIKeyDefaults are applied to every request a key makes.
 type APIKeyDefaults struct {
 	Metadata map[string]string `json:"metadata,omitempty"`
+	// ConfigID is the saved config used when a request sends none.
+	ConfigID string `json:"config_id,omitempty"`
+	// AllowConfigOverride (default true) lets requests send their own config.
+	AllowConfigOverride *bool `json:"allow_config_override,omitempty"`
 }
 
 // APIKey is a gateway credential. Only the SHA-256 hash of the secret is
@@ -102,4 +106,30 @@ func WorkspaceByIDOrSlug(tx Tx, ref string) (Workspace, error) {
 		}
 	}
 	return w, ErrNotFound
+}
+
+// SavedConfig is a routing config saved through the admin API. Config holds
+// the current version; every version is kept in BucketConfigVersions.
+type SavedConfig struct {
+	ID             string          `json:"id"`
+	Slug           string          `json:"slug"`
+	Name           string          `json:"name"`
+	OrganisationID string          `json:"organisation_id"`
+	WorkspaceID    string          `json:"workspace_id"`
+	IsDefault      int             `json:"is_default"`
+	Status         string          `json:"status"`
+	OwnerID        string          `json:"owner_id"`
+	UpdatedBy      string          `json:"updated_by"`
+	CreatedAt      time.Time       `json:"created_at"`
+	LastUpdatedAt  time.Time       `json:"last_updated_at"`
+	VersionID      string          `json:"version_id"`
+	Config         json.RawMessage `json:"config"`
+}
+
+// ConfigVersion is one version of a saved config.
+type ConfigVersion struct {
+	VersionID string          `json:"version_id"`
+	ConfigID  string          `json:"config_id"`
+	Config    json.RawMessage `json:"config"`
+	CreatedAt time.Time       `json:"created_at"`
 }

@@ -22,10 +22,15 @@ const (
 	BucketUsers         Bucket = "users"
 	BucketAPIKeys       Bucket = "api_keys"
 	BucketLogs          Bucket = "logs"
+	BucketConfigs       Bucket = "configs"
+	// BucketConfigVersions holds every version of every saved config, keyed
+	// by config id + "/" + version id.
+	BucketConfigVersions Bucket = "config_versions"
 )
 
 // allBuckets are created when the store is opened.
-var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, BucketUsers, BucketAPIKeys, BucketLogs}
+var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, BucketUsers, BucketAPIKeys, BucketLogs,
+	BucketConfigs, BucketConfigVersions}
 
 // Store is transactional access to the admin state. Update transactions are
 // durable once fn returns nil; a crash never leaves half of one behind.

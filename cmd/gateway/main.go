@@ -15,6 +15,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -24,6 +25,7 @@ import (
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
 	_ "github.com/llm-gateway/gateway/plugins/all"
+	"github.com/llm-gateway/gateway/plugins/cache"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -119,18 +121,28 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	configs, err := adminsvc.NewConfigs(st)
+	if err != nil {
+		return err
+	}
+	responses, err := cache.OpenBolt(filepath.Join(cfg.DataDir, cache.DefaultFileName), cache.BoltOptions{})
+	if err != nil {
+		return fmt.Errorf("open the response cache: %w", err)
+	}
+	defer responses.Close()
 	logs := store.NewLogWriter(st, store.LogWriterOptions{Logger: logger})
 	defer logs.Close()
 	pipe, err := pipeline.New(pipeline.Options{
 		Client:        pipeline.NewProviderClient(),
 		GuardedClient: &http.Client{Transport: policy.NewTransport()},
+		Cache:         responses,
 	})
 	if err != nil {
 		return err
 	}
-	admin := adminsvc.New(st, keys, time.Now)
+	admin := adminsvc.New(st, keys, configs, time.Now)
 	app := server.New(server.Options{
-		Auth: keys, Pipeline: pipe, Logs: logs, Admin: admin.Register,
+		Auth: keys, Pipeline: pipe, Logs: logs, Configs: configs, Admin: admin.Register,
 		BodyLimit: cfg.MaxBodyBytes, Logger: logger,
 	})
 

@@ -15,6 +15,8 @@ import (
 // principal may use.
 type ConfigSource interface {
 	SavedConfig(ref string, p *core.Principal) (*config.Config, *config.Node, *core.Error)
+	// WorkspaceDefault is the default config of the principal's workspace.
+	WorkspaceDefault(p *core.Principal) (*config.Config, *config.Node, bool)
 }
 
 // route is the config a request is routed by.
@@ -32,8 +34,8 @@ func (r route) strict() *bool {
 }
 
 // routeFor picks the request's config: x-gateway-config (inline JSON or a
-// saved config's id or slug), else the key's default config, else the one
-// target the headers name.
+// saved config's id or slug), else the key's default config, else the
+// workspace's default config, else the one target the headers name.
 func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal) (route, *core.Error) {
 	raw := strings.TrimSpace(gatewayHeader(c, "config"))
 	if raw != "" && p != nil && p.DefaultConfig != "" && p.NoConfigOverride {
@@ -43,6 +45,11 @@ func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal) (route, *core.Error) 
 		raw = p.DefaultConfig
 	}
 	switch {
+	case raw == "" && s.configs != nil:
+		if cfg, node, ok := s.configs.WorkspaceDefault(p); ok {
+			return route{cfg: cfg, node: node}, nil
+		}
+		return route{node: singleTarget}, nil
 	case raw == "":
 		return route{node: singleTarget}, nil
 	case strings.HasPrefix(raw, "{"):

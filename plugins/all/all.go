@@ -7,6 +7,10 @@ import (
 	// Providers.
 	_ "github.com/llm-gateway/gateway/plugins/providers/openai"
 
+	// Cache modes.
+	_ "github.com/llm-gateway/gateway/plugins/cache/semantic"
+	_ "github.com/llm-gateway/gateway/plugins/cache/simple"
+
 	// Routing strategies.
 	_ "github.com/llm-gateway/gateway/plugins/strategies/conditional"
 	_ "github.com/llm-gateway/gateway/plugins/strategies/fallback"

@@ -1,0 +1,495 @@
+package adminsvc
+
+import (
+	"crypto/rand"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/config"
+	"github.com/llm-gateway/gateway/store"
+)
+
+// savedRoute is a saved config, parsed and resolved once.
+type savedRoute struct {
+	rec  store.SavedConfig
+	cfg  *config.Config
+	node *config.Node
+}
+
+// configSnap is the in-memory view of saved configs the data plane reads.
+type configSnap struct {
+	byRef    map[string]*savedRoute // id and slug
+	defaults map[string]*savedRoute // workspace id → its default config
+}
+
+// Configs is the snapshot of saved configs; it implements
+// server.ConfigSource. Reload swaps in a new snapshot after every change.
+type Configs struct {
+	st   store.Store
+	mu   sync.Mutex
+	snap atomic.Pointer[configSnap]
+}
+
+// NewConfigs loads the snapshot from st.
+func NewConfigs(st store.Store) (*Configs, error) {
+	c := &Configs{st: st}
+	return c, c.Reload()
+}
+
+// Reload rebuilds the snapshot from the store.
+func (c *Configs) Reload() error {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	var recs []store.SavedConfig
+	if err := c.st.View(func(tx store.Tx) (err error) {
+		recs, err = store.List[store.SavedConfig](tx, store.BucketConfigs)
+		return err
+	}); err != nil {
+		return fmt.Errorf("load saved configs: %w", err)
+	}
+	s := &configSnap{byRef: map[string]*savedRoute{}, defaults: map[string]*savedRoute{}}
+	for _, rec := range recs {
+		cfg, perr := config.Parse(rec.Config)
+		if perr != nil {
+			slog.Error("a saved config no longer validates; it is skipped", "config", rec.Slug, "error", perr.Message)
+			continue
+		}
+		r := &savedRoute{rec: rec, cfg: cfg, node: config.Resolve(cfg)}
+		s.byRef[rec.ID], s.byRef[rec.Slug] = r, r
+		if rec.IsDefault == 1 && rec.Status == store.StatusActive {
+			s.defaults[rec.WorkspaceID] = r
+		}
+	}
+	c.snap.Store(s)
+	return nil
+}
+
+// SavedConfig finds an active saved config by id or slug in a workspace the
+// principal may use.
+func (c *Configs) SavedConfig(ref string, p *core.Principal) (*config.Config, *config.Node, *core.Error) {
+	r, ok := c.snap.Load().byRef[ref]
+	if !ok || (p != nil && !p.IsOrganisationKey() && r.rec.WorkspaceID != p.WorkspaceID) {
+		return nil, nil, core.BadRequest("x-gateway-config", "x-gateway-config: no saved config %q in this workspace", ref)
+	}
+	if r.rec.Status != store.StatusActive {
+		return nil, nil, core.BadRequest("x-gateway-config", "x-gateway-config: saved config %q is %s", ref, r.rec.Status)
+	}
+	return r.cfg, r.node, nil
+}
+
+// WorkspaceDefault is the default config of the principal's workspace, if
+// one is set.
+func (c *Configs) WorkspaceDefault(p *core.Principal) (*config.Config, *config.Node, bool) {
+	if p == nil || p.WorkspaceID == "" {
+		return nil, nil, false
+	}
+	r, ok := c.snap.Load().defaults[p.WorkspaceID]
+	if !ok {
+		return nil, nil, false
+	}
+	return r.cfg, r.node, true
+}
+
+// configBody is the accepted body of POST and PUT /configs.
+type configBody struct {
+	name        string
+	config      json.RawMessage
+	isDefault   *int
+	status      string
+	workspaceID string
+}
+
+func parseConfigBody(fields map[string]json.RawMessage, create bool) (configBody, *core.Error) {
+	var b configBody
+	var p problems
+	for f, raw := range fields {
+		switch f {
+		case "name":
+			if json.Unmarshal(raw, &b.name) != nil || strings.TrimSpace(b.name) == "" || len(b.name) > 255 {
+				p.add("name", "must be a non-empty string of at most 255 characters")
+			}
+			b.name = strings.TrimSpace(b.name)
+		case "config":
+			b.config = raw
+		case "is_default", "isDefault":
+			var n int
+			if json.Unmarshal(raw, &n) != nil || (n != 0 && n != 1) {
+				p.add(f, "must be 0 or 1")
+			}
+			b.isDefault = &n
+		case "status":
+			if !create && (json.Unmarshal(raw, &b.status) != nil || (b.status != store.StatusActive && b.status != store.StatusArchived)) {
+				p.add("status", "must be active or archived")
+			} else if create {
+				p.add("status", "unknown field on create")
+			}
+		case "workspace_id":
+			if json.Unmarshal(raw, &b.workspaceID) != nil {
+				p.add("workspace_id", "must be a string")
+			}
+		default:
+			p.add(f, "unknown field")
+		}
+	}
+	if create && b.name == "" && fields["name"] == nil {
+		p.add("name", "is required")
+	}
+	if create && b.config == nil {
+		p.add("config", "is required: a config object")
+	}
+	slices.SortStableFunc(p, func(a, b problem) int { return strings.Compare(a.param, b.param) })
+	if b.config != nil {
+		// The gateway's own validator: every problem with its JSON path.
+		if _, perr := config.Parse(b.config); perr != nil {
+			if err := p.err(); err != nil {
+				perr.Message = err.Message + "; " + perr.Message
+			}
+			return b, perr
+		}
+	}
+	return b, p.err()
+}
+
+// newConfigSlug makes a slug like "pc-support-bot-a1b2c3".
+func newConfigSlug(name string) string {
+	var sb strings.Builder
+	for _, r := range strings.ToLower(name) {
+		switch {
+		case r >= 'a' && r <= 'z', r >= '0' && r <= '9':
+			sb.WriteRune(r)
+		case sb.Len() > 0 && !strings.HasSuffix(sb.String(), "-"):
+			sb.WriteByte('-')
+		}
+		if sb.Len() >= 32 {
+			break
+		}
+	}
+	base := strings.Trim(sb.String(), "-")
+	if base == "" {
+		base = "config"
+	}
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	var r [6]byte
+	rand.Read(r[:])
+	for i := range r {
+		r[i] = alphabet[int(r[i])%len(alphabet)]
+	}
+	return "pc-" + base + "-" + string(r[:])
+}
+
+// configView is the list item of a saved config; withConfig adds the config.
+type configView struct {
+	ID             string          `json:"id"`
+	Name           string          `json:"name"`
+	Slug           string          `json:"slug"`
+	OrganisationID string          `json:"organisation_id"`
+	WorkspaceID    string          `json:"workspace_id"`
+	IsDefault      int             `json:"is_default"`
+	Status         string          `json:"status"`
+	OwnerID        string          `json:"owner_id"`
+	UpdatedBy      string          `json:"updated_by"`
+	CreatedAt      time.Time       `json:"created_at"`
+	LastUpdatedAt  time.Time       `json:"last_updated_at"`
+	Config         json.RawMessage `json:"config,omitempty"`
+	VersionID      string          `json:"version_id,omitempty"`
+	Object         string          `json:"object"`
+}
+
+func configViewOf(r store.SavedConfig, withConfig bool) configView {
+	v := configView{ID: r.ID, Name: r.Name, Slug: r.Slug, OrganisationID: r.OrganisationID, WorkspaceID: r.WorkspaceID,
+		IsDefault: r.IsDefault, Status: r.Status, OwnerID: r.OwnerID, UpdatedBy: r.UpdatedBy,
+		CreatedAt: r.CreatedAt, LastUpdatedAt: r.LastUpdatedAt, Object: "config"}
+	if withConfig {
+		v.Config, v.VersionID = r.Config, r.VersionID
+	}
+	return v
+}
+
+// actor names who made a change: the key's user, else the key.
+func actor(p *core.Principal) string {
+	if p.UserID != "" {
+		return p.UserID
+	}
+	return p.KeyID
+}
+
+func (s *Service) createConfig(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, "configs.create"); err != nil {
+		return err
+	}
+	fields, cerr := decodeObject(c.Body())
+	if cerr != nil {
+		return cerr
+	}
+	b, cerr := parseConfigBody(fields, true)
+	if cerr != nil {
+		return cerr
+	}
+	now := s.now()
+	rec := store.SavedConfig{ID: core.NewID(), Slug: newConfigSlug(b.name), Name: b.name,
+		OrganisationID: caller.OrganisationID, Status: store.StatusActive, OwnerID: actor(caller),
+		UpdatedBy: actor(caller), CreatedAt: now, LastUpdatedAt: now, VersionID: core.NewLogID(now), Config: compactJSON(b.config)}
+	if b.isDefault != nil {
+		rec.IsDefault = *b.isDefault
+	}
+	err := s.st.Update(func(tx store.Tx) error {
+		ws, err := s.resolveWorkspace(tx, caller, b.workspaceID, true)
+		if err != nil {
+			return err
+		}
+		rec.WorkspaceID = ws.ID
+		return s.putConfig(tx, rec)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.configs.Reload(); err != nil {
+		return core.Internal(err, "the config was stored but the config snapshot could not be reloaded")
+	}
+	return c.JSON(fiber.Map{"id": rec.ID, "slug": rec.Slug, "version_id": rec.VersionID, "object": "config"})
+}
+
+// putConfig stores rec and its current version; a default config unsets the
+// workspace's other defaults.
+func (s *Service) putConfig(tx store.Tx, rec store.SavedConfig) error {
+	if rec.IsDefault == 1 {
+		all, err := store.List[store.SavedConfig](tx, store.BucketConfigs)
+		if err != nil {
+			return err
+		}
+		for _, o := range all {
+			if o.ID != rec.ID && o.WorkspaceID == rec.WorkspaceID && o.IsDefault == 1 {
+				o.IsDefault = 0
+				if err := tx.Put(store.BucketConfigs, o.ID, o); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	v := store.ConfigVersion{VersionID: rec.VersionID, ConfigID: rec.ID, Config: rec.Config, CreatedAt: rec.LastUpdatedAt}
+	if err := tx.Put(store.BucketConfigVersions, rec.ID+"/"+rec.VersionID, v); err != nil {
+		return err
+	}
+	return tx.Put(store.BucketConfigs, rec.ID, rec)
+}
+
+func compactJSON(raw json.RawMessage) json.RawMessage {
+	var v any
+	if json.Unmarshal(raw, &v) != nil {
+		return raw
+	}
+	out, _ := json.Marshal(v)
+	return out
+}
+
+// loadConfig finds a saved config by id or slug that the caller may see.
+func (s *Service) loadConfig(tx store.Tx, caller *core.Principal, ref string) (store.SavedConfig, error) {
+	var rec store.SavedConfig
+	err := tx.Get(store.BucketConfigs, ref, &rec)
+	if errors.Is(err, store.ErrNotFound) {
+		all, lerr := store.List[store.SavedConfig](tx, store.BucketConfigs)
+		if lerr != nil {
+			return rec, lerr
+		}
+		i := slices.IndexFunc(all, func(r store.SavedConfig) bool { return r.Slug == ref })
+		if i < 0 {
+			return rec, core.NotFound("no config %q", ref)
+		}
+		rec, err = all[i], nil
+	}
+	if err != nil {
+		return rec, err
+	}
+	if !caller.IsOrganisationKey() && rec.WorkspaceID != caller.WorkspaceID {
+		return rec, core.NotFound("no config %q", ref)
+	}
+	return rec, nil
+}
+
+func (s *Service) listConfigs(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, "configs.list"); err != nil {
+		return err
+	}
+	var p problems
+	pg := parsePage(c.Query, 50, 1000, &p)
+	if err := p.err(); err != nil {
+		return err
+	}
+	var out []configView
+	err := s.st.View(func(tx store.Tx) error {
+		wsFilter := ""
+		if ref := c.Query("workspace_id"); ref != "" || !caller.IsOrganisationKey() {
+			ws, err := s.resolveWorkspace(tx, caller, ref, false)
+			if err != nil {
+				return err
+			}
+			wsFilter = ws.ID
+		}
+		all, err := store.List[store.SavedConfig](tx, store.BucketConfigs)
+		for _, r := range all {
+			if wsFilter == "" || r.WorkspaceID == wsFilter {
+				out = append(out, configViewOf(r, false))
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(out, func(a, b configView) int { return b.CreatedAt.Compare(a.CreatedAt) })
+	lo, hi := pg.slice(len(out))
+	return c.JSON(listBody{Object: "list", Total: len(out), Data: nonNil(out[lo:hi])})
+}
+
+func (s *Service) getConfig(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, "configs.read"); err != nil {
+		return err
+	}
+	var rec store.SavedConfig
+	err := s.st.View(func(tx store.Tx) (err error) { rec, err = s.loadConfig(tx, caller, c.Params("slug")); return })
+	if err != nil {
+		return err
+	}
+	return c.JSON(configViewOf(rec, true))
+}
+
+func (s *Service) updateConfig(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, "configs.update"); err != nil {
+		return err
+	}
+	fields, cerr := decodeObject(c.Body())
+	if cerr != nil {
+		return cerr
+	}
+	if _, ok := fields["workspace_id"]; ok {
+		return core.ValidationError("workspace_id", "workspace_id: a config cannot move to another workspace")
+	}
+	b, cerr := parseConfigBody(fields, false)
+	if cerr != nil {
+		return cerr
+	}
+	var rec store.SavedConfig
+	err := s.st.Update(func(tx store.Tx) (err error) {
+		if rec, err = s.loadConfig(tx, caller, c.Params("slug")); err != nil {
+			return err
+		}
+		now := s.now()
+		if b.name != "" {
+			rec.Name = b.name
+		}
+		if b.config != nil {
+			rec.Config = compactJSON(b.config)
+		}
+		if b.status != "" {
+			rec.Status = b.status
+		}
+		if b.isDefault != nil {
+			rec.IsDefault = *b.isDefault
+		}
+		rec.UpdatedBy, rec.LastUpdatedAt, rec.VersionID = actor(caller), now, core.NewLogID(now)
+		return s.putConfig(tx, rec)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.configs.Reload(); err != nil {
+		return core.Internal(err, "the config was stored but the config snapshot could not be reloaded")
+	}
+	return c.JSON(fiber.Map{"version_id": rec.VersionID})
+}
+
+func (s *Service) deleteConfig(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, "configs.delete"); err != nil {
+		return err
+	}
+	err := s.st.Update(func(tx store.Tx) error {
+		rec, err := s.loadConfig(tx, caller, c.Params("slug"))
+		if err != nil {
+			return err
+		}
+		keys, err := store.List[store.APIKey](tx, store.BucketAPIKeys)
+		if err != nil {
+			return err
+		}
+		for _, k := range keys {
+			if k.Defaults != nil && (k.Defaults.ConfigID == rec.ID || k.Defaults.ConfigID == rec.Slug) {
+				return &core.Error{Status: fiber.StatusConflict, Type: core.TypeConflict, Code: core.CodeConflict,
+					Message: fmt.Sprintf("config %s is the default config of API key %s; change the key's defaults first", rec.Slug, k.ID)}
+			}
+		}
+		var versions []string
+		if err := tx.Scan(store.BucketConfigVersions, rec.ID+"/", false, func(k string, _ []byte) (bool, error) {
+			if !strings.HasPrefix(k, rec.ID+"/") {
+				return false, nil
+			}
+			versions = append(versions, k)
+			return true, nil
+		}); err != nil {
+			return err
+		}
+		for _, v := range versions {
+			if err := tx.Delete(store.BucketConfigVersions, v); err != nil {
+				return err
+			}
+		}
+		return tx.Delete(store.BucketConfigs, rec.ID)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.configs.Reload(); err != nil {
+		return core.Internal(err, "the config was deleted but the config snapshot could not be reloaded")
+	}
+	return c.JSON(fiber.Map{})
+}
+
+func (s *Service) listConfigVersions(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, "configs.read"); err != nil {
+		return err
+	}
+	var p problems
+	pg := parsePage(c.Query, 50, 1000, &p)
+	if err := p.err(); err != nil {
+		return err
+	}
+	var versions []store.ConfigVersion
+	err := s.st.View(func(tx store.Tx) error {
+		rec, err := s.loadConfig(tx, caller, c.Params("slug"))
+		if err != nil {
+			return err
+		}
+		return tx.Scan(store.BucketConfigVersions, rec.ID+"/", false, func(k string, raw []byte) (bool, error) {
+			if !strings.HasPrefix(k, rec.ID+"/") {
+				return false, nil
+			}
+			var v store.ConfigVersion
+			if err := json.Unmarshal(raw, &v); err != nil {
+				return false, err
+			}
+			versions = append(versions, v)
+			return true, nil
+		})
+	})
+	if err != nil {
+		return err
+	}
+	slices.Reverse(versions) // newest first
+	lo, hi := pg.slice(len(versions))
+	return c.JSON(listBody{Object: "list", Total: len(versions), Data: nonNil(versions[lo:hi])})
+}

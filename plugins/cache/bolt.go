@@ -1,0 +1,539 @@
+package cache
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sync"
+	"time"
+
+	bolt "go.etcd.io/bbolt"
+)
+
+// DefaultFileName is the conventional name of the cache file inside the
+// gateway's data directory (never the admin store's file).
+const DefaultFileName = "cache.db"
+
+// BoltOptions tune the embedded store. Zero values take the defaults.
+type BoltOptions struct {
+	// MaxEntries caps the number of entries (default 10000).
+	MaxEntries int
+	// MaxBytes caps the total size of keys, encoded entries and vectors
+	// (default 256 MiB). An entry bigger than the cap is refused with
+	// ErrTooLarge.
+	MaxBytes int64
+	// Now is the clock for expiry and for CreatedAt stamps (default time.Now).
+	Now func() time.Time
+	// LockTimeout bounds the wait for the file lock held by another process
+	// (default 2s).
+	LockTimeout time.Duration
+}
+
+// Defaults of BoltOptions.
+const (
+	DefaultMaxEntries  = 10000
+	DefaultMaxBytes    = 256 << 20
+	DefaultLockTimeout = 2 * time.Second
+)
+
+// Buckets of the cache file.
+var (
+	bucketMeta    = []byte("cache_meta")
+	bucketEntries = []byte("entries") // key -> record
+	bucketAge     = []byte("age")     // created-at(8) + key -> expires-at(8)
+	bucketVectors = []byte("vectors") // partition (sub-bucket) / key -> vector value
+
+	metaKind  = []byte("kind")
+	metaStats = []byte("stats") // count(8) bytes(8)
+	kindValue = []byte("llm-gateway-cache/1")
+)
+
+type boltStore struct {
+	db   *bolt.DB
+	opts BoltOptions
+
+	// mu guards everything below: writes (and loading a partition) hold it
+	// exclusively, Nearest holds it shared while it scores. Get reads without
+	// it (bbolt read transactions run beside the single writer) and takes it
+	// only to delete an expired entry. In-memory state is changed only after
+	// the bbolt transaction commits, under the exclusive lock, so a reader
+	// holding the shared lock sees memory and file in step.
+	mu     sync.RWMutex
+	closed bool
+	count  int64
+	bytes  int64
+	// parts is the in-memory vector index of the partitions Nearest has
+	// loaded. A partition present here is complete (kept in step with every
+	// write); an absent one is loaded from bbolt on first use. Empty
+	// partitions are dropped.
+	parts map[string]*partIndex
+}
+
+// OpenBolt opens (creating when needed) the cache file at path.
+func OpenBolt(path string, o BoltOptions) (Store, error) {
+	if o.MaxEntries <= 0 {
+		o.MaxEntries = DefaultMaxEntries
+	}
+	if o.MaxBytes <= 0 {
+		o.MaxBytes = DefaultMaxBytes
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.LockTimeout <= 0 {
+		o.LockTimeout = DefaultLockTimeout
+	}
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return nil, fmt.Errorf("cache: create dir for %s: %w", path, err)
+	}
+	bo := &bolt.Options{Timeout: o.LockTimeout, NoSync: true}
+	db, err := bolt.Open(path, 0o600, bo)
+	if errors.Is(err, bolt.ErrInvalid) || errors.Is(err, bolt.ErrChecksum) || errors.Is(err, bolt.ErrVersionMismatch) {
+		// A cache file damaged by a crash (it is written without fsync):
+		// keep it aside for inspection and start empty.
+		aside := fmt.Sprintf("%s.corrupt-%d", path, time.Now().Unix())
+		if rerr := os.Rename(path, aside); rerr != nil {
+			return nil, fmt.Errorf("cache: open %s: %w (and moving it aside failed: %v)", path, err, rerr)
+		}
+		db, err = bolt.Open(path, 0o600, bo)
+	}
+	if errors.Is(err, bolt.ErrTimeout) {
+		return nil, fmt.Errorf("cache: open %s: the file is in use by another process", path)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("cache: open %s: %w", path, err)
+	}
+	s := &boltStore{db: db, opts: o, parts: map[string]*partIndex{}}
+	err = db.Update(func(tx *bolt.Tx) error {
+		meta := tx.Bucket(bucketMeta)
+		if meta == nil {
+			// Refuse to take over a file that holds other data (e.g. the
+			// admin store given by mistake).
+			var foreign []byte
+			_ = tx.ForEach(func(name []byte, _ *bolt.Bucket) error {
+				foreign = name
+				return errors.New("stop")
+			})
+			if foreign != nil {
+				return fmt.Errorf("not a cache file (it holds bucket %q)", foreign)
+			}
+			var err error
+			if meta, err = tx.CreateBucket(bucketMeta); err != nil {
+				return err
+			}
+			if err := meta.Put(metaKind, kindValue); err != nil {
+				return err
+			}
+		} else if v := meta.Get(metaKind); !bytes.Equal(v, kindValue) {
+			return fmt.Errorf("unsupported cache file kind %q", v)
+		}
+		for _, b := range [][]byte{bucketEntries, bucketAge, bucketVectors} {
+			if _, err := tx.CreateBucketIfNotExists(b); err != nil {
+				return err
+			}
+		}
+		if v := meta.Get(metaStats); len(v) == 16 {
+			s.count = int64(binary.BigEndian.Uint64(v))
+			s.bytes = int64(binary.BigEndian.Uint64(v[8:]))
+		}
+		return nil
+	})
+	if err != nil {
+		db.Close()
+		return nil, fmt.Errorf("cache: prepare %s: %w", path, err)
+	}
+	return s, nil
+}
+
+func (s *boltStore) now() time.Time { return s.opts.Now() }
+
+func closedErr(err error) error {
+	if errors.Is(err, bolt.ErrDatabaseNotOpen) {
+		return ErrClosed
+	}
+	return err
+}
+
+// Get implements Store.
+func (s *boltStore) Get(ctx context.Context, key string) (*Entry, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return nil, false, err
+	}
+	now := s.now()
+	var out *Entry
+	stale := false
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketEntries).Get([]byte(key))
+		if v == nil {
+			return nil
+		}
+		rec, err := decodeRecord(v, true)
+		if err != nil || expired(timeNanos(rec.ExpiresAt), now) {
+			stale = true
+			return nil
+		}
+		out = readEntry(tx, key, rec)
+		return nil
+	})
+	if err != nil {
+		return nil, false, closedErr(err)
+	}
+	if stale {
+		// Lazy deletion; a failure here does not change the answer.
+		_ = s.deleteStale(key)
+	}
+	return out, out != nil, nil
+}
+
+// readEntry turns a decoded record into an Entry that outlives tx.
+func readEntry(tx *bolt.Tx, key string, rec record) *Entry {
+	e := rec.Entry
+	e.Body = bytes.Clone(rec.Body)
+	if rec.Partition != "" {
+		if vb := tx.Bucket(bucketVectors).Bucket([]byte(rec.Partition)); vb != nil {
+			if vec, _, err := decodeVector(vb.Get([]byte(key))); err == nil {
+				e.Vector = vec
+			}
+		}
+	}
+	return &e
+}
+
+// deleteStale deletes key if it is (still) expired or undecodable.
+func (s *boltStore) deleteStale(key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	now := s.now()
+	w := s.newWrite()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketEntries).Get([]byte(key))
+		if v == nil {
+			return nil
+		}
+		if rec, err := decodeRecord(v, true); err == nil && !expired(timeNanos(rec.ExpiresAt), now) {
+			return nil
+		}
+		if err := w.delete(tx, key); err != nil {
+			return err
+		}
+		return w.saveStats(tx)
+	})
+	if err != nil {
+		return closedErr(err)
+	}
+	s.apply(w)
+	return nil
+}
+
+// Put implements Store.
+func (s *boltStore) Put(ctx context.Context, key string, e *Entry) error {
+	return s.put(ctx, "", key, e)
+}
+
+// PutVector implements Store.
+func (s *boltStore) PutVector(ctx context.Context, partition, key string, e *Entry) error {
+	if partition == "" {
+		return errors.New("cache: empty partition")
+	}
+	if e != nil && len(e.Vector) == 0 {
+		return ErrNoVector
+	}
+	return s.put(ctx, partition, key, e)
+}
+
+func (s *boltStore) put(ctx context.Context, partition, key string, e *Entry) error {
+	if err := ctx.Err(); err != nil {
+		return err
+	}
+	if key == "" || e == nil {
+		return errors.New("cache: empty key or nil entry")
+	}
+	now := s.now()
+	ent := *e
+	if ent.CreatedAt.IsZero() {
+		ent.CreatedAt = now
+	}
+	rec := encodeRecord(&ent, partition)
+	var vv []byte
+	if partition != "" {
+		vv = encodeVector(ent.Vector, ent.ExpiresAt)
+	}
+	size := int64(len(key) + len(rec) + len(vv))
+	if size > s.opts.MaxBytes {
+		return ErrTooLarge
+	}
+
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	w := s.newWrite()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if err := w.delete(tx, key); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketEntries).Put([]byte(key), rec); err != nil {
+			return err
+		}
+		if err := tx.Bucket(bucketAge).Put(ageKey(ent.CreatedAt, key), ageValue(ent.ExpiresAt)); err != nil {
+			return err
+		}
+		if partition != "" {
+			vb, err := tx.Bucket(bucketVectors).CreateBucketIfNotExists([]byte(partition))
+			if err != nil {
+				return err
+			}
+			if err := vb.Put([]byte(key), vv); err != nil {
+				return err
+			}
+			w.changes = append(w.changes, change{partition: partition, key: key, add: true,
+				item: vecItem{key: key, vec: normalize(ent.Vector), expires: timeNanos(ent.ExpiresAt)}})
+		}
+		w.count++
+		w.bytes += size
+		if err := w.prune(tx, now); err != nil {
+			return err
+		}
+		return w.saveStats(tx)
+	})
+	if err != nil {
+		return closedErr(err)
+	}
+	s.apply(w)
+	return nil
+}
+
+// write accumulates one transaction's effect on the counters and on the
+// in-memory index; apply publishes it once the transaction has committed.
+type write struct {
+	s            *boltStore
+	count, bytes int64
+	changes      []change
+}
+
+type change struct {
+	partition, key string
+	add            bool
+	item           vecItem
+}
+
+func (s *boltStore) newWrite() *write { return &write{s: s, count: s.count, bytes: s.bytes} }
+
+func (s *boltStore) apply(w *write) {
+	s.count, s.bytes = w.count, w.bytes
+	for _, c := range w.changes {
+		pi := s.parts[c.partition]
+		if pi == nil {
+			continue // not loaded: Nearest reads it from bbolt, already in step
+		}
+		if c.add {
+			pi.set(c.item)
+		} else if pi.remove(c.key); len(pi.items) == 0 {
+			delete(s.parts, c.partition)
+		}
+	}
+}
+
+// delete removes key with its age index entry and vector, if present.
+func (w *write) delete(tx *bolt.Tx, key string) error {
+	entries := tx.Bucket(bucketEntries)
+	v := entries.Get([]byte(key))
+	if v == nil {
+		return nil
+	}
+	freed := int64(len(key) + len(v))
+	rec, derr := decodeRecord(v, false)
+	if derr == nil {
+		if err := tx.Bucket(bucketAge).Delete(ageKey(rec.CreatedAt, key)); err != nil {
+			return err
+		}
+		if rec.Partition != "" {
+			vectors := tx.Bucket(bucketVectors)
+			if vb := vectors.Bucket([]byte(rec.Partition)); vb != nil {
+				freed += int64(len(vb.Get([]byte(key))))
+				if err := vb.Delete([]byte(key)); err != nil {
+					return err
+				}
+				if k, _ := vb.Cursor().First(); k == nil {
+					if err := vectors.DeleteBucket([]byte(rec.Partition)); err != nil {
+						return err
+					}
+				}
+			}
+			w.changes = append(w.changes, change{partition: rec.Partition, key: key})
+		}
+	}
+	// An undecodable record leaves a dangling age entry; prune drops it.
+	if err := entries.Delete([]byte(key)); err != nil {
+		return err
+	}
+	w.count--
+	w.bytes -= freed
+	return nil
+}
+
+// prune walks the age index from the oldest entry, deleting while the store
+// is over a cap or the oldest entry has expired.
+func (w *write) prune(tx *bolt.Tx, now time.Time) error {
+	age := tx.Bucket(bucketAge)
+	caps := w.s.opts
+	for {
+		k, v := age.Cursor().First()
+		if k == nil {
+			// Nothing left: heal any drift in the counters.
+			w.count, w.bytes = 0, 0
+			return nil
+		}
+		over := w.count > int64(caps.MaxEntries) || w.bytes > caps.MaxBytes
+		if !over && !(len(v) == 8 && expired(int64(binary.BigEndian.Uint64(v)), now)) {
+			return nil
+		}
+		if len(k) < 8 {
+			if err := age.Delete(bytes.Clone(k)); err != nil {
+				return err
+			}
+			continue
+		}
+		ak := bytes.Clone(k)
+		key := string(ak[8:])
+		// A dangling age entry (left by an undecodable record) must not
+		// evict a newer entry stored since under the same key.
+		current := true
+		if v := tx.Bucket(bucketEntries).Get(ak[8:]); v != nil {
+			if rec, err := decodeRecord(v, false); err == nil && !bytes.Equal(ageKey(rec.CreatedAt, key), ak) {
+				current = false
+			}
+		}
+		if current {
+			if err := w.delete(tx, key); err != nil {
+				return err
+			}
+		}
+		// Normally deleted with its entry; a dangling one goes here.
+		if err := age.Delete(ak); err != nil {
+			return err
+		}
+	}
+}
+
+func (w *write) saveStats(tx *bolt.Tx) error {
+	v := binary.BigEndian.AppendUint64(nil, uint64(w.count))
+	v = binary.BigEndian.AppendUint64(v, uint64(w.bytes))
+	return tx.Bucket(bucketMeta).Put(metaStats, v)
+}
+
+// Nearest implements Store.
+func (s *boltStore) Nearest(ctx context.Context, partition string, vec []float32, threshold float64) (string, *Entry, float64, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return "", nil, 0, false, err
+	}
+	q := normalize(vec)
+	if q == nil {
+		return "", nil, 0, false, nil
+	}
+	s.mu.RLock()
+	if !s.closed && s.parts[partition] == nil {
+		// First use of the partition: load it under the exclusive lock.
+		s.mu.RUnlock()
+		s.mu.Lock()
+		var err error
+		if !s.closed {
+			_, err = s.loadPart(partition)
+		}
+		s.mu.Unlock()
+		if err != nil {
+			return "", nil, 0, false, err
+		}
+		s.mu.RLock()
+	}
+	defer s.mu.RUnlock()
+	if s.closed {
+		return "", nil, 0, false, ErrClosed
+	}
+	pi := s.parts[partition]
+	if pi == nil {
+		return "", nil, 0, false, nil // empty (or emptied since it was loaded)
+	}
+	key, score, ok := pi.best(q, s.now())
+	if !ok || score < threshold {
+		return "", nil, 0, false, nil
+	}
+	var out *Entry
+	err := s.db.View(func(tx *bolt.Tx) error {
+		v := tx.Bucket(bucketEntries).Get([]byte(key))
+		if v == nil {
+			return nil
+		}
+		rec, err := decodeRecord(v, true)
+		if err != nil {
+			return nil
+		}
+		out = readEntry(tx, key, rec)
+		return nil
+	})
+	if err != nil {
+		return "", nil, 0, false, closedErr(err)
+	}
+	if out == nil {
+		return "", nil, 0, false, nil // cannot happen: memory follows commits
+	}
+	return key, out, score, true, nil
+}
+
+// loadPart returns the in-memory index of partition, loading it from bbolt
+// on first use; nil when the partition is empty. Called with s.mu held.
+func (s *boltStore) loadPart(partition string) (*partIndex, error) {
+	if pi := s.parts[partition]; pi != nil {
+		return pi, nil
+	}
+	pi := newPartIndex()
+	err := s.db.View(func(tx *bolt.Tx) error {
+		vb := tx.Bucket(bucketVectors).Bucket([]byte(partition))
+		if vb == nil {
+			return nil
+		}
+		return vb.ForEach(func(k, v []byte) error {
+			vec, exp, err := decodeVector(v)
+			if err != nil {
+				return nil // skip a damaged vector
+			}
+			pi.set(vecItem{key: string(k), vec: normalize(vec), expires: exp})
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, closedErr(err)
+	}
+	if len(pi.items) == 0 {
+		return nil, nil
+	}
+	s.parts[partition] = pi
+	return pi, nil
+}
+
+// Close implements Store.
+func (s *boltStore) Close() error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return nil
+	}
+	s.closed = true
+	s.parts = nil
+	return s.db.Close()
+}
+
+// stats reports the entry count and total bytes (tests).
+func (s *boltStore) stats() (int64, int64) {
+	s.mu.RLock()
+	defer s.mu.RUnlock()
+	return s.count, s.bytes
+}

@@ -1,0 +1,277 @@
+// Package semantic is the "cache.semantic" plugin: besides exact matches, an
+// answer is reused for an earlier request whose conversation is similar
+// enough (cosine similarity of embeddings ≥ the configured threshold,
+// default 0.95) and whose model and parameters are the same.
+//
+// What is compared:
+//
+//   - The text is the conversation of a chat body (each message's role and
+//     text content, one "role: text" line per message) or a completion's
+//     prompt. Bodies with neither (embeddings, ...) are not cached by this
+//     mode: Lookup answers DISABLED and Save stores nothing.
+//   - Only requests of the same partition are compared. The partition hashes
+//     the provider URL, the namespace and the canonicalised body without its
+//     text: every parameter (model, temperature, stream, tools, ...), plus
+//     the shape of the conversation (the number of messages, their roles and
+//     any non-text part: images, tool calls, tool_call_id, name). So a
+//     different model, temperature, image or tool call never gives a
+//     semantic hit, however similar the text.
+//
+// A repeated identical request is an exact-key HIT without an embedding call.
+// An embedding failure makes the lookup a SEMANTIC MISS; the error is
+// returned for logging only.
+package semantic
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/cache"
+)
+
+// ID is the plugin's registry ID.
+const ID = core.KindCache + ".semantic"
+
+func init() {
+	core.Register(core.PluginInfo{ID: ID, New: func() core.Plugin { return Mode{} }})
+}
+
+// Mode is the semantic cache mode.
+type Mode struct{}
+
+var _ cache.Mode = Mode{}
+
+// Lookup implements cache.Mode. It sets q.Vector when it embeds the text, so
+// Save does not embed it again.
+func (Mode) Lookup(ctx context.Context, st cache.Store, q *cache.Query) (*cache.Entry, cache.Status, error) {
+	p, err := Parse(q.URL, q.Namespace, q.Body)
+	if err != nil {
+		return nil, cache.StatusDisabled, err
+	}
+	if !p.Cacheable {
+		return nil, cache.StatusDisabled, nil
+	}
+	if q.ForceRefresh {
+		return nil, cache.StatusRefresh, nil
+	}
+	e, ok, getErr := st.Get(ctx, q.Key)
+	if ok {
+		return e, cache.StatusHit, nil
+	}
+	if p.Text == "" {
+		return nil, cache.StatusSemanticMiss, getErr
+	}
+	if q.Embed == nil {
+		return nil, cache.StatusSemanticMiss, errors.Join(getErr, cache.ErrNoEmbedder)
+	}
+	vec, err := q.Embed(ctx, p.Text)
+	if err != nil {
+		return nil, cache.StatusSemanticMiss, errors.Join(getErr, fmt.Errorf("cache: embed: %w", err))
+	}
+	q.Vector = vec
+	_, e, _, ok, err = st.Nearest(ctx, p.Partition, vec, cache.Threshold(q.Settings))
+	if ok {
+		return e, cache.StatusSemanticHit, nil
+	}
+	return nil, cache.StatusSemanticMiss, errors.Join(getErr, err)
+}
+
+// Save implements cache.Mode: e is stored under the exact key and, with the
+// conversation's vector, in the request's partition. When no vector can be
+// had (no text, no or failing Embed) only the exact key is stored.
+func (Mode) Save(ctx context.Context, st cache.Store, q *cache.Query, e *cache.Entry) error {
+	p, err := Parse(q.URL, q.Namespace, q.Body)
+	if err != nil || !p.Cacheable {
+		return nil // Lookup answered DISABLED
+	}
+	if p.Text == "" {
+		return st.Put(ctx, q.Key, e)
+	}
+	vec := q.Vector
+	if vec == nil {
+		var embedErr error
+		if q.Embed == nil {
+			embedErr = cache.ErrNoEmbedder
+		} else if vec, embedErr = q.Embed(ctx, p.Text); embedErr != nil {
+			embedErr = fmt.Errorf("cache: embed: %w", embedErr)
+		}
+		if embedErr != nil {
+			return errors.Join(embedErr, st.Put(ctx, q.Key, e))
+		}
+	}
+	ent := *e
+	ent.Vector = vec
+	return st.PutVector(ctx, p.Partition, q.Key, &ent)
+}
+
+// Parsed is a body split into the text that is embedded and the partition
+// that must match exactly.
+type Parsed struct {
+	// Cacheable is false for bodies with neither messages nor prompt.
+	Cacheable bool
+	// Text is the conversation ("role: text" lines) or the prompt; empty
+	// when the body has no text to compare (e.g. images only).
+	Text string
+	// Partition is the sha256 hex of URL, namespace and the canonical body
+	// without its text.
+	Partition string
+}
+
+// Parse splits a provider-bound JSON body (see the package doc).
+func Parse(url, namespace string, body []byte) (Parsed, error) {
+	dec := json.NewDecoder(bytes.NewReader(body))
+	dec.UseNumber()
+	var obj map[string]any
+	if err := dec.Decode(&obj); err != nil || obj == nil {
+		return Parsed{}, fmt.Errorf("cache: semantic: body is not a JSON object")
+	}
+	msgs, hasMsgs := obj["messages"]
+	prompt, hasPrompt := obj["prompt"]
+	if !hasMsgs && !hasPrompt {
+		return Parsed{}, nil
+	}
+	delete(obj, "messages")
+	delete(obj, "prompt")
+	shape := map[string]any{"body": obj}
+	var text string
+	if hasMsgs {
+		var skel any
+		text, skel = conversation(msgs)
+		shape["messages"] = skel
+	}
+	if hasPrompt {
+		t, ok := promptText(prompt)
+		if ok {
+			text = joinNonEmpty(text, t)
+		} else {
+			shape["prompt"] = prompt
+		}
+	}
+	canon, err := json.Marshal(canonical(shape))
+	if err != nil {
+		return Parsed{}, fmt.Errorf("cache: semantic: %w", err)
+	}
+	h := sha256.New()
+	fmt.Fprintf(h, "semantic\n%s\n%s\n", url, namespace)
+	h.Write(canon)
+	return Parsed{Cacheable: true, Text: text, Partition: hex.EncodeToString(h.Sum(nil))}, nil
+}
+
+// conversation returns the "role: text" lines of a messages array and its
+// skeleton: each message without its text content.
+func conversation(msgs any) (string, any) {
+	arr, ok := msgs.([]any)
+	if !ok {
+		return "", msgs
+	}
+	var lines []string
+	hasText := false
+	skel := make([]any, 0, len(arr))
+	for _, m := range arr {
+		mm, ok := m.(map[string]any)
+		if !ok {
+			skel = append(skel, m)
+			continue
+		}
+		sk := make(map[string]any, len(mm))
+		for k, v := range mm {
+			if k != "content" {
+				sk[k] = v
+			}
+		}
+		role, _ := mm["role"].(string)
+		var t string
+		switch c := mm["content"].(type) {
+		case nil:
+		case string:
+			t = c
+		case []any:
+			var texts []string
+			var rest []any
+			for _, part := range c {
+				pm, _ := part.(map[string]any)
+				if s, isText := pm["text"].(string); isText && pm["type"] == "text" {
+					texts = append(texts, s)
+				} else {
+					rest = append(rest, part)
+				}
+			}
+			t = strings.Join(texts, "\n")
+			if len(rest) > 0 {
+				sk["content"] = rest
+			}
+		default:
+			sk["content"] = c
+		}
+		if strings.TrimSpace(t) != "" {
+			hasText = true
+		}
+		lines = append(lines, role+": "+t)
+		skel = append(skel, sk)
+	}
+	if !hasText {
+		return "", skel
+	}
+	return strings.Join(lines, "\n"), skel
+}
+
+// promptText returns a completion prompt's text: a string or an array of
+// strings. Token arrays are not text.
+func promptText(p any) (string, bool) {
+	switch v := p.(type) {
+	case string:
+		return v, true
+	case []any:
+		parts := make([]string, 0, len(v))
+		for _, x := range v {
+			s, ok := x.(string)
+			if !ok {
+				return "", false
+			}
+			parts = append(parts, s)
+		}
+		return strings.Join(parts, "\n"), true
+	}
+	return "", false
+}
+
+func joinNonEmpty(a, b string) string {
+	if a == "" {
+		return b
+	}
+	if b == "" {
+		return a
+	}
+	return a + "\n" + b
+}
+
+// canonical rewrites numbers to one spelling (1, 1.0 and 1e0 are equal);
+// json.Marshal then sorts object keys.
+func canonical(v any) any {
+	switch x := v.(type) {
+	case map[string]any:
+		for k, e := range x {
+			x[k] = canonical(e)
+		}
+	case []any:
+		for i, e := range x {
+			x[i] = canonical(e)
+		}
+	case json.Number:
+		if i, err := x.Int64(); err == nil {
+			return json.Number(strconv.FormatInt(i, 10))
+		}
+		if f, err := x.Float64(); err == nil {
+			return json.Number(strconv.FormatFloat(f, 'g', -1, 64))
+		}
+	}
+	return v
+}

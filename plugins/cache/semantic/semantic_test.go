@@ -1,0 +1,288 @@
+package semantic_test
+
+import (
+	"context"
+	"errors"
+	"hash/fnv"
+	"path/filepath"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/llm-gateway/gateway/core/config"
+	"github.com/llm-gateway/gateway/plugins/cache"
+	"github.com/llm-gateway/gateway/plugins/cache/semantic"
+)
+
+const (
+	chatURL = "https://api.openai.com/v1/chat/completions"
+	compURL = "https://api.openai.com/v1/completions"
+	embURL  = "https://api.openai.com/v1/embeddings"
+)
+
+// stopwords are ignored by the fake embedding, as a real embedding model
+// mostly ignores function words.
+var stopwords = map[string]bool{"a": true, "an": true, "the": true, "of": true, "is": true, "are": true, "what": true, "s": true, "to": true, "please": true}
+
+// bagOfWords is a deterministic hashing embedding: each non-stopword token
+// adds ±1 to one of 256 dimensions.
+func bagOfWords(text string) []float32 {
+	v := make([]float32, 256)
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	for _, w := range words {
+		if stopwords[w] {
+			continue
+		}
+		h := fnv.New32a()
+		h.Write([]byte(w))
+		x := h.Sum32()
+		sign := float32(1)
+		if x&(1<<31) != 0 {
+			sign = -1
+		}
+		v[x%256] += sign
+	}
+	return v
+}
+
+type embedder struct {
+	calls atomic.Int32
+	fail  bool
+	texts []string
+}
+
+func (e *embedder) Embed(_ context.Context, text string) ([]float32, error) {
+	e.calls.Add(1)
+	e.texts = append(e.texts, text)
+	if e.fail {
+		return nil, errors.New("embedding provider down")
+	}
+	return bagOfWords(text), nil
+}
+
+func chat(model string, temp string, content string) string {
+	return `{"model":"` + model + `","temperature":` + temp + `,"messages":[{"role":"user","content":"` + content + `"}]}`
+}
+
+func TestSemantic(t *testing.T) {
+	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	st, err := cache.OpenBolt(filepath.Join(t.TempDir(), "cache.db"), cache.BoltOptions{Now: func() time.Time { return now }})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	m, err := cache.NewMode(config.CacheSemantic)
+	if err != nil {
+		t.Fatal(err)
+	}
+	settings := &config.Cache{Mode: config.CacheSemantic, MaxAge: 3600}
+	loose := 0.8
+	looseSettings := &config.Cache{Mode: config.CacheSemantic, SimilarityThreshold: &loose}
+
+	save := func(url, body, answer string) {
+		t.Helper()
+		emb := &embedder{}
+		q := cache.NewQuery(url, "ns", []byte(body), settings)
+		q.Embed = emb.Embed
+		if _, s, err := m.Lookup(ctx, st, q); s != cache.StatusSemanticMiss || err != nil {
+			t.Fatalf("seed lookup: %s %v", s, err)
+		}
+		e := &cache.Entry{Status: 200, Body: []byte(answer), CreatedAt: now, ExpiresAt: cache.Expiry(settings, now)}
+		if err := m.Save(ctx, st, q, e); err != nil {
+			t.Fatal(err)
+		}
+		if n := emb.calls.Load(); n != 1 {
+			t.Fatalf("lookup+save embedded %d times, want 1", n)
+		}
+	}
+	france := chat("gpt-4o", "0.2", "What is the capital of France?")
+	save(chatURL, france, "paris-chat")
+	save(compURL, `{"model":"gpt-3.5-turbo-instruct","prompt":"What is the capital of France?","max_tokens":5}`, "paris-completion")
+
+	tests := []struct {
+		name      string
+		url, ns   string
+		body      string
+		settings  *config.Cache
+		refresh   bool
+		failEmbed bool
+		want      cache.Status
+		answer    string
+		embeds    int32
+		wantErr   bool
+	}{
+		{name: "identical request is a plain HIT", body: france, want: cache.StatusHit, answer: "paris-chat", embeds: 0},
+		{name: "near duplicate", body: chat("gpt-4o", "0.2", "what's the capital of france"), want: cache.StatusSemanticHit, answer: "paris-chat", embeds: 1},
+		{name: "same request, keys reordered and number respelled",
+			body: `{"messages":[{"content":"What is the capital of France?","role":"user"}],"temperature":0.20,"model":"gpt-4o"}`,
+			want: cache.StatusSemanticHit, answer: "paris-chat", embeds: 1},
+		{name: "unrelated prompt", body: chat("gpt-4o", "0.2", "How do I bake sourdough bread?"), want: cache.StatusSemanticMiss, embeds: 1},
+		{name: "different model, same text", body: chat("gpt-4o-mini", "0.2", "What is the capital of France?"), want: cache.StatusSemanticMiss, embeds: 1},
+		{name: "different temperature, same text", body: chat("gpt-4o", "0.7", "What is the capital of France?"), want: cache.StatusSemanticMiss, embeds: 1},
+		{name: "different namespace", ns: "other", body: france, want: cache.StatusSemanticMiss, embeds: 1},
+		{name: "similar but below default threshold", body: chat("gpt-4o", "0.2", "What is the capital city of France?"), want: cache.StatusSemanticMiss, embeds: 1},
+		{name: "similar, above a configured threshold", body: chat("gpt-4o", "0.2", "What is the capital city of France?"), settings: looseSettings,
+			want: cache.StatusSemanticHit, answer: "paris-chat", embeds: 1},
+		{name: "same text plus an image",
+			body: `{"model":"gpt-4o","temperature":0.2,"messages":[{"role":"user","content":[{"type":"text","text":"What is the capital of France?"},{"type":"image_url","image_url":{"url":"https://x/y.png"}}]}]}`,
+			want: cache.StatusSemanticMiss, embeds: 1},
+		{name: "text given as content parts",
+			body: `{"model":"gpt-4o","temperature":0.2,"messages":[{"role":"user","content":[{"type":"text","text":"what's the capital of france"}]}]}`,
+			want: cache.StatusSemanticHit, answer: "paris-chat", embeds: 1},
+		{name: "extra system message", body: `{"model":"gpt-4o","temperature":0.2,"messages":[{"role":"system","content":"Be brief."},{"role":"user","content":"What is the capital of France?"}]}`,
+			want: cache.StatusSemanticMiss, embeds: 1},
+		{name: "completion near duplicate", url: compURL, body: `{"model":"gpt-3.5-turbo-instruct","max_tokens":5,"prompt":"what's the capital of france"}`,
+			want: cache.StatusSemanticHit, answer: "paris-completion", embeds: 1},
+		{name: "completion URL does not see chat answers", url: compURL, body: france, want: cache.StatusSemanticMiss, embeds: 1},
+		{name: "embed failure is a miss, not a failure", body: chat("gpt-4o", "0.2", "what's the capital of france"), failEmbed: true,
+			want: cache.StatusSemanticMiss, embeds: 1, wantErr: true},
+		{name: "force refresh", body: france, refresh: true, want: cache.StatusRefresh, embeds: 0},
+		{name: "embeddings are not cached", url: embURL, body: `{"model":"text-embedding-3-small","input":"What is the capital of France?"}`,
+			want: cache.StatusDisabled, embeds: 0},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			url, ns, s := tt.url, tt.ns, tt.settings
+			if url == "" {
+				url = chatURL
+			}
+			if ns == "" {
+				ns = "ns"
+			}
+			if s == nil {
+				s = settings
+			}
+			emb := &embedder{fail: tt.failEmbed}
+			q := cache.NewQuery(url, ns, []byte(tt.body), s)
+			q.ForceRefresh = tt.refresh
+			q.Embed = emb.Embed
+			e, status, err := m.Lookup(ctx, st, q)
+			if status != tt.want {
+				t.Fatalf("status = %s, want %s (err %v)", status, tt.want, err)
+			}
+			if (err != nil) != tt.wantErr {
+				t.Fatalf("err = %v, want error: %v", err, tt.wantErr)
+			}
+			if got := emb.calls.Load(); got != tt.embeds {
+				t.Fatalf("Embed called %d times, want %d", got, tt.embeds)
+			}
+			if status.Hit() != (e != nil) {
+				t.Fatalf("status %s with entry %v", status, e)
+			}
+			if e != nil && string(e.Body) != tt.answer {
+				t.Fatalf("answer = %s, want %s", e.Body, tt.answer)
+			}
+		})
+	}
+
+	t.Run("conversation text", func(t *testing.T) {
+		emb := &embedder{}
+		q := cache.NewQuery(chatURL, "ns", []byte(`{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi"},{"type":"text","text":"there"}]},{"role":"assistant","content":null,"tool_calls":[{"id":"1"}]}]}`), settings)
+		q.Embed = emb.Embed
+		m.Lookup(ctx, st, q)
+		if want := "system: Be brief.\nuser: Hi\nthere\nassistant: "; len(emb.texts) != 1 || emb.texts[0] != want {
+			t.Fatalf("embedded %q, want %q", emb.texts, want)
+		}
+	})
+
+	t.Run("save after a failed embedding keeps the exact key", func(t *testing.T) {
+		body := chat("gpt-4o", "0", "Name a prime number")
+		q := cache.NewQuery(chatURL, "ns", []byte(body), settings)
+		q.Embed = (&embedder{fail: true}).Embed
+		if _, s, err := m.Lookup(ctx, st, q); s != cache.StatusSemanticMiss || err == nil {
+			t.Fatalf("lookup: %s %v", s, err)
+		}
+		if err := m.Save(ctx, st, q, &cache.Entry{Status: 200, Body: []byte("7")}); err == nil {
+			t.Fatal("Save hid the embedding error")
+		}
+		emb := &embedder{}
+		q2 := cache.NewQuery(chatURL, "ns", []byte(body), settings)
+		q2.Embed = emb.Embed
+		if e, s, _ := m.Lookup(ctx, st, q2); s != cache.StatusHit || string(e.Body) != "7" || emb.calls.Load() != 0 {
+			t.Fatalf("identical request after failed-embedding save: %s %v", s, e)
+		}
+	})
+
+	t.Run("expired answers are misses", func(t *testing.T) {
+		now = now.Add(2 * time.Hour) // max_age is 1 h
+		emb := &embedder{}
+		q := cache.NewQuery(chatURL, "ns", []byte(chat("gpt-4o", "0.2", "what's the capital of france")), settings)
+		q.Embed = emb.Embed
+		if e, s, err := m.Lookup(ctx, st, q); s != cache.StatusSemanticMiss || e != nil || err != nil {
+			t.Fatalf("after expiry: %s %v %v", s, e, err)
+		}
+		q = cache.NewQuery(chatURL, "ns", []byte(france), settings)
+		q.Embed = emb.Embed
+		if _, s, _ := m.Lookup(ctx, st, q); s != cache.StatusSemanticMiss {
+			t.Fatalf("identical after expiry: %s", s)
+		}
+	})
+}
+
+func TestParse(t *testing.T) {
+	base, err := semantic.Parse(chatURL, "", []byte(`{"model":"m","temperature":1,"messages":[{"role":"user","content":"x"}]}`))
+	if err != nil || !base.Cacheable || base.Text != "user: x" {
+		t.Fatalf("Parse = %+v, %v", base, err)
+	}
+	tests := []struct {
+		name          string
+		body          string
+		samePartition bool
+		cacheable     bool
+		text          string
+		wantErr       bool
+	}{
+		{"other text, same partition", `{"messages":[{"role":"user","content":"y"}],"temperature":1.0,"model":"m"}`, true, true, "user: y", false},
+		{"exponent spelling", `{"model":"m","temperature":1e0,"messages":[{"role":"user","content":"y"}]}`, true, true, "user: y", false},
+		{"other parameter", `{"model":"m","temperature":1,"top_p":0.5,"messages":[{"role":"user","content":"x"}]}`, false, true, "user: x", false},
+		{"stream differs", `{"model":"m","temperature":1,"stream":true,"messages":[{"role":"user","content":"x"}]}`, false, true, "user: x", false},
+		{"other role", `{"model":"m","temperature":1,"messages":[{"role":"developer","content":"x"}]}`, false, true, "developer: x", false},
+		{"images only: no text", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"u"}}]}]}`, false, true, "", false},
+		{"prompt array", `{"model":"m","prompt":["a","b"]}`, false, true, "a\nb", false},
+		{"token prompt: no text", `{"model":"m","prompt":[1,2,3]}`, false, true, "", false},
+		{"embeddings", `{"model":"m","input":"x"}`, false, false, "", false},
+		{"not JSON", `hello`, false, false, "", true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			p, err := semantic.Parse(chatURL, "", []byte(tt.body))
+			if (err != nil) != tt.wantErr || p.Cacheable != tt.cacheable || p.Text != tt.text {
+				t.Fatalf("Parse = %+v, %v", p, err)
+			}
+			if tt.cacheable && (p.Partition == base.Partition) != tt.samePartition {
+				t.Fatalf("same partition = %v, want %v", p.Partition == base.Partition, tt.samePartition)
+			}
+		})
+	}
+}
+
+func TestSaveWithoutLookupEmbeds(t *testing.T) {
+	st, err := cache.OpenBolt(filepath.Join(t.TempDir(), "cache.db"), cache.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	emb := &embedder{}
+	q := cache.NewQuery(chatURL, "", []byte(chat("m", "0", "hello world")), nil)
+	q.ForceRefresh = true
+	q.Embed = emb.Embed
+	m := semantic.Mode{}
+	if _, s, _ := m.Lookup(ctx, st, q); s != cache.StatusRefresh {
+		t.Fatalf("status %s", s)
+	}
+	if err := m.Save(ctx, st, q, &cache.Entry{Status: 200, Body: []byte("hi")}); err != nil {
+		t.Fatal(err)
+	}
+	q2 := cache.NewQuery(chatURL, "", []byte(chat("m", "0", "Hello, world!")), nil)
+	q2.Embed = emb.Embed
+	if e, s, _ := m.Lookup(ctx, st, q2); s != cache.StatusSemanticHit || string(e.Body) != "hi" {
+		t.Fatalf("status %s entry %v", s, e)
+	}
+	if n := emb.calls.Load(); n != 2 {
+		t.Fatalf("Embed called %d times, want 2", n)
+	}
+}
