@@ -2,11 +2,8 @@ package config
 
 import (
 	"encoding/json"
-	"fmt"
-	"os"
 	"strings"
 	"testing"
-	"time"
 )
 
 func FuzzParse(f *testing.F) {
@@ -25,12 +22,6 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		start := time.Now()
-		defer func() {
-			if d := time.Since(start); d > 200*time.Millisecond {
-				os.WriteFile(fmt.Sprintf("/tmp/slow-%d.json", time.Now().UnixNano()), raw, 0o644)
-			}
-		}()
 		c, err := Parse(raw)
 		if err != nil {
 			if c != nil || err.Code != "AB01" || err.Status != 400 || err.Param == "" || !strings.HasPrefix(err.Param, "config") {

@@ -18,7 +18,7 @@ func checkProblems(t *testing.T, input string, wants []want) {
 	t.Helper()
 	_, got := parse([]byte(input))
 	if len(got) != len(wants) {
-		t.Fatalf("input %s\ngot %d problems, want %d:\n%s", input, len(got), len(wants), strings.Join(got.strings(), "\n"))
+		t.Fatalf("input %s\ngot %d problems, want %d:\n%s", input, len(got), len(wants), strings.Join(got.list(), "\n"))
 	}
 	for i, w := range wants {
 		if got[i].path != w.path || !strings.Contains(got[i].msg, w.msg) {

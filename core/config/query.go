@@ -15,7 +15,8 @@ import (
 // QueryData is what a conditional strategy's queries look at.
 type QueryData struct {
 	// Metadata is the request's metadata (x-gateway-metadata merged over
-	// the key's defaults): field paths metadata.<key>.
+	// the key's defaults): field paths metadata.<key>, where <key> is
+	// everything after the first dot (it may contain dots itself).
 	Metadata map[string]string
 	// Params is the request body: field paths params.<dotted.path>, where a
 	// numeric segment indexes an array (params.messages.0.role).
@@ -52,7 +53,7 @@ func ValidateQuery(path string, q map[string]any) []string {
 	if len(p) == 0 {
 		return nil
 	}
-	return p.strings()
+	return p.list()
 }
 
 func (p *problems) query(path string, q map[string]any, depth int) {

@@ -40,7 +40,7 @@ func TestEvalQuery(t *testing.T) {
 		"metadata":{"nested":{"deep":"yes"}},"big":9007199254740993}`
 	data := func(useNumber bool) QueryData {
 		return QueryData{
-			Metadata: map[string]string{"tier": "pro", "level": "10", "team": "ml", "ratio": "0.5"},
+			Metadata: map[string]string{"tier": "pro", "level": "10", "team": "ml", "ratio": "0.5", "org.id": "o1"},
 			Params:   body(t, reqBody, useNumber),
 			URL:      map[string]string{"pathname": "/v1/chat/completions"},
 		}
@@ -90,6 +90,7 @@ func TestEvalQuery(t *testing.T) {
 		{"$regex miss", `{"params.model":{"$regex":"^claude"}}`, false},
 		{"$regex case flag", `{"params.model":{"$regex":"(?i)^GPT"}}`, true},
 		{"$regex on number", `{"params.max_tokens":{"$regex":"5"}}`, false},
+		{"metadata key with a dot", `{"metadata.org.id":"o1"}`, true},
 		{"url pathname", `{"url.pathname":{"$regex":"/chat/"}}`, true},
 		{"array index path", `{"params.messages.1.role":"user"}`, true},
 		{"array index out of range", `{"params.messages.5.role":{"$ne":"user"}}`, true},
