@@ -132,7 +132,10 @@ const adminKey = "e2e-admin-key-0123456789abcdef"
 
 // env is a running mock provider and a gateway in front of it.
 type env struct {
-	mock    *proc
+	mock *proc
+	// mocks are all the mock providers the gateway trusts (startEnvMocks);
+	// mocks[0] is mock.
+	mocks   []*proc
 	gw      *proc
 	dataDir string
 }
@@ -148,11 +151,32 @@ func startEnv(t testing.TB, mockArgs ...string) *env {
 	return e
 }
 
+// startEnvMocks starts one mock provider per argument list (nil or empty:
+// a healthy one), then a gateway that trusts every one of them.
+func startEnvMocks(t testing.TB, mockArgs ...[]string) *env {
+	t.Helper()
+	e := &env{dataDir: t.TempDir()}
+	for _, args := range mockArgs {
+		e.mocks = append(e.mocks, start(t, "mockprovider", nil, append([]string{"--addr", "127.0.0.1:0"}, args...)...))
+	}
+	e.mock = e.mocks[0]
+	e.gw = e.startGateway(t)
+	return e
+}
+
 func (e *env) startGateway(t testing.TB, extraEnv ...string) *proc {
 	t.Helper()
+	mocks := e.mocks
+	if len(mocks) == 0 {
+		mocks = []*proc{e.mock}
+	}
+	trusted := make([]string, len(mocks))
+	for i, m := range mocks {
+		trusted[i] = strings.TrimPrefix(m.URL, "http://")
+	}
 	return start(t, "gateway", append([]string{
 		"GATEWAY_ADMIN_API_KEY=" + adminKey,
-		"GATEWAY_TRUSTED_HOSTS=" + strings.TrimPrefix(e.mock.URL, "http://"),
+		"GATEWAY_TRUSTED_HOSTS=" + strings.Join(trusted, ","),
 	}, extraEnv...), "--addr", "127.0.0.1:0", "--data-dir", e.dataDir)
 }
 
