@@ -25,6 +25,11 @@ type LogRecord struct {
 	LatencyMs      float64           `json:"latency_ms"`
 	Usage          Usage             `json:"usage"`
 	Error          string            `json:"error,omitempty"`
+	// Routing outcome: the config path of the target that answered, the
+	// retries it took (-1: every attempt failed) and the cache status.
+	OptionPath  string `json:"last_used_option_index,omitempty"`
+	RetryCount  int    `json:"retry_attempt_count,omitempty"`
+	CacheStatus string `json:"cache_status,omitempty"`
 }
 
 // LogSink receives log records. Enqueue must not block the request path.

@@ -17,6 +17,9 @@ func (s *Server) record(req *core.Request, resp *core.Response, status int, usag
 		Method: req.Method, Path: "/v1" + req.Path, Status: status, Stream: req.Stream || (resp != nil && resp.SSE),
 		LatencyMs: float64(now.Sub(req.ReceivedAt).Microseconds()) / 1000, Usage: usage,
 	}
+	if resp != nil {
+		rec.OptionPath, rec.RetryCount, rec.CacheStatus = resp.OptionPath, resp.RetryCount, resp.CacheStatus
+	}
 	if p := req.Principal; p != nil {
 		rec.OrganisationID, rec.WorkspaceID, rec.APIKeyID = p.OrganisationID, p.WorkspaceID, p.KeyID
 	}
