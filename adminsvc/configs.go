@@ -1,12 +1,14 @@
 package adminsvc
 
 import (
+	"bytes"
 	"crypto/rand"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -126,6 +128,11 @@ func parseConfigBody(fields map[string]json.RawMessage, create bool) (configBody
 			if json.Unmarshal(raw, &n) != nil || (n != 0 && n != 1) {
 				p.add(f, "must be 0 or 1")
 			}
+			if b.isDefault != nil && *b.isDefault != n {
+				// Both spellings, disagreeing: which one wins would
+				// depend on map order.
+				p.add("isDefault", "conflicts with is_default; send only one of them")
+			}
 			b.isDefault = &n
 		case "status":
 			if !create && (json.Unmarshal(raw, &b.status) != nil || (b.status != store.StatusActive && b.status != store.StatusArchived)) {
@@ -152,7 +159,8 @@ func parseConfigBody(fields map[string]json.RawMessage, create bool) (configBody
 		// The gateway's own validator: every problem with its JSON path.
 		if _, perr := config.Parse(b.config); perr != nil {
 			if err := p.err(); err != nil {
-				perr.Message = err.Message + "; " + perr.Message
+				// One error listing every problem; param names the first listed.
+				perr.Message, perr.Param = err.Message+"; "+perr.Message, err.Param
 			}
 			return b, perr
 		}
@@ -284,13 +292,28 @@ func (s *Service) putConfig(tx store.Tx, rec store.SavedConfig) error {
 	return tx.Put(store.BucketConfigs, rec.ID, rec)
 }
 
+// compactJSON drops insignificant whitespace and keeps everything else as
+// written: decoding into any and encoding again would round numbers through
+// float64 (a seed of 2^53+1 would be saved as 2^53).
 func compactJSON(raw json.RawMessage) json.RawMessage {
-	var v any
-	if json.Unmarshal(raw, &v) != nil {
+	var buf bytes.Buffer
+	if json.Compact(&buf, raw) != nil {
 		return raw
 	}
-	out, _ := json.Marshal(v)
-	return out
+	return buf.Bytes()
+}
+
+// nextVersionID is a version id for a change made at now that sorts after
+// prev, the config's current version: versions are listed in key order, so
+// a change in the same instant, or after the wall clock stepped back, must
+// not sort before the version it replaces.
+func nextVersionID(prev string, now time.Time) string {
+	if len(prev) >= 16 {
+		if n, err := strconv.ParseUint(prev[:16], 16, 64); err == nil && int64(n) >= now.UnixNano() {
+			now = time.Unix(0, int64(n)+1)
+		}
+	}
+	return core.NewLogID(now)
 }
 
 // loadConfig finds a saved config by id or slug that the caller may see.
@@ -400,7 +423,7 @@ func (s *Service) updateConfig(c *fiber.Ctx) error {
 		if b.isDefault != nil {
 			rec.IsDefault = *b.isDefault
 		}
-		rec.UpdatedBy, rec.LastUpdatedAt, rec.VersionID = actor(caller), now, core.NewLogID(now)
+		rec.UpdatedBy, rec.LastUpdatedAt, rec.VersionID = actor(caller), now, nextVersionID(rec.VersionID, now)
 		return s.putConfig(tx, rec)
 	})
 	if err != nil {
