@@ -200,8 +200,12 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 		}
 		if d := rec.Defaults; d != nil && d.ConfigID != "" {
 			owner := core.NewPrincipal(core.Principal{KeyType: rec.Type, WorkspaceID: rec.WorkspaceID}, nil)
-			if _, err := s.loadConfig(tx, owner, d.ConfigID); err != nil {
+			cfg, err := s.loadConfig(tx, owner, d.ConfigID)
+			if err != nil {
 				return core.ValidationError("defaults.config_id", "defaults.config_id: no saved config %q in the key's workspace", d.ConfigID)
+			}
+			if cfg.Status != store.StatusActive {
+				return core.ValidationError("defaults.config_id", "defaults.config_id: saved config %q is %s", d.ConfigID, cfg.Status)
 			}
 		}
 		if kind.typ == core.KeyTypeWorkspaceUser {

@@ -386,6 +386,7 @@ func (s *Service) getConfig(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	rec.Config = maskConfigSecrets(rec.Config)
 	return c.JSON(configViewOf(rec, true))
 }
 
@@ -505,6 +506,7 @@ func (s *Service) listConfigVersions(c *fiber.Ctx) error {
 			if err := json.Unmarshal(raw, &v); err != nil {
 				return false, err
 			}
+			v.Config = maskConfigSecrets(v.Config)
 			versions = append(versions, v)
 			return true, nil
 		})
@@ -515,4 +517,41 @@ func (s *Service) listConfigVersions(c *fiber.Ctx) error {
 	slices.Reverse(versions) // newest first
 	lo, hi := pg.slice(len(versions))
 	return c.JSON(listBody{Object: "list", Total: len(versions), Data: nonNil(versions[lo:hi])})
+}
+
+// maskConfigSecrets masks every "api_key" string in a config, at any depth,
+// so reading a saved config never shows the provider keys in it.
+func maskConfigSecrets(raw json.RawMessage) json.RawMessage {
+	if !bytes.Contains(raw, []byte(`"api_key"`)) {
+		return raw
+	}
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	dec.UseNumber()
+	var v any
+	if dec.Decode(&v) != nil {
+		return raw
+	}
+	var walk func(any)
+	walk = func(v any) {
+		switch t := v.(type) {
+		case map[string]any:
+			for k, child := range t {
+				if s, ok := child.(string); ok && k == "api_key" {
+					t[k] = maskKey(s)
+					continue
+				}
+				walk(child)
+			}
+		case []any:
+			for _, child := range t {
+				walk(child)
+			}
+		}
+	}
+	walk(v)
+	out, err := json.Marshal(v)
+	if err != nil {
+		return raw
+	}
+	return out
 }

@@ -18,6 +18,8 @@ import (
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/server"
 	"github.com/llm-gateway/gateway/store"
+
+	_ "github.com/llm-gateway/gateway/plugins/all"
 )
 
 // startWithConfigs rebuilds the env's app like start does, and returns the
@@ -1230,5 +1232,51 @@ func TestConfigsConcurrent(t *testing.T) {
 	}
 	if l := e.do(http.MethodGet, "/v1/configs?page_size=100", adminKey, nil); l.total() != 2*n {
 		t.Fatalf("%d configs, want %d", l.total(), 2*n)
+	}
+}
+
+func TestSavedConfigSecretsMaskedOnRead(t *testing.T) {
+	e := newEnv(t)
+	const secret = "sk-live-0123456789abcdefghijklmnop"
+	r := e.do("POST", "/v1/configs", adminKey, map[string]any{"name": "keys", "workspace_id": "default",
+		"config": map[string]any{"strategy": map[string]any{"mode": "fallback"}, "targets": []any{
+			map[string]any{"provider": "openai", "api_key": secret},
+			map[string]any{"provider": "groq", "api_key": "short"}}}})
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	for _, path := range []string{"/v1/configs/" + r.str("slug"), "/v1/configs/" + r.str("slug") + "/versions"} {
+		got := e.do("GET", path, adminKey, nil)
+		if got.status != 200 || strings.Contains(string(got.raw), secret) || strings.Contains(string(got.raw), `"short"`) ||
+			!strings.Contains(string(got.raw), "sk-l****mnop") {
+			t.Fatalf("%s: %s", path, got.raw)
+		}
+	}
+}
+
+// TestWorkspaceDefaultConfigRoutes checks that a request naming no provider
+// and no config is routed by its workspace's default config.
+func TestWorkspaceDefaultConfigRoutes(t *testing.T) {
+	e := newEnv(t)
+	// Nothing listens on 127.0.0.2:9; the answer shows which target was used.
+	r := e.do("POST", "/v1/configs", adminKey, map[string]any{"name": "ws-default", "workspace_id": "default", "is_default": 1,
+		"config": map[string]any{"provider": "openai", "custom_host": "http://127.0.0.2:9/v1"}})
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	_, secret := e.createKey(adminKey, "workspace/service", map[string]any{"name": "plain", "workspace_id": "default",
+		"scopes": []string{core.ScopeCompletionsWrite}})
+	raw, _ := json.Marshal(map[string]any{"model": "m", "messages": []any{map[string]any{"role": "user", "content": "hi"}}})
+	req, _ := http.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(string(raw)))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-gateway-api-key", secret)
+	res, err := e.app.Test(req, -1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(res.Body)
+	res.Body.Close()
+	if res.StatusCode != http.StatusBadGateway || !strings.Contains(string(body), "127.0.0.2:9") {
+		t.Fatalf("the workspace default config was not used: %d %s", res.StatusCode, body)
 	}
 }

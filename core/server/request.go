@@ -41,8 +41,7 @@ func (s *Server) newRequest(c *fiber.Ctx, endpoint core.Endpoint) (*core.Request
 	if req.CacheNamespace, req.CacheForceRefresh, err = parseCacheHeaders(c); err != nil {
 		return req, err
 	}
-	hasConfig := gatewayHeader(c, "config") != "" || (req.Principal != nil && req.Principal.DefaultConfig != "")
-	if req.Target, err = parseTarget(c, s.knownProviders(), hasConfig); err != nil {
+	if req.Target, err = parseTarget(c); err != nil {
 		return req, err
 	}
 	return req, nil
@@ -131,6 +130,12 @@ func parseTimeout(raw string) (time.Duration, *core.Error) {
 	return time.Duration(ms) * time.Millisecond, nil
 }
 
+// missingProvider is the answer to a request that names no provider and
+// has no config to name one.
+func (s *Server) missingProvider() *core.Error {
+	return core.BadRequest("x-gateway-provider", "missing x-gateway-provider header: name the provider to call, e.g. x-gateway-provider: openai, or send x-gateway-config; known providers: %s", s.knownProviders())
+}
+
 // parseTarget reads the provider choice: x-gateway-provider with the
 // caller's credential, optionally x-gateway-custom-host. known lists the
 // provider names for the error of a missing header.
@@ -138,16 +143,13 @@ func parseTimeout(raw string) (time.Duration, *core.Error) {
 // Header values read through Fiber point into fasthttp's reused buffers;
 // everything kept in the target is cloned, since the request (and the log
 // record made from it) outlives the handler.
-func parseTarget(c *fiber.Ctx, known string, hasConfig bool) (core.Target, *core.Error) {
+func parseTarget(c *fiber.Ctx) (core.Target, *core.Error) {
 	var t core.Target
 	if gatewayHeader(c, "virtual-key") != "" {
 		return t, core.BadRequest("x-gateway-virtual-key", "virtual keys are not supported by this version of the gateway yet; choose the provider with x-gateway-provider and Authorization")
 	}
 	t.Provider = strings.Clone(strings.ToLower(strings.TrimSpace(gatewayHeader(c, "provider"))))
-	switch {
-	case t.Provider == "" && !hasConfig:
-		return t, core.BadRequest("x-gateway-provider", "missing x-gateway-provider header: name the provider to call, e.g. x-gateway-provider: openai; known providers: %s", known)
-	case strings.HasPrefix(t.Provider, "@"):
+	if strings.HasPrefix(t.Provider, "@") {
 		return t, core.BadRequest("x-gateway-provider", "managed providers (%s) are not supported by this version of the gateway yet; send a provider name and Authorization", t.Provider)
 	}
 	if auth := c.Get(fiber.HeaderAuthorization); auth != "" {

@@ -118,6 +118,9 @@ func (s *Server) serve(endpoint core.Endpoint, check bodyCheck) fiber.Handler {
 		if err == nil {
 			rt, err = s.routeFor(c, p)
 		}
+		if err == nil && rt.cfg == nil && req.Target.Provider == "" {
+			err = s.missingProvider()
+		}
 		if err == nil && check != nil {
 			c.Locals(localStrict, rt.strict())
 			err = check(c, req)
