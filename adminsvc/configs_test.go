@@ -69,7 +69,7 @@ func (e *env) reopenWithConfigs() *adminsvc.Configs {
 // Sample configs; mode says which one the snapshot holds.
 func fallbackCfg() map[string]any {
 	return map[string]any{"strategy": map[string]any{"mode": "fallback"},
-		"targets": []any{map[string]any{"provider": "openai", "api_key": "sk-a"}, map[string]any{"provider": "anthropic", "api_key": "sk-b"}}}
+		"targets": []any{map[string]any{"provider": "openai", "override_params": map[string]any{"model": "a"}}, map[string]any{"provider": "anthropic", "override_params": map[string]any{"model": "b"}}}}
 }
 
 func loadbalanceCfg() map[string]any {
