@@ -874,7 +874,8 @@ func TestSavedConfigs(t *testing.T) {
 }
 
 // TestWorkspaceDefaultConfig covers a saved config with is_default 1: the
-// workspace's keys are routed by it when they send no config.
+// workspace's keys are routed by it when they name neither a config nor a
+// provider.
 func TestWorkspaceDefaultConfig(t *testing.T) {
 	e := startEnvMocks(t, nil, nil)
 	a, b := e.mocks[0], e.mocks[1]
@@ -890,10 +891,19 @@ func TestWorkspaceDefaultConfig(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	t.Run("with a provider header", func(t *testing.T) {
+	t.Run("a provider header wins", func(t *testing.T) {
+		// A request that names its provider is not rerouted by the default.
 		e.resetMocks(t)
 		resp := do(t, "POST", e.gw.URL+"/v1/chat/completions", chatBody(nil), "x-gateway-api-key: "+key.Key,
-			"Authorization: Bearer sk", "x-gateway-provider: openai")
+			"Authorization: Bearer sk", "x-gateway-provider: openai", "x-gateway-custom-host: "+a.URL+"/v1")
+		expectOK(t, resp)
+		wantHeader(t, resp, "x-gateway-last-used-option-index", "config")
+		e.wantHits(t, map[int]int{0: 1})
+	})
+
+	t.Run("without a provider header the default routes", func(t *testing.T) {
+		e.resetMocks(t)
+		resp := do(t, "POST", e.gw.URL+"/v1/chat/completions", chatBody(nil), "x-gateway-api-key: "+key.Key, "Authorization: Bearer sk")
 		expectOK(t, resp)
 		wantHeader(t, resp, "x-gateway-last-used-option-index", "config.targets[0]")
 		e.wantHits(t, map[int]int{1: 1})
@@ -913,12 +923,6 @@ func TestWorkspaceDefaultConfig(t *testing.T) {
 		e.wantHits(t, map[int]int{0: 1})
 	})
 
-	t.Run("without a provider header", func(t *testing.T) {
-		e.resetMocks(t)
-		resp := do(t, "POST", e.gw.URL+"/v1/chat/completions", chatBody(nil), "x-gateway-api-key: "+key.Key, "Authorization: Bearer sk")
-		expectOK(t, resp)
-		e.wantHits(t, map[int]int{1: 1})
-	})
 }
 
 // jsonEqual compares two JSON documents by value.

@@ -34,9 +34,9 @@ func (r route) strict() *bool {
 }
 
 // routeFor picks the request's config: x-gateway-config (inline JSON or a
-// saved config's id or slug), else the key's default config, else the
-// workspace's default config, else the one target the headers name.
-func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal) (route, *core.Error) {
+// saved config's id or slug), else the key's default config, else the one
+// target the headers name, else the workspace's default config.
+func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal, headerProvider string) (route, *core.Error) {
 	raw := strings.TrimSpace(gatewayHeader(c, "config"))
 	if raw != "" && p != nil && p.DefaultConfig != "" && p.NoConfigOverride {
 		return route{}, core.Forbidden("this API key does not allow x-gateway-config: it always uses its default config")
@@ -45,7 +45,7 @@ func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal) (route, *core.Error) 
 		raw = p.DefaultConfig
 	}
 	switch {
-	case raw == "" && s.configs != nil:
+	case raw == "" && headerProvider == "" && s.configs != nil:
 		if cfg, node, ok := s.configs.WorkspaceDefault(p); ok {
 			return route{cfg: cfg, node: node}, nil
 		}

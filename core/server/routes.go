@@ -116,7 +116,7 @@ func (s *Server) serve(endpoint core.Endpoint, check bodyCheck) fiber.Handler {
 		req, err := s.newRequest(c, endpoint)
 		var rt route
 		if err == nil {
-			rt, err = s.routeFor(c, p)
+			rt, err = s.routeFor(c, p, req.Target.Provider)
 		}
 		if err == nil && rt.cfg == nil && req.Target.Provider == "" {
 			err = s.missingProvider()
