@@ -66,6 +66,9 @@ func (w *walk) cacheLookup(ctx context.Context, req *core.Request, l *config.Lea
 		}
 		return cs
 	}
+	if status == cache.StatusDisabled {
+		return cs // the mode does not cache this request (cache.Mode: no Save)
+	}
 	cs.save = func(e *cache.Entry) {
 		now := w.p.now()
 		e.CreatedAt, e.ExpiresAt = now, cache.Expiry(l.Cache, now)

@@ -93,26 +93,18 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 		}
 	}
 
-	var done func(failed bool)
-	if l.CircuitBreaker != nil {
-		var err error
-		if done, err = w.p.breakerFor(t, l).Allow(); err != nil {
-			res.skipped = true
-			res.err = &core.Error{Status: http.StatusServiceUnavailable, Type: core.TypeUpstream,
-				Message: "the target at " + n.Path + " is unavailable: its circuit breaker is open; try again after the cool-down"}
-			return res
-		}
-	}
-
 	ctx, cancel := context.WithCancelCause(ctx)
 	var timer *time.Timer
 	var deadline time.Time
 	if lreq.Timeout > 0 {
-		deadline = w.p.now().Add(lreq.Timeout)
+		// On the real clock, as the timer is: Options.Now may be a fake.
+		deadline = time.Now().Add(lreq.Timeout)
 		timer = time.AfterFunc(lreq.Timeout, func() { cancel(errTimeout) })
 	}
 	// stop disarms the timeout; false means it has already fired.
 	stop := func() bool { return timer == nil || timer.Stop() }
+	// done reports the call's outcome to the circuit breaker, if any.
+	var done func(failed bool)
 	fail := func(err error) result {
 		stop()
 		res.err = upstreamError(prov.Name(), lreq.Timeout, context.Cause(ctx), err)
@@ -129,14 +121,24 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 	}
 	cs := w.cacheLookup(ctx, &lreq, l, hr.URL.String())
 	if cs.hit != nil {
+		// A cached answer is no call to the target: the circuit breaker
+		// neither counts it as a success nor spends its half-open probe on it.
 		stop()
 		cancel(nil)
-		if done != nil {
-			done(false)
-		}
 		res.resp = cs.hit
 		res.resp.Provider = prov.Name()
 		return res
+	}
+
+	if l.CircuitBreaker != nil {
+		if done, err = w.p.breakerFor(t, l).Allow(); err != nil {
+			stop()
+			cancel(nil)
+			res.skipped = true
+			res.err = &core.Error{Status: http.StatusServiceUnavailable, Type: core.TypeUpstream,
+				Message: "the target at " + n.Path + " is unavailable: its circuit breaker is open; try again after the cool-down"}
+			return res
+		}
 	}
 
 	client := w.p.client

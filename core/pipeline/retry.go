@@ -35,18 +35,26 @@ func retryable(r *config.Retry, status int) bool {
 // sendWithRetries sends hr through go-retryablehttp: up to r.Attempts
 // retries on the configured statuses and on failed connections, waiting
 // with exponential backoff and jitter, or as the provider's retry-after
-// asks when r.UseRetryAfterHeader. A retry that would end after deadline is
-// not made: the last answer is returned instead. It returns the retries made.
+// asks when r.UseRetryAfterHeader. A retry that would end after deadline
+// (its wait, plus as long as the attempt before it took) is not made: the
+// last answer is returned instead of a timeout. deadline is on the real
+// clock, as the request timeout's timer is. It returns the retries made.
 func (p *Pipeline) sendWithRetries(ctx context.Context, client *http.Client, hr *http.Request, r *config.Retry, deadline time.Time) (*http.Response, int, error) {
 	attempt := 0
 	var wait time.Duration
+	var started time.Time // of the attempt in flight
+	shared := *client
+	if shared.Transport == nil {
+		shared.Transport = http.DefaultTransport
+	}
+	shared.Transport = keepIdle{shared.Transport}
 	rc := &retryablehttp.Client{
-		HTTPClient:   client,
+		HTTPClient:   &shared,
 		RetryMax:     r.Attempts,
 		RetryWaitMin: retryWaitMin,
 		RetryWaitMax: retryWaitMax,
 		RequestLogHook: func(_ retryablehttp.Logger, _ *http.Request, n int) {
-			attempt = n
+			attempt, started = n, time.Now()
 		},
 		CheckRetry: func(ctx context.Context, resp *http.Response, err error) (bool, error) {
 			if ctx.Err() != nil {
@@ -60,7 +68,8 @@ func (p *Pipeline) sendWithRetries(ctx context.Context, client *http.Client, hr 
 				return false, nil
 			}
 			wait = p.backoff(attempt, resp, r.UseRetryAfterHeader)
-			if !deadline.IsZero() && p.now().Add(wait).After(deadline) {
+			took := time.Since(started)
+			if !deadline.IsZero() && time.Now().Add(wait+took).After(deadline) {
 				return false, err
 			}
 			return true, err
@@ -73,8 +82,19 @@ func (p *Pipeline) sendWithRetries(ctx context.Context, client *http.Client, hr 
 		return nil, 0, err
 	}
 	resp, err := rc.Do(rreq)
+	if err != nil && resp != nil {
+		// PassthroughErrorHandler hands back both when the request's
+		// context ended with an answer in hand: the caller uses the error.
+		resp.Body.Close()
+		resp = nil
+	}
 	return resp, attempt, err
 }
+
+// keepIdle hides its transport's CloseIdleConnections from go-retryablehttp,
+// which calls it after every failed series of attempts: the router's
+// clients are shared by all requests, and their pools must outlive one.
+type keepIdle struct{ http.RoundTripper }
 
 // backoff is the wait before retry number attempt+1.
 func (p *Pipeline) backoff(attempt int, resp *http.Response, useRetryAfter bool) time.Duration {
