@@ -159,12 +159,8 @@ func TestErrorMapping(t *testing.T) {
 			io.WriteString(w, `{}`)
 		}
 	})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		t.Fatal(err)
-	}
-	deadURL := "http://" + ln.Addr().String() + "/v1"
-	ln.Close()
+	// A closed port could be taken by another test's server meanwhile.
+	deadURL := deadURL(t)
 
 	cases := []struct {
 		name     string

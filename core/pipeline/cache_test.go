@@ -1,0 +1,327 @@
+package pipeline_test
+
+import (
+	"context"
+	"encoding/json"
+	"hash/fnv"
+	"io"
+	"math"
+	"net/http"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+	"unicode"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/config"
+	"github.com/llm-gateway/gateway/plugins/cache"
+)
+
+// call is one request of a cache scenario and what it must get.
+type call struct {
+	prompt    string
+	namespace string
+	refresh   bool
+	advance   time.Duration // fake time to pass before the call
+	status    string        // x-gateway-cache-status
+	httpCode  int           // 0: 200
+	body      string        // when set, the exact answer
+	hits      int64         // upstream requests after the call
+}
+
+func TestSimpleCache(t *testing.T) {
+	t.Parallel()
+	const cfg = `{"custom_host":"$A","cache":{"mode":"simple","max_age":60}}`
+	tests := []struct {
+		name   string
+		script script
+		calls  []call
+	}{
+		{name: "miss then hit", calls: []call{
+			{prompt: "p", status: "MISS", body: `{"id":"a-1"}`, hits: 1},
+			{prompt: "p", status: "HIT", body: `{"id":"a-1"}`, hits: 1},
+			{prompt: "q", status: "MISS", body: `{"id":"a-2"}`, hits: 2},
+			{prompt: "p", status: "HIT", body: `{"id":"a-1"}`, hits: 2},
+		}},
+		{name: "namespaces are separate", calls: []call{
+			{prompt: "p", namespace: "x", status: "MISS", hits: 1},
+			{prompt: "p", namespace: "y", status: "MISS", hits: 2},
+			{prompt: "p", status: "MISS", hits: 3},
+			{prompt: "p", namespace: "x", status: "HIT", body: `{"id":"a-1"}`, hits: 3},
+			{prompt: "p", namespace: "y", status: "HIT", body: `{"id":"a-2"}`, hits: 3},
+		}},
+		{name: "force refresh stores the new answer", calls: []call{
+			{prompt: "p", status: "MISS", hits: 1},
+			{prompt: "p", refresh: true, status: "REFRESH", body: `{"id":"a-2"}`, hits: 2},
+			{prompt: "p", status: "HIT", body: `{"id":"a-2"}`, hits: 2},
+		}},
+		{name: "entries expire after max_age", calls: []call{
+			{prompt: "p", status: "MISS", hits: 1},
+			{prompt: "p", advance: 59 * time.Second, status: "HIT", body: `{"id":"a-1"}`, hits: 1},
+			{prompt: "p", advance: time.Second, status: "MISS", body: `{"id":"a-2"}`, hits: 2},
+			{prompt: "p", status: "HIT", body: `{"id":"a-2"}`, hits: 2},
+		}},
+		{name: "only 2xx answers are stored", script: failFirst(2, fail(500), ok("a")), calls: []call{
+			{prompt: "p", status: "MISS", httpCode: 500, hits: 1},
+			{prompt: "p", status: "MISS", httpCode: 500, hits: 2},
+			{prompt: "p", status: "MISS", body: `{"id":"a-3"}`, hits: 3},
+			{prompt: "p", status: "HIT", body: `{"id":"a-3"}`, hits: 3},
+		}},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			s := tc.script
+			if s == nil {
+				s = ok("a")
+			}
+			a := newUpstream(t, s)
+			root := route(t, cfg, "$A", a.URL())
+			for i, c := range tc.calls {
+				e.clock.Advance(c.advance)
+				req := chat(c.prompt)
+				req.CacheNamespace, req.CacheForceRefresh = c.namespace, c.refresh
+				resp := e.mustDo(t, root, req)
+				want := c.httpCode
+				if want == 0 {
+					want = 200
+				}
+				got := body(t, resp)
+				if resp.Status != want || resp.CacheStatus != c.status || (c.body != "" && got != c.body) {
+					t.Errorf("call %d: got %d %s %s, want %d %s %s", i, resp.Status, resp.CacheStatus, got, want, c.status, c.body)
+				}
+				if resp.OptionPath != "config" || resp.Provider != "openai" {
+					t.Errorf("call %d: path %q provider %q", i, resp.OptionPath, resp.Provider)
+				}
+				if resp.CacheStatus == "HIT" && resp.Header.Get("Content-Type") != "application/json" {
+					t.Errorf("call %d: cached Content-Type %q", i, resp.Header.Get("Content-Type"))
+				}
+				if a.Hits() != c.hits {
+					t.Fatalf("call %d: %d upstream hits, want %d", i, a.Hits(), c.hits)
+				}
+			}
+		})
+	}
+}
+
+func TestCacheDisabled(t *testing.T) {
+	t.Parallel()
+	a := newUpstream(t, ok("a"))
+	for _, tc := range []struct {
+		name string
+		e    *env
+		cfg  string
+	}{
+		{"no cache store", newEnv(t, noCache), `{"custom_host":"$A","cache":{"mode":"simple"}}`},
+		{"no cache in the config", newEnv(t), `{"custom_host":"$A"}`},
+	} {
+		root := route(t, tc.cfg, "$A", a.URL())
+		for range 2 {
+			if resp := tc.e.mustDo(t, root, chat("p")); resp.CacheStatus != "DISABLED" {
+				t.Errorf("%s: cache status %q", tc.name, resp.CacheStatus)
+			}
+		}
+	}
+	if a.Hits() != 4 {
+		t.Errorf("hits %d, want 4", a.Hits())
+	}
+}
+
+// TestCacheKeyIsTheProviderBoundRequest: the key covers the body after
+// override_params and the provider URL, so targets differing in either do
+// not share answers, and a cache set on a group serves each leaf its own.
+func TestCacheKeyIsTheProviderBoundRequest(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a, b := newUpstream(t, ok("a")), newUpstream(t, ok("b"))
+	one := route(t, `{"custom_host":"$A","cache":{"mode":"simple"},"override_params":{"temperature":1}}`, "$A", a.URL())
+	two := route(t, `{"custom_host":"$A","cache":{"mode":"simple"},"override_params":{"temperature":0}}`, "$A", a.URL())
+	three := route(t, `{"custom_host":"$B","cache":{"mode":"simple"},"override_params":{"temperature":1}}`, "$B", b.URL())
+	for i, root := range []*config.Node{one, two, three, one, two, three} {
+		resp := e.mustDo(t, root, chat("p"))
+		want := "MISS"
+		if i >= 3 {
+			want = "HIT"
+		}
+		if resp.CacheStatus != want {
+			t.Errorf("call %d: %s, want %s", i, resp.CacheStatus, want)
+		}
+	}
+	if a.Hits() != 2 || b.Hits() != 1 {
+		t.Errorf("hits a %d b %d", a.Hits(), b.Hits())
+	}
+}
+
+func TestStreamCache(t *testing.T) {
+	t.Parallel()
+	events := []string{`{"choices":[{"delta":{"content":"Hel"}}]}`, `{"choices":[{"delta":{"content":"lo"}}]}`}
+	e := newEnv(t)
+	a := newUpstream(t, sse(events, 0, 0, false))
+	root := route(t, `{"custom_host":"$A","cache":{"mode":"simple"}}`, "$A", a.URL())
+	req := func() *core.Request { r := chat("stream please"); r.Stream = true; return r }
+
+	first := e.mustDo(t, root, req())
+	if first.Stream == nil || !first.SSE || first.CacheStatus != "MISS" {
+		t.Fatalf("first: stream %v sse %v cache %s", first.Stream != nil, first.SSE, first.CacheStatus)
+	}
+	want := body(t, first)
+	if !strings.HasSuffix(want, "data: [DONE]\n\n") {
+		t.Fatalf("stream %q", want)
+	}
+	for i := range 2 {
+		resp := e.mustDo(t, root, req())
+		if resp.CacheStatus != "HIT" || resp.Stream == nil || !resp.SSE || resp.Body != nil {
+			t.Fatalf("replay %d: cache %s stream %v sse %v", i, resp.CacheStatus, resp.Stream != nil, resp.SSE)
+		}
+		if got := body(t, resp); got != want {
+			t.Errorf("replay %d: %q, want %q", i, got, want)
+		}
+		if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+			t.Errorf("replay %d: Content-Type %q", i, ct)
+		}
+	}
+	if a.Hits() != 1 {
+		t.Errorf("hits %d, want 1", a.Hits())
+	}
+
+	// A stream that breaks is not cached; nor is one the client leaves.
+	a.set(sse(events, 0, 0, true))
+	broken := chat("this one breaks")
+	for i := range 2 {
+		resp := e.mustDo(t, root, broken)
+		if resp.CacheStatus != "MISS" {
+			t.Errorf("broken %d: %s", i, resp.CacheStatus)
+		}
+		got, err := io.ReadAll(resp.Stream)
+		resp.Stream.Close()
+		if err == nil {
+			t.Errorf("broken %d: the stream ended cleanly: %q", i, got)
+		}
+	}
+	a.set(sse(events, 0, 0, false))
+	left := chat("the client leaves")
+	resp := e.mustDo(t, root, left)
+	buf := make([]byte, 4)
+	io.ReadFull(resp.Stream, buf)
+	resp.Stream.Close()
+	if resp := e.mustDo(t, root, left); resp.CacheStatus != "MISS" {
+		t.Errorf("after the client left: %s", resp.CacheStatus)
+	}
+	if a.Hits() != 5 {
+		t.Errorf("hits %d, want 5", a.Hits())
+	}
+}
+
+// embedder is an embedding upstream: a bag-of-words hashing embedding, so
+// texts sharing most words are close and unrelated ones are not.
+func embedder(t *testing.T) *upstream {
+	return newUpstream(t, func(_ int, w http.ResponseWriter, r *http.Request) {
+		var req struct{ Input string }
+		json.NewDecoder(r.Body).Decode(&req)
+		vec := make([]float64, 256)
+		words := strings.FieldsFunc(strings.ToLower(req.Input), func(c rune) bool { return !unicode.IsLetter(c) && !unicode.IsDigit(c) })
+		for _, word := range words {
+			h := fnv.New32a()
+			h.Write([]byte(word))
+			vec[h.Sum32()%256]++
+		}
+		var norm float64
+		for _, v := range vec {
+			norm += v * v
+		}
+		norm = math.Sqrt(norm)
+		for i := range vec {
+			if norm > 0 {
+				vec[i] /= norm
+			}
+		}
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(map[string]any{"data": []any{map[string]any{"embedding": vec}}})
+	})
+}
+
+func TestSemanticCache(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a, emb := newUpstream(t, ok("a")), embedder(t)
+	root := route(t, `{"custom_host":"$A","cache":{"mode":"semantic","embedding":{"provider":"openai","model":"emb","custom_host":"$E"}}}`,
+		"$A", a.URL(), "$E", emb.URL())
+	const prompt = "Please explain how the moon affects ocean tides on our planet in simple words for a curious child"
+	steps := []struct {
+		name, model, prompt string
+		status, body        string
+		hits, embeds        int64
+	}{
+		{"first", "m", prompt, "SEMANTIC MISS", `{"id":"a-1"}`, 1, 1},
+		{"near duplicate", "m", prompt + " today", "SEMANTIC HIT", `{"id":"a-1"}`, 1, 2},
+		{"same words, other case and punctuation", "m", strings.ToUpper(prompt) + "?!", "SEMANTIC HIT", `{"id":"a-1"}`, 1, 3},
+		{"unrelated", "m", "Write a haiku about databases and rain", "SEMANTIC MISS", `{"id":"a-2"}`, 2, 4},
+		{"same text, other model", "other", prompt, "SEMANTIC MISS", `{"id":"a-3"}`, 3, 5},
+		{"exact repeat: no embedding needed", "m", prompt, "HIT", `{"id":"a-1"}`, 3, 5},
+	}
+	for _, s := range steps {
+		resp := e.mustDo(t, root, chatModel(s.model, s.prompt))
+		if resp.CacheStatus != s.status || string(resp.Body) != s.body {
+			t.Errorf("%s: %s %s, want %s %s", s.name, resp.CacheStatus, resp.Body, s.status, s.body)
+		}
+		if a.Hits() != s.hits || emb.Hits() != s.embeds {
+			t.Fatalf("%s: hits %d embeddings %d, want %d %d", s.name, a.Hits(), emb.Hits(), s.hits, s.embeds)
+		}
+	}
+	// Bodies without a conversation are not for this mode: DISABLED, no
+	// embedding call, nothing stored.
+	embReq := chat("")
+	embReq.Endpoint, embReq.Path, embReq.Body = core.EndpointEmbed, "/embeddings", []byte(`{"model":"emb","input":"hello"}`)
+	for range 2 {
+		if resp := e.mustDo(t, root, embReq); resp.CacheStatus != "DISABLED" {
+			t.Errorf("embeddings request: %s", resp.CacheStatus)
+		}
+	}
+	if a.Hits() != 5 || emb.Hits() != 5 {
+		t.Errorf("after embeddings requests: hits %d embeddings %d, want 5 5", a.Hits(), emb.Hits())
+	}
+	got := emb.last(t)
+	if got.path != "/v1/embeddings" || got.header.Get("Authorization") != "Bearer k" {
+		t.Errorf("embedding request to %s with %q", got.path, got.header.Get("Authorization"))
+	}
+}
+
+// disabledMode is a cache mode that declines every request; the router
+// must then not call its Save (cache.Mode's contract).
+type disabledMode struct{}
+
+var disabledSaves atomic.Int64
+
+func (disabledMode) Lookup(context.Context, cache.Store, *cache.Query) (*cache.Entry, cache.Status, error) {
+	return nil, cache.StatusDisabled, nil
+}
+
+func (disabledMode) Save(context.Context, cache.Store, *cache.Query, *cache.Entry) error {
+	disabledSaves.Add(1)
+	return nil
+}
+
+func init() {
+	core.Register(core.PluginInfo{ID: core.KindCache + ".test-disabled", New: func() core.Plugin { return disabledMode{} }})
+}
+
+func TestCacheModeDeclines(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	a := newUpstream(t, ok("a"))
+	// config.Parse knows only simple and semantic: build the leaf by hand.
+	root := config.Single(config.Leaf{CustomHost: a.URL(), Cache: &config.Cache{Mode: "test-disabled"}})
+	for range 2 {
+		if resp := e.mustDo(t, root, chat("p")); resp.CacheStatus != "DISABLED" || resp.Status != 200 {
+			t.Fatalf("got %d %s", resp.Status, resp.CacheStatus)
+		}
+	}
+	if n := disabledSaves.Load(); n != 0 {
+		t.Errorf("Save called %d times after DISABLED", n)
+	}
+	if a.Hits() != 2 {
+		t.Errorf("hits %d", a.Hits())
+	}
+}
