@@ -22,6 +22,7 @@ import (
 type call struct {
 	prompt    string
 	namespace string
+	workspace string // the caller's workspace; empty: no principal
 	refresh   bool
 	advance   time.Duration // fake time to pass before the call
 	status    string        // x-gateway-cache-status
@@ -62,6 +63,12 @@ func TestSimpleCache(t *testing.T) {
 			{prompt: "p", advance: time.Second, status: "MISS", body: `{"id":"a-2"}`, hits: 2},
 			{prompt: "p", status: "HIT", body: `{"id":"a-2"}`, hits: 2},
 		}},
+		{name: "workspaces never share answers", calls: []call{
+			{prompt: "p", workspace: "w1", status: "MISS", hits: 1},
+			{prompt: "p", workspace: "w2", status: "MISS", hits: 2},
+			{prompt: "p", workspace: "w1", status: "HIT", body: `{"id":"a-1"}`, hits: 2},
+			{prompt: "p", workspace: "w2", status: "HIT", body: `{"id":"a-2"}`, hits: 2},
+		}},
 		{name: "only 2xx answers are stored", script: failFirst(2, fail(500), ok("a")), calls: []call{
 			{prompt: "p", status: "MISS", httpCode: 500, hits: 1},
 			{prompt: "p", status: "MISS", httpCode: 500, hits: 2},
@@ -83,6 +90,9 @@ func TestSimpleCache(t *testing.T) {
 				e.clock.Advance(c.advance)
 				req := chat(c.prompt)
 				req.CacheNamespace, req.CacheForceRefresh = c.namespace, c.refresh
+				if c.workspace != "" {
+					req.Principal = core.NewPrincipal(core.Principal{KeyType: core.KeyTypeWorkspaceService, WorkspaceID: c.workspace}, nil)
+				}
 				resp := e.mustDo(t, root, req)
 				want := c.httpCode
 				if want == 0 {

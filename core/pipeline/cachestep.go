@@ -49,7 +49,7 @@ func (w *walk) cacheLookup(ctx context.Context, req *core.Request, l *config.Lea
 		slog.Warn("cache mode unavailable", "mode", l.Cache.Mode, "error", err)
 		return cs
 	}
-	q := cache.NewQuery(url, req.CacheNamespace, req.Body, l.Cache)
+	q := cache.NewQuery(url, cacheScope(req), req.Body, l.Cache)
 	q.ForceRefresh = req.CacheForceRefresh
 	q.Embed = w.embedder(req, l)
 	entry, status, err := mode.Lookup(ctx, w.p.cache, q)
@@ -175,4 +175,19 @@ func (w *walk) embedder(req *core.Request, l *config.Leaf) func(context.Context,
 		}
 		return out.Data[0].Embedding, nil
 	}
+}
+
+// cacheScope is the namespace a request's answers are cached under: its
+// workspace (or, for an organisation key, its organisation) and the
+// x-gateway-cache-namespace header. Workspaces never share answers.
+func cacheScope(req *core.Request) string {
+	scope := ""
+	if p := req.Principal; p != nil {
+		if p.WorkspaceID != "" {
+			scope = "ws:" + p.WorkspaceID
+		} else {
+			scope = "org:" + p.OrganisationID
+		}
+	}
+	return scope + "\n" + req.CacheNamespace
 }

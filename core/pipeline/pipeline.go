@@ -117,7 +117,7 @@ func (p *Pipeline) DoRoute(ctx context.Context, req *core.Request, root *config.
 	w := &walk{p: p, req: req}
 	res := w.node(ctx, root)
 	if res.err != nil {
-		return nil, res.err
+		return nil, &RouteError{Err: res.err, OptionPath: res.path, RetryCount: res.retries}
 	}
 	resp := res.resp
 	resp.OptionPath, resp.RetryCount = res.path, res.retries
@@ -128,6 +128,19 @@ func (p *Pipeline) DoRoute(ctx context.Context, req *core.Request, root *config.
 	}
 	return resp, nil
 }
+
+// RouteError is the failure of a routed request, with the target it ended
+// on and the retries made there, for the x-gateway-* response headers.
+type RouteError struct {
+	Err        *core.Error
+	OptionPath string // empty when no target was called
+	RetryCount int
+}
+
+func (e *RouteError) Error() string { return e.Err.Error() }
+
+// Unwrap returns the *core.Error to answer with.
+func (e *RouteError) Unwrap() error { return e.Err }
 
 // StatusHooksDenied is the status of an answer withheld by a guardrail.
 const StatusHooksDenied = 446

@@ -68,11 +68,12 @@ func (w *walk) node(ctx context.Context, n *config.Node) result {
 	if err != nil {
 		return result{err: asCoreError(err)}
 	}
-	var last result
+	var last, skipped result
 	answered := false
 	for _, i := range plan.Order {
 		res := w.node(ctx, n.Children[i])
 		if res.skipped {
+			skipped = res
 			continue
 		}
 		if answered {
@@ -82,6 +83,9 @@ func (w *walk) node(ctx context.Context, n *config.Node) result {
 		if plan.MoveOn == nil || !plan.MoveOn(res.status(), res.failed()) {
 			return res
 		}
+	}
+	if !answered && len(plan.Order) == 1 {
+		return skipped // the one target chosen says why it is unavailable
 	}
 	if !answered {
 		return result{skipped: true, err: &core.Error{Status: http.StatusServiceUnavailable, Type: core.TypeUpstream,

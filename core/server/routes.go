@@ -2,11 +2,14 @@ package server
 
 import (
 	"context"
+	"errors"
+	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/schema"
 )
 
@@ -131,6 +134,11 @@ func (s *Server) serve(endpoint core.Endpoint, check bodyCheck) fiber.Handler {
 		}
 		resp, derr := s.pipeline.DoRoute(context.Background(), req, rt.node)
 		if derr != nil {
+			var re *pipeline.RouteError
+			if errors.As(derr, &re) && re.OptionPath != "" {
+				c.Set(headerOptionIndex, re.OptionPath)
+				c.Set(headerRetryCount, strconv.Itoa(re.RetryCount))
+			}
 			ce := asCoreError(derr)
 			s.record(req, nil, ce.Status, core.Usage{}, ce)
 			return ce
@@ -140,7 +148,8 @@ func (s *Server) serve(endpoint core.Endpoint, check bodyCheck) fiber.Handler {
 }
 
 func asCoreError(err error) *core.Error {
-	if ce, ok := err.(*core.Error); ok {
+	var ce *core.Error
+	if errors.As(err, &ce) {
 		return ce
 	}
 	return core.Internal(err, "internal error")
