@@ -37,27 +37,6 @@ func ParseStage(s string) (Stage, bool) {
 	return "", false
 }
 
-// CheckInput is what a check sees: the request, and in afterResponseHook the
-// answer, plus the check's own parameters.
-type CheckInput struct {
-	Stage      Stage
-	Request    *core.Request
-	Response   *core.Response
-	Parameters map[string]any
-}
-
-// CheckResult is a check's verdict.
-type CheckResult struct {
-	Verdict bool `json:"verdict"`
-	Data    any  `json:"data,omitempty"`
-}
-
-// Check is one guardrail check. Built-in Go checks and WASM checks implement
-// the same interface.
-type Check interface {
-	Run(ctx context.Context, in *CheckInput) (CheckResult, error)
-}
-
 // CheckSpec is a check as a hook names it.
 type CheckSpec struct {
 	ID         string         `json:"id"`
@@ -199,3 +178,12 @@ func runCheck(ctx context.Context, lookup func(string) (Check, bool), stage Stag
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
+
+// RegisterCheck registers a built-in check under its check id (for
+// example "default.contains"), as plugin "guardrails.<id>".
+func RegisterCheck(id string, c Check) {
+	core.Register(core.PluginInfo{ID: core.KindGuardrails + "." + id, New: func() core.Plugin { return c }})
+}
+
+// LookupCheck finds a built-in check by its check id.
+func LookupCheck(id string) (Check, bool) { return registryLookup(id) }

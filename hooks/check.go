@@ -1,0 +1,107 @@
+package hooks
+
+import (
+	"context"
+	"encoding/json"
+	"strings"
+	"sync"
+
+	"github.com/llm-gateway/gateway/core"
+)
+
+// Check is one guardrail check. Built-in Go checks and WASM checks implement
+// the same interface. A check must not modify the input it is given; a
+// check that changes the request or the answer returns the new JSON body in
+// CheckResult.Transformed.
+type Check interface {
+	Run(ctx context.Context, in *CheckInput) (CheckResult, error)
+}
+
+// ParamsValidator is implemented by checks that validate their parameters
+// when a config or a saved guardrail is read, so bad parameters are a 400
+// AB01 there and not a surprise at request time. Each problem is
+// "<parameter path>: <what is wrong>", e.g. "pattern: not a valid regular
+// expression".
+type ParamsValidator interface {
+	ValidateParams(params map[string]any) []string
+}
+
+// CheckResult is a check's verdict.
+type CheckResult struct {
+	Verdict bool `json:"verdict"`
+	// Data is free-form detail shown in hook_results (what matched, counts).
+	Data any `json:"data,omitempty"`
+	// Transformed, when set, is the new JSON body of the side under check:
+	// the request in beforeRequestHook, the answer in afterResponseHook.
+	Transformed []byte `json:"-"`
+}
+
+// CheckInput is what a check sees: the request, and in afterResponseHook the
+// answer, plus the check's own parameters. The parsed forms are computed
+// once and shared by the checks of a stage; treat them as read-only.
+type CheckInput struct {
+	Stage      Stage
+	Request    *core.Request
+	Response   *core.Response
+	Parameters map[string]any
+
+	reqOnce, respOnce sync.Once
+	reqJSON, respJSON map[string]any
+}
+
+// RequestJSON is the request body parsed as a JSON object (nil when it is
+// not one). Numbers are json.Number.
+func (in *CheckInput) RequestJSON() map[string]any {
+	in.reqOnce.Do(func() {
+		if in.Request != nil {
+			in.reqJSON = parseObject(in.Request.Body)
+		}
+	})
+	return in.reqJSON
+}
+
+// ResponseJSON is the answer's body parsed as a JSON object (nil in
+// beforeRequestHook, for a stream, or when it is not one).
+func (in *CheckInput) ResponseJSON() map[string]any {
+	in.respOnce.Do(func() {
+		if in.Response != nil && in.Response.Stream == nil {
+			in.respJSON = parseObject(in.Response.Body)
+		}
+	})
+	return in.respJSON
+}
+
+// Text is the text under check: in beforeRequestHook the last message's
+// content (chat), the prompt (completions) or the input (embeddings); in
+// afterResponseHook the first choice's message content or text.
+func (in *CheckInput) Text() string {
+	if in.Stage == AfterResponse {
+		return ResponseText(in.ResponseJSON())
+	}
+	return RequestText(in.RequestJSON())
+}
+
+// AllText is every message's text content joined by "\n" (the request), or
+// Text for the answer.
+func (in *CheckInput) AllText() string {
+	if in.Stage == AfterResponse {
+		return ResponseText(in.ResponseJSON())
+	}
+	return RequestAllText(in.RequestJSON())
+}
+
+// Param returns a parameter, and whether it is set.
+func (in *CheckInput) Param(name string) (any, bool) {
+	v, ok := in.Parameters[name]
+	return v, ok && v != nil
+}
+
+func parseObject(b []byte) map[string]any {
+	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec.UseNumber()
+	var m map[string]any
+	if dec.Decode(&m) != nil {
+		return nil
+	}
+	return m
+}
