@@ -52,6 +52,9 @@ type Request struct {
 	// Model and Stream come from the body when the endpoint has one.
 	Model  string
 	Stream bool
+	// StrictCompliance (on by default) keeps answers to the reference
+	// shape: no hook_results event at the start of a stream.
+	StrictCompliance bool
 
 	Metadata  map[string]string
 	Principal *Principal
@@ -114,4 +117,7 @@ type Response struct {
 	OptionPath  string
 	RetryCount  int
 	CacheStatus string
+	// HookResults, when hooks ran, are returned as "hook_results" (a JSON
+	// value: before_request_hooks and after_request_hooks).
+	HookResults any
 }

@@ -2,54 +2,155 @@ package hooks
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"strings"
 	"testing"
+
+	"github.com/llm-gateway/gateway/core"
 )
 
 type fixedCheck struct {
-	verdict bool
-	err     error
-	panics  bool
+	verdict   bool
+	err       error
+	panics    bool
+	transform string // appended to the text under check
 }
 
-func (f fixedCheck) Run(context.Context, *CheckInput) (CheckResult, error) {
+func (f fixedCheck) Run(_ context.Context, in *CheckInput) (CheckResult, error) {
 	if f.panics {
 		panic("boom")
 	}
-	return CheckResult{Verdict: f.verdict}, f.err
+	r := CheckResult{Verdict: f.verdict}
+	if f.transform != "" {
+		r.Transformed, _ = WithRequestText(in.RequestJSON(), in.Text()+f.transform)
+	}
+	return r, f.err
+}
+
+type paramCheck struct{ fixedCheck }
+
+func (paramCheck) ValidateParams(p map[string]any) []string {
+	if _, ok := p["n"].(json.Number); !ok {
+		return []string{"n: must be a number"}
+	}
+	return nil
+}
+
+func init() {
+	RegisterCheck("test.pass", fixedCheck{verdict: true})
+	RegisterCheck("test.fail", fixedCheck{verdict: false})
+	RegisterCheck("test.error", fixedCheck{err: errors.New("broken")})
+	RegisterCheck("test.panic", fixedCheck{panics: true})
+	RegisterCheck("test.addA", fixedCheck{verdict: true, transform: "A"})
+	RegisterCheck("test.addB", fixedCheck{verdict: true, transform: "B"})
+	RegisterCheck("default.param", paramCheck{fixedCheck{verdict: true}})
+}
+
+func chatReq(text string) *core.Request {
+	b, _ := json.Marshal(map[string]any{"model": "m", "messages": []any{map[string]any{"role": "user", "content": text}}})
+	return &core.Request{Body: b}
 }
 
 func TestRunnerVerdicts(t *testing.T) {
-	checks := map[string]Check{
-		"t.pass":  fixedCheck{verdict: true},
-		"t.fail":  fixedCheck{verdict: false},
-		"t.error": fixedCheck{err: errors.New("broken")},
-		"t.panic": fixedCheck{panics: true},
-	}
-	r := &Runner{Lookup: func(id string) (Check, bool) { c, ok := checks[id]; return c, ok }}
+	r := &Runner{}
+	fail := map[string]any{"failOnError": true}
 	cases := []struct {
 		name               string
-		hooks              []Hook
+		hooks              []Spec
 		wantFailed, denied bool
 	}{
 		{"no hooks", nil, false, false},
-		{"pass", []Hook{{ID: "h", Checks: []CheckSpec{{ID: "t.pass"}}}}, false, false},
-		{"fail without deny", []Hook{{ID: "h", Checks: []CheckSpec{{ID: "t.pass"}, {ID: "t.fail"}}}}, true, false},
-		{"fail with deny", []Hook{{ID: "h", Deny: true, Checks: []CheckSpec{{ID: "t.fail"}}}}, true, true},
-		{"error passes by default", []Hook{{ID: "h", Deny: true, Checks: []CheckSpec{{ID: "t.error"}}}}, false, false},
-		{"error fails with failOnError", []Hook{{ID: "h", Deny: true, Checks: []CheckSpec{{ID: "t.error", Parameters: map[string]any{"failOnError": true}}}}}, true, true},
-		{"panic is an error", []Hook{{ID: "h", Deny: true, Checks: []CheckSpec{{ID: "t.panic", Parameters: map[string]any{"failOnError": true}}}}}, true, true},
-		{"unknown check is an error", []Hook{{ID: "h", Deny: true, Checks: []CheckSpec{{ID: "t.nope"}}}}, false, false},
-		{"second hook denies", []Hook{{ID: "a", Checks: []CheckSpec{{ID: "t.pass"}}}, {ID: "b", Deny: true, Checks: []CheckSpec{{ID: "t.fail"}}}}, true, true},
+		{"pass", []Spec{{ID: "h", Checks: []CheckSpec{{ID: "test.pass"}}}}, false, false},
+		{"fail without deny", []Spec{{ID: "h", Checks: []CheckSpec{{ID: "test.pass"}, {ID: "test.fail"}}}}, true, false},
+		{"fail with deny", []Spec{{ID: "h", Deny: true, Checks: []CheckSpec{{ID: "test.fail"}}}}, true, true},
+		{"disabled check skipped", []Spec{{ID: "h", Deny: true, Checks: []CheckSpec{{ID: "test.fail", Disabled: true}}}}, false, false},
+		{"error passes by default", []Spec{{ID: "h", Deny: true, Checks: []CheckSpec{{ID: "test.error"}}}}, false, false},
+		{"error fails with failOnError", []Spec{{ID: "h", Deny: true, Checks: []CheckSpec{{ID: "test.error", Parameters: fail}}}}, true, true},
+		{"panic is an error", []Spec{{ID: "h", Deny: true, Checks: []CheckSpec{{ID: "test.panic", Parameters: fail}}}}, true, true},
+		{"unknown check is an error", []Spec{{ID: "h", Deny: true, Checks: []CheckSpec{{ID: "test.nope"}}}}, false, false},
+		{"second hook denies", []Spec{{ID: "a", Checks: []CheckSpec{{ID: "test.pass"}}}, {ID: "b", Deny: true, Checks: []CheckSpec{{ID: "test.fail"}}}}, true, true},
+		{"async hooks do not decide", []Spec{{ID: "a", Async: true, Deny: true, Checks: []CheckSpec{{ID: "test.fail"}}}}, false, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			out := r.Run(context.Background(), BeforeRequest, tc.hooks, nil, nil)
+			out := r.Run(context.Background(), BeforeRequest, tc.hooks, chatReq("hi"), nil)
 			if out.Failed != tc.wantFailed || out.Denied != tc.denied {
 				t.Fatalf("failed=%v denied=%v, want %v %v (%+v)", out.Failed, out.Denied, tc.wantFailed, tc.denied, out.Hooks)
 			}
-			if len(out.Hooks) != len(tc.hooks) {
-				t.Fatalf("got %d hook results, want %d", len(out.Hooks), len(tc.hooks))
+		})
+	}
+}
+
+func TestRunnerTransformsAndFeedback(t *testing.T) {
+	r := &Runner{}
+	seq := Spec{ID: "m", Type: TypeMutator, Sequential: true, Checks: []CheckSpec{{ID: "test.addA"}, {ID: "test.addB"}},
+		OnSuccess: json.RawMessage(`{"feedback":{"value":1}}`), OnFail: json.RawMessage(`{"feedback":{"value":-1}}`)}
+	out := r.Run(context.Background(), BeforeRequest, []Spec{seq}, chatReq("hi"), nil)
+	if !strings.Contains(string(out.Body), `"content":"hiAB"`) {
+		t.Fatalf("sequential transforms: %s", out.Body)
+	}
+	if h := out.Hooks[0]; !h.Transformed || string(h.Feedback) != `{"value":1}` || !h.Checks[1].Transformed {
+		t.Fatalf("hook result: %+v", h)
+	}
+	par := seq
+	par.Sequential = false
+	out = r.Run(context.Background(), BeforeRequest, []Spec{par}, chatReq("hi"), nil)
+	if !strings.Contains(string(out.Body), `"content":"hiB"`) {
+		t.Fatalf("parallel transforms: the last check's should win: %s", out.Body)
+	}
+	failing := Spec{ID: "g", Checks: []CheckSpec{{ID: "test.fail"}}, OnFail: json.RawMessage(`{"feedback":{"value":-1}}`)}
+	if out := r.Run(context.Background(), BeforeRequest, []Spec{failing}, chatReq("hi"), nil); string(out.Hooks[0].Feedback) != `{"value":-1}` {
+		t.Fatalf("on_fail feedback: %s", out.Hooks[0].Feedback)
+	}
+}
+
+func TestParseList(t *testing.T) {
+	decode := func(s string) []any {
+		dec := json.NewDecoder(strings.NewReader(s))
+		dec.UseNumber()
+		var v []any
+		if err := dec.Decode(&v); err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	cases := []struct {
+		name      string
+		shorthand bool
+		in        string
+		problems  []string
+		checks    []string
+	}{
+		{"hook objects", false, `[{"id":"h","type":"mutator","deny":true,"checks":[{"id":"test.pass"},{"id":"default.param","parameters":{"n":1},"is_enabled":false}]}]`, nil, []string{"test.pass", "default.param"}},
+		{"shorthand", true, `[{"param":{"n":2},"test.pass":{},"deny":true}]`, nil, []string{"default.param", "test.pass"}},
+		{"bad params", true, `[{"param":{"n":"x"}}]`, []string{"p[0].param.n: must be a number"}, nil},
+		{"unknown check", false, `[{"checks":[{"id":"nope.x"}]}]`, []string{`p[0].checks[0].parameters: unknown check "nope.x"`}, nil},
+		{"missing checks", false, `[{"id":"h"}]`, []string{"p[0].checks: is required: an array of checks"}, nil},
+		{"bad fields", false, `[{"checks":[{"id":"test.pass","colour":1}],"deny":"yes","type":"x","extra":1}]`,
+			[]string{"p[0].type: must be guardrail or mutator", "p[0].deny: must be true or false", "p[0].extra: unknown field", "p[0].checks[0].colour: unknown field"}, nil},
+		{"unknown saved guardrail", true, `["gr-nope"]`, []string{`p[0]: no saved guardrail "gr-nope"`}, nil},
+		{"not an object", false, `[3]`, []string{"p[0]: must be a hook object"}, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			specs, probs := ParseList("p", tc.shorthand, decode(tc.in))
+			for _, want := range tc.problems {
+				if !strings.Contains(strings.Join(probs, "\n"), want) {
+					t.Fatalf("problem %q missing from %q", want, probs)
+				}
+			}
+			if tc.problems == nil && len(probs) > 0 {
+				t.Fatalf("unexpected problems %q", probs)
+			}
+			if tc.checks != nil {
+				var got []string
+				for _, c := range specs[0].Checks {
+					got = append(got, c.ID)
+				}
+				if strings.Join(got, ",") != strings.Join(tc.checks, ",") {
+					t.Fatalf("checks %v, want %v", got, tc.checks)
+				}
 			}
 		})
 	}

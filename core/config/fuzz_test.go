@@ -41,10 +41,10 @@ func FuzzParse(f *testing.F) {
 			if l.Leaf == nil || !strings.HasPrefix(l.Path, "config") {
 				t.Fatalf("bad leaf %+v", l)
 			}
-			for _, raw := range []json.RawMessage{l.Leaf.BeforeHooks, l.Leaf.AfterHooks, l.Leaf.InputGuards, l.Leaf.OutputGuards} {
-				if raw != nil && !json.Valid(raw) {
-					t.Fatalf("invalid hooks JSON %s", raw)
-				}
+		}
+		for _, raw := range []json.RawMessage{c.BeforeHooks, c.AfterHooks, c.InputGuards, c.OutputGuards} {
+			if raw != nil && !json.Valid(raw) {
+				t.Fatalf("invalid hooks JSON %s", raw)
 			}
 		}
 		// Walk every group; conditional groups must route without a

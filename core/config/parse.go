@@ -12,6 +12,7 @@ import (
 	"strings"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/hooks"
 )
 
 // Limits of a config object.
@@ -49,11 +50,6 @@ func Parse(raw []byte) (*Config, *core.Error) {
 	}
 	return c, nil
 }
-
-// hooksSupported turns on the hook fields of configs. It is off until the
-// hook runner enforces them; the package's tests switch it on to test their
-// parsing and inheritance.
-var hooksSupported = false
 
 func parse(raw []byte) (*Config, problems) {
 	var p problems
@@ -243,10 +239,13 @@ func (p *problems) target(path string, v any, depth int) *Config {
 	if v, ok := get(obj, fCircuitBreaker); ok {
 		c.CircuitBreaker = p.circuitBreaker(join(path, fCircuitBreaker), v)
 	}
-	c.BeforeHooks = p.hooks(obj, path, fBeforeHooks)
-	c.AfterHooks = p.hooks(obj, path, fAfterHooks)
-	c.InputGuards = p.hooks(obj, path, fInputGuards)
-	c.OutputGuards = p.hooks(obj, path, fOutputGuards)
+	var before, after, input, output []hooks.Spec
+	c.BeforeHooks, before = p.hooks(obj, path, fBeforeHooks)
+	c.AfterHooks, after = p.hooks(obj, path, fAfterHooks)
+	c.InputGuards, input = p.hooks(obj, path, fInputGuards)
+	c.OutputGuards, output = p.hooks(obj, path, fOutputGuards)
+	c.before = append(before, input...)
+	c.after = append(after, output...)
 
 	var strict, alias *bool
 	if v, ok := get(obj, fStrict); ok {
@@ -526,32 +525,33 @@ func (p *problems) circuitBreaker(path string, v any) *CircuitBreaker {
 	return cb
 }
 
-// hooks keeps a hooks or guardrails field as raw JSON after checking that
-// it is an array; its elements are checked by the hooks package.
-func (p *problems) hooks(obj map[string]any, path, field string) json.RawMessage {
+// hooks reads a hooks or guardrails field: an array whose elements the
+// hooks package parses into hook specs (checking that every check exists and
+// that its parameters suit it). It returns the field as compact raw JSON and
+// the specs.
+func (p *problems) hooks(obj map[string]any, path, field string) (json.RawMessage, []hooks.Spec) {
 	v, ok := get(obj, field)
 	if !ok {
-		return nil
+		return nil, nil
 	}
 	arr, ok := v.([]any)
 	if !ok {
 		p.add(join(path, field), "must be an array%s", got(v, false))
-		return nil
+		return nil, nil
 	}
-	if len(arr) > 0 && !hooksSupported {
-		// Accepting hooks that never run would promise protection the
-		// gateway does not give yet.
-		p.add(join(path, field), "guardrails and hooks are not supported by this version of the gateway yet")
-		return nil
+	specs, probs := hooks.ParseList(join(path, field), field == fInputGuards || field == fOutputGuards, arr)
+	for _, pr := range probs {
+		at, msg, _ := strings.Cut(pr, ": ")
+		p.add(at, "%s", msg)
 	}
 	var b bytes.Buffer
 	enc := json.NewEncoder(&b)
 	enc.SetEscapeHTML(false)
 	if err := enc.Encode(arr); err != nil {
 		p.add(join(path, field), "cannot be encoded: %v", err)
-		return nil
+		return nil, nil
 	}
-	return json.RawMessage(bytes.TrimRight(b.Bytes(), "\n"))
+	return json.RawMessage(bytes.TrimRight(b.Bytes(), "\n")), specs
 }
 
 func (p *problems) statusCodes(path string, v any) []int {

@@ -9,6 +9,8 @@ import (
 	"testing"
 
 	"github.com/llm-gateway/gateway/core"
+
+	"github.com/llm-gateway/gateway/hooks"
 )
 
 // want is one expected problem: its exact path and a part of its message.
@@ -363,18 +365,15 @@ func TestParseValid(t *testing.T) {
 			"forward_headers":["x-team"],"retry":{"attempts":3,"on_status_codes":[429],"use_retry_after_header":true},
 			"cache":{"mode":"semantic","max_age":3600,"similarity_threshold":1,"embedding":{"provider":"openai","model":"text-embedding-3-small","api_key":"e","custom_host":"http://emb:8080"}},
 			"request_timeout":10000,"circuit_breaker":{"failure_threshold":3,"failure_ratio":0.5,"min_requests":10,"cooldown_ms":1000,"on_status_codes":[500,503]},
-			"before_request_hooks":[{"id":"h1","checks":[{"id":"default.contains","parameters":{"words":["<b>"]}}]}],"after_request_hooks":[],
-			"input_guardrails":["pg-abc"],"output_guardrails":[{"default.wordCount":{"min":1},"deny":true}],"strict_reference_compliance":false}`,
+			"after_request_hooks":[],"strict_reference_compliance":false}`,
 			&Config{Name: "n", Weight: ptr(2.0), Provider: "openai", APIKey: "k", CustomHost: "https://llm.example.com/v1",
 				ForwardHeaders: []string{"x-team"}, Retry: &Retry{Attempts: 3, OnStatusCodes: []int{429}, UseRetryAfterHeader: true},
 				Cache: &Cache{Mode: CacheSemantic, MaxAge: 3600, SimilarityThreshold: ptr(1.0),
 					Embedding: &EmbeddingProvider{Provider: "openai", Model: "text-embedding-3-small", APIKey: "e", CustomHost: "http://emb:8080"}},
 				RequestTimeout: ptr(int64(10000)),
 				CircuitBreaker: &CircuitBreaker{FailureThreshold: 3, FailureRatio: 0.5, MinRequests: 10, CooldownMs: 1000, OnStatusCodes: []int{500, 503}},
-				BeforeHooks:    json.RawMessage(`[{"checks":[{"id":"default.contains","parameters":{"words":["<b>"]}}],"id":"h1"}]`),
 				AfterHooks:     json.RawMessage(`[]`),
-				InputGuards:    json.RawMessage(`["pg-abc"]`),
-				OutputGuards:   json.RawMessage(`[{"default.wordCount":{"min":1},"deny":true}]`),
+				after:          []hooks.Spec{},
 				Strict:         ptr(false)}},
 		{"group with inherited defaults", `{"provider":"openai","api_key":"k","virtual_key":"v","retry":{"attempts":1},"targets":[{"override_params":{"model":"a"}}]}`,
 			&Config{Provider: "openai", APIKey: "k", VirtualKey: "v", Retry: &Retry{Attempts: 1},

@@ -1,7 +1,6 @@
 package config
 
 import (
-	"encoding/json"
 	"maps"
 	"math"
 	"slices"
@@ -26,8 +25,6 @@ type inherited struct {
 	timeoutMs                    *int64
 	circuitBreaker               *CircuitBreaker
 	strict                       *bool
-	before, after                json.RawMessage
-	inputGuards, outputGuards    json.RawMessage
 }
 
 // Resolve turns a parsed config into its tree of nodes: paths named,
@@ -40,11 +37,13 @@ type inherited struct {
 //   - override_params: merged, the child's top-level keys win;
 //   - retry, cache: a child's replaces the parent's whole;
 //   - request_timeout, custom_host, forward_headers, circuit_breaker,
-//     strict_reference_compliance and the four hooks fields: the parent's
-//     when the child sets none (an explicit empty array is "set": a child
-//     can switch off forward_headers or hooks with []);
+//     strict_reference_compliance: the parent's when the child sets none
+//     (an explicit empty array is "set": a child can switch off
+//     forward_headers with []);
 //   - provider, virtual_key: the parent's when the child sets neither; then
-//     api_key too, unless the child sets its own.
+//     api_key too, unless the child sets its own;
+//   - hooks are not inherited: each node keeps its own (Node.Before,
+//     Node.After), run when the router enters and leaves it.
 func Resolve(c *Config) *Node {
 	if c == nil {
 		return nil
@@ -54,7 +53,7 @@ func Resolve(c *Config) *Node {
 
 func resolve(c *Config, path string, parent inherited) *Node {
 	in := parent.with(c)
-	n := &Node{Path: path, Name: c.Name, Weight: 1}
+	n := &Node{Path: path, Name: c.Name, Weight: 1, Before: slices.Clone(c.before), After: slices.Clone(c.after)}
 	if c.Weight != nil {
 		n.Weight = *c.Weight
 	}
@@ -114,18 +113,6 @@ func (in inherited) with(c *Config) inherited {
 	if c.Strict != nil {
 		in.strict = c.Strict
 	}
-	if c.BeforeHooks != nil {
-		in.before = c.BeforeHooks
-	}
-	if c.AfterHooks != nil {
-		in.after = c.AfterHooks
-	}
-	if c.InputGuards != nil {
-		in.inputGuards = c.InputGuards
-	}
-	if c.OutputGuards != nil {
-		in.outputGuards = c.OutputGuards
-	}
 	return in
 }
 
@@ -141,10 +128,6 @@ func (in inherited) leaf() *Leaf {
 		ForwardHeaders: slices.Clone(in.forwardHeaders),
 		OverrideParams: maps.Clone(in.overrideParams),
 		Strict:         cloneBool(in.strict),
-		BeforeHooks:    slices.Clone(in.before),
-		AfterHooks:     slices.Clone(in.after),
-		InputGuards:    slices.Clone(in.inputGuards),
-		OutputGuards:   slices.Clone(in.outputGuards),
 	}
 	if in.retry != nil {
 		r := *in.retry

@@ -1,11 +1,15 @@
 package config
 
 import (
+	"context"
 	"encoding/json"
 	"net/http"
 	"reflect"
+	"strings"
 	"testing"
 	"time"
+
+	"github.com/llm-gateway/gateway/hooks"
 )
 
 func mustResolve(t *testing.T, s string) *Node {
@@ -151,12 +155,6 @@ func TestResolveInheritance(t *testing.T) {
 			Leaf{CircuitBreaker: &CircuitBreaker{CooldownMs: 5}}},
 		{"strict inherited", `{"strict_open_ai_compliance":false,"targets":[{}]}`, "config.targets[0]", Leaf{Strict: ptr(false)}},
 		{"strict overridden", `{"strict_reference_compliance":false,"targets":[{"strict_reference_compliance":true}]}`, "config.targets[0]", Leaf{Strict: ptr(true)}},
-		{"hooks inherited", `{"before_request_hooks":[{"id":"b"}],"after_request_hooks":[{"id":"a"}],"input_guardrails":["pg-1"],"output_guardrails":["pg-2"],"targets":[{"targets":[{}]}]}`,
-			"config.targets[0].targets[0]",
-			Leaf{BeforeHooks: json.RawMessage(`[{"id":"b"}]`), AfterHooks: json.RawMessage(`[{"id":"a"}]`), InputGuards: json.RawMessage(`["pg-1"]`), OutputGuards: json.RawMessage(`["pg-2"]`)}},
-		{"hooks overridden one by one", `{"before_request_hooks":[{"id":"b"}],"input_guardrails":["pg-1"],"targets":[{"input_guardrails":[],"after_request_hooks":[{"id":"x"}]}]}`,
-			"config.targets[0]",
-			Leaf{BeforeHooks: json.RawMessage(`[{"id":"b"}]`), AfterHooks: json.RawMessage(`[{"id":"x"}]`), InputGuards: json.RawMessage(`[]`)}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -245,5 +243,50 @@ func TestChoose(t *testing.T) {
 	inner := noDefault.Children[0]
 	if _, err := inner.Choose(QueryData{}); err == nil || err.Param != "config.targets[0].strategy" {
 		t.Errorf("nested no match: %+v", err)
+	}
+}
+
+type okCheck struct{}
+
+func (okCheck) Run(context.Context, *hooks.CheckInput) (hooks.CheckResult, error) {
+	return hooks.CheckResult{Verdict: true}, nil
+}
+
+func (okCheck) ValidateParams(p map[string]any) []string {
+	if _, ok := p["bad"]; ok {
+		return []string{"bad: not allowed"}
+	}
+	return nil
+}
+
+func init() { hooks.RegisterCheck("default.testOK", okCheck{}) }
+
+// TestHooksAreOwnedByTheirNode checks that hooks are parsed into specs,
+// checked against the checks that exist, and kept on the node that sets
+// them rather than copied to its targets.
+func TestHooksAreOwnedByTheirNode(t *testing.T) {
+	n := mustResolve(t, `{"before_request_hooks":[{"id":"b","checks":[{"id":"default.testOK"}]}],
+		"input_guardrails":[{"testOK":{},"deny":true}],"output_guardrails":[{"default.testOK":{}}],
+		"targets":[{"provider":"a","after_request_hooks":[{"id":"x","checks":[{"id":"default.testOK"}]}]},{"provider":"b"}]}`)
+	if len(n.Before) != 2 || n.Before[0].ID != "b" || !n.Before[1].Deny || n.Before[1].Checks[0].ID != "default.testOK" {
+		t.Fatalf("root before hooks: %+v", n.Before)
+	}
+	if len(n.After) != 1 {
+		t.Fatalf("root after hooks: %+v", n.After)
+	}
+	if c := n.Children[0]; len(c.Before) != 0 || len(c.After) != 1 || c.After[0].ID != "x" {
+		t.Fatalf("target hooks: %+v %+v", c.Before, c.After)
+	}
+	if c := n.Children[1]; len(c.Before)+len(c.After) != 0 {
+		t.Fatalf("hooks were inherited: %+v %+v", c.Before, c.After)
+	}
+	for cfg, want := range map[string]string{
+		`{"input_guardrails":[{"testOK":{"bad":1}}]}`:                        "config.input_guardrails[0].testOK.bad: not allowed",
+		`{"targets":[{"before_request_hooks":[{"checks":[{"id":"x.y"}]}]}]}`: `config.targets[0].before_request_hooks[0].checks[0].parameters: unknown check "x.y"`,
+	} {
+		_, err := Parse([]byte(cfg))
+		if err == nil || !strings.Contains(err.Message, want) {
+			t.Errorf("%s: %v, want %q", cfg, err, want)
+		}
 	}
 }

@@ -7,6 +7,8 @@ package config
 import (
 	"encoding/json"
 	"time"
+
+	"github.com/llm-gateway/gateway/hooks"
 )
 
 // Strategy modes.
@@ -40,6 +42,11 @@ type Config struct {
 	InputGuards    json.RawMessage `json:"input_guardrails,omitempty"`
 	OutputGuards   json.RawMessage `json:"output_guardrails,omitempty"`
 	Strict         *bool           `json:"strict_reference_compliance,omitempty"` // alias strict_open_ai_compliance
+
+	// before and after are the parsed hooks of this target itself:
+	// before_request_hooks + input_guardrails, after_request_hooks +
+	// output_guardrails.
+	before, after []hooks.Spec
 }
 
 // Strategy says how a group picks among its targets.
@@ -121,6 +128,10 @@ type Node struct {
 	Strategy Strategy
 	Children []*Node
 	Leaf     *Leaf
+	// Before and After are the node's own hooks: they run when the router
+	// enters the node and when it leaves it with a 2xx answer. A target's
+	// hooks are not copied to its children; the parent's have run already.
+	Before, After []hooks.Spec
 }
 
 // Leaf is a target that calls one provider, with its effective settings.
@@ -139,8 +150,4 @@ type Leaf struct {
 	Strict         *bool
 	// Hooks and guardrails as written in the config (JSON arrays, checked
 	// by the hooks package); nil when no node on the way sets them.
-	BeforeHooks  json.RawMessage
-	AfterHooks   json.RawMessage
-	InputGuards  json.RawMessage
-	OutputGuards json.RawMessage
 }

@@ -104,37 +104,54 @@ func (p *Pipeline) Do(ctx context.Context, req *core.Request) (*core.Response, e
 	return p.DoRoute(ctx, req, config.Single(config.Leaf{}))
 }
 
-// DoRoute sends req along a resolved config: the beforeRequestHook stage,
-// the walk of the target tree (strategies, retries, timeouts, circuit
-// breakers, cache), then the afterResponseHook stage on a 2xx answer. A
-// streamed answer is returned once its first byte has arrived, so a
-// request timeout covers the time to the first byte and a late stream is
-// still a clean 408.
+// DoRoute sends req along a resolved config: the walk of the target tree
+// (strategies, retries, timeouts, circuit breakers, cache), with each
+// node's own beforeRequestHook hooks run as the walk enters it and its
+// afterResponseHook hooks run on a 2xx answer as it leaves. A streamed
+// answer is returned once its first byte has arrived, so a request timeout
+// covers the time to the first byte and a late stream is still a clean 408.
 func (p *Pipeline) DoRoute(ctx context.Context, req *core.Request, root *config.Node) (*core.Response, error) {
-	if out := p.hooks.Run(ctx, hooks.BeforeRequest, nil, req, nil); out.Denied {
-		return nil, denied(hooks.BeforeRequest)
-	}
 	w := &walk{p: p, req: req}
 	res := w.node(ctx, root)
+	var results *HookResults
+	if len(w.before)+len(w.after) > 0 {
+		results = &HookResults{Before: nonNil(w.before), After: nonNil(w.after)}
+	}
 	if res.err != nil {
-		return nil, &RouteError{Err: res.err, OptionPath: res.path, RetryCount: res.retries}
+		return nil, &RouteError{Err: res.err, OptionPath: res.path, RetryCount: res.retries, HookResults: results}
 	}
 	resp := res.resp
 	resp.OptionPath, resp.RetryCount = res.path, res.retries
-	if resp.Stream == nil && resp.Status >= 200 && resp.Status < 300 {
-		if out := p.hooks.Run(ctx, hooks.AfterResponse, nil, req, resp); out.Denied {
-			return nil, denied(hooks.AfterResponse)
+	if results != nil {
+		resp.HookResults = results
+		if w.softFail && resp.Status >= 200 && resp.Status < 300 {
+			resp.Status = StatusHooksFailed
 		}
 	}
 	return resp, nil
 }
 
+// HookResults are the results of the hooks a request ran, returned to the
+// client as "hook_results".
+type HookResults struct {
+	Before []hooks.HookResult `json:"before_request_hooks"`
+	After  []hooks.HookResult `json:"after_request_hooks"`
+}
+
+func nonNil(h []hooks.HookResult) []hooks.HookResult {
+	if h == nil {
+		return []hooks.HookResult{}
+	}
+	return h
+}
+
 // RouteError is the failure of a routed request, with the target it ended
 // on and the retries made there, for the x-gateway-* response headers.
 type RouteError struct {
-	Err        *core.Error
-	OptionPath string // empty when no target was called
-	RetryCount int
+	Err         *core.Error
+	OptionPath  string // empty when no target was called
+	RetryCount  int
+	HookResults *HookResults // nil when no hook ran
 }
 
 func (e *RouteError) Error() string { return e.Err.Error() }
@@ -142,11 +159,21 @@ func (e *RouteError) Error() string { return e.Err.Error() }
 // Unwrap returns the *core.Error to answer with.
 func (e *RouteError) Unwrap() error { return e.Err }
 
-// StatusHooksDenied is the status of an answer withheld by a guardrail.
-const StatusHooksDenied = 446
+// Statuses of guardrail outcomes: an answer withheld (or a request refused)
+// by a failed hook with deny, and an answer delivered although a hook
+// without deny failed.
+const (
+	StatusHooksDenied = 446
+	StatusHooksFailed = 246
+)
 
-func denied(stage hooks.Stage) *core.Error {
-	return &core.Error{Status: StatusHooksDenied, Type: "hooks_failed", Message: fmt.Sprintf("the request was denied by a guardrail in %s", stage)}
+func denied(stage hooks.Stage, path string) *core.Error {
+	what := "request"
+	if stage == hooks.AfterResponse {
+		what = "answer"
+	}
+	return &core.Error{Status: StatusHooksDenied, Type: "hooks_failed",
+		Message: fmt.Sprintf("the %s was denied by a guardrail (%s at %s); see hook_results", what, stage, path)}
 }
 
 // upstreamError turns a failed upstream call into the client's error: 400

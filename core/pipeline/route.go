@@ -9,6 +9,7 @@ import (
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/config"
 	"github.com/llm-gateway/gateway/core/routing"
+	"github.com/llm-gateway/gateway/hooks"
 )
 
 // walk is one request's way through a config tree.
@@ -18,6 +19,10 @@ type walk struct {
 
 	queryOnce sync.Once
 	query     config.QueryData
+
+	// Results of the hooks run so far; softFail: a hook without deny failed.
+	before, after []hooks.HookResult
+	softFail      bool
 }
 
 // result is what routing to one node produced.
@@ -53,10 +58,41 @@ func (r result) release() {
 	}
 }
 
-// node routes to n: a leaf is called; a group asks its strategy plugin for
-// the order of its targets and walks them, moving on while the strategy
-// says a failed answer should.
+// node routes to n between its own hooks: the beforeRequestHook ones first
+// (a denial answers 446 without going further; a transform replaces the
+// request body), then the target, then on a complete 2xx answer the
+// afterResponseHook ones (a denial withholds the answer with 446).
 func (w *walk) node(ctx context.Context, n *config.Node) result {
+	if len(n.Before) > 0 {
+		out := w.p.hooks.Run(ctx, hooks.BeforeRequest, n.Before, w.req, nil)
+		w.before = append(w.before, out.Hooks...)
+		w.softFail = w.softFail || (out.Failed && !out.Denied)
+		if out.Denied {
+			return result{path: n.Path, err: denied(hooks.BeforeRequest, n.Path)}
+		}
+		if out.Body != nil {
+			w.req.Body = out.Body
+		}
+	}
+	res := w.route(ctx, n)
+	if len(n.After) > 0 && res.resp != nil && res.resp.Stream == nil && ok2xx(res.resp.Status) {
+		out := w.p.hooks.Run(ctx, hooks.AfterResponse, n.After, w.req, res.resp)
+		w.after = append(w.after, out.Hooks...)
+		w.softFail = w.softFail || (out.Failed && !out.Denied)
+		if out.Denied {
+			return result{path: res.path, retries: res.retries, err: denied(hooks.AfterResponse, n.Path)}
+		}
+		if out.Body != nil {
+			res.resp.Body = out.Body
+		}
+	}
+	return res
+}
+
+// route routes to n itself: a leaf is called; a group asks its strategy
+// plugin for the order of its targets and walks them, moving on while the
+// strategy says a failed answer should.
+func (w *walk) route(ctx context.Context, n *config.Node) result {
 	if n.Leaf != nil {
 		return w.leaf(ctx, n)
 	}

@@ -58,6 +58,9 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 			usage = parseUsage(resp.Body)
 		}
 		s.record(req, resp, resp.Status, usage, upstreamErr(resp))
+		if resp.HookResults != nil {
+			return c.Send(withHookResults(resp.Body, resp.HookResults))
+		}
 		return c.Send(resp.Body)
 	}
 	if resp.SSE {
@@ -76,6 +79,9 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 		}()
 		var usage core.Usage
 		var err error
+		if resp.SSE && resp.HookResults != nil && !req.StrictCompliance {
+			writeHookResultsEvent(w, resp.HookResults)
+		}
 		if resp.SSE {
 			usage, err = forwardEvents(w, resp.Stream)
 		} else {
@@ -189,4 +195,37 @@ func forwardBytes(w *bufio.Writer, r io.Reader) error {
 			return err
 		}
 	}
+}
+
+// withHookResults adds "hook_results" to a JSON object body; any other body
+// is returned unchanged.
+func withHookResults(body []byte, results any) []byte {
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) < 2 || trimmed[0] != '{' || !json.Valid(trimmed) {
+		return body
+	}
+	hr, err := json.Marshal(results)
+	if err != nil {
+		return body
+	}
+	out := make([]byte, 0, len(trimmed)+len(hr)+20)
+	out = append(out, trimmed[:len(trimmed)-1]...)
+	if len(bytes.TrimSpace(trimmed[1:len(trimmed)-1])) > 0 {
+		out = append(out, ',')
+	}
+	out = append(out, `"hook_results":`...)
+	out = append(out, hr...)
+	return append(out, '}')
+}
+
+// writeHookResultsEvent starts a stream with the hooks' results.
+func writeHookResultsEvent(w *bufio.Writer, results any) {
+	hr, err := json.Marshal(map[string]any{"hook_results": results})
+	if err != nil {
+		return
+	}
+	w.WriteString("data: ")
+	w.Write(hr)
+	w.WriteString("\n\n")
+	w.Flush()
 }

@@ -28,12 +28,8 @@ func fromInfo(validate func([]byte) (schema.Info, *core.Error)) bodyCheck {
 
 // checkChat validates a chat completion, spec §4.3.
 func checkChat(c *fiber.Ctx, req *core.Request) *core.Error {
-	strict, err := strictCompliance(c)
-	if err != nil {
-		return err
-	}
-	info, err := schema.ValidateChatCompletion(req.Body, schema.ChatOptions{StrictCompliance: strict})
-	req.Model, req.Stream = info.Model, info.Stream
+	info, err := schema.ValidateChatCompletion(req.Body, schema.ChatOptions{StrictCompliance: req.StrictCompliance})
+	req.Model, req.Stream, req.StrictCompliance = info.Model, info.Stream, info.StrictCompliance
 	if err != nil {
 		return err
 	}
@@ -124,8 +120,11 @@ func (s *Server) serve(endpoint core.Endpoint, check bodyCheck) fiber.Handler {
 		if err == nil && rt.cfg == nil && req.Target.Provider == "" {
 			err = s.missingProvider()
 		}
-		if err == nil && check != nil {
+		if err == nil {
 			c.Locals(localStrict, rt.strict())
+			req.StrictCompliance, err = strictCompliance(c)
+		}
+		if err == nil && check != nil {
 			err = check(c, req)
 		}
 		if err != nil {
@@ -134,13 +133,21 @@ func (s *Server) serve(endpoint core.Endpoint, check bodyCheck) fiber.Handler {
 		}
 		resp, derr := s.pipeline.DoRoute(context.Background(), req, rt.node)
 		if derr != nil {
+			ce := asCoreError(derr)
+			s.record(req, nil, ce.Status, core.Usage{}, ce)
 			var re *pipeline.RouteError
-			if errors.As(derr, &re) && re.OptionPath != "" {
+			if !errors.As(derr, &re) {
+				return ce
+			}
+			if re.OptionPath != "" {
 				c.Set(headerOptionIndex, re.OptionPath)
 				c.Set(headerRetryCount, strconv.Itoa(re.RetryCount))
 			}
-			ce := asCoreError(derr)
-			s.record(req, nil, ce.Status, core.Usage{}, ce)
+			if re.HookResults != nil {
+				// A guardrail's refusal says which hooks decided it.
+				c.Status(ce.Status).Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+				return c.Send(withHookResults(ce.Body(), re.HookResults))
+			}
 			return ce
 		}
 		return s.writeResponse(c, req, resp)

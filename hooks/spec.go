@@ -1,0 +1,226 @@
+package hooks
+
+import (
+	"encoding/json"
+	"fmt"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// Hook types.
+const (
+	TypeGuardrail = "guardrail"
+	TypeMutator   = "mutator"
+)
+
+// CheckSpec is a check as a hook names it.
+type CheckSpec struct {
+	ID         string         `json:"id"`
+	Name       string         `json:"name,omitempty"`
+	Parameters map[string]any `json:"parameters,omitempty"`
+	// Disabled is the inverse of the wire field is_enabled (default true).
+	Disabled bool `json:"-"`
+}
+
+// Spec is one hook: checks run together at a stage, and what a failure
+// means. A Spec with Ref names a saved guardrail, resolved when it runs.
+type Spec struct {
+	ID         string      `json:"id"`
+	Type       string      `json:"type"`
+	Checks     []CheckSpec `json:"checks"`
+	Deny       bool        `json:"deny"`
+	Async      bool        `json:"async"`
+	Sequential bool        `json:"sequential"`
+	// OnFail and OnSuccess carry {"feedback": {...}}, reported in the results.
+	OnFail    json.RawMessage `json:"on_fail,omitempty"`
+	OnSuccess json.RawMessage `json:"on_success,omitempty"`
+	Ref       string          `json:"ref,omitempty"`
+}
+
+// hookFields are the fields of a hook object besides its checks.
+var hookFields = map[string]bool{"id": true, "type": true, "checks": true, "deny": true, "async": true,
+	"sequential": true, "on_fail": true, "on_success": true, "name": true}
+
+// ParseList reads one config field of hooks, whose JSON path is path:
+// before_request_hooks / after_request_hooks hold hook objects
+// ({id, type, checks: [{id, parameters, is_enabled}], deny, async,
+// sequential, on_fail, on_success}); input_guardrails / output_guardrails
+// (shorthand) hold either saved guardrail ids or slugs, or objects mapping
+// check ids to parameters plus the hook fields ({"default.contains":
+// {...}, "deny": true}; a check id without a dot means "default."). Values
+// are decoded with json.Number. It returns the hooks and every problem as
+// "<path>: <what>".
+func ParseList(path string, shorthand bool, v []any) ([]Spec, []string) {
+	var p []string
+	add := func(at, format string, args ...any) { p = append(p, at+": "+fmt.Sprintf(format, args...)) }
+	out := make([]Spec, 0, len(v))
+	for i, item := range v {
+		at := path + "[" + strconv.Itoa(i) + "]"
+		if ref, ok := item.(string); ok && shorthand {
+			if strings.TrimSpace(ref) == "" {
+				add(at, "must be a saved guardrail id or slug, or an object of checks")
+				continue
+			}
+			if _, found := LookupGuardrail(ref); !found {
+				add(at, "no saved guardrail %q", ref)
+			}
+			out = append(out, Spec{ID: ref, Type: TypeGuardrail, Ref: ref})
+			continue
+		}
+		obj, ok := item.(map[string]any)
+		if !ok {
+			if shorthand {
+				add(at, "must be a saved guardrail id or slug, or an object of checks")
+			} else {
+				add(at, "must be a hook object")
+			}
+			continue
+		}
+		spec := Spec{ID: fmt.Sprintf("%s-%d", lastSegment(path), i), Type: TypeGuardrail}
+		readHookFields(at, obj, &spec, &p)
+		if shorthand {
+			keys := make([]string, 0, len(obj))
+			for k := range obj {
+				if !hookFields[k] {
+					keys = append(keys, k)
+				}
+			}
+			sort.Strings(keys)
+			for _, k := range keys {
+				id := k
+				if !strings.Contains(id, ".") {
+					id = "default." + id
+				}
+				spec.Checks = append(spec.Checks, parseCheck(at+"."+k, id, obj[k], &p))
+			}
+		} else {
+			for k := range obj {
+				if !hookFields[k] {
+					add(at+"."+k, "unknown field")
+				}
+			}
+			switch checks := obj["checks"].(type) {
+			case nil:
+				add(at+".checks", "is required: an array of checks")
+			case []any:
+				for j, c := range checks {
+					cat := at + ".checks[" + strconv.Itoa(j) + "]"
+					co, ok := c.(map[string]any)
+					if !ok {
+						add(cat, "must be an object with id and parameters")
+						continue
+					}
+					spec.Checks = append(spec.Checks, parseCheckObject(cat, co, &p))
+				}
+			default:
+				add(at+".checks", "must be an array of checks")
+			}
+		}
+		if len(spec.Checks) == 0 && !strings.Contains(strings.Join(p, "\n"), at+".checks") {
+			add(at, "names no check")
+		}
+		out = append(out, spec)
+	}
+	return out, p
+}
+
+func lastSegment(path string) string {
+	if i := strings.LastIndexByte(path, '.'); i >= 0 {
+		return path[i+1:]
+	}
+	return path
+}
+
+// readHookFields reads a hook object's own fields into spec.
+func readHookFields(at string, obj map[string]any, spec *Spec, p *[]string) {
+	add := func(f, format string, args ...any) { *p = append(*p, at+"."+f+": "+fmt.Sprintf(format, args...)) }
+	if v, ok := obj["id"]; ok {
+		if s, ok := v.(string); ok && s != "" {
+			spec.ID = s
+		} else {
+			add("id", "must be a non-empty string")
+		}
+	}
+	if v, ok := obj["type"]; ok {
+		if s, _ := v.(string); s == TypeGuardrail || s == TypeMutator {
+			spec.Type = s
+		} else {
+			add("type", "must be guardrail or mutator")
+		}
+	}
+	for f, dst := range map[string]*bool{"deny": &spec.Deny, "async": &spec.Async, "sequential": &spec.Sequential} {
+		if v, ok := obj[f]; ok {
+			if b, ok := v.(bool); ok {
+				*dst = b
+			} else {
+				add(f, "must be true or false")
+			}
+		}
+	}
+	for f, dst := range map[string]*json.RawMessage{"on_fail": &spec.OnFail, "on_success": &spec.OnSuccess} {
+		if v, ok := obj[f]; ok {
+			m, isObj := v.(map[string]any)
+			if !isObj {
+				add(f, "must be an object like {\"feedback\": {\"value\": -1}}")
+				continue
+			}
+			for k := range m {
+				if k != "feedback" {
+					add(f+"."+k, "unknown field")
+				}
+			}
+			*dst, _ = json.Marshal(m)
+		}
+	}
+}
+
+// parseCheckObject reads {id, parameters, name, is_enabled}.
+func parseCheckObject(at string, co map[string]any, p *[]string) CheckSpec {
+	id, _ := co["id"].(string)
+	if id == "" {
+		*p = append(*p, at+".id: is required: a check id such as default.contains or <plugin-id>.<function>")
+		return CheckSpec{}
+	}
+	cs := parseCheck(at+".parameters", id, co["parameters"], p)
+	for k, v := range co {
+		switch k {
+		case "id", "parameters":
+		case "name":
+			cs.Name, _ = v.(string)
+		case "is_enabled":
+			b, ok := v.(bool)
+			if !ok {
+				*p = append(*p, at+".is_enabled: must be true or false")
+			}
+			cs.Disabled = ok && !b
+		default:
+			*p = append(*p, at+"."+k+": unknown field")
+		}
+	}
+	return cs
+}
+
+// parseCheck checks that id names a check and that params suit it.
+func parseCheck(at, id string, params any, p *[]string) CheckSpec {
+	cs := CheckSpec{ID: id}
+	switch pm := params.(type) {
+	case nil:
+	case map[string]any:
+		cs.Parameters = pm
+	default:
+		*p = append(*p, at+": the parameters of "+id+" must be an object")
+		return cs
+	}
+	c, ok := LookupCheck(id)
+	if !ok {
+		*p = append(*p, at+": unknown check "+strconv.Quote(id))
+		return cs
+	}
+	if v, ok := c.(ParamsValidator); ok {
+		for _, prob := range v.ValidateParams(cs.Parameters) {
+			*p = append(*p, at+"."+prob)
+		}
+	}
+	return cs
+}

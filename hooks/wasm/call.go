@@ -1,0 +1,509 @@
+package wasm
+
+import (
+	"bytes"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf16"
+
+	"github.com/tetratelabs/wazero/api"
+
+	"github.com/llm-gateway/gateway/hooks"
+)
+
+// Input kinds of read_input.
+const (
+	kindEnvelope = 0
+	kindText     = 1
+	kindParams   = 2
+)
+
+// errKind classifies a failed call.
+type errKind int
+
+const (
+	errTrap       errKind = iota // the guest trapped, panicked, exited or ran out of memory
+	errTimeout                   // the call timeout expired
+	errCanceled                  // the caller's context ended
+	errReturnCode                // guardrail_check returned non-zero
+	errOutput                    // the output is too big or not valid
+	errInstance                  // no instance could be had
+	errUnsupported               // the function or stage is not supported
+)
+
+// callError is a failed call of a guest function.
+type callError struct {
+	kind errKind
+	msg  string
+}
+
+func (e *callError) Error() string { return e.msg }
+
+// IsTimeout reports whether a check error is a call that timed out.
+func IsTimeout(err error) bool {
+	var ce *callError
+	return errors.As(err, &ce) && ce.kind == errTimeout
+}
+
+// callState is what the host functions see during one call (passed in the
+// call's context).
+type callState struct {
+	p        *plugin
+	function string
+	in       *hooks.CheckInput
+
+	inputs [3][]byte
+	built  [3]bool
+
+	out      []byte
+	wrote    bool
+	tooBig   uint32 // size of the last write_output when it was over the cap
+	maxBytes int
+}
+
+type callKey struct{}
+
+func stateOf(ctx context.Context) *callState {
+	cs, _ := ctx.Value(callKey{}).(*callState)
+	return cs
+}
+
+// input builds (once) and returns one input kind.
+func (cs *callState) input(kind int32) ([]byte, bool) {
+	if kind < 0 || kind > 2 {
+		return nil, false
+	}
+	if !cs.built[kind] {
+		cs.built[kind] = true
+		switch kind {
+		case kindEnvelope:
+			cs.inputs[kind] = buildEnvelope(cs.p, cs.function, cs.in)
+		case kindText:
+			cs.inputs[kind] = []byte(cs.in.AllText())
+		case kindParams:
+			cs.inputs[kind] = paramsJSON(cs.in.Parameters)
+		}
+	}
+	return cs.inputs[kind], true
+}
+
+// hostReadInput is guardrail.read_input(kind, buf, limit) -> len: the
+// input's full length (-1 for an unknown kind), copied to buf only when it
+// fits in limit.
+func hostReadInput(ctx context.Context, mod api.Module, stack []uint64) {
+	kind, buf, limit := api.DecodeI32(stack[0]), api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
+	cs := stateOf(ctx)
+	if cs == nil { // outside a call (_initialize)
+		stack[0] = 0
+		return
+	}
+	data, ok := cs.input(kind)
+	if !ok {
+		stack[0] = api.EncodeI32(-1)
+		return
+	}
+	if len(data) > 0 && uint64(len(data)) <= uint64(limit) {
+		if !mod.Memory().Write(buf, data) {
+			panic(fmt.Errorf("read_input: buffer [%d, %d) is outside memory", buf, uint64(buf)+uint64(len(data))))
+		}
+	}
+	stack[0] = api.EncodeI32(int32(len(data)))
+}
+
+// hostWriteOutput is guardrail.write_output(ptr, len): the result JSON,
+// copied at once; the last call wins.
+func hostWriteOutput(ctx context.Context, mod api.Module, stack []uint64) {
+	ptr, n := api.DecodeU32(stack[0]), api.DecodeU32(stack[1])
+	cs := stateOf(ctx)
+	if cs == nil {
+		return
+	}
+	cs.wrote = true
+	if uint64(n) > uint64(cs.maxBytes) {
+		cs.tooBig, cs.out = n, cs.out[:0]
+		return
+	}
+	data, ok := mod.Memory().Read(ptr, n)
+	if !ok {
+		panic(fmt.Errorf("write_output: [%d, %d) is outside memory", ptr, uint64(ptr)+uint64(n)))
+	}
+	cs.tooBig = 0
+	cs.out = append(cs.out[:0], data...)
+}
+
+// hostLog is guardrail.log(level, ptr, len): one line into the gateway's
+// log, truncated and rate-limited.
+func (p *plugin) hostLog(ctx context.Context, mod api.Module, stack []uint64) {
+	level, ptr, n := api.DecodeI32(stack[0]), api.DecodeU32(stack[1]), api.DecodeU32(stack[2])
+	data, ok := mod.Memory().Read(ptr, n)
+	if !ok {
+		panic(fmt.Errorf("log: [%d, %d) is outside memory", ptr, uint64(ptr)+uint64(n)))
+	}
+	fn := ""
+	if cs := stateOf(ctx); cs != nil {
+		fn = cs.function
+	}
+	p.guestLine(guestLevel(level), "log", fn, data)
+}
+
+// hostAbort is env.abort(message, fileName, line, column), which
+// AssemblyScript calls on a failed assertion or an uncaught error: the
+// message is logged and the call traps.
+func (p *plugin) hostAbort(ctx context.Context, mod api.Module, stack []uint64) {
+	msg := asString(mod.Memory(), api.DecodeU32(stack[0]))
+	file := asString(mod.Memory(), api.DecodeU32(stack[1]))
+	line, col := api.DecodeU32(stack[2]), api.DecodeU32(stack[3])
+	text := fmt.Sprintf("abort: %s at %s:%d:%d", msg, file, line, col)
+	fn := ""
+	if cs := stateOf(ctx); cs != nil {
+		fn = cs.function
+	}
+	p.guestLine(levelError, "abort", fn, []byte(text))
+	panic(errors.New(text))
+}
+
+// asString decodes an AssemblyScript string (UTF-16LE, its byte length in
+// the 4 bytes before it); "" when ptr is 0 or out of range.
+func asString(mem api.Memory, ptr uint32) string {
+	if ptr < 4 {
+		return ""
+	}
+	n, ok := mem.ReadUint32Le(ptr - 4)
+	if !ok {
+		return ""
+	}
+	n = min(n, 2*logLineLimit) &^ 1
+	b, ok := mem.Read(ptr, n)
+	if !ok {
+		return ""
+	}
+	u := make([]uint16, len(b)/2)
+	for i := range u {
+		u[i] = binary.LittleEndian.Uint16(b[2*i:])
+	}
+	return string(utf16.Decode(u))
+}
+
+// run calls function on one instance with in and returns its result.
+func (p *plugin) run(ctx context.Context, function string, in *hooks.CheckInput) (hooks.CheckResult, error) {
+	cs := &callState{p: p, function: function, in: in, maxBytes: p.lim.output}
+	inst, err := p.get(ctx)
+	if err != nil {
+		if ctx.Err() != nil {
+			return hooks.CheckResult{}, &callError{errCanceled, err.Error()}
+		}
+		return hooks.CheckResult{}, &callError{errInstance, err.Error()}
+	}
+	cctx, cancel := context.WithTimeout(ctx, p.lim.timeout)
+	res, callErr := inst.check.Call(context.WithValue(cctx, callKey{}, cs))
+	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
+	cancel()
+	inst.uses++
+
+	var out hooks.CheckResult
+	switch {
+	case callErr != nil && timedOut:
+		err = &callError{errTimeout, fmt.Sprintf("timed out after %v", p.lim.timeout)}
+	case callErr != nil && ctx.Err() != nil:
+		err = &callError{errCanceled, "canceled: " + ctx.Err().Error()}
+	case callErr != nil:
+		err = &callError{errTrap, "trapped: " + firstLine(callErr.Error())}
+	case len(res) != 1:
+		err = &callError{errTrap, "guardrail_check returned no value"}
+	case api.DecodeI32(res[0]) != 0:
+		err = &callError{errReturnCode, fmt.Sprintf("guardrail_check returned %d", api.DecodeI32(res[0]))}
+	case cs.tooBig > 0:
+		err = &callError{errOutput, fmt.Sprintf("output of %d bytes is above the limit of %d", cs.tooBig, cs.maxBytes)}
+	case !cs.wrote:
+		out = hooks.CheckResult{Verdict: true}
+	default:
+		out, err = parseOutput(cs.out, in.Stage)
+		if err != nil {
+			err = &callError{errOutput, "invalid output: " + err.Error()}
+		}
+	}
+	healthy := err == nil && !inst.mod.IsClosed() && inst.uses < p.maxUses && !p.lim.perRequest
+	if healthy {
+		if mem := inst.mod.Memory(); mem != nil && mem.Size() > max(p.watermark, inst.initialMem) {
+			healthy = false
+		}
+	}
+	p.put(inst, healthy)
+	return out, err
+}
+
+// guestOutput is the JSON a guest passes to write_output.
+type guestOutput struct {
+	Verdict     *bool           `json:"verdict"`
+	Data        json.RawMessage `json:"data"`
+	Reason      *string         `json:"reason"`
+	Transformed *struct {
+		Request  *transformSide `json:"request"`
+		Response *transformSide `json:"response"`
+	} `json:"transformed"`
+}
+
+type transformSide struct {
+	JSON json.RawMessage `json:"json"`
+}
+
+// parseOutput validates a guest's output. The verdict is required; reason,
+// when set, is added to data; a transform counts only for the side of the
+// current stage (the request before, the answer after), and must be an
+// object.
+func parseOutput(b []byte, stage hooks.Stage) (hooks.CheckResult, error) {
+	var o guestOutput
+	if err := json.Unmarshal(b, &o); err != nil {
+		return hooks.CheckResult{}, errors.New(firstLine(err.Error()))
+	}
+	if o.Verdict == nil {
+		return hooks.CheckResult{}, errors.New(`"verdict" (a boolean) is required`)
+	}
+	r := hooks.CheckResult{Verdict: *o.Verdict}
+	if len(o.Data) > 0 && string(o.Data) != "null" {
+		dec := json.NewDecoder(bytes.NewReader(o.Data))
+		dec.UseNumber()
+		if err := dec.Decode(&r.Data); err != nil {
+			return hooks.CheckResult{}, fmt.Errorf("data: %v", err)
+		}
+	}
+	if o.Reason != nil && *o.Reason != "" {
+		switch d := r.Data.(type) {
+		case nil:
+			r.Data = map[string]any{"reason": *o.Reason}
+		case map[string]any:
+			if _, ok := d["reason"]; !ok {
+				d["reason"] = *o.Reason
+			}
+		default:
+			r.Data = map[string]any{"data": d, "reason": *o.Reason}
+		}
+	}
+	if o.Transformed != nil {
+		side, name := o.Transformed.Request, "request"
+		if stage == hooks.AfterResponse {
+			side, name = o.Transformed.Response, "response"
+		}
+		if side != nil && len(side.JSON) > 0 && string(side.JSON) != "null" {
+			if side.JSON[0] != '{' {
+				return hooks.CheckResult{}, fmt.Errorf("transformed.%s.json: must be an object", name)
+			}
+			var buf bytes.Buffer
+			if err := json.Compact(&buf, side.JSON); err != nil {
+				return hooks.CheckResult{}, fmt.Errorf("transformed.%s.json: %v", name, err)
+			}
+			r.Transformed = buf.Bytes()
+		}
+	}
+	return r, nil
+}
+
+// sensitiveHeaders never reach a guest: credentials of the gateway, of the
+// providers and of the client's session.
+var sensitiveHeaders = map[string]bool{
+	"authorization": true, "proxy-authorization": true, "cookie": true, "set-cookie": true,
+	"x-api-key": true, "api-key": true, "x-goog-api-key": true,
+	"x-gateway-api-key": true, "x-portkey-api-key": true,
+	"x-gateway-virtual-key": true, "x-portkey-virtual-key": true,
+	// A config header may hold provider keys inline.
+	"x-gateway-config": true, "x-portkey-config": true,
+}
+
+func isSensitiveHeader(lower string) bool {
+	if sensitiveHeaders[lower] {
+		return true
+	}
+	for _, s := range []string{"api-key", "apikey", "secret", "token", "password", "credential", "session"} {
+		if strings.Contains(lower, s) {
+			return true
+		}
+	}
+	return false
+}
+
+// writeHeaders writes headers as a JSON object of lower-case names to
+// values joined by ", ", without sensitive ones, in sorted order.
+func writeHeaders(b *bytes.Buffer, h http.Header) {
+	names := make([]string, 0, len(h))
+	for k := range h {
+		names = append(names, k)
+	}
+	sort.Strings(names)
+	b.WriteByte('{')
+	first := true
+	for _, k := range names {
+		lk := strings.ToLower(k)
+		if isSensitiveHeader(lk) {
+			continue
+		}
+		if !first {
+			b.WriteByte(',')
+		}
+		first = false
+		writeString(b, lk)
+		b.WriteByte(':')
+		writeString(b, strings.Join(h[k], ", "))
+	}
+	b.WriteByte('}')
+}
+
+func writeString(b *bytes.Buffer, s string) {
+	enc, _ := json.Marshal(s)
+	b.Write(enc)
+}
+
+// writeBody writes a JSON body compacted, or null when it is not valid
+// JSON.
+func writeBody(b *bytes.Buffer, body []byte) {
+	if len(bytes.TrimSpace(body)) == 0 {
+		b.WriteString("null")
+		return
+	}
+	n := b.Len()
+	if json.Compact(b, body) != nil {
+		b.Truncate(n)
+		b.WriteString("null")
+	}
+}
+
+func paramsJSON(p map[string]any) []byte {
+	if p == nil {
+		return []byte("{}")
+	}
+	b, err := json.Marshal(p)
+	if err != nil {
+		return []byte("{}")
+	}
+	return b
+}
+
+// buildEnvelope is input kind 0.
+func buildEnvelope(p *plugin, function string, in *hooks.CheckInput) []byte {
+	var b bytes.Buffer
+	size := 512
+	if in.Request != nil {
+		size += len(in.Request.Body)
+	}
+	if in.Stage == hooks.AfterResponse && in.Response != nil {
+		size += len(in.Response.Body)
+	}
+	b.Grow(size)
+	b.WriteString(`{"abi":1,"hook":`)
+	writeString(&b, string(in.Stage))
+	b.WriteString(`,"function":`)
+	writeString(&b, function)
+	b.WriteString(`,"plugin":{"id":`)
+	writeString(&b, p.manifest.ID)
+	b.WriteString(`,"version":`)
+	b.WriteString(strconv.Itoa(p.version))
+	b.WriteString(`},"parameters":`)
+	b.Write(paramsJSON(in.Parameters))
+	meta := map[string]string{}
+	if r := in.Request; r != nil {
+		provider := r.Target.Provider
+		if provider == "" && in.Response != nil {
+			provider = in.Response.Provider
+		}
+		b.WriteString(`,"request":{"endpoint":`)
+		writeString(&b, string(r.Endpoint))
+		b.WriteString(`,"provider":`)
+		writeString(&b, provider)
+		b.WriteString(`,"model":`)
+		writeString(&b, r.Model)
+		b.WriteString(`,"path":`)
+		writeString(&b, r.Path)
+		b.WriteString(`,"headers":`)
+		writeHeaders(&b, r.Header)
+		b.WriteString(`,"json":`)
+		writeBody(&b, r.Body)
+		b.WriteByte('}')
+		for k, v := range r.Metadata {
+			meta[k] = v
+		}
+		meta["trace_id"] = r.TraceID
+	}
+	if resp := in.Response; resp != nil && in.Stage == hooks.AfterResponse {
+		b.WriteString(`,"response":{"status":`)
+		b.WriteString(strconv.Itoa(resp.Status))
+		b.WriteString(`,"headers":`)
+		writeHeaders(&b, resp.Header)
+		b.WriteString(`,"json":`)
+		if resp.Stream != nil {
+			b.WriteString("null")
+		} else {
+			writeBody(&b, resp.Body)
+		}
+		b.WriteByte('}')
+	}
+	b.WriteString(`,"metadata":`)
+	mb, _ := json.Marshal(meta)
+	b.Write(mb)
+	b.WriteByte('}')
+	return b.Bytes()
+}
+
+// wasmCheck is a plugin function as a hooks.Check.
+type wasmCheck struct {
+	host     *Host
+	plugin   string
+	function string
+}
+
+// Run calls the function of the plugin's current version. Any failure
+// (plugin not loaded, timeout, trap, memory exhaustion, non-zero return,
+// bad output) is returned as an error; the hook runner turns it into a pass
+// or, with failOnError, a fail.
+func (c *wasmCheck) Run(ctx context.Context, in *hooks.CheckInput) (hooks.CheckResult, error) {
+	p, ok := c.host.acquire(c.plugin)
+	if !ok {
+		return hooks.CheckResult{}, fmt.Errorf("wasm check %s.%s: plugin %q is not loaded", c.plugin, c.function, c.plugin)
+	}
+	defer c.host.release(p)
+	start := time.Now()
+	var (
+		res hooks.CheckResult
+		err error
+	)
+	if f := p.manifest.function(c.function); f == nil {
+		err = &callError{errUnsupported, fmt.Sprintf("version %d has no function %q", p.version, c.function)}
+	} else if !supports(f, in.Stage) {
+		err = &callError{errUnsupported, fmt.Sprintf("function %q does not support %s", c.function, in.Stage)}
+	} else {
+		res, err = p.run(ctx, c.function, in)
+	}
+	c.host.stats.record(c.plugin, c.function, time.Since(start), err)
+	if err != nil {
+		if ok, dropped := p.errLog.allow(); ok {
+			p.log.Warn("wasm check failed", "function", c.function, "stage", string(in.Stage), "error", err.Error(), "dropped", dropped)
+		}
+		return hooks.CheckResult{}, fmt.Errorf("wasm check %s.%s: %w", c.plugin, c.function, err)
+	}
+	return res, nil
+}
+
+func supports(f *Function, stage hooks.Stage) bool {
+	for _, h := range f.SupportedHooks {
+		if s, ok := hooks.ParseStage(h); ok && s == stage {
+			return true
+		}
+	}
+	return false
+}
+
+func firstLine(s string) string {
+	if i := strings.IndexByte(s, '\n'); i >= 0 {
+		s = s[:i]
+	}
+	if len(s) > logLineLimit {
+		s = s[:logLineLimit] + "…"
+	}
+	return s
+}
