@@ -169,7 +169,11 @@ func parseConfigBody(fields map[string]json.RawMessage, create bool) (configBody
 }
 
 // newConfigSlug makes a slug like "pc-support-bot-a1b2c3".
-func newConfigSlug(name string) string {
+func newConfigSlug(name string) string { return newSlug("pc", name, "config") }
+
+// newSlug makes "<prefix>-<name, slugified, at most 32 characters>-<6
+// random>", with fallback standing in for a name with no letters or digits.
+func newSlug(prefix, name, fallback string) string {
 	var sb strings.Builder
 	for _, r := range strings.ToLower(name) {
 		switch {
@@ -184,7 +188,7 @@ func newConfigSlug(name string) string {
 	}
 	base := strings.Trim(sb.String(), "-")
 	if base == "" {
-		base = "config"
+		base = fallback
 	}
 	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
 	var r [6]byte
@@ -192,7 +196,7 @@ func newConfigSlug(name string) string {
 	for i := range r {
 		r[i] = alphabet[int(r[i])%len(alphabet)]
 	}
-	return "pc-" + base + "-" + string(r[:])
+	return prefix + "-" + base + "-" + string(r[:])
 }
 
 // configView is the list item of a saved config; withConfig adds the config.

@@ -18,6 +18,7 @@ import (
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
+	"github.com/llm-gateway/gateway/hooks"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -110,7 +111,7 @@ func (e *env) start() {
 	}
 	e.keys = keys
 	e.app = server.New(server.Options{
-		Auth: keys, Pipeline: pl, Configs: configs, Admin: adminsvc.New(st, keys, configs, e.clock.Now).Register, Now: e.clock.Now,
+		Auth: keys, Pipeline: pl, Configs: configs, Admin: adminsvc.New(st, keys, configs, mustGuardrails(e.t, st), e.clock.Now).Register, Now: e.clock.Now,
 	})
 }
 
@@ -250,4 +251,16 @@ func (e *env) createKey(caller, path string, body map[string]any) (id, secret st
 func (e *env) wsKey(ws string, scopes ...string) (id, secret string) {
 	e.t.Helper()
 	return e.createKey(adminKey, "workspace/service", map[string]any{"name": "ws key", "workspace_id": ws, "scopes": scopes})
+}
+
+// mustGuardrails loads the saved-guardrail snapshot and makes it the hooks
+// package's guardrail source, as the gateway does at start.
+func mustGuardrails(t *testing.T, st store.Store) *adminsvc.Guardrails {
+	t.Helper()
+	g, err := adminsvc.NewGuardrails(st)
+	if err != nil {
+		t.Fatal(err)
+	}
+	hooks.SetGuardrailSource(g.Lookup)
+	return g
 }

@@ -13,19 +13,20 @@ import (
 
 // Service serves the admin routes.
 type Service struct {
-	st      store.Store
-	keys    *Keys
-	configs *Configs
-	now     func() time.Time
+	st         store.Store
+	keys       *Keys
+	configs    *Configs
+	guardrails *Guardrails
+	now        func() time.Time
 }
 
-// New builds the admin service over st; keys and configs are reloaded after
-// every change to API keys and saved configs.
-func New(st store.Store, keys *Keys, configs *Configs, now func() time.Time) *Service {
+// New builds the admin service over st; the keys, configs and guardrails
+// snapshots are reloaded after every change to them.
+func New(st store.Store, keys *Keys, configs *Configs, guardrails *Guardrails, now func() time.Time) *Service {
 	if now == nil {
 		now = time.Now
 	}
-	return &Service{st: st, keys: keys, configs: configs, now: now}
+	return &Service{st: st, keys: keys, configs: configs, guardrails: guardrails, now: now}
 }
 
 // Register adds the admin routes to the /v1 group.
@@ -41,6 +42,11 @@ func (s *Service) Register(v1 fiber.Router) {
 	v1.Put("/configs/:slug", s.updateConfig)
 	v1.Delete("/configs/:slug", s.deleteConfig)
 	v1.Get("/configs/:slug/versions", s.listConfigVersions)
+	v1.Post("/guardrails", s.createGuardrail)
+	v1.Get("/guardrails", s.listGuardrails)
+	v1.Get("/guardrails/:id", s.getGuardrail)
+	v1.Put("/guardrails/:id", s.updateGuardrail)
+	v1.Delete("/guardrails/:id", s.deleteGuardrail)
 	v1.Get("/logs", s.listLogs)
 	v1.Get("/logs/:id", s.getLog)
 	// Any other method or path under the admin prefixes is an unknown admin
@@ -52,7 +58,7 @@ func (s *Service) Register(v1 fiber.Router) {
 }
 
 // adminPrefixes are the paths the admin API owns.
-var adminPrefixes = []string{"/api-keys", "/configs", "/logs"}
+var adminPrefixes = []string{"/api-keys", "/configs", "/guardrails", "/logs"}
 
 func unknownRoute(c *fiber.Ctx) error {
 	return &core.Error{Status: fiber.StatusNotFound, Type: core.TypeNotFound, Code: core.CodeNotFoundPath,

@@ -133,3 +133,43 @@ type ConfigVersion struct {
 	Config    json.RawMessage `json:"config"`
 	CreatedAt time.Time       `json:"created_at"`
 }
+
+// Guardrail is a saved guardrail: checks and what a failure means, used from
+// configs' input_guardrails and output_guardrails by id or slug.
+type Guardrail struct {
+	ID             string          `json:"id"`
+	Slug           string          `json:"slug"`
+	Name           string          `json:"name"`
+	OrganisationID string          `json:"organisation_id"`
+	WorkspaceID    string          `json:"workspace_id,omitempty"`
+	Checks         json.RawMessage `json:"checks"`
+	Actions        json.RawMessage `json:"actions"`
+	VersionID      string          `json:"version_id"`
+	CreatedAt      time.Time       `json:"created_at"`
+	LastUpdatedAt  time.Time       `json:"last_updated_at"`
+}
+
+// Plugin is an uploaded WASM guardrail plugin. Its module bytes are in
+// BucketPluginModules, one entry per version.
+type Plugin struct {
+	ID             string          `json:"id"`
+	Name           string          `json:"name"`
+	Description    string          `json:"description,omitempty"`
+	OrganisationID string          `json:"organisation_id"`
+	Version        int             `json:"version"`
+	Manifest       json.RawMessage `json:"manifest"`
+	SHA256         string          `json:"sha256"`
+	Size           int             `json:"size"`
+	Status         string          `json:"status"`
+	Versions       []PluginVersion `json:"versions"`
+	CreatedAt      time.Time       `json:"created_at"`
+	LastUpdatedAt  time.Time       `json:"last_updated_at"`
+}
+
+// PluginVersion describes one uploaded version of a plugin.
+type PluginVersion struct {
+	Version   int       `json:"version"`
+	SHA256    string    `json:"sha256"`
+	Size      int       `json:"size"`
+	CreatedAt time.Time `json:"created_at"`
+}

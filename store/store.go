@@ -26,11 +26,16 @@ const (
 	// BucketConfigVersions holds every version of every saved config, keyed
 	// by config id + "/" + version id.
 	BucketConfigVersions Bucket = "config_versions"
+	BucketGuardrails     Bucket = "guardrails"
+	BucketPlugins        Bucket = "plugins"
+	// BucketPluginModules holds WASM module bytes, keyed by plugin id + "/"
+	// + version (zero-padded).
+	BucketPluginModules Bucket = "plugin_modules"
 )
 
 // allBuckets are created when the store is opened.
 var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, BucketUsers, BucketAPIKeys, BucketLogs,
-	BucketConfigs, BucketConfigVersions}
+	BucketConfigs, BucketConfigVersions, BucketGuardrails, BucketPlugins, BucketPluginModules}
 
 // Store is transactional access to the admin state. Update transactions are
 // durable once fn returns nil; a crash never leaves half of one behind.

@@ -24,6 +24,7 @@ import (
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
+	"github.com/llm-gateway/gateway/hooks"
 	_ "github.com/llm-gateway/gateway/plugins/all"
 	"github.com/llm-gateway/gateway/plugins/cache"
 	"github.com/llm-gateway/gateway/store"
@@ -121,6 +122,12 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	// Saved guardrails first: configs name them, and are checked on load.
+	guardrails, err := adminsvc.NewGuardrails(st)
+	if err != nil {
+		return err
+	}
+	hooks.SetGuardrailSource(guardrails.Lookup)
 	configs, err := adminsvc.NewConfigs(st)
 	if err != nil {
 		return err
@@ -140,7 +147,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	admin := adminsvc.New(st, keys, configs, time.Now)
+	admin := adminsvc.New(st, keys, configs, guardrails, time.Now)
 	app := server.New(server.Options{
 		Auth: keys, Pipeline: pipe, Logs: logs, Configs: configs, Admin: admin.Register,
 		BodyLimit: cfg.MaxBodyBytes, Logger: logger,
