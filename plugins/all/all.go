@@ -11,6 +11,9 @@ import (
 	_ "github.com/llm-gateway/gateway/plugins/cache/semantic"
 	_ "github.com/llm-gateway/gateway/plugins/cache/simple"
 
+	// Built-in guardrail checks (default.*).
+	_ "github.com/llm-gateway/gateway/plugins/guardrails/defaults"
+
 	// Routing strategies.
 	_ "github.com/llm-gateway/gateway/plugins/strategies/conditional"
 	_ "github.com/llm-gateway/gateway/plugins/strategies/fallback"
