@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sort"
 	"strconv"
@@ -30,13 +31,14 @@ const (
 type errKind int
 
 const (
-	errTrap       errKind = iota // the guest trapped, panicked, exited or ran out of memory
-	errTimeout                   // the call timeout expired
-	errCanceled                  // the caller's context ended
-	errReturnCode                // guardrail_check returned non-zero
-	errOutput                    // the output is too big or not valid
-	errInstance                  // no instance could be had
-	errUnsupported               // the function or stage is not supported
+	errTrap        errKind = iota // the guest trapped, panicked, exited or ran out of memory
+	errTimeout                    // the call timeout expired
+	errCanceled                   // the caller's context ended
+	errReturnCode                 // guardrail_check returned non-zero
+	errOutput                     // the output is too big or not valid
+	errInstance                   // no instance could be had
+	errUnsupported                // the function or stage is not supported
+	errParams                     // the parameters do not match the function's schema
 )
 
 // callError is a failed call of a guest function.
@@ -166,7 +168,7 @@ func (p *plugin) hostAbort(ctx context.Context, mod api.Module, stack []uint64) 
 	if cs := stateOf(ctx); cs != nil {
 		fn = cs.function
 	}
-	p.guestLine(levelError, "abort", fn, []byte(text))
+	p.guestLine(slog.LevelError, "abort", fn, []byte(text))
 	panic(errors.New(text))
 }
 
@@ -296,11 +298,8 @@ func parseOutput(b []byte, stage hooks.Stage) (hooks.CheckResult, error) {
 			if side.JSON[0] != '{' {
 				return hooks.CheckResult{}, fmt.Errorf("transformed.%s.json: must be an object", name)
 			}
-			var buf bytes.Buffer
-			if err := json.Compact(&buf, side.JSON); err != nil {
-				return hooks.CheckResult{}, fmt.Errorf("transformed.%s.json: %v", name, err)
-			}
-			r.Transformed = buf.Bytes()
+			// Unmarshal validated it and RawMessage holds a copy.
+			r.Transformed = side.JSON
 		}
 	}
 	return r, nil
@@ -360,18 +359,14 @@ func writeString(b *bytes.Buffer, s string) {
 	b.Write(enc)
 }
 
-// writeBody writes a JSON body compacted, or null when it is not valid
-// JSON.
+// writeBody writes a JSON body as it is, or null when it is not exactly
+// one valid JSON value.
 func writeBody(b *bytes.Buffer, body []byte) {
-	if len(bytes.TrimSpace(body)) == 0 {
+	if !validJSON(body) {
 		b.WriteString("null")
 		return
 	}
-	n := b.Len()
-	if json.Compact(b, body) != nil {
-		b.Truncate(n)
-		b.WriteString("null")
-	}
+	b.Write(body)
 }
 
 func paramsJSON(p map[string]any) []byte {
@@ -476,17 +471,51 @@ func (c *wasmCheck) Run(ctx context.Context, in *hooks.CheckInput) (hooks.CheckR
 		err = &callError{errUnsupported, fmt.Sprintf("version %d has no function %q", p.version, c.function)}
 	} else if !supports(f, in.Stage) {
 		err = &callError{errUnsupported, fmt.Sprintf("function %q does not support %s", c.function, in.Stage)}
+	} else if probs := p.validateParams(c.function, in.Parameters); len(probs) > 0 {
+		err = &callError{errParams, "invalid parameters: " + strings.Join(probs, "; ")}
 	} else {
 		res, err = p.run(ctx, c.function, in)
 	}
 	c.host.stats.record(c.plugin, c.function, time.Since(start), err)
 	if err != nil {
 		if ok, dropped := p.errLog.allow(); ok {
-			p.log.Warn("wasm check failed", "function", c.function, "stage", string(in.Stage), "error", err.Error(), "dropped", dropped)
+			attrs := []any{"function", c.function, "stage", string(in.Stage), "error", err.Error()}
+			if dropped > 0 {
+				attrs = append(attrs, "dropped", dropped)
+			}
+			p.log.Warn("wasm check failed", attrs...)
 		}
 		return hooks.CheckResult{}, fmt.Errorf("wasm check %s.%s: %w", c.plugin, c.function, err)
 	}
 	return res, nil
+}
+
+// ValidateParams checks parameters against the JSON Schema of the
+// function in the plugin's current version (hooks.ParamsValidator): a
+// config that names the check with bad parameters is refused. failOnError
+// is always allowed.
+func (c *wasmCheck) ValidateParams(params map[string]any) []string {
+	c.host.mu.RLock()
+	p, ok := c.host.plugins[c.plugin]
+	c.host.mu.RUnlock()
+	if !ok {
+		return nil // reported as an unknown check when it runs
+	}
+	return p.validateParams(c.function, params)
+}
+
+func (p *plugin) validateParams(function string, params map[string]any) []string {
+	s := p.schemas[function]
+	if s == nil {
+		return nil
+	}
+	var probs []string
+	m := map[string]any(params)
+	if m == nil {
+		m = map[string]any{}
+	}
+	s.validate("", m, func(path, msg string) { probs = append(probs, path+": "+msg) })
+	return probs
 }
 
 func supports(f *Function, stage hooks.Stage) bool {

@@ -10,6 +10,7 @@ package wasm
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
@@ -128,6 +129,9 @@ func (h *Host) Validate(ctx context.Context, m *Manifest, module []byte) []strin
 	if m == nil {
 		return []string{"manifest: missing"}
 	}
+	if probs := checkManifest(m); len(probs) > 0 {
+		return probs
+	}
 	lim, probs := h.opts.limitsFor(m)
 	if len(module) == 0 {
 		return append(probs, "module: empty")
@@ -140,6 +144,11 @@ func (h *Host) Validate(ctx context.Context, m *Manifest, module []byte) []strin
 		return append(probs, modProbs...)
 	}
 	defer p.shutdown(context.WithoutCancel(ctx))
+	inst, err := p.instantiate(ctx)
+	if err != nil {
+		return append(probs, "module: "+err.Error())
+	}
+	p.pool <- inst
 	for _, f := range m.Functions {
 		done := map[hooks.Stage]bool{}
 		for _, name := range f.SupportedHooks {
@@ -171,6 +180,9 @@ func (h *Host) Load(ctx context.Context, m *Manifest, version int, module []byte
 	}
 	if h.isClosed() {
 		return errors.New("wasm: host is closed")
+	}
+	if probs := checkManifest(m); len(probs) > 0 {
+		return fmt.Errorf("wasm: invalid manifest: %s", strings.Join(probs, "; "))
 	}
 	lim, probs := h.opts.limitsFor(m)
 	if len(module) > h.opts.MaxModuleBytes {
@@ -228,6 +240,16 @@ func (h *Host) Unload(ctx context.Context, pluginID string) error {
 	h.retire(p)
 	h.log.Info("wasm plugin unloaded", "plugin", pluginID, "version", p.version)
 	return nil
+}
+
+// checkManifest applies ParseManifest's checks to a manifest built in Go.
+func checkManifest(m *Manifest) []string {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return []string{"manifest: " + err.Error()}
+	}
+	_, probs := ParseManifest(raw)
+	return probs
 }
 
 // retire closes p's runtime now, or when its last call in flight ends.

@@ -1,7 +1,6 @@
 package wasm
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -71,7 +70,6 @@ const (
 	defaultModuleBytes  = 16 << 20
 	instantiateTimeout  = time.Second
 	logLineLimit        = 1024
-	smokeTimeoutFloor   = 0
 	supportedHooksField = "supportedHooks"
 )
 
@@ -162,10 +160,9 @@ func ParseManifest(raw []byte) (*Manifest, []string) {
 				add(fmt.Sprintf("%s.%s[%d]", p, supportedHooksField, j), "unknown hook %q (beforeRequestHook, afterResponseHook or afterRequestHook)", hk)
 			}
 		}
-		if len(f.Parameters) > 0 {
-			t := bytes.TrimSpace(f.Parameters)
-			if !bytes.Equal(t, []byte("null")) && !bytes.Equal(t, []byte("true")) && !bytes.Equal(t, []byte("false")) && (len(t) == 0 || t[0] != '{') {
-				add(p+".parameters", "must be a JSON Schema (an object)")
+		if _, sp := compileSchema(f.Parameters); len(sp) > 0 {
+			for _, prob := range sp {
+				probs = append(probs, p+".parameters"+schemaProblemSep(prob)+prob)
 			}
 		}
 	}
@@ -179,10 +176,10 @@ func ParseManifest(raw []byte) (*Manifest, []string) {
 		add("limits.memoryPages", "at most %d", maxWasmPages)
 	}
 	if l.TimeoutMs < 0 || l.TimeoutMs > maxManifestTimeout {
-		add("limits.timeoutMs", "must be between 1 and %d", maxManifestTimeout)
+		add("limits.timeoutMs", "must be between 0 (the default) and %d", maxManifestTimeout)
 	}
 	if l.OutputBytes < 0 || l.OutputBytes > maxManifestOutput {
-		add("limits.outputBytes", "must be between 1 and %d", maxManifestOutput)
+		add("limits.outputBytes", "must be between 0 (the default) and %d", maxManifestOutput)
 	}
 	switch l.Isolation {
 	case "", IsolationPooled, IsolationPerRequest:
@@ -193,6 +190,15 @@ func ParseManifest(raw []byte) (*Manifest, []string) {
 		return nil, probs
 	}
 	return &m, nil
+}
+
+// schemaProblemSep joins a schema problem to its path: "." before a
+// keyword path, ": " before a bare message.
+func schemaProblemSep(prob string) string {
+	if strings.HasPrefix(prob, "must be") || strings.HasPrefix(prob, "not valid") {
+		return ": "
+	}
+	return "."
 }
 
 func unknownKeys(obj map[string]json.RawMessage, prefix string, known []string, add func(path, format string, args ...any)) {

@@ -63,6 +63,7 @@ type plugin struct {
 	hasInit   bool
 	modCfg    wazero.ModuleConfig
 	watermark uint32 // bytes
+	schemas   map[string]*schema
 	maxUses   int
 
 	pool   chan *instance // idle instances
@@ -109,6 +110,20 @@ func (h *Host) newPlugin(ctx context.Context, m *Manifest, version int, module [
 		_ = rt.Close(context.WithoutCancel(ctx))
 		return nil, probs
 	}
+	schemas := map[string]*schema{}
+	var schemaProbs []string
+	for i, f := range m.Functions {
+		s, sp := compileSchema(f.Parameters)
+		for _, prob := range sp {
+			schemaProbs = append(schemaProbs, fmt.Sprintf("functions[%d].parameters%s%s", i, schemaProblemSep(prob), prob))
+		}
+		if s != nil && !s.trivial() {
+			schemas[f.ID] = s
+		}
+	}
+	if len(schemaProbs) > 0 {
+		return fail(schemaProbs...)
+	}
 	compiled, err := rt.CompileModule(ctx, module)
 	if err != nil {
 		return fail("module: does not compile: " + err.Error())
@@ -126,6 +141,7 @@ func (h *Host) newPlugin(ctx context.Context, m *Manifest, version int, module [
 		errLog:    newLimiter(logsPerSecond, logBurst),
 		rt:        rt,
 		compiled:  compiled,
+		schemas:   schemas,
 		watermark: uint32(uint64(lim.pages) * pageSize * watermarkNum / watermarkDen),
 		maxUses:   h.opts.MaxInstanceUses,
 		pool:      make(chan *instance, poolSize),
@@ -135,7 +151,7 @@ func (h *Host) newPlugin(ctx context.Context, m *Manifest, version int, module [
 	_, p.hasInit = compiled.ExportedFunctions()[exportInit]
 	p.ctx, p.cancel = context.WithCancel(context.WithoutCancel(ctx))
 	p.modCfg = wazero.NewModuleConfig().
-		WithName(""). // anonymous: many instances per runtime
+		WithName("").         // anonymous: many instances per runtime
 		WithStartFunctions(). // never _start; _initialize is called by hand
 		WithRandSource(rand.Reader).
 		WithSysWalltime().

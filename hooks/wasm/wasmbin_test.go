@@ -1,0 +1,184 @@
+package wasm
+
+// A tiny encoder of WebAssembly binaries, enough for hand-made guests that
+// exercise import and export validation and the host's limits without a
+// toolchain. See https://webassembly.github.io/spec/core/binary/.
+
+const (
+	tI32 = 0x7f
+
+	opUnreachable = 0x00
+	opLoop        = 0x03
+	opBlockVoid   = 0x40
+	opEnd         = 0x0b
+	opBr          = 0x0c
+	opCall        = 0x10
+	opDrop        = 0x1a
+	opI32Const    = 0x41
+	opMemoryGrow  = 0x40
+)
+
+type wImport struct {
+	module, name    string
+	params, results []byte
+	memory          bool // a memory import (min 1 page) instead of a function
+}
+
+type wFunc struct {
+	export          string
+	params, results []byte
+	body            []byte // instructions, without the final end
+}
+
+type wData struct {
+	offset uint32
+	bytes  []byte
+}
+
+type wModule struct {
+	imports  []wImport
+	funcs    []wFunc
+	memPages uint32 // 0: no memory section
+	memMax   uint32 // 0: no maximum
+	noMemExp bool   // do not export the memory as "memory"
+	data     []wData
+}
+
+func uleb(v uint64) []byte {
+	var b []byte
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if v != 0 {
+			b = append(b, c|0x80)
+			continue
+		}
+		return append(b, c)
+	}
+}
+
+func sleb(v int64) []byte {
+	var b []byte
+	for {
+		c := byte(v & 0x7f)
+		v >>= 7
+		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
+			return append(b, c)
+		}
+		b = append(b, c|0x80)
+	}
+}
+
+func wName(s string) []byte { return append(uleb(uint64(len(s))), s...) }
+
+func wVec(items [][]byte) []byte {
+	b := uleb(uint64(len(items)))
+	for _, it := range items {
+		b = append(b, it...)
+	}
+	return b
+}
+
+func wSection(id byte, content []byte) []byte {
+	return append(append([]byte{id}, uleb(uint64(len(content)))...), content...)
+}
+
+func i32Const(v int32) []byte { return append([]byte{opI32Const}, sleb(int64(v))...) }
+
+func call(idx uint32) []byte { return append([]byte{opCall}, uleb(uint64(idx))...) }
+
+func cat(parts ...[]byte) []byte {
+	var b []byte
+	for _, p := range parts {
+		b = append(b, p...)
+	}
+	return b
+}
+
+// encode returns the module's binary: types (one per import and function),
+// imports, functions, memory, exports, code and data sections.
+func (m wModule) encode() []byte {
+	var types, imports, funcs, exports, codes, datas [][]byte
+	functype := func(params, results []byte) uint32 {
+		types = append(types, cat([]byte{0x60}, uleb(uint64(len(params))), params, uleb(uint64(len(results))), results))
+		return uint32(len(types) - 1)
+	}
+	nImportedFuncs := 0
+	for _, im := range m.imports {
+		if im.memory {
+			imports = append(imports, cat(wName(im.module), wName(im.name), []byte{0x02, 0x00, 0x01}))
+			continue
+		}
+		t := functype(im.params, im.results)
+		imports = append(imports, cat(wName(im.module), wName(im.name), []byte{0x00}, uleb(uint64(t))))
+		nImportedFuncs++
+	}
+	for i, f := range m.funcs {
+		t := functype(f.params, f.results)
+		funcs = append(funcs, uleb(uint64(t)))
+		if f.export != "" {
+			exports = append(exports, cat(wName(f.export), []byte{0x00}, uleb(uint64(nImportedFuncs+i))))
+		}
+		body := cat([]byte{0x00}, f.body, []byte{opEnd}) // no locals
+		codes = append(codes, cat(uleb(uint64(len(body))), body))
+	}
+	if m.memPages > 0 && !m.noMemExp {
+		exports = append(exports, cat(wName("memory"), []byte{0x02, 0x00}))
+	}
+	for _, d := range m.data {
+		datas = append(datas, cat([]byte{0x00}, i32Const(int32(d.offset)), []byte{opEnd}, uleb(uint64(len(d.bytes))), d.bytes))
+	}
+
+	out := []byte{0x00, 'a', 's', 'm', 0x01, 0x00, 0x00, 0x00}
+	out = append(out, wSection(1, wVec(types))...)
+	if len(imports) > 0 {
+		out = append(out, wSection(2, wVec(imports))...)
+	}
+	out = append(out, wSection(3, wVec(funcs))...)
+	if m.memPages > 0 {
+		lim := cat([]byte{0x00}, uleb(uint64(m.memPages)))
+		if m.memMax > 0 {
+			lim = cat([]byte{0x01}, uleb(uint64(m.memPages)), uleb(uint64(m.memMax)))
+		}
+		out = append(out, wSection(5, wVec([][]byte{lim}))...)
+	}
+	out = append(out, wSection(7, wVec(exports))...)
+	out = append(out, wSection(10, wVec(codes))...)
+	if len(datas) > 0 {
+		out = append(out, wSection(11, wVec(datas))...)
+	}
+	return out
+}
+
+// tinyGuest is a minimal guardrail: it imports guardrail.write_output
+// (function 0), exports memory (1 page), guardrail_abi_v1 and a
+// guardrail_check with the given body, and holds output at offset 1024.
+func tinyGuest(checkBody []byte, output string) wModule {
+	m := wModule{
+		imports: []wImport{{module: "guardrail", name: "write_output", params: []byte{tI32, tI32}}},
+		funcs: []wFunc{
+			{export: "guardrail_abi_v1"},
+			{export: "guardrail_check", results: []byte{tI32}, body: checkBody},
+		},
+		memPages: 1,
+	}
+	if output != "" {
+		m.data = []wData{{offset: 1024, bytes: []byte(output)}}
+	}
+	return m
+}
+
+// Bodies of tinyGuest's guardrail_check.
+var (
+	bodyReturn0  = i32Const(0)
+	bodyReturn7  = i32Const(7)
+	bodyTrap     = []byte{opUnreachable}
+	bodyLoop     = cat([]byte{opLoop, opBlockVoid, opBr, 0x00, opEnd}, i32Const(0))
+	bodyGrow     = cat(i32Const(9), []byte{opMemoryGrow, 0x00, opDrop}, i32Const(0)) // grow by 9 pages
+	bodyWriteOut = func(n int) []byte { return cat(i32Const(1024), i32Const(int32(n)), call(0), i32Const(0)) }
+)
+
+// tinyWithOutput is a tinyGuest that writes out and returns 0.
+func tinyWithOutput(out string) []byte {
+	return tinyGuest(bodyWriteOut(len(out)), out).encode()
+}
