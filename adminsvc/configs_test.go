@@ -40,7 +40,7 @@ func (e *env) startWithConfigs() *adminsvc.Configs {
 	}
 	e.keys = keys
 	e.app = server.New(server.Options{
-		Auth: keys, Pipeline: pl, Configs: configs, Admin: adminsvc.New(e.st, keys, configs, mustGuardrails(e.t, e.st), e.clock.Now).Register, Now: e.clock.Now,
+		Auth: keys, Pipeline: pl, Configs: configs, Admin: adminsvc.New(adminsvc.Deps{Store: e.st, Keys: keys, Configs: configs, Guardrails: mustGuardrails(e.t, e.st), Now: e.clock.Now}).Register, Now: e.clock.Now,
 	})
 	return configs
 }

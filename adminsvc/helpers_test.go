@@ -111,7 +111,7 @@ func (e *env) start() {
 	}
 	e.keys = keys
 	e.app = server.New(server.Options{
-		Auth: keys, Pipeline: pl, Configs: configs, Admin: adminsvc.New(st, keys, configs, mustGuardrails(e.t, st), e.clock.Now).Register, Now: e.clock.Now,
+		Auth: keys, Pipeline: pl, Configs: configs, Admin: adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: mustGuardrails(e.t, st), Now: e.clock.Now}).Register, Now: e.clock.Now,
 	})
 }
 

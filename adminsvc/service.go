@@ -8,6 +8,7 @@ import (
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/server"
+	"github.com/llm-gateway/gateway/hooks/wasm"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -17,16 +18,28 @@ type Service struct {
 	keys       *Keys
 	configs    *Configs
 	guardrails *Guardrails
+	host       *wasm.Host
 	now        func() time.Time
+}
+
+// Deps are what the admin service works on.
+type Deps struct {
+	Store      store.Store
+	Keys       *Keys
+	Configs    *Configs
+	Guardrails *Guardrails
+	// Host runs uploaded WASM plugins; nil turns the /plugins routes off.
+	Host *wasm.Host
+	Now  func() time.Time
 }
 
 // New builds the admin service over st; the keys, configs and guardrails
 // snapshots are reloaded after every change to them.
-func New(st store.Store, keys *Keys, configs *Configs, guardrails *Guardrails, now func() time.Time) *Service {
-	if now == nil {
-		now = time.Now
+func New(d Deps) *Service {
+	if d.Now == nil {
+		d.Now = time.Now
 	}
-	return &Service{st: st, keys: keys, configs: configs, guardrails: guardrails, now: now}
+	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, now: d.Now}
 }
 
 // Register adds the admin routes to the /v1 group.
@@ -47,6 +60,13 @@ func (s *Service) Register(v1 fiber.Router) {
 	v1.Get("/guardrails/:id", s.getGuardrail)
 	v1.Put("/guardrails/:id", s.updateGuardrail)
 	v1.Delete("/guardrails/:id", s.deleteGuardrail)
+	if s.host != nil {
+		v1.Post("/plugins", s.createPlugin)
+		v1.Get("/plugins", s.listPlugins)
+		v1.Get("/plugins/:id", s.getPlugin)
+		v1.Put("/plugins/:id", s.updatePlugin)
+		v1.Delete("/plugins/:id", s.deletePlugin)
+	}
 	v1.Get("/logs", s.listLogs)
 	v1.Get("/logs/:id", s.getLog)
 	// Any other method or path under the admin prefixes is an unknown admin
@@ -58,7 +78,7 @@ func (s *Service) Register(v1 fiber.Router) {
 }
 
 // adminPrefixes are the paths the admin API owns.
-var adminPrefixes = []string{"/api-keys", "/configs", "/guardrails", "/logs"}
+var adminPrefixes = []string{"/api-keys", "/configs", "/guardrails", "/plugins", "/logs"}
 
 func unknownRoute(c *fiber.Ctx) error {
 	return &core.Error{Status: fiber.StatusNotFound, Type: core.TypeNotFound, Code: core.CodeNotFoundPath,

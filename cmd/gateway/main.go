@@ -25,6 +25,7 @@ import (
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
 	"github.com/llm-gateway/gateway/hooks"
+	"github.com/llm-gateway/gateway/hooks/wasm"
 	_ "github.com/llm-gateway/gateway/plugins/all"
 	"github.com/llm-gateway/gateway/plugins/cache"
 	"github.com/llm-gateway/gateway/store"
@@ -122,7 +123,17 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	// Saved guardrails first: configs name them, and are checked on load.
+	// WASM plugins, then saved guardrails: configs name both, and are
+	// checked when they are loaded.
+	host, err := wasm.NewHost(ctx, wasm.Options{CacheDir: filepath.Join(cfg.DataDir, "wasm-cache"), Logger: logger})
+	if err != nil {
+		return fmt.Errorf("start the WASM host: %w", err)
+	}
+	defer host.Close(context.Background())
+	for _, err := range adminsvc.LoadPlugins(ctx, st, host) {
+		logger.Error("a stored plugin could not be loaded; its checks are unavailable", "error", err)
+	}
+	hooks.SetCheckSource(host.Check)
 	guardrails, err := adminsvc.NewGuardrails(st)
 	if err != nil {
 		return err
@@ -147,7 +158,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	admin := adminsvc.New(st, keys, configs, guardrails, time.Now)
+	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, Now: time.Now})
 	app := server.New(server.Options{
 		Auth: keys, Pipeline: pipe, Logs: logs, Configs: configs, Admin: admin.Register,
 		BodyLimit: cfg.MaxBodyBytes, Logger: logger,
