@@ -94,7 +94,7 @@ func ResponseText(body map[string]any) string {
 // (see RequestText) is replaced by text, encoded as JSON. ok is false when
 // the body has no such text.
 func WithRequestText(body map[string]any, text string) (out []byte, ok bool) {
-	c := deepCopy(body).(map[string]any)
+	c := CloneJSON(body).(map[string]any)
 	if msgs, isArr := c["messages"].([]any); isArr && len(msgs) > 0 {
 		if m, isObj := msgs[len(msgs)-1].(map[string]any); isObj {
 			setContent(m, text)
@@ -113,7 +113,7 @@ func WithRequestText(body map[string]any, text string) (out []byte, ok bool) {
 // WithResponseText returns a copy of an answer body whose first choice's
 // text is replaced by text. ok is false when it has none.
 func WithResponseText(body map[string]any, text string) (out []byte, ok bool) {
-	c := deepCopy(body).(map[string]any)
+	c := CloneJSON(body).(map[string]any)
 	if choices, isArr := c["choices"].([]any); isArr && len(choices) > 0 {
 		if ch, isObj := choices[0].(map[string]any); isObj {
 			if m, isMsg := ch["message"].(map[string]any); isMsg {
@@ -152,18 +152,21 @@ func setContent(m map[string]any, text string) {
 	}
 }
 
-func deepCopy(v any) any {
+// CloneJSON deep-copies a decoded JSON value: its objects
+// (map[string]any) and arrays ([]any) are new, so the copy can be changed
+// without changing v; other values are shared.
+func CloneJSON(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		c := make(map[string]any, len(t))
 		for k, x := range t {
-			c[k] = deepCopy(x)
+			c[k] = CloneJSON(x)
 		}
 		return c
 	case []any:
 		c := make([]any, len(t))
 		for i, x := range t {
-			c[i] = deepCopy(x)
+			c[i] = CloneJSON(x)
 		}
 		return c
 	}

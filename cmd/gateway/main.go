@@ -40,6 +40,7 @@ type config struct {
 	MaxBodyBytes    int
 	ShutdownTimeout time.Duration
 	LogLevel        string
+	PprofAddr       string
 }
 
 func main() {
@@ -78,6 +79,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.IntVar(&cfg.MaxBodyBytes, "max-body-bytes", server.DefaultBodyLimit, "largest request body accepted, in bytes")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests and streams")
 	fs.StringVar(&cfg.LogLevel, "log-level", env("GATEWAY_LOG_LEVEL", "info"), "debug, info, warn or error (env GATEWAY_LOG_LEVEL)")
+	fs.StringVar(&cfg.PprofAddr, "pprof-addr", env("GATEWAY_PPROF_ADDR", ""), "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
 	}
@@ -164,6 +166,11 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		BodyLimit: cfg.MaxBodyBytes, Logger: logger,
 	})
 
+	if cfg.PprofAddr != "" {
+		if err := servePprof(cfg.PprofAddr, logger); err != nil {
+			return err
+		}
+	}
 	ln, err := net.Listen("tcp", cfg.Addr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)

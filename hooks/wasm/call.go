@@ -509,12 +509,14 @@ func (p *plugin) validateParams(function string, params map[string]any) []string
 	if s == nil {
 		return nil
 	}
-	var probs []string
 	m := map[string]any(params)
 	if m == nil {
 		m = map[string]any{}
 	}
-	s.validate("", m, func(path, msg string) { probs = append(probs, path+": "+msg) })
+	var probs []string
+	for _, e := range s.Validate(m) {
+		probs = append(probs, paramProblem(e))
+	}
 	return probs
 }
 

@@ -160,11 +160,8 @@ func ParseManifest(raw []byte) (*Manifest, []string) {
 				add(fmt.Sprintf("%s.%s[%d]", p, supportedHooksField, j), "unknown hook %q (beforeRequestHook, afterResponseHook or afterRequestHook)", hk)
 			}
 		}
-		if _, sp := compileSchema(f.Parameters); len(sp) > 0 {
-			for _, prob := range sp {
-				probs = append(probs, p+".parameters"+schemaProblemSep(prob)+prob)
-			}
-		}
+		_, sp := compileParams(f.Parameters, p+".parameters")
+		probs = append(probs, sp...)
 	}
 
 	var rawLimits map[string]json.RawMessage
@@ -190,15 +187,6 @@ func ParseManifest(raw []byte) (*Manifest, []string) {
 		return nil, probs
 	}
 	return &m, nil
-}
-
-// schemaProblemSep joins a schema problem to its path: "." before a
-// keyword path, ": " before a bare message.
-func schemaProblemSep(prob string) string {
-	if strings.HasPrefix(prob, "must be") || strings.HasPrefix(prob, "not valid") {
-		return ": "
-	}
-	return "."
 }
 
 func unknownKeys(obj map[string]json.RawMessage, prefix string, known []string, add func(path, format string, args ...any)) {

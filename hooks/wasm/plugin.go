@@ -9,6 +9,7 @@ import (
 	"sync"
 	"sync/atomic"
 
+	"github.com/llm-gateway/gateway/hooks/jsonschema"
 	"github.com/tetratelabs/wazero"
 	"github.com/tetratelabs/wazero/api"
 	"github.com/tetratelabs/wazero/imports/wasi_snapshot_preview1"
@@ -63,7 +64,7 @@ type plugin struct {
 	hasInit   bool
 	modCfg    wazero.ModuleConfig
 	watermark uint32 // bytes
-	schemas   map[string]*schema
+	schemas   map[string]*jsonschema.Schema
 	maxUses   int
 
 	pool   chan *instance // idle instances
@@ -110,14 +111,12 @@ func (h *Host) newPlugin(ctx context.Context, m *Manifest, version int, module [
 		_ = rt.Close(context.WithoutCancel(ctx))
 		return nil, probs
 	}
-	schemas := map[string]*schema{}
+	schemas := map[string]*jsonschema.Schema{}
 	var schemaProbs []string
 	for i, f := range m.Functions {
-		s, sp := compileSchema(f.Parameters)
-		for _, prob := range sp {
-			schemaProbs = append(schemaProbs, fmt.Sprintf("functions[%d].parameters%s%s", i, schemaProblemSep(prob), prob))
-		}
-		if s != nil && !s.trivial() {
+		s, sp := compileParams(f.Parameters, fmt.Sprintf("functions[%d].parameters", i))
+		schemaProbs = append(schemaProbs, sp...)
+		if s != nil {
 			schemas[f.ID] = s
 		}
 	}

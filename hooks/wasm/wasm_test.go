@@ -40,7 +40,7 @@ func TestParseManifest(t *testing.T) {
 			{"id":"ok","supportedHooks":["beforeRequestHook"],"parameters":"x","extra":1}]}`,
 			[]string{`functions[1].id: duplicate id "pii"`, `functions[1].supportedHooks[0]: unknown hook "duringHook"`,
 				"functions[2].id: must match", "functions[2].supportedHooks: at least one hook",
-				"functions[3].extra: unknown field", "functions[3].parameters: must be a JSON Schema"}},
+				"functions[3].extra: unknown field", "functions[3].parameters: a schema must be an object or a boolean"}},
 		{"limits", `{"id":"acme","functions":[{"id":"f","supportedHooks":["beforeRequestHook"]}],
 			"limits":{"memoryPages":70000,"timeoutMs":-1,"outputBytes":99999999,"isolation":"shared","timeout":5}}`,
 			[]string{"limits.timeout: unknown field", "limits.memoryPages: at most 65536", "limits.timeoutMs: must be between",
@@ -478,10 +478,12 @@ func TestTimeout(t *testing.T) {
 }
 
 // TestOutOfMemory: a guest that allocates without end under a small limit
-// fails, and the plugin keeps serving.
+// fails, and the plugin keeps serving. The call may take the cap of 1 s
+// (not the default 100 ms), so that a loaded machine (-race, packages
+// tested in parallel) still traps before it times out.
 func TestOutOfMemory(t *testing.T) {
 	h := newHost(t, Options{PoolSize: 1})
-	mustLoad(t, h, guestManifest("small", Limits{MemoryPages: 96}), 1, guestWasm)
+	mustLoad(t, h, guestManifest("small", Limits{MemoryPages: 96, TimeoutMs: 1000}), 1, guestWasm)
 	for i := 0; i < 2; i++ {
 		_, err := mustCheck(t, h, "small.oom").Run(context.Background(), chatInput(hooks.BeforeRequest, nil))
 		var ce *callError

@@ -7,9 +7,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"os"
+	"slices"
 	"strings"
 	"sync/atomic"
 
@@ -176,7 +178,7 @@ func (p *params) headersParam(name string) http.Header {
 		return nil
 	}
 	h := http.Header{}
-	for _, k := range sortedKeys(m) {
+	for _, k := range slices.Sorted(maps.Keys(m)) {
 		val, isStr := m[k].(string)
 		switch {
 		case !validHeaderName(k):

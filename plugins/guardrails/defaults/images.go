@@ -5,8 +5,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"maps"
 	"mime"
 	"net/http"
+	"slices"
 	"sort"
 	"strings"
 	"sync"
@@ -86,7 +88,7 @@ func collectImages(body map[string]any) []imageSite {
 				}
 				return
 			}
-			for _, k := range sortedKeys(x) {
+			for _, k := range slices.Sorted(maps.Keys(x)) {
 				if k == "content" || k == "input" || k == "messages" {
 					walk(x[k], depth+1)
 				}
@@ -155,7 +157,7 @@ var inlineImageUrls = &check[inlineImagesCfg]{
 		if body == nil {
 			return hooks.CheckResult{}, errNoRequest
 		}
-		cp := deepCopy(body).(map[string]any)
+		cp := hooks.CloneJSON(body).(map[string]any)
 		var sites []imageSite
 		for _, s := range collectImages(cp) {
 			if !strings.HasPrefix(strings.ToLower(s.url), "data:") {
@@ -174,7 +176,7 @@ var inlineImageUrls = &check[inlineImagesCfg]{
 		if len(byURL) > maxImagesPerRequest {
 			return hooks.CheckResult{}, fmt.Errorf("the request has %d image URLs; at most %d are inlined", len(byURL), maxImagesPerRequest)
 		}
-		urls := sortedKeys(byURL)
+		urls := slices.Sorted(maps.Keys(byURL))
 		ctx, cancel := context.WithTimeout(ctx, c.timeout)
 		defer cancel()
 		type fetched struct {
@@ -222,23 +224,4 @@ var inlineImageUrls = &check[inlineImagesCfg]{
 			"explanation": fmt.Sprintf("Inlined %d image URL(s) as data URLs.", len(sites)),
 		}}, nil
 	},
-}
-
-// deepCopy copies decoded JSON.
-func deepCopy(v any) any {
-	switch t := v.(type) {
-	case map[string]any:
-		c := make(map[string]any, len(t))
-		for k, x := range t {
-			c[k] = deepCopy(x)
-		}
-		return c
-	case []any:
-		c := make([]any, len(t))
-		for i, x := range t {
-			c[i] = deepCopy(x)
-		}
-		return c
-	}
-	return v
 }

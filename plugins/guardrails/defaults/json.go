@@ -10,7 +10,7 @@ import (
 	"sync/atomic"
 
 	"github.com/llm-gateway/gateway/hooks"
-	"github.com/llm-gateway/gateway/plugins/guardrails/jsonschema"
+	"github.com/llm-gateway/gateway/hooks/jsonschema"
 )
 
 // Compiled schemas are kept by their JSON text, like regular expressions.
@@ -134,13 +134,7 @@ var jsonSchemaCheck = &check[jsonSchemaCfg]{
 		s, err := compileSchema(v)
 		if err != nil {
 			if probs, ok := err.(jsonschema.Problems); ok {
-				for _, prob := range probs {
-					if strings.HasPrefix(prob, "(root): ") {
-						p.add("schema", "%s", strings.TrimPrefix(prob, "(root): "))
-					} else {
-						p.probs = append(p.probs, "schema."+prob)
-					}
-				}
+				p.probs = append(p.probs, probs.Under("schema")...)
 			} else {
 				p.add("schema", "%v", err)
 			}

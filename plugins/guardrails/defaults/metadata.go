@@ -3,6 +3,8 @@ package defaults
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 
 	"github.com/llm-gateway/gateway/hooks"
 )
@@ -57,7 +59,7 @@ var requiredMetadataKeyPairs = &check[metadataPairsCfg]{
 		if m != nil && len(m) == 0 {
 			p.add("metadataPairs", "must name at least one key and value")
 		}
-		for _, k := range sortedKeys(m) {
+		for _, k := range slices.Sorted(maps.Keys(m)) {
 			if k == "" {
 				p.add("metadataPairs", "keys must not be empty")
 				continue

@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
 
@@ -93,13 +95,13 @@ func parseModelRules(p *params) modelRulesCfg {
 				p.add("rules.metadata", `must be an object {"<metadata key>": {"<value>": [models]}}`)
 				break
 			}
-			for _, key := range sortedKeys(byKey) {
+			for _, key := range slices.Sorted(maps.Keys(byKey)) {
 				byVal, isObj := byKey[key].(map[string]any)
 				if !isObj {
 					p.add("rules.metadata."+key, `must be an object {"<value>": [models]}`)
 					continue
 				}
-				for _, val := range sortedKeys(byVal) {
+				for _, val := range slices.Sorted(maps.Keys(byVal)) {
 					at := "rules.metadata." + key + "." + val
 					models, probs := stringsAt(at, byVal[val])
 					p.probs = append(p.probs, probs...)
@@ -129,7 +131,7 @@ func parseModelRules(p *params) modelRulesCfg {
 				p.add(at+".metadata", "is required: a non-empty object of metadata keys and string values")
 			}
 			var labels []string
-			for _, k := range sortedKeys(md) {
+			for _, k := range slices.Sorted(maps.Keys(md)) {
 				s, isStr := md[k].(string)
 				if !isStr {
 					p.add(at+".metadata."+k, "must be a string (metadata values are strings)")

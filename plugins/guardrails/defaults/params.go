@@ -342,12 +342,3 @@ func quoteList(list []string) string {
 	}
 	return strings.Join(q, ", ")
 }
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
-}

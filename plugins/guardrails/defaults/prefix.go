@@ -95,7 +95,7 @@ var addPrefix = &check[prefixCfg]{
 				"prefix": c.prefix, "explanation": "Added the prefix to the answer's text.",
 			}}, nil
 		}
-		cp := deepCopy(body).(map[string]any)
+		cp := hooks.CloneJSON(body).(map[string]any)
 		var what string
 		anthropic := in.Request != nil && in.Request.Endpoint == core.EndpointMessages
 		if _, hasSystem := cp["system"]; (anthropic || hasSystem) && c.role == "system" {

@@ -11,7 +11,12 @@
 // for every check's parameters.
 package defaults
 
-import "github.com/llm-gateway/gateway/hooks"
+import (
+	"maps"
+	"slices"
+
+	"github.com/llm-gateway/gateway/hooks"
+)
 
 // checks maps each check id to its implementation.
 var checks = map[string]hooks.Check{
@@ -49,4 +54,4 @@ func init() {
 }
 
 // IDs lists the check ids this package registers, sorted.
-func IDs() []string { return sortedKeys(checks) }
+func IDs() []string { return slices.Sorted(maps.Keys(checks)) }

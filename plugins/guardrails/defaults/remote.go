@@ -101,7 +101,8 @@ func parseRemote(urlParam string) func(p *params) remoteCfg {
 	}
 }
 
-// post sends the payload and returns the answer (any status).
+// post sends the payload and returns the answer; a status other than 2xx
+// is an error.
 func post(ctx context.Context, what string, c remoteCfg, in *hooks.CheckInput) (*httpResult, error) {
 	payload, err := remotePayload(in)
 	if err != nil {
@@ -116,7 +117,14 @@ func post(ctx context.Context, what string, c remoteCfg, in *hooks.CheckInput) (
 	}
 	ctx, cancel := context.WithTimeout(ctx, c.timeout)
 	defer cancel()
-	return doRequest(ctx, what, http.MethodPost, c.url, h, payload, maxWebhookAnswer)
+	res, err := doRequest(ctx, what, http.MethodPost, c.url, h, payload, maxWebhookAnswer)
+	if err != nil {
+		return nil, err
+	}
+	if res.status < 200 || res.status > 299 {
+		return nil, statusError(what, c.url, res)
+	}
+	return res, nil
 }
 
 func statusError(what string, u *url.URL, res *httpResult) error {
@@ -148,9 +156,6 @@ var webhook = &check[remoteCfg]{
 		res, err := post(ctx, "webhook", c, in)
 		if err != nil {
 			return hooks.CheckResult{}, err
-		}
-		if res.status < 200 || res.status > 299 {
-			return hooks.CheckResult{}, statusError("webhook", c.url, res)
 		}
 		var ans webhookAnswer
 		if err := json.Unmarshal(res.body, &ans); err != nil {
@@ -192,12 +197,8 @@ var webhook = &check[remoteCfg]{
 var logCheck = &check[remoteCfg]{
 	parse: parseRemote("logURL"),
 	run: func(ctx context.Context, in *hooks.CheckInput, c remoteCfg) (hooks.CheckResult, error) {
-		res, err := post(ctx, "log", c, in)
-		if err != nil {
+		if _, err := post(ctx, "log", c, in); err != nil {
 			return hooks.CheckResult{}, err
-		}
-		if res.status < 200 || res.status > 299 {
-			return hooks.CheckResult{}, statusError("log", c.url, res)
 		}
 		return hooks.CheckResult{Verdict: true, Data: map[string]any{
 			"explanation": "Logged the check context to " + redactURL(c.url) + ".",

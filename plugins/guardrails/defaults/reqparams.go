@@ -3,10 +3,12 @@ package defaults
 import (
 	"context"
 	"fmt"
+	"maps"
+	"slices"
 	"strings"
 
 	"github.com/llm-gateway/gateway/hooks"
-	"github.com/llm-gateway/gateway/plugins/guardrails/jsonschema"
+	"github.com/llm-gateway/gateway/hooks/jsonschema"
 )
 
 // requestParamsCheck restricts what a request body may ask for: which
@@ -40,7 +42,7 @@ func subList(p *params, obj map[string]any, path, key string) []string {
 }
 
 func checkFields(p *params, obj map[string]any, path string, known ...string) {
-	for _, k := range sortedKeys(obj) {
+	for _, k := range slices.Sorted(maps.Keys(obj)) {
 		if !contains(known, k) {
 			p.add(path+"."+k, "unknown field (known: %s)", strings.Join(known, ", "))
 		}
@@ -81,7 +83,7 @@ func parseReqParams(p *params) reqParamsCfg {
 			if !isObj {
 				p.add("params.values", `must be an object {"<field>": {"blockedValues": [...], "allowedValues": [...]}}`)
 			}
-			for _, k := range sortedKeys(vals) {
+			for _, k := range slices.Sorted(maps.Keys(vals)) {
 				at := "params.values." + k
 				rule, isObj := vals[k].(map[string]any)
 				if !isObj {
@@ -195,6 +197,11 @@ func lookupPath(body map[string]any, path string) (any, bool) {
 	return cur, true
 }
 
+// containsJSON reports whether list holds a value JSON-equal to v.
+func containsJSON(list []any, v any) bool {
+	return slices.ContainsFunc(list, func(x any) bool { return jsonschema.Equal(v, x) })
+}
+
 func compactJSON(v any) string {
 	s := fmt.Sprint(v)
 	if b, err := jsonMarshal(v); err == nil {
@@ -229,7 +236,7 @@ var requestParamsCheck = &check[reqParamsCfg]{
 				add(t.at, "tools.allowedFunctionNames", t.name)
 			}
 		}
-		for _, k := range sortedKeys(body) {
+		for _, k := range slices.Sorted(maps.Keys(body)) {
 			if contains(c.blockedKeys, k) {
 				add(k, "params.blockedKeys", k)
 			} else if len(c.allowedKeys) > 0 && !contains(c.allowedKeys, k) {
@@ -241,28 +248,12 @@ var requestParamsCheck = &check[reqParamsCfg]{
 			if !ok {
 				continue
 			}
-			blocked := false
-			for _, b := range r.blocked {
-				if jsonschema.Equal(v, b) {
-					blocked = true
-					break
-				}
-			}
-			if blocked {
+			if containsJSON(r.blocked, v) {
 				add(r.path, "params.values."+r.path+".blockedValues", compactJSON(v))
 				continue
 			}
-			if r.allowed != nil {
-				ok := false
-				for _, a := range r.allowed {
-					if jsonschema.Equal(v, a) {
-						ok = true
-						break
-					}
-				}
-				if !ok {
-					add(r.path, "params.values."+r.path+".allowedValues", compactJSON(v))
-				}
+			if r.allowed != nil && !containsJSON(r.allowed, v) {
+				add(r.path, "params.values."+r.path+".allowedValues", compactJSON(v))
 			}
 		}
 		expl := "The request's tools and parameters are allowed."

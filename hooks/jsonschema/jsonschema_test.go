@@ -149,3 +149,63 @@ func TestSelfReference(t *testing.T) {
 		t.Fatalf("errors %v", errs)
 	}
 }
+
+// TestErrorKeywords: each error names the keyword the value breaks, and
+// required and additionalProperties errors the property concerned.
+func TestErrorKeywords(t *testing.T) {
+	cases := []struct {
+		schema, value string
+		want          []Error
+	}{
+		{`{"type": "object", "required": ["a b", "c"], "additionalProperties": false, "properties": {"c": {"type": "string"}}}`,
+			`{"c": 1, "x": 2}`, []Error{
+				{Path: "$", Keyword: "required", Property: "a b", Message: `missing required property "a b"`},
+				{Path: "$.c", Keyword: "type", Message: "must be of type string, not integer"},
+				{Path: "$", Keyword: "additionalProperties", Property: "x", Message: `property "x" is not allowed`}}},
+		{`{"additionalProperties": {"minimum": 0}}`, `{"x": -1}`, []Error{{Path: "$.x", Keyword: "minimum", Message: "must be >= 0"}}},
+		{`{"items": {"maxLength": 1, "pattern": "^a"}, "minItems": 3}`, `["ab"]`, []Error{
+			{Path: "$", Keyword: "minItems", Message: "must have at least 3 items, not 1"},
+			{Path: "$[0]", Keyword: "maxLength", Message: "must be at most 1 characters long, not 2"}}},
+		{`{"properties": {"n": {"exclusiveMaximum": 1, "multipleOf": 2}}, "minProperties": 2}`, `{"n": 3}`, []Error{
+			{Path: "$", Keyword: "minProperties", Message: "must have at least 2 properties, not 1"},
+			{Path: "$.n", Keyword: "exclusiveMaximum", Message: "must be < 1"},
+			{Path: "$.n", Keyword: "multipleOf", Message: "must be a multiple of 2"}}},
+		{`{"properties": {"s": false}, "enum": [{"s": 1}, 2], "const": 2}`, `{"s": 2}`, []Error{
+			{Path: "$", Keyword: "enum", Message: `must be one of [{"s":1},2]`},
+			{Path: "$", Keyword: "const", Message: "must be 2"},
+			{Path: "$.s", Keyword: "false", Message: "no value is allowed here"}}},
+		{`{"anyOf": [false], "oneOf": [true, true], "not": true}`, `1`, []Error{
+			{Path: "$", Keyword: "anyOf", Message: "must match at least one schema of anyOf"},
+			{Path: "$", Keyword: "oneOf", Message: "must match exactly one schema of oneOf (matches 2)"},
+			{Path: "$", Keyword: "not", Message: "must not match the schema of not"}}},
+		{`{"contains": false, "uniqueItems": true}`, `[1, 1]`, []Error{
+			{Path: "$", Keyword: "contains", Message: "must contain at least one item matching the schema of contains"},
+			{Path: "$", Keyword: "uniqueItems", Message: "items 0 and 1 are equal; items must be unique"}}},
+	}
+	for _, c := range cases {
+		s, err := Compile(decode(t, c.schema, true))
+		if err != nil {
+			t.Fatalf("%s: %v", c.schema, err)
+		}
+		if got := s.Validate(decode(t, c.value, true)); !slices.Equal(got, c.want) {
+			t.Errorf("%s with %s:\n got %+v\nwant %+v", c.schema, c.value, got, c.want)
+		}
+	}
+}
+
+func TestProblemsUnder(t *testing.T) {
+	_, err := Compile(decode(t, `{"properties": {"a": {"type": "x"}}, "oneOf": [3]}`, true))
+	probs, ok := err.(Problems)
+	if !ok {
+		t.Fatalf("%v", err)
+	}
+	want := []string{`config.schema.properties.a.type: unknown type "x" (want null, boolean, object, array, number, integer or string)`,
+		"config.schema.oneOf[0]: a schema must be an object or a boolean"}
+	if got := probs.Under("config.schema"); !slices.Equal(got, want) {
+		t.Errorf("got %q\nwant %q", got, want)
+	}
+	_, err = Compile(decode(t, `"x"`, true))
+	if got := err.(Problems).Under("schema"); !slices.Equal(got, []string{"schema: a schema must be an object or a boolean"}) {
+		t.Errorf("root: %q", got)
+	}
+}

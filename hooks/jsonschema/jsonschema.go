@@ -1,5 +1,7 @@
-// Package jsonschema is a compact JSON Schema validator for guardrail
-// checks. It supports the keywords that matter for checking model output:
+// Package jsonschema is a compact JSON Schema validator for guardrails: the
+// built-in jsonSchema check validates model output with it, and the WASM
+// host validates a plugin function's parameters against the function's
+// schema. It supports the keywords that matter for checking model output:
 //
 //	type, enum, const
 //	properties, required, additionalProperties, patternProperties,
@@ -25,10 +27,11 @@ package jsonschema
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"math"
 	"math/big"
 	"regexp"
-	"sort"
+	"slices"
 	"strconv"
 	"strings"
 	"unicode/utf8"
@@ -46,11 +49,32 @@ type Problems []string
 
 func (p Problems) Error() string { return strings.Join(p, "; ") }
 
+// Under places each problem below path, the place of the schema in the
+// caller's document: "(root): what" becomes "<path>: what" and
+// "a.b: what" becomes "<path>.a.b: what".
+func (p Problems) Under(path string) []string {
+	out := make([]string, len(p))
+	for i, prob := range p {
+		if rest, ok := strings.CutPrefix(prob, "(root): "); ok {
+			out[i] = path + ": " + rest
+		} else {
+			out[i] = path + "." + prob
+		}
+	}
+	return out
+}
+
 // Error is one way a value does not match the schema. Path locates the
-// value ("$", "$.items[2].name").
+// value ("$", "$.items[2].name"). Keyword is the schema keyword the value
+// breaks ("type", "minLength", ...; "false" for a false schema, "$ref"
+// when references nest too deep). For "required" and
+// "additionalProperties" (a property the schema does not allow), Path is
+// the object's and Property the name of the property concerned.
 type Error struct {
-	Path    string `json:"path"`
-	Message string `json:"message"`
+	Path     string `json:"path"`
+	Message  string `json:"message"`
+	Keyword  string `json:"keyword"`
+	Property string `json:"property,omitempty"`
 }
 
 func (e Error) String() string { return e.Path + ": " + e.Message }
@@ -235,7 +259,7 @@ func (c *compiler) keywords(n *node, d map[string]any, path []string) {
 			c.add(with(path, "properties"), "must be an object of schemas")
 		}
 		n.properties = make(map[string]*node, len(props))
-		for _, k := range sortedKeys(props) {
+		for _, k := range slices.Sorted(maps.Keys(props)) {
 			n.properties[k] = c.compile(props[k], with(path, "properties", k))
 		}
 	}
@@ -244,7 +268,7 @@ func (c *compiler) keywords(n *node, d map[string]any, path []string) {
 		if !isObj {
 			c.add(with(path, "patternProperties"), "must be an object of schemas")
 		}
-		keys := sortedKeys(props)
+		keys := slices.Sorted(maps.Keys(props))
 		for _, k := range keys {
 			re := c.regex(k, with(path, "patternProperties", k))
 			sub := c.compile(props[k], with(path, "patternProperties", k))
@@ -443,9 +467,19 @@ type state struct {
 	stopAtFirst bool
 }
 
-func (st *state) fail(path, format string, args ...any) {
+func (st *state) fail(path, keyword, format string, args ...any) {
+	st.add(Error{Path: path, Keyword: keyword, Message: fmt.Sprintf(format, args...)})
+}
+
+// failProperty reports a property of the object at path; format takes the
+// property's name.
+func (st *state) failProperty(path, keyword, property, format string) {
+	st.add(Error{Path: path, Keyword: keyword, Property: property, Message: fmt.Sprintf(format, property)})
+}
+
+func (st *state) add(e Error) {
 	if len(st.errs) < maxErrors {
-		st.errs = append(st.errs, Error{Path: path, Message: fmt.Sprintf(format, args...)})
+		st.errs = append(st.errs, e)
 	}
 }
 
@@ -465,12 +499,12 @@ func (st *state) validate(n *node, v any, path string, depth int) {
 		return
 	}
 	if depth > maxDepth {
-		st.fail(path, "schema nesting too deep (recursive reference?)")
+		st.fail(path, "$ref", "schema nesting too deep (recursive reference?)")
 		return
 	}
 	if n.always != nil {
 		if !*n.always {
-			st.fail(path, "no value is allowed here")
+			st.fail(path, "false", "no value is allowed here")
 		}
 		return
 	}
@@ -486,7 +520,7 @@ func (st *state) validate(n *node, v any, path string, depth int) {
 			}
 		}
 		if !ok {
-			st.fail(path, "must be of type %s, not %s", strings.Join(n.types, " or "), typeOf(v))
+			st.fail(path, "type", "must be of type %s, not %s", strings.Join(n.types, " or "), typeOf(v))
 			return
 		}
 	}
@@ -499,11 +533,11 @@ func (st *state) validate(n *node, v any, path string, depth int) {
 			}
 		}
 		if !found {
-			st.fail(path, "must be one of %s", compact(n.enum))
+			st.fail(path, "enum", "must be one of %s", compact(n.enum))
 		}
 	}
 	if n.hasConst && !Equal(v, n.constVal) {
-		st.fail(path, "must be %s", compact(n.constVal))
+		st.fail(path, "const", "must be %s", compact(n.constVal))
 	}
 	switch x := v.(type) {
 	case string:
@@ -529,7 +563,7 @@ func (st *state) validate(n *node, v any, path string, depth int) {
 			}
 		}
 		if !ok {
-			st.fail(path, "must match at least one schema of anyOf")
+			st.fail(path, "anyOf", "must match at least one schema of anyOf")
 		}
 	}
 	if len(n.oneOf) > 0 {
@@ -540,11 +574,11 @@ func (st *state) validate(n *node, v any, path string, depth int) {
 			}
 		}
 		if count != 1 {
-			st.fail(path, "must match exactly one schema of oneOf (matches %d)", count)
+			st.fail(path, "oneOf", "must match exactly one schema of oneOf (matches %d)", count)
 		}
 	}
 	if n.not != nil && matches(n.not, v, path, depth+1) {
-		st.fail(path, "must not match the schema of not")
+		st.fail(path, "not", "must not match the schema of not")
 	}
 	if n.ifN != nil {
 		if matches(n.ifN, v, path, depth+1) {
@@ -559,51 +593,51 @@ func (st *state) str(n *node, s string, path string) {
 	if n.minLength >= 0 || n.maxLength >= 0 {
 		l := utf8.RuneCountInString(s)
 		if n.minLength >= 0 && l < n.minLength {
-			st.fail(path, "must be at least %d characters long, not %d", n.minLength, l)
+			st.fail(path, "minLength", "must be at least %d characters long, not %d", n.minLength, l)
 		}
 		if n.maxLength >= 0 && l > n.maxLength {
-			st.fail(path, "must be at most %d characters long, not %d", n.maxLength, l)
+			st.fail(path, "maxLength", "must be at most %d characters long, not %d", n.maxLength, l)
 		}
 	}
 	if n.pattern != nil && !n.pattern.MatchString(s) {
-		st.fail(path, "must match the pattern %q", n.pattern.String())
+		st.fail(path, "pattern", "must match the pattern %q", n.pattern.String())
 	}
 }
 
 func (st *state) num(n *node, r *big.Rat, path string) {
 	if n.minimum != nil && r.Cmp(n.minimum) < 0 {
-		st.fail(path, "must be >= %s", num(n.minimum))
+		st.fail(path, "minimum", "must be >= %s", num(n.minimum))
 	}
 	if n.maximum != nil && r.Cmp(n.maximum) > 0 {
-		st.fail(path, "must be <= %s", num(n.maximum))
+		st.fail(path, "maximum", "must be <= %s", num(n.maximum))
 	}
 	if n.exclMin != nil && r.Cmp(n.exclMin) <= 0 {
-		st.fail(path, "must be > %s", num(n.exclMin))
+		st.fail(path, "exclusiveMinimum", "must be > %s", num(n.exclMin))
 	}
 	if n.exclMax != nil && r.Cmp(n.exclMax) >= 0 {
-		st.fail(path, "must be < %s", num(n.exclMax))
+		st.fail(path, "exclusiveMaximum", "must be < %s", num(n.exclMax))
 	}
 	if n.multipleOf != nil && !new(big.Rat).Quo(r, n.multipleOf).IsInt() {
-		st.fail(path, "must be a multiple of %s", num(n.multipleOf))
+		st.fail(path, "multipleOf", "must be a multiple of %s", num(n.multipleOf))
 	}
 }
 
 func (st *state) object(n *node, o map[string]any, path string, depth int) {
 	for _, k := range n.required {
 		if _, ok := o[k]; !ok {
-			st.fail(path, "missing required property %q", k)
+			st.failProperty(path, "required", k, "missing required property %q")
 		}
 	}
 	if n.minProps >= 0 && len(o) < n.minProps {
-		st.fail(path, "must have at least %d properties, not %d", n.minProps, len(o))
+		st.fail(path, "minProperties", "must have at least %d properties, not %d", n.minProps, len(o))
 	}
 	if n.maxProps >= 0 && len(o) > n.maxProps {
-		st.fail(path, "must have at most %d properties, not %d", n.maxProps, len(o))
+		st.fail(path, "maxProperties", "must have at most %d properties, not %d", n.maxProps, len(o))
 	}
 	if n.properties == nil && n.patternProperties == nil && n.additional == nil {
 		return
 	}
-	for _, k := range sortedKeys(o) {
+	for _, k := range slices.Sorted(maps.Keys(o)) {
 		if st.done() {
 			return
 		}
@@ -622,7 +656,7 @@ func (st *state) object(n *node, o map[string]any, path string, depth int) {
 		}
 		if !known && n.additional != nil {
 			if n.additional.always != nil && !*n.additional.always {
-				st.fail(path, "property %q is not allowed", k)
+				st.failProperty(path, "additionalProperties", k, "property %q is not allowed")
 				continue
 			}
 			st.validate(n.additional, v, kp, depth+1)
@@ -632,10 +666,10 @@ func (st *state) object(n *node, o map[string]any, path string, depth int) {
 
 func (st *state) array(n *node, a []any, path string, depth int) {
 	if n.minItems >= 0 && len(a) < n.minItems {
-		st.fail(path, "must have at least %d items, not %d", n.minItems, len(a))
+		st.fail(path, "minItems", "must have at least %d items, not %d", n.minItems, len(a))
 	}
 	if n.maxItems >= 0 && len(a) > n.maxItems {
-		st.fail(path, "must have at most %d items, not %d", n.maxItems, len(a))
+		st.fail(path, "maxItems", "must have at most %d items, not %d", n.maxItems, len(a))
 	}
 	for i, v := range a {
 		if st.done() {
@@ -646,7 +680,7 @@ func (st *state) array(n *node, a []any, path string, depth int) {
 			st.validate(n.prefixItems[i], v, ip, depth+1)
 		} else if n.items != nil {
 			if n.items.always != nil && !*n.items.always {
-				st.fail(path, "must have at most %d items, not %d", len(n.prefixItems), len(a))
+				st.fail(path, "items", "must have at most %d items, not %d", len(n.prefixItems), len(a))
 				return
 			}
 			st.validate(n.items, v, ip, depth+1)
@@ -661,14 +695,14 @@ func (st *state) array(n *node, a []any, path string, depth int) {
 			}
 		}
 		if !found {
-			st.fail(path, "must contain at least one item matching the schema of contains")
+			st.fail(path, "contains", "must contain at least one item matching the schema of contains")
 		}
 	}
 	if n.uniqueItems {
 		for i := 1; i < len(a); i++ {
 			for j := 0; j < i; j++ {
 				if Equal(a[i], a[j]) {
-					st.fail(path, "items %d and %d are equal; items must be unique", j, i)
+					st.fail(path, "uniqueItems", "items %d and %d are equal; items must be unique", j, i)
 					return
 				}
 			}
@@ -836,13 +870,4 @@ func compact(v any) string {
 		return string(b[:200]) + "..."
 	}
 	return string(b)
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }
