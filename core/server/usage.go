@@ -18,59 +18,75 @@ type wireUsage struct {
 	OutputTokens     int `json:"output_tokens"`
 }
 
-// usageHolder is an object with a usage member (Anthropic's message,
-// the Responses API's response).
-type usageHolder struct {
-	Usage *wireUsage `json:"usage"`
-}
-
-type usageEnvelope struct {
-	Usage    *wireUsage   `json:"usage"`
-	Message  *usageHolder `json:"message"`
-	Response *usageHolder `json:"response"`
-}
-
 var usageKey = []byte(`"usage"`)
 
-// parseUsage reads the token usage of a JSON answer; zero when it has none.
-func parseUsage(body []byte) core.Usage {
-	var u core.Usage
-	if !bytes.Contains(body, usageKey) {
-		return u
+// usageObject returns the JSON object that follows the last "usage" key of
+// a JSON document, without parsing the rest of it: answers end with their
+// usage, and an answer's text cannot hold the key (its quotes would be
+// escaped). It returns nil when there is none.
+func usageObject(b []byte) []byte {
+	i := bytes.LastIndex(b, usageKey)
+	if i < 0 {
+		return nil
 	}
-	var env usageEnvelope
-	if json.Unmarshal(body, &env) != nil {
-		return u
+	rest := bytes.TrimLeft(b[i+len(usageKey):], " \t\r\n")
+	if len(rest) == 0 || rest[0] != ':' {
+		return nil
 	}
-	env.addTo(&u)
-	return u
+	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
+	if len(rest) == 0 || rest[0] != '{' {
+		return nil
+	}
+	depth, inString, escaped := 0, false, false
+	for j, c := range rest {
+		switch {
+		case escaped:
+			escaped = false
+		case inString && c == '\\':
+			escaped = true
+		case c == '"':
+			inString = !inString
+		case inString:
+		case c == '{':
+			depth++
+		case c == '}':
+			if depth--; depth == 0 {
+				return rest[:j+1]
+			}
+		}
+	}
+	return nil
 }
 
-func (env *usageEnvelope) addTo(u *core.Usage) {
-	for _, w := range []*wireUsage{env.Usage, msgUsage(env.Message), msgUsage(env.Response)} {
-		if w == nil {
-			continue
-		}
-		if p := w.PromptTokens + w.InputTokens; p > 0 {
-			u.PromptTokens = p
-		}
-		if c := w.CompletionTokens + w.OutputTokens; c > 0 {
-			u.CompletionTokens = c
-		}
-		if w.TotalTokens > 0 {
-			u.TotalTokens = w.TotalTokens
-		}
+// addUsage updates u from the usage object in a JSON document, if any.
+func addUsage(doc []byte, u *core.Usage) {
+	obj := usageObject(doc)
+	if obj == nil {
+		return
+	}
+	var w wireUsage
+	if json.Unmarshal(obj, &w) != nil {
+		return
+	}
+	if p := w.PromptTokens + w.InputTokens; p > 0 {
+		u.PromptTokens = p
+	}
+	if c := w.CompletionTokens + w.OutputTokens; c > 0 {
+		u.CompletionTokens = c
+	}
+	if w.TotalTokens > 0 {
+		u.TotalTokens = w.TotalTokens
 	}
 	if u.TotalTokens < u.PromptTokens+u.CompletionTokens {
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
 }
 
-func msgUsage(m *usageHolder) *wireUsage {
-	if m == nil {
-		return nil
-	}
-	return m.Usage
+// parseUsage reads the token usage of a JSON answer; zero when it has none.
+func parseUsage(body []byte) core.Usage {
+	var u core.Usage
+	addUsage(body, &u)
+	return u
 }
 
 // eventUsage updates u from one server-sent event when its data carries usage.
@@ -79,13 +95,8 @@ func eventUsage(event []byte, u *core.Usage) {
 		return
 	}
 	for _, line := range bytes.Split(event, []byte("\n")) {
-		data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), []byte("data:"))
-		if !ok {
-			continue
-		}
-		var env usageEnvelope
-		if json.Unmarshal(bytes.TrimSpace(data), &env) == nil {
-			env.addTo(u)
+		if data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), []byte("data:")); ok {
+			addUsage(data, u)
 		}
 	}
 }
