@@ -2,22 +2,13 @@ package server
 
 import (
 	"bytes"
-	"encoding/json"
 
 	"github.com/llm-gateway/gateway/core"
 )
 
-// wireUsage covers the usage shapes of OpenAI chat and completions
-// (prompt/completion tokens) and of the Responses and Anthropic APIs
-// (input/output tokens).
-type wireUsage struct {
-	PromptTokens     int `json:"prompt_tokens"`
-	CompletionTokens int `json:"completion_tokens"`
-	TotalTokens      int `json:"total_tokens"`
-	InputTokens      int `json:"input_tokens"`
-	OutputTokens     int `json:"output_tokens"`
-}
-
+// Usage comes in the shapes of OpenAI chat and completions (prompt /
+// completion tokens) and of the Responses and Anthropic APIs (input /
+// output tokens); both are read.
 var usageKey = []byte(`"usage"`)
 
 // usageObject returns the JSON object that follows the last "usage" key of
@@ -58,27 +49,53 @@ func usageObject(b []byte) []byte {
 	return nil
 }
 
-// addUsage updates u from the usage object in a JSON document, if any.
+// addUsage updates u from the usage object in a JSON document, if any. The
+// few counters are read straight from the object's bytes: decoding it with
+// encoding/json cost more than the rest of the accounting.
 func addUsage(doc []byte, u *core.Usage) {
 	obj := usageObject(doc)
 	if obj == nil {
 		return
 	}
-	var w wireUsage
-	if json.Unmarshal(obj, &w) != nil {
-		return
-	}
-	if p := w.PromptTokens + w.InputTokens; p > 0 {
+	if p := intField(obj, "prompt_tokens") + intField(obj, "input_tokens"); p > 0 {
 		u.PromptTokens = p
 	}
-	if c := w.CompletionTokens + w.OutputTokens; c > 0 {
+	if c := intField(obj, "completion_tokens") + intField(obj, "output_tokens"); c > 0 {
 		u.CompletionTokens = c
 	}
-	if w.TotalTokens > 0 {
-		u.TotalTokens = w.TotalTokens
+	if t := intField(obj, "total_tokens"); t > 0 {
+		u.TotalTokens = t
 	}
 	if u.TotalTokens < u.PromptTokens+u.CompletionTokens {
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+}
+
+// intField reads the non-negative integer value of "key" in a JSON
+// object's bytes (the first occurrence of the quoted key followed by a
+// colon); 0 when it is absent or not an integer. The nested objects of a
+// usage object use other key names ("prompt_tokens_details").
+func intField(obj []byte, key string) int {
+	const space = " \t\r\n"
+	pattern := []byte(`"` + key + `"`)
+	for off := 0; ; {
+		i := bytes.Index(obj[off:], pattern)
+		if i < 0 {
+			return 0
+		}
+		off += i + len(pattern)
+		v := bytes.TrimLeft(obj[off:], space)
+		if len(v) == 0 || v[0] != ':' {
+			continue
+		}
+		n := 0
+		for digits, c := range bytes.TrimLeft(v[1:], space) {
+			if c < '0' || c > '9' || digits > 12 {
+				break
+			}
+			n = n*10 + int(c-'0')
+		}
+		return n
 	}
 }
 
