@@ -8,6 +8,7 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
+	"net/url"
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/config"
@@ -39,7 +40,7 @@ type cacheStep struct {
 }
 
 // cacheLookup looks the request up under its leaf's cache settings.
-func (w *walk) cacheLookup(ctx context.Context, req *core.Request, l *config.Leaf, url string) *cacheStep {
+func (w *walk) cacheLookup(ctx context.Context, req *core.Request, l *config.Leaf, u *url.URL) *cacheStep {
 	cs := &cacheStep{p: w.p, status: cacheDisabled}
 	if l.Cache == nil || w.p.cache == nil || !cacheable[req.Endpoint] || req.Method != http.MethodPost {
 		return cs
@@ -49,7 +50,7 @@ func (w *walk) cacheLookup(ctx context.Context, req *core.Request, l *config.Lea
 		slog.Warn("cache mode unavailable", "mode", l.Cache.Mode, "error", err)
 		return cs
 	}
-	q := cache.NewQuery(url, cacheScope(req), req.Body, l.Cache)
+	q := cache.NewQuery(u.String(), cacheScope(req), req.Body, l.Cache)
 	q.ForceRefresh = req.CacheForceRefresh
 	q.Embed = w.embedder(req, l)
 	entry, status, err := mode.Lookup(ctx, w.p.cache, q)

@@ -119,7 +119,7 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 	if err != nil {
 		return fail(err)
 	}
-	cs := w.cacheLookup(ctx, &lreq, l, hr.URL.String())
+	cs := w.cacheLookup(ctx, &lreq, l, hr.URL)
 	if cs.hit != nil {
 		// A cached answer is no call to the target: the circuit breaker
 		// neither counts it as a success nor spends its half-open probe on it.
@@ -187,7 +187,7 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 		res.resp = resp
 		return res
 	}
-	body, err := io.ReadAll(hresp.Body)
+	body, err := readBody(hresp)
 	hresp.Body.Close()
 	if err != nil {
 		return fail(err)
@@ -227,3 +227,21 @@ func applyOverrides(body []byte, params map[string]any) ([]byte, string, error) 
 }
 
 func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
+
+// maxSizedRead is the largest Content-Length read into a buffer of exactly
+// that size; larger or unknown lengths grow as they are read.
+const maxSizedRead = 64 << 20
+
+// readBody reads a whole answer, into one buffer of the announced length
+// when there is one (io.ReadAll would grow and copy its buffer several
+// times for a typical answer).
+func readBody(r *http.Response) ([]byte, error) {
+	if n := r.ContentLength; n > 0 && n <= maxSizedRead {
+		b := make([]byte, n)
+		if _, err := io.ReadFull(r.Body, b); err != nil {
+			return nil, err
+		}
+		return b, nil
+	}
+	return io.ReadAll(r.Body)
+}
