@@ -387,8 +387,7 @@ func (s *Service) deleteAPIKey(c *fiber.Ctx) error {
 		return err
 	}
 	if k.ID == principal(c).KeyID {
-		return &core.Error{Status: fiber.StatusConflict, Type: core.TypeConflict, Code: core.CodeConflict,
-			Message: "a key cannot delete itself; delete it with another key"}
+		return core.Conflict("a key cannot delete itself; delete it with another key")
 	}
 	if err := s.st.Update(func(tx store.Tx) error { return tx.Delete(store.BucketAPIKeys, k.ID) }); err != nil {
 		return err

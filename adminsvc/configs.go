@@ -456,8 +456,7 @@ func (s *Service) deleteConfig(c *fiber.Ctx) error {
 		}
 		for _, k := range keys {
 			if k.Defaults != nil && (k.Defaults.ConfigID == rec.ID || k.Defaults.ConfigID == rec.Slug) {
-				return &core.Error{Status: fiber.StatusConflict, Type: core.TypeConflict, Code: core.CodeConflict,
-					Message: fmt.Sprintf("config %s is the default config of API key %s; change the key's defaults first", rec.Slug, k.ID)}
+				return core.Conflict("config %s is the default config of API key %s; change the key's defaults first", rec.Slug, k.ID)
 			}
 		}
 		var versions []string

@@ -298,7 +298,7 @@ func (s *Service) deleteGuardrail(c *fiber.Ctx) error {
 		if used, err := configUsing(tx, rec.ID, rec.Slug); err != nil {
 			return err
 		} else if used != "" {
-			return conflict("guardrail %s is used by config %s; remove it from the config first", rec.Slug, used)
+			return core.Conflict("guardrail %s is used by config %s; remove it from the config first", rec.Slug, used)
 		}
 		return tx.Delete(store.BucketGuardrails, rec.ID)
 	})
@@ -341,9 +341,4 @@ func jsonNames(raw []byte, ref string) bool {
 			return true
 		}
 	}
-}
-
-// conflict is a 409 AB07.
-func conflict(format string, args ...any) *core.Error {
-	return &core.Error{Status: fiber.StatusConflict, Type: core.TypeConflict, Code: core.CodeConflict, Message: fmt.Sprintf(format, args...)}
 }

@@ -167,7 +167,7 @@ func (s *Service) storePlugin(c *fiber.Ctx, id string) error {
 		err := tx.Get(store.BucketPlugins, m.ID, &rec)
 		switch {
 		case err == nil && id == "":
-			return conflict("plugin %s exists; upload a new version with PUT /v1/plugins/%s", m.ID, m.ID)
+			return core.Conflict("plugin %s exists; upload a new version with PUT /v1/plugins/%s", m.ID, m.ID)
 		case errors.Is(err, store.ErrNotFound) && id != "":
 			return core.NotFound("no plugin %q", id)
 		case err != nil && !errors.Is(err, store.ErrNotFound):
@@ -249,7 +249,7 @@ func (s *Service) deletePlugin(c *fiber.Ctx) error {
 		if used, err := configUsing(tx, id); err != nil {
 			return err
 		} else if used != "" {
-			return conflict("plugin %s is used by config %s; remove its checks from the config first", id, used)
+			return core.Conflict("plugin %s is used by config %s; remove its checks from the config first", id, used)
 		}
 		guards, err := store.List[store.Guardrail](tx, store.BucketGuardrails)
 		if err != nil {
@@ -257,7 +257,7 @@ func (s *Service) deletePlugin(c *fiber.Ctx) error {
 		}
 		for _, g := range guards {
 			if jsonNames(g.Checks, id) {
-				return conflict("plugin %s is used by guardrail %s; remove its checks from the guardrail first", id, g.Slug)
+				return core.Conflict("plugin %s is used by guardrail %s; remove its checks from the guardrail first", id, g.Slug)
 			}
 		}
 		for _, v := range rec.Versions {

@@ -104,6 +104,11 @@ func NotFound(format string, args ...any) *Error {
 	return &Error{Status: http.StatusNotFound, Type: TypeNotFound, Code: CodeNotFound, Message: fmt.Sprintf(format, args...)}
 }
 
+// Conflict is a 409 (AB07): the resource exists already or is still in use.
+func Conflict(format string, args ...any) *Error {
+	return &Error{Status: http.StatusConflict, Type: TypeConflict, Code: CodeConflict, Message: fmt.Sprintf(format, args...)}
+}
+
 // Timeout is a 408 timeout_error.
 func Timeout(format string, args ...any) *Error {
 	return &Error{Status: http.StatusRequestTimeout, Type: TypeTimeout, Message: fmt.Sprintf(format, args...)}
