@@ -86,15 +86,7 @@ func (r *Runner) Run(ctx context.Context, stage Stage, specs []Spec, req *core.R
 		r.runAsync(stage, async, req, resp)
 	}
 	out := Outcome{Hooks: make([]HookResult, len(sync_))}
-	var wg sync.WaitGroup
-	for i := range sync_ {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			out.Hooks[i] = runHook(ctx, stage, &sync_[i], req, resp)
-		}()
-	}
-	wg.Wait()
+	parallel(len(sync_), func(i int) { out.Hooks[i] = runHook(ctx, stage, &sync_[i], req, resp) })
 	for _, h := range out.Hooks {
 		if !h.Verdict {
 			out.Failed = true
@@ -167,15 +159,7 @@ func runHook(ctx context.Context, stage Stage, h *Spec, req *core.Request, resp 
 			}
 		}
 	} else {
-		var wg sync.WaitGroup
-		for i, c := range checks {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				views[i], bodies[i] = runCheck(ctx, stage, c, req, resp)
-			}()
-		}
-		wg.Wait()
+		parallel(len(checks), func(i int) { views[i], bodies[i] = runCheck(ctx, stage, checks[i], req, resp) })
 	}
 	for i, v := range views {
 		if !v.Verdict {
@@ -247,3 +231,22 @@ func runCheck(ctx context.Context, stage Stage, spec CheckSpec, req *core.Reques
 }
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
+
+// parallel runs f(0) … f(n-1) concurrently and waits for them; a single
+// call runs on the caller's goroutine (the common case of one hook with one
+// check costs no goroutine).
+func parallel(n int, f func(i int)) {
+	if n == 1 {
+		f(0)
+		return
+	}
+	var wg sync.WaitGroup
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			f(i)
+		}()
+	}
+	wg.Wait()
+}
