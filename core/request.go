@@ -48,6 +48,10 @@ type Request struct {
 	// Header holds the client's request headers (canonical names).
 	Header http.Header
 	Body   []byte
+	// JSON is Body already parsed (numbers as json.Number), when a stage has
+	// parsed it; nil otherwise. Whoever replaces Body sets JSON to nil.
+	// Read-only.
+	JSON map[string]any
 
 	// Model and Stream come from the body when the endpoint has one.
 	Model  string
@@ -101,6 +105,10 @@ type Response struct {
 	Status int
 	Header http.Header
 	Body   []byte
+	// JSON is Body already parsed (numbers as json.Number), when a stage has
+	// parsed it; nil otherwise. Whoever replaces Body sets JSON to nil.
+	// Read-only.
+	JSON map[string]any
 	// Stream is the still-open upstream body of a streamed answer; whoever
 	// writes it to the client closes it.
 	Stream io.ReadCloser

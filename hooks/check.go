@@ -1,9 +1,9 @@
 package hooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
-	"strings"
 	"sync"
 
 	"github.com/llm-gateway/gateway/core"
@@ -53,7 +53,11 @@ type CheckInput struct {
 // not one). Numbers are json.Number.
 func (in *CheckInput) RequestJSON() map[string]any {
 	in.reqOnce.Do(func() {
-		if in.Request != nil {
+		switch {
+		case in.Request == nil:
+		case in.Request.JSON != nil:
+			in.reqJSON = in.Request.JSON // parsed once, by the validator
+		default:
 			in.reqJSON = parseObject(in.Request.Body)
 		}
 	})
@@ -97,7 +101,7 @@ func (in *CheckInput) Param(name string) (any, bool) {
 }
 
 func parseObject(b []byte) map[string]any {
-	dec := json.NewDecoder(strings.NewReader(string(b)))
+	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	var m map[string]any
 	if dec.Decode(&m) != nil {

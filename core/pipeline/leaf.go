@@ -87,7 +87,7 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 			res.err = core.BadRequest(n.Path+".override_params", "%s.override_params: %v", n.Path, err)
 			return res
 		}
-		lreq.Body = body
+		lreq.Body, lreq.JSON = body, nil
 		if model != "" {
 			lreq.Model = model
 		}

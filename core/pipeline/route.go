@@ -71,7 +71,7 @@ func (w *walk) node(ctx context.Context, n *config.Node) result {
 			return result{path: n.Path, err: denied(hooks.BeforeRequest, n.Path)}
 		}
 		if out.Body != nil {
-			w.req.Body = out.Body
+			w.req.Body, w.req.JSON = out.Body, nil
 		}
 	}
 	res := w.route(ctx, n)
@@ -156,6 +156,10 @@ func (w *walk) available(n *config.Node) bool {
 func (w *walk) queryData() config.QueryData {
 	w.queryOnce.Do(func() {
 		w.query = config.QueryData{Metadata: w.req.Metadata, URL: map[string]string{"pathname": "/v1" + w.req.Path}}
+		if w.req.JSON != nil {
+			w.query.Params = w.req.JSON
+			return
+		}
 		var params map[string]any
 		dec := json.NewDecoder(bytesReader(w.req.Body))
 		dec.UseNumber()

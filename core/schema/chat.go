@@ -49,7 +49,11 @@ func ValidateChatCompletion(body []byte, opts ChatOptions) (Info, *core.Error) {
 	functions := v.namedList(m, "functions", false)
 	optional(m, "function_call", func(x any) { v.functionCall(x, functions) })
 
-	return info, v.err()
+	if err := v.err(); err != nil {
+		return info, err
+	}
+	info.Body = m
+	return info, nil
 }
 
 var chatRoles = []string{"system", "developer", "user", "assistant", "tool", "function"}

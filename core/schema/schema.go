@@ -29,6 +29,10 @@ type Info struct {
 	// HasGatewayFields reports that the body carries gateway-only fields that
 	// must not reach the provider; see StripGatewayFields.
 	HasGatewayFields bool
+	// Body is the parsed body (numbers as json.Number) of a valid chat
+	// completion, so later stages need not parse it again; treat it as
+	// read-only.
+	Body map[string]any
 }
 
 // ChatOptions carries gateway settings that affect validation.

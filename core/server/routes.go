@@ -33,12 +33,13 @@ func checkChat(c *fiber.Ctx, req *core.Request) *core.Error {
 	if err != nil {
 		return err
 	}
+	req.JSON = info.Body
 	if info.HasGatewayFields {
 		body, serr := schema.StripGatewayFields(req.Body)
 		if serr != nil {
 			return core.BadRequest("body", "request body: %v", serr)
 		}
-		req.Body = body
+		req.Body, req.JSON = body, nil
 	}
 	return nil
 }
