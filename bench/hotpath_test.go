@@ -21,7 +21,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"mime/multipart"
 	"net"
 	"net/http"
 	"net/http/httptest"
@@ -42,6 +41,8 @@ import (
 	_ "github.com/llm-gateway/gateway/plugins/all"
 	"github.com/llm-gateway/gateway/plugins/cache"
 	"github.com/llm-gateway/gateway/store"
+
+	"github.com/llm-gateway/gateway/bench"
 )
 
 const adminKey = "hotpath-admin-key-0123456789"
@@ -166,40 +167,10 @@ func startGateway() (g *gw, err error) {
 		client:  &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 30 * time.Second},
 		close:   closeAll,
 	}
-	if err := g.uploadPlugin(filepath.Join("..", "examples", "guardrails", "wat-minimal"), "minimal.wasm"); err != nil {
+	if err := bench.UploadPlugin(context.Background(), g.client, g.url, adminKey, filepath.Join("..", "examples", "guardrails", "wat-minimal"), "minimal.wasm"); err != nil {
 		return nil, err
 	}
 	return g, nil
-}
-
-func (g *gw) uploadPlugin(dir, module string) error {
-	manifest, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	if err != nil {
-		return err
-	}
-	code, err := os.ReadFile(filepath.Join(dir, module))
-	if err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	mw.WriteField("manifest", string(manifest))
-	fw, _ := mw.CreateFormFile("module", module)
-	fw.Write(code)
-	mw.Close()
-	req, _ := http.NewRequest("POST", g.url+"/v1/plugins", &buf)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("x-gateway-api-key", adminKey)
-	resp, err := g.client.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return fmt.Errorf("upload %s: %d %s", dir, resp.StatusCode, body)
-	}
-	return nil
 }
 
 var (

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime/multipart"
 	"net/http"
 	"os"
 	"os/exec"
@@ -15,6 +14,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	benchkit "github.com/llm-gateway/gateway/bench"
 )
 
 // contender is one thing in front of the mock that the harness measures.
@@ -165,40 +166,6 @@ func fullConfig(mockURL string) string {
 	return string(raw)
 }
 
-// uploadPlugin posts an example WASM guardrail (manifest.json + module) to
-// the gateway's /v1/plugins.
-func uploadPlugin(ctx context.Context, gatewayURL, dir, module string) error {
-	manifest, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
-	if err != nil {
-		return err
-	}
-	wasm, err := os.ReadFile(filepath.Join(dir, module))
-	if err != nil {
-		return err
-	}
-	var buf bytes.Buffer
-	mw := multipart.NewWriter(&buf)
-	mw.WriteField("manifest", string(manifest))
-	fw, _ := mw.CreateFormFile("module", module)
-	fw.Write(wasm)
-	mw.Close()
-	ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
-	defer cancel()
-	req, _ := http.NewRequestWithContext(ctx, "POST", gatewayURL+"/v1/plugins", &buf)
-	req.Header.Set("Content-Type", mw.FormDataContentType())
-	req.Header.Set("x-gateway-api-key", adminKey)
-	resp, err := http.DefaultClient.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	body, _ := io.ReadAll(resp.Body)
-	if resp.StatusCode != 200 {
-		return fmt.Errorf("POST /v1/plugins: %d %s", resp.StatusCode, clip(body, 300))
-	}
-	return nil
-}
-
 // startContenders starts the mocks and everything in front of them.
 func (b *bench) startContenders(ctx context.Context, bins map[string]string) error {
 	logs := b.logDir
@@ -274,7 +241,7 @@ func (b *bench) startContenders(ctx context.Context, bins map[string]string) err
 	} else {
 		b.procs = append(b.procs, proc)
 		full.proc, full.slowProc = proc, proc
-		if err := uploadPlugin(ctx, proc.url, filepath.Join(b.root, "examples", "guardrails", "wat-minimal"), "minimal.wasm"); err != nil {
+		if err := benchkit.UploadPlugin(ctx, http.DefaultClient, proc.url, adminKey, filepath.Join(b.root, "examples", "guardrails", "wat-minimal"), "minimal.wasm"); err != nil {
 			full.unavailable = "uploading the WASM guardrail failed: " + err.Error()
 		}
 		h := func(mock string) [][2]string {
