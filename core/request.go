@@ -116,7 +116,6 @@ type Response struct {
 	SSE bool
 	// Provider is the name of the provider that answered.
 	Provider string
-	Usage    Usage
 
 	// Routing outcome, returned in the x-gateway-* response headers:
 	// OptionPath is the config path of the target that answered

@@ -1,9 +1,7 @@
 package main
 
 import (
-	"bytes"
 	"encoding/json"
-	"io"
 	"net/http"
 	"testing"
 	"time"
@@ -39,23 +37,7 @@ func BenchmarkFallbackOverhead(b *testing.B) {
 	single := newReq(map[string]string{"x-gateway-provider": "openai", "x-gateway-custom-host": e.mockHost()})
 	fallback := newReq(map[string]string{"x-gateway-config": string(cfg)})
 	send := func(req *http.Request, wantPath string) time.Duration {
-		r := req.Clone(req.Context())
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		start := time.Now()
-		resp, err := client.Do(r)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n, _ := io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || n < 1000 {
-			b.Fatalf("status %d, %d bytes", resp.StatusCode, n)
-		}
-		if got := resp.Header.Get("x-gateway-last-used-option-index"); got != wantPath {
-			b.Fatalf("answered by %q, want %q", got, wantPath)
-		}
-		return time.Since(start)
+		return timedSend(b, client, req, body, wantPath)
 	}
 	for range 200 { // warm both paths up
 		send(single, "config")

@@ -28,22 +28,7 @@ func BenchmarkChatOverhead(b *testing.B) {
 		"x-gateway-api-key": adminKey, "x-gateway-provider": "openai", "x-gateway-custom-host": e.mockHost()} {
 		viaGateway.Header.Set(k, v)
 	}
-	send := func(req *http.Request) time.Duration {
-		r := req.Clone(req.Context())
-		r.Body = io.NopCloser(bytes.NewReader(body))
-		r.ContentLength = int64(len(body))
-		start := time.Now()
-		resp, err := client.Do(r)
-		if err != nil {
-			b.Fatal(err)
-		}
-		n, _ := io.Copy(io.Discard, resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || n < 1000 {
-			b.Fatalf("status %d, %d bytes", resp.StatusCode, n)
-		}
-		return time.Since(start)
-	}
+	send := func(req *http.Request) time.Duration { return timedSend(b, client, req, body, "") }
 	for range 200 { // warm both paths up
 		send(direct)
 		send(viaGateway)
@@ -59,4 +44,27 @@ func BenchmarkChatOverhead(b *testing.B) {
 	b.ReportMetric(float64(dSum.Microseconds())/n, "direct-µs/req")
 	b.ReportMetric(float64(gSum.Microseconds())/n, "gateway-µs/req")
 	b.ReportMetric(float64((gSum-dSum).Microseconds())/n, "added-µs/req")
+}
+
+// timedSend sends a clone of req with body and returns how long the answer
+// took; it fails the benchmark unless the answer is a whole 200 (answered by
+// the config target wantPath, when given).
+func timedSend(b *testing.B, client *http.Client, req *http.Request, body []byte, wantPath string) time.Duration {
+	r := req.Clone(req.Context())
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	r.ContentLength = int64(len(body))
+	start := time.Now()
+	resp, err := client.Do(r)
+	if err != nil {
+		b.Fatal(err)
+	}
+	n, _ := io.Copy(io.Discard, resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 200 || n < 1000 {
+		b.Fatalf("status %d, %d bytes", resp.StatusCode, n)
+	}
+	if got := resp.Header.Get("x-gateway-last-used-option-index"); wantPath != "" && got != wantPath {
+		b.Fatalf("answered by %q, want %q", got, wantPath)
+	}
+	return time.Since(start)
 }
