@@ -2,9 +2,11 @@ package core
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"sync"
+	"sync/atomic"
 )
 
 // Plugin is a built-in extension: a provider, a strategy, a cache or a check.
@@ -27,10 +29,20 @@ const (
 	KindGuardrails = "guardrails"
 )
 
+// The registry is written at init time and read on every request (each
+// check, strategy and cache mode is looked up by id), so reads take no lock:
+// a write copies the map and swaps it in.
 var (
-	registryMu sync.RWMutex
-	registry   = map[string]PluginInfo{}
+	registryMu sync.Mutex // serialises writers
+	registry   atomic.Pointer[map[string]PluginInfo]
 )
+
+func registered() map[string]PluginInfo {
+	if m := registry.Load(); m != nil {
+		return *m
+	}
+	return nil
+}
 
 // Register adds a plugin to the registry. It is called from init functions
 // and panics on an empty, malformed or duplicate ID, since that is a
@@ -45,26 +57,26 @@ func Register(info PluginInfo) {
 	}
 	registryMu.Lock()
 	defer registryMu.Unlock()
-	if _, dup := registry[info.ID]; dup {
+	old := registered()
+	if _, dup := old[info.ID]; dup {
 		panic(fmt.Sprintf("core.Register: plugin %q registered twice", info.ID))
 	}
-	registry[info.ID] = info
+	next := make(map[string]PluginInfo, len(old)+1)
+	maps.Copy(next, old)
+	next[info.ID] = info
+	registry.Store(&next)
 }
 
 // LookupPlugin returns the plugin registered under id.
 func LookupPlugin(id string) (PluginInfo, bool) {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
-	info, ok := registry[id]
+	info, ok := registered()[id]
 	return info, ok
 }
 
 // Plugins returns the plugins of one kind, sorted by ID.
 func Plugins(kind string) []PluginInfo {
-	registryMu.RLock()
-	defer registryMu.RUnlock()
 	var out []PluginInfo
-	for id, info := range registry {
+	for id, info := range registered() {
 		if strings.HasPrefix(id, kind+".") {
 			out = append(out, info)
 		}
