@@ -96,6 +96,14 @@ func principalOf(rec store.APIKey) *core.Principal {
 		KeyID: rec.ID, KeyType: rec.Type, OrganisationID: rec.OrganisationID,
 		WorkspaceID: rec.WorkspaceID, UserID: rec.UserID, Role: rec.Role,
 	}
+	switch rec.Type {
+	case core.KeyTypeOrganisationService:
+		if p.Role == "" {
+			p.Role = core.RoleAdmin
+		}
+	case core.KeyTypeWorkspaceService:
+		p.WorkspaceRole = core.RoleAdmin
+	}
 	if rec.ExpiresAt != nil {
 		p.ExpiresAt = *rec.ExpiresAt
 	}

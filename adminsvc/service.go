@@ -19,6 +19,7 @@ type Service struct {
 	configs    *Configs
 	guardrails *Guardrails
 	host       *wasm.Host
+	cipher     *store.Cipher
 	now        func() time.Time
 }
 
@@ -30,7 +31,9 @@ type Deps struct {
 	Guardrails *Guardrails
 	// Host runs uploaded WASM plugins; nil turns the /plugins routes off.
 	Host *wasm.Host
-	Now  func() time.Time
+	// Cipher seals provider credentials and secret-manager credentials.
+	Cipher *store.Cipher
+	Now    func() time.Time
 }
 
 // New builds the admin service over st; the keys, configs and guardrails
@@ -39,11 +42,16 @@ func New(d Deps) *Service {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, now: d.Now}
+	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher, now: d.Now}
 }
 
 // Register adds the admin routes to the /v1 group.
 func (s *Service) Register(v1 fiber.Router) {
+	s.registerAudit(v1)
+	s.registerWorkspaces(v1)
+	s.registerUsers(v1)
+	s.registerIntegrations(v1)
+	s.registerSecretReferences(v1)
 	v1.Post("/api-keys/:id/rotate", notYet("key rotation"))
 	v1.Post("/api-keys/:type/:subtype", s.createAPIKey)
 	v1.Get("/api-keys", s.listAPIKeys)
@@ -78,7 +86,8 @@ func (s *Service) Register(v1 fiber.Router) {
 }
 
 // adminPrefixes are the paths the admin API owns.
-var adminPrefixes = []string{"/api-keys", "/configs", "/guardrails", "/plugins", "/logs"}
+var adminPrefixes = []string{"/api-keys", "/configs", "/guardrails", "/plugins", "/logs",
+	"/admin", "/workspaces", "/audit-logs", "/integrations", "/providers", "/virtual-keys", "/secret-references"}
 
 func unknownRoute(c *fiber.Ctx) error {
 	return &core.Error{Status: fiber.StatusNotFound, Type: core.TypeNotFound, Code: core.CodeNotFoundPath,

@@ -85,6 +85,15 @@ const (
 	KeyTypeWorkspaceUser       = "workspace-user"
 )
 
+// Roles. Organisation roles are owner, admin and member; workspace roles
+// are admin, manager and member.
+const (
+	RoleOwner   = "owner"
+	RoleAdmin   = "admin"
+	RoleManager = "manager"
+	RoleMember  = "member"
+)
+
 // Principal is who a request acts as: the API key that authenticated it and
 // what that key may do. It is immutable once built and shared between
 // requests through the key snapshot.
@@ -95,8 +104,13 @@ type Principal struct {
 	// WorkspaceID is empty for organisation keys, which act on every workspace.
 	WorkspaceID string
 	UserID      string
-	Role        string
-	ExpiresAt   time.Time
+	// Role is the organisation role the principal acts with: owner or admin
+	// for organisation keys, the user's organisation role for user keys.
+	Role string
+	// WorkspaceRole is the role in WorkspaceID: admin for workspace service
+	// keys, the member's role (admin, manager, member) for user keys.
+	WorkspaceRole string
+	ExpiresAt     time.Time
 	// DefaultMetadata is merged under the request's x-gateway-metadata.
 	DefaultMetadata map[string]string
 	// DefaultConfig is the saved config (id or slug) used when a request
@@ -123,6 +137,22 @@ func (p *Principal) HasScope(s string) bool {
 
 // IsOrganisationKey reports whether the principal acts on the whole organisation.
 func (p *Principal) IsOrganisationKey() bool { return p.KeyType == KeyTypeOrganisationService }
+
+// IsOrgAdmin reports whether the principal is an owner or admin of the
+// organisation.
+func (p *Principal) IsOrgAdmin() bool { return p.Role == RoleOwner || p.Role == RoleAdmin }
+
+// IsWorkspaceAdmin reports whether the principal administers workspace ws:
+// an organisation admin, or an admin of ws itself.
+func (p *Principal) IsWorkspaceAdmin(ws string) bool {
+	return p.IsOrgAdmin() || (p.WorkspaceID == ws && p.WorkspaceRole == RoleAdmin)
+}
+
+// IsWorkspaceManager reports whether the principal manages workspace ws
+// (a manager or an admin of it, or an organisation admin).
+func (p *Principal) IsWorkspaceManager(ws string) bool {
+	return p.IsWorkspaceAdmin(ws) || (p.WorkspaceID == ws && p.WorkspaceRole == RoleManager)
+}
 
 // Expired reports whether the key has passed its expiry at time now.
 func (p *Principal) Expired(now time.Time) bool {

@@ -31,11 +31,25 @@ const (
 	// BucketPluginModules holds WASM module bytes, keyed by plugin id + "/"
 	// + version (zero-padded).
 	BucketPluginModules Bucket = "plugin_modules"
+	// BucketMembers holds workspace memberships, keyed by workspace id + "/"
+	// + user id.
+	BucketMembers          Bucket = "workspace_members"
+	BucketInvites          Bucket = "invites"
+	BucketSettings         Bucket = "settings"
+	BucketAuditLogs        Bucket = "audit_logs"
+	BucketIntegrations     Bucket = "integrations"
+	BucketProviders        Bucket = "providers"
+	BucketVirtualKeys      Bucket = "virtual_keys"
+	BucketSecretReferences Bucket = "secret_references"
+	// BucketOutbox holds e-mail alerts waiting to be sent.
+	BucketOutbox Bucket = "outbox"
 )
 
 // allBuckets are created when the store is opened.
 var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, BucketUsers, BucketAPIKeys, BucketLogs,
-	BucketConfigs, BucketConfigVersions, BucketGuardrails, BucketPlugins, BucketPluginModules}
+	BucketConfigs, BucketConfigVersions, BucketGuardrails, BucketPlugins, BucketPluginModules,
+	BucketMembers, BucketInvites, BucketSettings, BucketAuditLogs, BucketIntegrations, BucketProviders,
+	BucketVirtualKeys, BucketSecretReferences, BucketOutbox}
 
 // Store is transactional access to the admin state. Update transactions are
 // durable once fn returns nil; a crash never leaves half of one behind.
