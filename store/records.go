@@ -21,14 +21,17 @@ const (
 
 // Workspace groups keys, configs and providers inside an organisation.
 type Workspace struct {
-	ID             string    `json:"id"`
-	Slug           string    `json:"slug"`
-	Name           string    `json:"name"`
-	Description    string    `json:"description,omitempty"`
-	OrganisationID string    `json:"organisation_id"`
-	Status         string    `json:"status"`
-	CreatedAt      time.Time `json:"created_at"`
-	LastUpdatedAt  time.Time `json:"last_updated_at"`
+	ID             string             `json:"id"`
+	Slug           string             `json:"slug"`
+	Name           string             `json:"name"`
+	Description    string             `json:"description,omitempty"`
+	OrganisationID string             `json:"organisation_id"`
+	Status         string             `json:"status"`
+	Defaults       *WorkspaceDefaults `json:"defaults,omitempty"`
+	UsageLimits    []UsageLimits      `json:"usage_limits,omitempty"`
+	RateLimits     []RateLimit        `json:"rate_limits,omitempty"`
+	CreatedAt      time.Time          `json:"created_at"`
+	LastUpdatedAt  time.Time          `json:"last_updated_at"`
 }
 
 // User is a person in the organisation.

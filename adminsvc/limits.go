@@ -1,0 +1,131 @@
+package adminsvc
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"time"
+
+	"github.com/llm-gateway/gateway/store"
+)
+
+// Rate-limit and usage-limit vocabularies of the reference API.
+var (
+	rateLimitTypes   = []string{"requests", "tokens"}
+	rateLimitUnits   = []string{"rps", "rpm", "rph", "rpd", "rpw"}
+	usageLimitTypes  = []string{"cost", "tokens"}
+	periodicResets   = []string{"weekly", "monthly"}
+	maxResetDays     = 365
+	rateLimitFields  = []string{"type", "unit", "value"}
+	usageLimitFields = []string{"type", "credit_limit", "alert_threshold", "periodic_reset", "periodic_reset_days", "next_usage_reset_at"}
+)
+
+// parseRateLimits reads a rate_limits array (param names it in problems);
+// null or absent gives nil.
+func parseRateLimits(raw json.RawMessage, param string, p *problems) []store.RateLimit {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var items []map[string]json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		p.add(param, "must be an array of {type, unit, value} objects")
+		return nil
+	}
+	out := make([]store.RateLimit, 0, len(items))
+	for i, it := range items {
+		at := fmt.Sprintf("%s[%d]", param, i)
+		var rl store.RateLimit
+		unknownFields(it, at, rateLimitFields, p)
+		rl.Type = enumField(it, "type", at, rateLimitTypes, true, p)
+		rl.Unit = enumField(it, "unit", at, rateLimitUnits, true, p)
+		if v, ok := it["value"]; !ok {
+			p.add(at+".value", "is required")
+		} else if json.Unmarshal(v, &rl.Value) != nil || rl.Value < 0 {
+			p.add(at+".value", "must be a whole number ≥ 0")
+		}
+		out = append(out, rl)
+	}
+	return out
+}
+
+// parseUsageLimits reads one usage_limits object; null or absent gives nil.
+func parseUsageLimits(raw json.RawMessage, param string, p *problems) *store.UsageLimits {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var it map[string]json.RawMessage
+	if json.Unmarshal(raw, &it) != nil || it == nil {
+		p.add(param, "must be an object {type, credit_limit, alert_threshold, periodic_reset}")
+		return nil
+	}
+	var ul store.UsageLimits
+	unknownFields(it, param, usageLimitFields, p)
+	ul.Type = enumField(it, "type", param, usageLimitTypes, false, p)
+	if ul.Type == "" {
+		ul.Type = "cost"
+	}
+	if v, ok := it["credit_limit"]; !ok {
+		p.add(param+".credit_limit", "is required")
+	} else if json.Unmarshal(v, &ul.CreditLimit) != nil || ul.CreditLimit < 0 {
+		p.add(param+".credit_limit", "must be a number ≥ 0")
+	}
+	if v, ok := it["alert_threshold"]; ok && string(v) != "null" {
+		var th float64
+		if json.Unmarshal(v, &th) != nil || th < 0 {
+			p.add(param+".alert_threshold", "must be a number ≥ 0")
+		} else if th >= ul.CreditLimit {
+			p.add(param+".alert_threshold", "must be below credit_limit (%g)", ul.CreditLimit)
+		} else {
+			ul.AlertThreshold = &th
+		}
+	}
+	ul.PeriodicReset = enumField(it, "periodic_reset", param, periodicResets, false, p)
+	if v, ok := it["periodic_reset_days"]; ok && string(v) != "null" {
+		if json.Unmarshal(v, &ul.PeriodicResetDays) != nil || ul.PeriodicResetDays < 1 || ul.PeriodicResetDays > maxResetDays {
+			p.add(param+".periodic_reset_days", "must be a whole number from 1 to %d", maxResetDays)
+		} else if ul.PeriodicReset != "" {
+			p.add(param+".periodic_reset_days", "cannot be combined with periodic_reset; choose one")
+		}
+	}
+	if v, ok := it["next_usage_reset_at"]; ok && string(v) != "null" {
+		var t time.Time
+		if json.Unmarshal(v, &t) != nil {
+			p.add(param+".next_usage_reset_at", "must be an RFC 3339 date-time")
+		} else {
+			ul.NextUsageResetAt = &t
+		}
+	}
+	return &ul
+}
+
+// enumField reads field name of obj as one of allowed, reporting problems
+// under at + "." + name.
+func enumField(obj map[string]json.RawMessage, name, at string, allowed []string, required bool, p *problems) string {
+	v, ok := obj[name]
+	if !ok || string(v) == "null" {
+		if required {
+			p.add(at+"."+name, "is required: one of %v", allowed)
+		}
+		return ""
+	}
+	var s string
+	if json.Unmarshal(v, &s) != nil || !slices.Contains(allowed, s) {
+		p.add(at+"."+name, "must be one of %v", allowed)
+		return ""
+	}
+	return s
+}
+
+// unknownFields reports the fields of obj that are not in known.
+func unknownFields(obj map[string]json.RawMessage, at string, known []string, p *problems) {
+	var unknown []string
+	for k := range obj {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	slices.Sort(unknown)
+	for _, k := range unknown {
+		p.add(at+"."+k, "unknown field")
+	}
+}

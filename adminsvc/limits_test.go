@@ -1,0 +1,43 @@
+package adminsvc
+
+import (
+	"strings"
+	"testing"
+)
+
+func TestParseLimits(t *testing.T) {
+	cases := []struct {
+		name, rate, usage string
+		wantProblems      []string // params that must be reported
+	}{
+		{"valid", `[{"type":"requests","unit":"rpm","value":10}]`, `{"type":"tokens","credit_limit":100,"alert_threshold":80,"periodic_reset":"monthly"}`, nil},
+		{"null", `null`, `null`, nil},
+		{"bad rate", `[{"type":"bytes","unit":"rpy","value":-1,"extra":1}]`, ``, []string{"rl[0].type", "rl[0].unit", "rl[0].value", "rl[0].extra"}},
+		{"rate not array", `{}`, ``, []string{"rl"}},
+		{"missing rate fields", `[{}]`, ``, []string{"rl[0].type", "rl[0].unit", "rl[0].value"}},
+		{"threshold above limit", ``, `{"credit_limit":10,"alert_threshold":10}`, []string{"ul.alert_threshold"}},
+		{"both resets", ``, `{"credit_limit":10,"periodic_reset":"weekly","periodic_reset_days":7}`, []string{"ul.periodic_reset_days"}},
+		{"reset days bounds", ``, `{"credit_limit":10,"periodic_reset_days":366}`, []string{"ul.periodic_reset_days"}},
+		{"missing credit", ``, `{"type":"cost"}`, []string{"ul.credit_limit"}},
+		{"bad type and reset", ``, `{"type":"euros","credit_limit":1,"periodic_reset":"daily"}`, []string{"ul.type", "ul.periodic_reset"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var p problems
+			parseRateLimits([]byte(tc.rate), "rl", &p)
+			parseUsageLimits([]byte(tc.usage), "ul", &p)
+			var got []string
+			for _, pr := range p {
+				got = append(got, pr.param)
+			}
+			if len(got) != len(tc.wantProblems) {
+				t.Fatalf("problems %v, want %v", got, tc.wantProblems)
+			}
+			for _, w := range tc.wantProblems {
+				if !strings.Contains(strings.Join(got, ","), w) {
+					t.Errorf("missing problem %s in %v", w, got)
+				}
+			}
+		})
+	}
+}
