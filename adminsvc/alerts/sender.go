@@ -88,7 +88,8 @@ func NewSender(st store.Store, cfg Config, opts Options) (*Sender, error) {
 }
 
 // Start drains the outbox now and then every interval until ctx ends or
-// stop is called; stop waits for a send in progress to finish.
+// stop is called; stop waits for a send in progress to finish (at most
+// Options.Timeout).
 func (s *Sender) Start(ctx context.Context, interval time.Duration) (stop func()) {
 	if interval <= 0 {
 		interval = DefaultInterval
@@ -124,7 +125,8 @@ type pending struct {
 
 // RunOnce sends every message due at now (NextAttemptAt <= now), oldest
 // first, and returns how many were sent and how many failed. It returns an
-// error when the store fails or ctx ends; a failed send is not an error.
+// error when the store fails or ctx ends (checked between messages); a
+// failed send is not an error. Concurrent calls run one after the other.
 func (s *Sender) RunOnce(ctx context.Context, now time.Time) (sent, failed int, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -140,10 +142,6 @@ func (s *Sender) RunOnce(ctx context.Context, now time.Time) (sent, failed int, 
 			}
 			after = p.key
 			sendErr := s.deliver(ctx, p.msg, now)
-			if sendErr != nil && ctx.Err() != nil {
-				// Shutdown cut the session short: not the message's fault.
-				return sent, failed, ctx.Err()
-			}
 			if sendErr == nil {
 				if err := s.st.Update(func(tx store.Tx) error { return tx.Delete(store.BucketOutbox, p.key) }); err != nil {
 					return sent, failed, err

@@ -11,7 +11,9 @@ import (
 )
 
 // deliver sends m in one SMTP session and returns nil only once the server
-// has accepted the message data (its reply to the final ".").
+// has accepted the message data (its reply to the final "."). A session
+// once begun is not cut short when ctx ends, only by the sender's timeout,
+// so a shutdown does not lose the server's acceptance and send it twice.
 func (s *Sender) deliver(ctx context.Context, m Message, now time.Time) (err error) {
 	from, err := parseAddress(s.cfg.From)
 	if err != nil {
@@ -28,7 +30,7 @@ func (s *Sender) deliver(ctx context.Context, m Message, now time.Time) (err err
 		return err
 	}
 
-	ctx, cancel := context.WithTimeout(ctx, s.timeout)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.timeout)
 	defer cancel()
 	conn, err := (&net.Dialer{}).DialContext(ctx, "tcp", s.cfg.Addr)
 	if err != nil {
