@@ -85,6 +85,14 @@ func (m Message) validate() error {
 	return nil
 }
 
+// ValidAddress reports why s would be refused as a recipient by Enqueue, or
+// nil. Request validators should use it, so that an address they accept
+// never makes Enqueue fail the caller's transaction.
+func ValidAddress(s string) error {
+	_, err := parseAddress(s)
+	return err
+}
+
 // parseAddress accepts one RFC 5322 address ("a@b.example" or
 // "Name <a@b.example>") free of control characters.
 func parseAddress(s string) (*mail.Address, error) {

@@ -76,3 +76,15 @@ func TestEnqueueResetsDeliveryState(t *testing.T) {
 		t.Fatalf("enqueued %+v", m)
 	}
 }
+
+func TestValidAddress(t *testing.T) {
+	for s, ok := range map[string]bool{
+		"ada@example.com": true, "Ada L <ada@example.com>": true, `"Ada, L" <ada@example.com>`: true,
+		"": false, "ada": false, "a..b@example.com": false, "ada@example.com\r\n": false,
+		"a@example.com, b@example.com": false, "<ada@example.com": false,
+	} {
+		if err := ValidAddress(s); (err == nil) != ok {
+			t.Errorf("ValidAddress(%q) = %v, want ok=%v", s, err, ok)
+		}
+	}
+}
