@@ -18,10 +18,12 @@ import (
 	"path/filepath"
 	"runtime/debug"
 	"strings"
+	"sync"
 	"syscall"
 	"time"
 
 	"github.com/llm-gateway/gateway/adminsvc"
+	"github.com/llm-gateway/gateway/adminsvc/alerts"
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
@@ -42,6 +44,7 @@ type config struct {
 	ShutdownTimeout time.Duration
 	LogLevel        string
 	PprofAddr       string
+	SMTP            alerts.Config
 }
 
 func main() {
@@ -90,6 +93,11 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	cfg.AdminKey = getenv("GATEWAY_ADMIN_API_KEY")
 	cfg.TrustedHosts = getenv("GATEWAY_TRUSTED_HOSTS")
+	smtp, err := alerts.ConfigFromEnv(getenv)
+	if err != nil {
+		return cfg, fmt.Errorf("e-mail alerts: %w", err)
+	}
+	cfg.SMTP = smtp
 	return cfg, nil
 }
 
@@ -168,6 +176,12 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		BodyLimit: cfg.MaxBodyBytes, Logger: logger,
 	})
 
+	stopAlerts, err := startAlerts(ctx, st, cfg.SMTP, logger)
+	if err != nil {
+		return err
+	}
+	defer stopAlerts()
+
 	if cfg.PprofAddr != "" {
 		if err := servePprof(cfg.PprofAddr, logger); err != nil {
 			return err
@@ -191,11 +205,27 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		logger.Warn("shutdown did not drain every request in time", "error", err)
 	}
 	logs.Close()
+	stopAlerts()
 	if err := st.Close(); err != nil {
 		return fmt.Errorf("close the store: %w", err)
 	}
 	logger.Info("stopped; request logs flushed and store closed")
 	return nil
+}
+
+// startAlerts starts the e-mail sender when SMTP is configured; stop waits
+// for a send in progress and may be called more than once.
+func startAlerts(ctx context.Context, st store.Store, cfg alerts.Config, logger *slog.Logger) (stop func(), err error) {
+	if !cfg.Enabled() {
+		logger.Info("e-mail alerts are kept in the outbox until SMTP is configured (" + alerts.EnvAddr + ")")
+		return func() {}, nil
+	}
+	sender, err := alerts.NewSender(st, cfg, alerts.Options{Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("sending e-mail alerts", "smtp_addr", cfg.Addr, "from", cfg.From)
+	return sync.OnceFunc(sender.Start(ctx, alerts.DefaultInterval)), nil
 }
 
 // tuneGC trades memory for CPU: a gateway allocates a little per request
