@@ -15,16 +15,18 @@ import (
 // FileName is the bbolt file inside the data directory.
 const FileName = "gateway.db"
 
-// schemaVersion is the layout version written in the meta bucket.
-const schemaVersion = 1
-
 // boltStore is the embedded Store on bbolt.
 type boltStore struct{ db *bolt.DB }
 
 // Open opens (creating when needed) the store in dir. Only one process may
 // hold a data directory at a time; a second one gets a clear error instead of
-// waiting forever.
-func Open(dir string) (Store, error) {
+// waiting forever. Open creates missing buckets and runs the pending schema
+// migrations (see migrate.go); a store written by a newer build is refused.
+func Open(dir string, opts ...Option) (Store, error) {
+	o := openOptions{migrations: migrations}
+	for _, opt := range opts {
+		opt(&o)
+	}
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
 	}
@@ -36,21 +38,7 @@ func Open(dir string) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open %s: %w", path, err)
 	}
-	err = db.Update(func(tx *bolt.Tx) error {
-		for _, b := range allBuckets {
-			if _, err := tx.CreateBucketIfNotExists([]byte(b)); err != nil {
-				return err
-			}
-		}
-		meta := tx.Bucket([]byte(BucketMeta))
-		if v := meta.Get([]byte("schema_version")); v == nil {
-			return meta.Put([]byte("schema_version"), []byte(fmt.Sprint(schemaVersion)))
-		} else if string(v) != fmt.Sprint(schemaVersion) {
-			return fmt.Errorf("schema version %s is not supported by this build (expects %d)", v, schemaVersion)
-		}
-		return nil
-	})
-	if err != nil {
+	if err := prepare(db, o); err != nil {
 		db.Close()
 		return nil, fmt.Errorf("prepare %s: %w", path, err)
 	}

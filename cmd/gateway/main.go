@@ -39,6 +39,7 @@ type config struct {
 	Addr            string
 	DataDir         string
 	AdminKey        string
+	EncryptionKey   string
 	TrustedHosts    string
 	MaxBodyBytes    int
 	ShutdownTimeout time.Duration
@@ -92,6 +93,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return cfg, fmt.Errorf("unexpected argument %q; usage: gateway [serve] [flags]", fs.Arg(0))
 	}
 	cfg.AdminKey = getenv("GATEWAY_ADMIN_API_KEY")
+	cfg.EncryptionKey = getenv("GATEWAY_ENCRYPTION_KEY")
 	cfg.TrustedHosts = getenv("GATEWAY_TRUSTED_HOSTS")
 	smtp, err := alerts.ConfigFromEnv(getenv)
 	if err != nil {
@@ -114,7 +116,13 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return fmt.Errorf("GATEWAY_TRUSTED_HOSTS: %w", err)
 	}
 
-	st, err := store.Open(cfg.DataDir)
+	cipher, keyCreated, err := store.LoadCipher(cfg.DataDir, cfg.EncryptionKey)
+	if err != nil {
+		return err
+	}
+	st, err := store.Open(cfg.DataDir, store.OnMigration(func(m store.Migration) {
+		logger.Info("applied a store migration", "schema_version", m.Version, "name", m.Name)
+	}))
 	if err != nil {
 		return err
 	}
@@ -125,6 +133,13 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	}
 	if boot.Created {
 		logger.Info("created a new store", "data_dir", cfg.DataDir, "organisation_id", boot.OrganisationID, "default_workspace_id", boot.WorkspaceID)
+	}
+	if keyCreated {
+		msg := "created a new encryption key file: back it up with the data dir; losing it makes the stored provider keys unreadable (or set GATEWAY_ENCRYPTION_KEY)"
+		if !boot.Created {
+			msg += "; the store already existed: if it holds secrets sealed under an earlier key file, stop and restore that file"
+		}
+		logger.Warn(msg, "path", filepath.Join(cfg.DataDir, store.KeyFileName))
 	}
 	if boot.GeneratedKey != "" {
 		fmt.Fprintf(stdout, "\nAdmin API key (shown once, store it now): %s\n"+
@@ -170,7 +185,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, Now: time.Now})
+	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, Cipher: cipher, Now: time.Now})
 	app := server.New(server.Options{
 		Auth: keys, Pipeline: pipe, Logs: logs, Configs: configs, Admin: admin.Register,
 		BodyLimit: cfg.MaxBodyBytes, Logger: logger,
