@@ -58,6 +58,7 @@ func Bootstrap(st store.Store, adminKey string, now time.Time) (BootstrapResult,
 			Hash: hashKey(secret), MaskedKey: maskKey(secret), Status: store.StatusActive,
 			Scopes: core.AllScopes, CreationMode: "bootstrap", CreatedAt: now, LastUpdatedAt: now,
 		}
+		member := store.Member{WorkspaceID: ws.ID, UserID: owner.ID, Role: core.RoleAdmin, CreatedAt: now, LastUpdatedAt: now}
 		res.OrganisationID, res.WorkspaceID = org.ID, ws.ID
 		for _, put := range []struct {
 			b   store.Bucket
@@ -68,6 +69,7 @@ func Bootstrap(st store.Store, adminKey string, now time.Time) (BootstrapResult,
 			{store.BucketWorkspaces, ws.ID, ws},
 			{store.BucketUsers, owner.ID, owner},
 			{store.BucketAPIKeys, key.ID, key},
+			{store.BucketMembers, store.MemberKey(ws.ID, owner.ID), member},
 		} {
 			if err := tx.Put(put.b, put.id, put.rec); err != nil {
 				return err

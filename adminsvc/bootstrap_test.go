@@ -34,6 +34,12 @@ func TestBootstrapCreatesEverythingOnce(t *testing.T) {
 	if len(users) != 1 || users[0].Role != "owner" || users[0].OrganisationID != e.orgID {
 		t.Fatalf("users %+v", users)
 	}
+	// The owner administers the default workspace, as migration 2 gives
+	// owners of upgraded stores.
+	members := listBucket[store.Member](t, e.st, store.BucketMembers)
+	if len(members) != 1 || members[0].WorkspaceID != e.wsID || members[0].UserID != users[0].ID || members[0].Role != core.RoleAdmin {
+		t.Fatalf("members %+v", members)
+	}
 	keys := listBucket[store.APIKey](t, e.st, store.BucketAPIKeys)
 	if len(keys) != 1 {
 		t.Fatalf("%d keys", len(keys))
