@@ -163,6 +163,10 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, Now: time.Now})
+	// Expiry, scheduled rotation and key alerts; stopped before the store closes.
+	keyWorkerCtx, stopKeyWorker := context.WithCancel(ctx)
+	defer stopKeyWorker()
+	keyWorkerDone := adminsvc.NewKeyWorker(st, keys, time.Now, logger).Start(keyWorkerCtx, time.Minute)
 	app := server.New(server.Options{
 		Auth: keys, Pipeline: pipe, Logs: logs, Configs: configs, Admin: admin.Register,
 		BodyLimit: cfg.MaxBodyBytes, Logger: logger,
@@ -190,6 +194,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err := app.ShutdownWithTimeout(cfg.ShutdownTimeout); err != nil && !strings.Contains(err.Error(), "closed") {
 		logger.Warn("shutdown did not drain every request in time", "error", err)
 	}
+	stopKeyWorker()
+	<-keyWorkerDone
 	logs.Close()
 	if err := st.Close(); err != nil {
 		return fmt.Errorf("close the store: %w", err)
