@@ -474,6 +474,8 @@ func TestAdminRoutesNeedAKey(t *testing.T) {
 		{http.MethodGet, "/v1/api-keys"},
 		{http.MethodGet, "/v1/api-keys/x"},
 		{http.MethodDelete, "/v1/api-keys/x"},
+		{http.MethodPut, "/v1/api-keys/x"},
+		{http.MethodPost, "/v1/api-keys/x/rotate"},
 		{http.MethodGet, "/v1/logs"},
 		{http.MethodGet, "/v1/logs/x"},
 	}
