@@ -107,6 +107,9 @@ func TestCreateAPIKeyValidation(t *testing.T) {
 			"rotation_policy": map[string]any{"rotation_period": "daily", "key_transition_period_ms": 1000},
 			"defaults":        map[string]any{"config_id": 7, "metadata": map[string]string{"env": "ci"}},
 		}), []string{"alert_emails[1]", "defaults.config_id", "rate_limits[0].type", "rate_limits[0].value", "rotation_policy.key_transition_period_ms", "rotation_policy.rotation_period", "usage_limits.credit_limit"}},
+		{"rotation without alert e-mails", "organisation/service", ok(map[string]any{"rotation_policy": map[string]any{"rotation_period": "weekly"}}), []string{"rotation_policy"}},
+		{"rotation both ways", "organisation/service", ok(map[string]any{"alert_emails": []string{"a@example.com"}, "rotation_policy": map[string]any{"rotation_period": "weekly", "next_rotation_at": future}}), []string{"rotation_policy"}},
+		{"reset_usage on create", "organisation/service", ok(map[string]any{"reset_usage": true}), []string{"reset_usage"}},
 		{"bad defaults", "organisation/service", ok(map[string]any{"defaults": map[string]any{"metadata": []int{1}, "colour": 1}}), []string{"defaults.colour", "defaults.metadata"}},
 		{"everything wrong", "organisation/service", map[string]any{
 			"scopes": []string{"nope"}, "expires_at": "soon", "colour": "blue", "rate_limits": "fast", "description": 5,
