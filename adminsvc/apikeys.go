@@ -1,10 +1,8 @@
 package adminsvc
 
 import (
-	"encoding/json"
 	"errors"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -17,14 +15,14 @@ import (
 // keyKind is one valid /api-keys/{type}/{sub-type} pair and the scopes that
 // govern keys of that kind.
 type keyKind struct {
-	typ                                  string
-	create, read, update, delete, listSc string
+	typ                                          string
+	create, read, update, delete, listSc, rotate string
 }
 
 var keyKinds = map[string]keyKind{
-	"organisation/service": {core.KeyTypeOrganisationService, core.ScopeOrgServiceKeysCreate, core.ScopeOrgServiceKeysRead, core.ScopeOrgServiceKeysUpdate, core.ScopeOrgServiceKeysDelete, core.ScopeOrgServiceKeysList},
-	"workspace/service":    {core.KeyTypeWorkspaceService, core.ScopeWsServiceKeysCreate, core.ScopeWsServiceKeysRead, core.ScopeWsServiceKeysUpdate, core.ScopeWsServiceKeysDelete, core.ScopeWsServiceKeysList},
-	"workspace/user":       {core.KeyTypeWorkspaceUser, core.ScopeWsUserKeysCreate, core.ScopeWsUserKeysRead, core.ScopeWsUserKeysUpdate, core.ScopeWsUserKeysDelete, core.ScopeWsUserKeysList},
+	"organisation/service": {core.KeyTypeOrganisationService, core.ScopeOrgServiceKeysCreate, core.ScopeOrgServiceKeysRead, core.ScopeOrgServiceKeysUpdate, core.ScopeOrgServiceKeysDelete, core.ScopeOrgServiceKeysList, core.ScopeOrgServiceKeysRotate},
+	"workspace/service":    {core.KeyTypeWorkspaceService, core.ScopeWsServiceKeysCreate, core.ScopeWsServiceKeysRead, core.ScopeWsServiceKeysUpdate, core.ScopeWsServiceKeysDelete, core.ScopeWsServiceKeysList, core.ScopeWsServiceKeysRotate},
+	"workspace/user":       {core.KeyTypeWorkspaceUser, core.ScopeWsUserKeysCreate, core.ScopeWsUserKeysRead, core.ScopeWsUserKeysUpdate, core.ScopeWsUserKeysDelete, core.ScopeWsUserKeysList, core.ScopeWsUserKeysRotate},
 }
 
 func kindOfType(typ string) keyKind {
@@ -34,118 +32,6 @@ func kindOfType(typ string) keyKind {
 		}
 	}
 	return keyKind{}
-}
-
-// notYetKeyFields are API-key fields of the reference API that this version
-// does not enforce; accepting them silently would promise limits that are
-// not applied, so they are refused with a clear message.
-var notYetKeyFields = []string{"rate_limits", "usage_limits", "alert_emails", "rotation_policy"}
-
-// createKeyBody is the accepted body of POST /api-keys/{type}/{sub-type}.
-type createKeyBody struct {
-	Name        string
-	Description string
-	Scopes      []string
-	WorkspaceID string
-	UserID      string
-	ExpiresAt   *time.Time
-	Defaults    *store.APIKeyDefaults
-}
-
-func parseCreateKey(fields map[string]json.RawMessage, now time.Time) (createKeyBody, problems) {
-	var b createKeyBody
-	var p problems
-	str := func(name string, dst *string, required bool, maxLen int) {
-		raw, ok := fields[name]
-		if !ok {
-			if required {
-				p.add(name, "is required")
-			}
-			return
-		}
-		if json.Unmarshal(raw, dst) != nil {
-			p.add(name, "must be a string")
-			return
-		}
-		*dst = strings.TrimSpace(*dst)
-		if required && *dst == "" {
-			p.add(name, "must not be empty")
-		}
-		if len(*dst) > maxLen {
-			p.add(name, "must be at most %d characters", maxLen)
-		}
-	}
-	str("name", &b.Name, true, 255)
-	str("description", &b.Description, false, 1024)
-	str("workspace_id", &b.WorkspaceID, false, 255)
-	str("user_id", &b.UserID, false, 255)
-	if raw, ok := fields["scopes"]; !ok {
-		p.add("scopes", "is required: a non-empty array of scope strings such as %q", core.ScopeCompletionsWrite)
-	} else if json.Unmarshal(raw, &b.Scopes) != nil || len(b.Scopes) == 0 {
-		p.add("scopes", "must be a non-empty array of scope strings")
-	} else {
-		for i, sc := range b.Scopes {
-			if !core.KnownScope(sc) {
-				p.add("scopes["+strconv.Itoa(i)+"]", "unknown scope %q", sc)
-			}
-		}
-		slices.Sort(b.Scopes)
-		b.Scopes = slices.Compact(b.Scopes)
-	}
-	if raw, ok := fields["expires_at"]; ok && string(raw) != "null" {
-		var t time.Time
-		if json.Unmarshal(raw, &t) != nil {
-			p.add("expires_at", "must be an RFC 3339 date-time such as \"2027-01-31T00:00:00Z\"")
-		} else if !t.After(now) {
-			p.add("expires_at", "must be in the future")
-		} else {
-			b.ExpiresAt = &t
-		}
-	}
-	if raw, ok := fields["defaults"]; ok && string(raw) != "null" {
-		var d map[string]json.RawMessage
-		if json.Unmarshal(raw, &d) != nil {
-			p.add("defaults", "must be an object")
-		} else {
-			b.Defaults = &store.APIKeyDefaults{}
-			for k, v := range d {
-				switch k {
-				case "metadata":
-					if json.Unmarshal(v, &b.Defaults.Metadata) != nil {
-						p.add("defaults.metadata", "must be an object of strings")
-					}
-				case "config_id":
-					if json.Unmarshal(v, &b.Defaults.ConfigID) != nil || b.Defaults.ConfigID == "" {
-						p.add("defaults.config_id", "must be the id or slug of a saved config")
-					}
-				case "allow_config_override":
-					var allow bool
-					if json.Unmarshal(v, &allow) != nil {
-						p.add("defaults.allow_config_override", "must be true or false")
-					}
-					b.Defaults.AllowConfigOverride = &allow
-				default:
-					p.add("defaults."+k, "unknown field")
-				}
-			}
-		}
-	}
-	for _, f := range notYetKeyFields {
-		if _, ok := fields[f]; ok {
-			p.add(f, "is not supported by this version of the gateway yet")
-		}
-	}
-	for f := range fields {
-		switch f {
-		case "name", "description", "scopes", "workspace_id", "user_id", "expires_at", "defaults":
-		default:
-			if !slices.Contains(notYetKeyFields, f) {
-				p.add(f, "unknown field")
-			}
-		}
-	}
-	slices.SortStableFunc(p, func(a, b problem) int { return strings.Compare(a.param, b.param) })
-	return b, p
 }
 
 func (s *Service) createAPIKey(c *fiber.Ctx) error {
@@ -162,7 +48,7 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 		return cerr
 	}
 	now := s.now()
-	body, probs := parseCreateKey(fields, now)
+	body, probs := parseKeyFields(fields, now, true)
 	if kind.typ == core.KeyTypeOrganisationService {
 		if body.WorkspaceID != "" {
 			probs.add("workspace_id", "organisation keys are not tied to a workspace, leave it out")
@@ -173,20 +59,25 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 	} else if kind.typ == core.KeyTypeWorkspaceService && body.UserID != "" {
 		probs.add("user_id", "service keys do not belong to a user, leave it out")
 	}
+	rec := store.APIKey{
+		ID: core.NewID(), Type: kind.typ, OrganisationID: caller.OrganisationID, Status: store.StatusActive,
+		CreationMode: "api", CreatedAt: now, LastUpdatedAt: now, LastResetAt: &now,
+	}
+	applyKeyFields(&rec, body, now)
+	if rec.RotationPolicy != nil && len(rec.AlertEmails) == 0 {
+		probs.add("rotation_policy", "needs alert_emails: the secret of a scheduled rotation is e-mailed there")
+	}
 	if err := probs.err(); err != nil {
 		return err
 	}
-	if kind.typ == core.KeyTypeOrganisationService && !caller.IsOrganisationKey() {
-		return core.Forbidden("only organisation keys may create organisation keys")
+	if kind.typ == core.KeyTypeOrganisationService {
+		if !caller.IsOrganisationKey() || !caller.IsOrgAdmin() {
+			return core.Forbidden("only organisation owners and admins, with an organisation key, may create organisation keys")
+		}
+		rec.Role = core.RoleAdmin
 	}
 	if missing := missingScopes(caller, body.Scopes); len(missing) > 0 {
 		return core.Forbidden("a key cannot grant scopes it does not hold: %s", strings.Join(missing, ", "))
-	}
-	rec := store.APIKey{
-		ID: core.NewID(), Name: body.Name, Description: body.Description, Type: kind.typ,
-		OrganisationID: caller.OrganisationID, Status: store.StatusActive, Scopes: body.Scopes,
-		Defaults: body.Defaults, ExpiresAt: body.ExpiresAt, CreationMode: "api",
-		CreatedAt: now, LastUpdatedAt: now,
 	}
 	secret := newKeySecret()
 	rec.Hash, rec.MaskedKey = hashKey(secret), maskKey(secret)
@@ -197,31 +88,17 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 				return err
 			}
 			rec.WorkspaceID = ws.ID
-		}
-		if d := rec.Defaults; d != nil && d.ConfigID != "" {
-			owner := core.NewPrincipal(core.Principal{KeyType: rec.Type, WorkspaceID: rec.WorkspaceID}, nil)
-			cfg, err := s.loadConfig(tx, owner, d.ConfigID)
-			if err != nil {
-				return core.ValidationError("defaults.config_id", "defaults.config_id: no saved config %q in the key's workspace", d.ConfigID)
+			if kind.typ == core.KeyTypeWorkspaceService && !caller.IsWorkspaceManager(ws.ID) {
+				return core.Forbidden("only admins and managers of workspace %s may create its service keys", ws.Slug)
 			}
-			if cfg.Status != store.StatusActive {
-				return core.ValidationError("defaults.config_id", "defaults.config_id: saved config %q is %s", d.ConfigID, cfg.Status)
+			if kind.typ == core.KeyTypeWorkspaceUser {
+				if err := s.checkUserKeyOwner(tx, caller, ws, body.UserID, &rec); err != nil {
+					return err
+				}
 			}
 		}
-		if kind.typ == core.KeyTypeWorkspaceUser {
-			rec.UserID = body.UserID
-			if rec.UserID == "" {
-				rec.UserID = caller.UserID
-			}
-			if rec.UserID == "" {
-				return core.ValidationError("user_id", "user_id: is required: this API key belongs to no user to default to")
-			}
-			var u store.User
-			if err := tx.Get(store.BucketUsers, rec.UserID, &u); errors.Is(err, store.ErrNotFound) {
-				return core.ValidationError("user_id", "user_id: no user %q in this organisation", rec.UserID)
-			} else if err != nil {
-				return err
-			}
+		if err := checkKeyDefaults(tx, s, rec); err != nil {
+			return err
 		}
 		return tx.Put(store.BucketAPIKeys, rec.ID, rec)
 	})
@@ -232,6 +109,114 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 		return core.Internal(err, "the key was stored but the key snapshot could not be reloaded")
 	}
 	return c.JSON(fiber.Map{"id": rec.ID, "key": secret, "object": "api-key"})
+}
+
+// checkUserKeyOwner picks and checks the user a new workspace-user key
+// belongs to: the caller's own user by default; another user only for
+// admins and managers of the workspace. The user must be a member of it
+// (organisation owners and admins are members of every workspace), and
+// under the workspace's cap of active user keys per user.
+func (s *Service) checkUserKeyOwner(tx store.Tx, caller *core.Principal, ws store.Workspace, userID string, rec *store.APIKey) error {
+	if userID == "" {
+		userID = caller.UserID
+	}
+	if userID == "" {
+		return core.ValidationError("user_id", "user_id: is required: this API key belongs to no user to default to")
+	}
+	if userID != caller.UserID && !caller.IsWorkspaceManager(ws.ID) {
+		return core.Forbidden("workspace members may create user keys only for themselves")
+	}
+	var u store.User
+	if err := tx.Get(store.BucketUsers, userID, &u); errors.Is(err, store.ErrNotFound) {
+		return core.ValidationError("user_id", "user_id: no user %q in this organisation", userID)
+	} else if err != nil {
+		return err
+	}
+	if u.Role != core.RoleOwner && u.Role != core.RoleAdmin {
+		var m store.Member
+		if err := tx.Get(store.BucketMembers, store.MemberKey(ws.ID, userID), &m); errors.Is(err, store.ErrNotFound) {
+			return core.ValidationError("user_id", "user_id: user %q is not a member of workspace %s", userID, ws.Slug)
+		} else if err != nil {
+			return err
+		}
+	}
+	rec.UserID = userID
+	if ws.Defaults == nil || ws.Defaults.UserAPIKeyConfig == nil || ws.Defaults.UserAPIKeyConfig.MaxKeysPerUser == 0 {
+		return nil
+	}
+	max := ws.Defaults.UserAPIKeyConfig.MaxKeysPerUser
+	all, err := store.List[store.APIKey](tx, store.BucketAPIKeys)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, k := range all {
+		if k.Type == core.KeyTypeWorkspaceUser && k.WorkspaceID == ws.ID && k.UserID == userID && k.Status != store.KeyStatusExpired {
+			n++
+		}
+	}
+	if n >= max {
+		return core.Conflict("user %s already holds %d active user keys in workspace %s, the most its user_api_key_config.max_keys_per_user allows; delete one first", userID, n, ws.Slug)
+	}
+	return nil
+}
+
+// checkKeyDefaults checks that a key's defaults.config_id names an active
+// saved config the key can use.
+func checkKeyDefaults(tx store.Tx, s *Service, rec store.APIKey) error {
+	d := rec.Defaults
+	if d == nil || d.ConfigID == "" {
+		return nil
+	}
+	owner := core.NewPrincipal(core.Principal{KeyType: rec.Type, WorkspaceID: rec.WorkspaceID}, nil)
+	cfg, err := s.loadConfig(tx, owner, d.ConfigID)
+	if err != nil {
+		return core.ValidationError("defaults.config_id", "defaults.config_id: no saved config %q in the key's workspace", d.ConfigID)
+	}
+	if cfg.Status != store.StatusActive {
+		return core.ValidationError("defaults.config_id", "defaults.config_id: saved config %q is %s", d.ConfigID, cfg.Status)
+	}
+	return nil
+}
+
+// applyKeyFields copies the fields present in b onto rec.
+func applyKeyFields(rec *store.APIKey, b keyFields, now time.Time) {
+	if b.hasName {
+		rec.Name = b.Name
+	}
+	if b.hasDescription {
+		rec.Description = b.Description
+	}
+	if b.hasScopes {
+		rec.Scopes = b.Scopes
+	}
+	if b.hasRateLimits {
+		rec.RateLimits = b.RateLimits
+	}
+	if b.hasUsageLimits {
+		rec.UsageLimits = b.UsageLimits
+	}
+	if b.hasDefaults {
+		rec.Defaults = b.Defaults
+	}
+	if b.hasAlertEmails {
+		rec.AlertEmails = b.AlertEmails
+	}
+	if b.hasExpiresAt {
+		rec.ExpiresAt, rec.ExpiryWarned = b.ExpiresAt, false
+		if rec.Status == store.KeyStatusExpired {
+			rec.Status = store.StatusActive
+		}
+	}
+	if b.hasRotationPolicy {
+		rec.RotationPolicy, rec.RotationWarned = b.RotationPolicy, false
+	}
+	if b.ResetUsage {
+		rec.CurrentUsage, rec.LastResetAt = 0, &now
+		if rec.Status == store.KeyStatusExhausted {
+			rec.Status = store.StatusActive
+		}
+	}
 }
 
 // missingScopes lists the requested scopes the caller does not hold.
@@ -275,44 +260,73 @@ func (s *Service) resolveWorkspace(tx store.Tx, caller *core.Principal, ref stri
 // apiKeyView is the API-key shape returned by the admin API; the secret is
 // never part of it, only its mask.
 type apiKeyView struct {
-	ID             string                `json:"id"`
-	Key            string                `json:"key"`
-	Name           string                `json:"name"`
-	Description    string                `json:"description"`
-	Type           string                `json:"type"`
-	OrganisationID string                `json:"organisation_id"`
-	WorkspaceID    *string               `json:"workspace_id"`
-	UserID         *string               `json:"user_id"`
-	Status         string                `json:"status"`
-	CreatedAt      time.Time             `json:"created_at"`
-	LastUpdatedAt  time.Time             `json:"last_updated_at"`
-	CreationMode   string                `json:"creation_mode"`
-	Scopes         []string              `json:"scopes"`
-	Defaults       *store.APIKeyDefaults `json:"defaults"`
-	ExpiresAt      *time.Time            `json:"expires_at"`
-	Object         string                `json:"object"`
+	ID                     string                `json:"id"`
+	Key                    string                `json:"key"`
+	Name                   string                `json:"name"`
+	Description            string                `json:"description"`
+	Type                   string                `json:"type"`
+	OrganisationID         string                `json:"organisation_id"`
+	WorkspaceID            *string               `json:"workspace_id"`
+	UserID                 *string               `json:"user_id"`
+	Status                 string                `json:"status"`
+	CreatedAt              time.Time             `json:"created_at"`
+	LastUpdatedAt          time.Time             `json:"last_updated_at"`
+	LastResetAt            *time.Time            `json:"last_reset_at"`
+	CreationMode           string                `json:"creation_mode"`
+	RateLimits             []store.RateLimit     `json:"rate_limits"`
+	UsageLimits            *usageLimitsView      `json:"usage_limits"`
+	Scopes                 []string              `json:"scopes"`
+	Defaults               *store.APIKeyDefaults `json:"defaults"`
+	AlertEmails            []string              `json:"alert_emails"`
+	ExpiresAt              *time.Time            `json:"expires_at"`
+	RotationPolicy         *store.RotationPolicy `json:"rotation_policy"`
+	LastRotatedAt          *time.Time            `json:"last_rotated_at"`
+	KeyTransitionExpiresAt *time.Time            `json:"key_transition_expires_at"`
+	Object                 string                `json:"object"`
+}
+
+// usageLimitsView is a key's usage limits with what has been used so far.
+type usageLimitsView struct {
+	store.UsageLimits
+	CurrentUsage float64 `json:"current_usage"`
 }
 
 func viewOf(k store.APIKey, now time.Time) apiKeyView {
 	v := apiKeyView{ID: k.ID, Key: k.MaskedKey, Name: k.Name, Description: k.Description, Type: k.Type,
 		OrganisationID: k.OrganisationID, Status: k.Status, CreatedAt: k.CreatedAt, LastUpdatedAt: k.LastUpdatedAt,
-		CreationMode: k.CreationMode, Scopes: k.Scopes, Defaults: k.Defaults, ExpiresAt: k.ExpiresAt, Object: "api-key"}
+		LastResetAt: k.LastResetAt, CreationMode: k.CreationMode, RateLimits: nonNil(k.RateLimits), Scopes: k.Scopes,
+		Defaults: k.Defaults, AlertEmails: nonNil(k.AlertEmails), ExpiresAt: k.ExpiresAt, RotationPolicy: k.RotationPolicy,
+		LastRotatedAt: k.LastRotatedAt, Object: "api-key"}
 	if k.WorkspaceID != "" {
 		v.WorkspaceID = &k.WorkspaceID
 	}
 	if k.UserID != "" {
 		v.UserID = &k.UserID
 	}
+	if k.UsageLimits != nil {
+		v.UsageLimits = &usageLimitsView{UsageLimits: *k.UsageLimits, CurrentUsage: k.CurrentUsage}
+	}
+	if k.PrevHash != "" && k.TransitionExpiresAt != nil && now.Before(*k.TransitionExpiresAt) {
+		v.KeyTransitionExpiresAt = k.TransitionExpiresAt
+	}
 	if k.ExpiresAt != nil && !now.Before(*k.ExpiresAt) {
-		v.Status = "expired"
+		v.Status = store.KeyStatusExpired
 	}
 	return v
 }
 
-// visible reports whether caller may see key k at all: organisation keys see
-// every key, workspace keys only their own workspace's.
+// visible reports whether caller may see and manage key k: organisation
+// keys every key; workspace keys only keys of their own workspace, and
+// among those a plain workspace member only its own user's keys.
 func visible(caller *core.Principal, k store.APIKey) bool {
-	return caller.IsOrganisationKey() || (k.WorkspaceID != "" && k.WorkspaceID == caller.WorkspaceID)
+	if caller.IsOrganisationKey() {
+		return true
+	}
+	if k.WorkspaceID == "" || k.WorkspaceID != caller.WorkspaceID {
+		return false
+	}
+	return caller.IsWorkspaceManager(k.WorkspaceID) ||
+		(k.Type == core.KeyTypeWorkspaceUser && caller.UserID != "" && k.UserID == caller.UserID)
 }
 
 func (s *Service) listAPIKeys(c *fiber.Ctx) error {

@@ -99,17 +99,20 @@ func TestCreateAPIKeyValidation(t *testing.T) {
 		{"past expires_at", "organisation/service", ok(map[string]any{"expires_at": t0.Add(-time.Second).Format(time.RFC3339)}), []string{"expires_at"}},
 		{"expires_at now", "organisation/service", ok(map[string]any{"expires_at": t0.Format(time.RFC3339)}), []string{"expires_at"}},
 		{"unknown field", "organisation/service", ok(map[string]any{"colour": "blue"}), []string{"colour"}},
-		{"not yet supported", "workspace/service", ok(map[string]any{
+		{"bad limits, alerts and rotation", "workspace/service", ok(map[string]any{
 			"workspace_id":    "default",
-			"rate_limits":     []any{map[string]any{"type": "requests", "unit": "rpm", "value": 10}},
-			"usage_limits":    map[string]any{"credit_limit": 10},
-			"alert_emails":    []string{"a@example.com"},
-			"rotation_policy": map[string]any{"rotation_period": "weekly"},
+			"rate_limits":     []any{map[string]any{"type": "bytes", "unit": "rpm", "value": -1}},
+			"usage_limits":    map[string]any{"credit_limit": -5},
+			"alert_emails":    []string{"a@example.com", "not an address"},
+			"rotation_policy": map[string]any{"rotation_period": "daily", "key_transition_period_ms": 1000},
 			"defaults":        map[string]any{"config_id": 7, "metadata": map[string]string{"env": "ci"}},
-		}), []string{"alert_emails", "defaults.config_id", "rate_limits", "rotation_policy", "usage_limits"}},
+		}), []string{"alert_emails[1]", "defaults.config_id", "rate_limits[0].type", "rate_limits[0].value", "rotation_policy.key_transition_period_ms", "rotation_policy.rotation_period", "usage_limits.credit_limit"}},
+		{"rotation without alert e-mails", "organisation/service", ok(map[string]any{"rotation_policy": map[string]any{"rotation_period": "weekly"}}), []string{"rotation_policy"}},
+		{"rotation both ways", "organisation/service", ok(map[string]any{"alert_emails": []string{"a@example.com"}, "rotation_policy": map[string]any{"rotation_period": "weekly", "next_rotation_at": future}}), []string{"rotation_policy"}},
+		{"reset_usage on create", "organisation/service", ok(map[string]any{"reset_usage": true}), []string{"reset_usage"}},
 		{"bad defaults", "organisation/service", ok(map[string]any{"defaults": map[string]any{"metadata": []int{1}, "colour": 1}}), []string{"defaults.colour", "defaults.metadata"}},
 		{"everything wrong", "organisation/service", map[string]any{
-			"scopes": []string{"nope"}, "expires_at": "soon", "colour": "blue", "rate_limits": []any{}, "description": 5,
+			"scopes": []string{"nope"}, "expires_at": "soon", "colour": "blue", "rate_limits": "fast", "description": 5,
 		}, []string{"colour", "description", "expires_at", "name", "rate_limits", "scopes[0]"}},
 		{"org key with workspace and user", "organisation/service", ok(map[string]any{"workspace_id": "default", "user_id": e.owner}), []string{"workspace_id", "user_id"}},
 		{"service key with user", "workspace/service", ok(map[string]any{"workspace_id": "default", "user_id": e.owner}), []string{"user_id"}},
@@ -153,6 +156,8 @@ func TestCreateAPIKeyPermissions(t *testing.T) {
 	e := newEnv(t)
 	ws2 := e.addWorkspace("team-b")
 	member := e.addUser("member@example.com")
+	e.putMember(e.wsID, member, core.RoleMember)
+	e.putMember(ws2, member, core.RoleMember)
 	_, wsCaller := e.wsKey(e.wsID,
 		core.ScopeWsServiceKeysCreate, core.ScopeWsServiceKeysRead, core.ScopeWsUserKeysCreate,
 		core.ScopeOrgServiceKeysCreate, core.ScopeLogsList)
@@ -472,6 +477,8 @@ func TestAdminRoutesNeedAKey(t *testing.T) {
 		{http.MethodGet, "/v1/api-keys"},
 		{http.MethodGet, "/v1/api-keys/x"},
 		{http.MethodDelete, "/v1/api-keys/x"},
+		{http.MethodPut, "/v1/api-keys/x"},
+		{http.MethodPost, "/v1/api-keys/x/rotate"},
 		{http.MethodGet, "/v1/logs"},
 		{http.MethodGet, "/v1/logs/x"},
 	}
@@ -614,7 +621,8 @@ func TestUnknownAdminRoutesAreNotProxied(t *testing.T) {
 		{"PATCH", "/v1/api-keys", 404},
 		{"POST", "/v1/logs", 404},
 		{"GET", "/v1/logs/a/b", 404},
-		{"POST", "/v1/api-keys/abc/rotate", 501},
+		{"POST", "/v1/api-keys/abc/rotate", 404},
+		{"PATCH", "/v1/api-keys/abc/rotate", 404},
 	}
 	for _, tc := range cases {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {

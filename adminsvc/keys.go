@@ -50,7 +50,8 @@ func maskKey(secret string) string {
 // Keys is the in-memory snapshot of API keys that the data plane
 // authenticates against. Reload rebuilds it from the store and swaps it in
 // atomically, so a change made through the admin API is visible to the next
-// request without a disk read on the request path.
+// request without a disk read on the request path. Callers that change keys,
+// users or workspace memberships call Reload afterwards.
 type Keys struct {
 	st  store.Store
 	now func() time.Time
@@ -59,7 +60,15 @@ type Keys struct {
 	// newer one, and a just-created key would not authenticate (or a
 	// deleted one would) until the next change.
 	reload sync.Mutex
-	snap   atomic.Pointer[map[string]*core.Principal]
+	snap   atomic.Pointer[map[string]keyEntry]
+}
+
+// keyEntry is what one secret hash authenticates as. A key being rotated
+// has two entries: the new secret, and the old one valid until retiredAt.
+type keyEntry struct {
+	p         *core.Principal
+	status    string
+	retiredAt time.Time
 }
 
 // NewKeys loads the snapshot from st.
@@ -75,23 +84,48 @@ func NewKeys(st store.Store, now func() time.Time) (*Keys, error) {
 func (k *Keys) Reload() error {
 	k.reload.Lock()
 	defer k.reload.Unlock()
-	var keys []store.APIKey
+	var (
+		keys    []store.APIKey
+		users   []store.User
+		members []store.Member
+	)
 	err := k.st.View(func(tx store.Tx) (err error) {
-		keys, err = store.List[store.APIKey](tx, store.BucketAPIKeys)
+		if keys, err = store.List[store.APIKey](tx, store.BucketAPIKeys); err != nil {
+			return err
+		}
+		if users, err = store.List[store.User](tx, store.BucketUsers); err != nil {
+			return err
+		}
+		members, err = store.List[store.Member](tx, store.BucketMembers)
 		return err
 	})
 	if err != nil {
 		return fmt.Errorf("load api keys: %w", err)
 	}
-	m := make(map[string]*core.Principal, len(keys))
+	orgRole := make(map[string]string, len(users))
+	for _, u := range users {
+		orgRole[u.ID] = u.Role
+	}
+	wsRole := make(map[string]string, len(members))
+	for _, m := range members {
+		wsRole[store.MemberKey(m.WorkspaceID, m.UserID)] = m.Role
+	}
+	m := make(map[string]keyEntry, len(keys))
 	for _, rec := range keys {
-		m[rec.Hash] = principalOf(rec)
+		p := principalOf(rec, orgRole, wsRole)
+		m[rec.Hash] = keyEntry{p: p, status: rec.Status}
+		if rec.PrevHash != "" && rec.TransitionExpiresAt != nil {
+			m[rec.PrevHash] = keyEntry{p: p, status: rec.Status, retiredAt: *rec.TransitionExpiresAt}
+		}
 	}
 	k.snap.Store(&m)
 	return nil
 }
 
-func principalOf(rec store.APIKey) *core.Principal {
+// principalOf is who key rec acts as. A workspace-user key acts as its user:
+// the user's organisation role, and the user's membership role in the key's
+// workspace (organisation owners and admins administer every workspace).
+func principalOf(rec store.APIKey, orgRole, wsRole map[string]string) *core.Principal {
 	p := core.Principal{
 		KeyID: rec.ID, KeyType: rec.Type, OrganisationID: rec.OrganisationID,
 		WorkspaceID: rec.WorkspaceID, UserID: rec.UserID, Role: rec.Role,
@@ -103,6 +137,12 @@ func principalOf(rec store.APIKey) *core.Principal {
 		}
 	case core.KeyTypeWorkspaceService:
 		p.WorkspaceRole = core.RoleAdmin
+	case core.KeyTypeWorkspaceUser:
+		p.Role = orgRole[rec.UserID]
+		p.WorkspaceRole = wsRole[store.MemberKey(rec.WorkspaceID, rec.UserID)]
+		if p.WorkspaceRole == "" && p.IsOrgAdmin() {
+			p.WorkspaceRole = core.RoleAdmin
+		}
 	}
 	if rec.ExpiresAt != nil {
 		p.ExpiresAt = *rec.ExpiresAt
@@ -119,12 +159,17 @@ func (k *Keys) Authenticate(secret string) (*core.Principal, *core.Error) {
 	if secret == "" {
 		return nil, core.Unauthorized("missing API key: send it in the x-gateway-api-key header")
 	}
-	p, ok := (*k.snap.Load())[hashKey(secret)]
+	e, ok := (*k.snap.Load())[hashKey(secret)]
 	if !ok {
 		return nil, core.Unauthorized("invalid API key: no key matches the x-gateway-api-key header")
 	}
-	if p.Expired(k.now()) {
-		return nil, core.Unauthorized("API key %s expired at %s", p.KeyID, p.ExpiresAt.UTC().Format(time.RFC3339))
+	now := k.now()
+	if !e.retiredAt.IsZero() && !now.Before(e.retiredAt) {
+		return nil, core.Unauthorized("API key %s was rotated: this secret stopped working at %s; use the new secret",
+			e.p.KeyID, e.retiredAt.UTC().Format(time.RFC3339))
 	}
-	return p, nil
+	if e.p.Expired(now) || e.status == store.KeyStatusExpired {
+		return nil, core.Unauthorized("API key %s expired at %s", e.p.KeyID, e.p.ExpiresAt.UTC().Format(time.RFC3339))
+	}
+	return e.p, nil
 }

@@ -238,6 +238,9 @@ func (s *Service) deletePlugin(c *fiber.Ctx) error {
 	if err := requireScope(caller, "plugins.delete"); err != nil {
 		return err
 	}
+	if !caller.IsOrganisationKey() {
+		return core.Forbidden("plugins belong to the organisation: delete them with an organisation key")
+	}
 	id := c.Params("id")
 	err := s.st.Update(func(tx store.Tx) error {
 		var rec store.Plugin

@@ -15,18 +15,21 @@ const (
 	ScopeOrgServiceKeysUpdate = "organisation_service_api_keys.update"
 	ScopeOrgServiceKeysDelete = "organisation_service_api_keys.delete"
 	ScopeOrgServiceKeysList   = "organisation_service_api_keys.list"
+	ScopeOrgServiceKeysRotate = "organisation_service_api_keys.rotate"
 
 	ScopeWsServiceKeysCreate = "workspace_service_api_keys.create"
 	ScopeWsServiceKeysRead   = "workspace_service_api_keys.read"
 	ScopeWsServiceKeysUpdate = "workspace_service_api_keys.update"
 	ScopeWsServiceKeysDelete = "workspace_service_api_keys.delete"
 	ScopeWsServiceKeysList   = "workspace_service_api_keys.list"
+	ScopeWsServiceKeysRotate = "workspace_service_api_keys.rotate"
 
 	ScopeWsUserKeysCreate = "workspace_user_api_keys.create"
 	ScopeWsUserKeysRead   = "workspace_user_api_keys.read"
 	ScopeWsUserKeysUpdate = "workspace_user_api_keys.update"
 	ScopeWsUserKeysDelete = "workspace_user_api_keys.delete"
 	ScopeWsUserKeysList   = "workspace_user_api_keys.list"
+	ScopeWsUserKeysRotate = "workspace_user_api_keys.rotate"
 
 	ScopeLogsList   = "logs.list"
 	ScopeLogsView   = "logs.view"

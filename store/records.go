@@ -75,6 +75,14 @@ type APIKey struct {
 	CreatedAt      time.Time       `json:"created_at"`
 	LastUpdatedAt  time.Time       `json:"last_updated_at"`
 	ExpiresAt      *time.Time      `json:"expires_at,omitempty"`
+	// Limits (enforced by the request path, issue #6) and alerting.
+	RateLimits     []RateLimit     `json:"rate_limits,omitempty"`
+	UsageLimits    *UsageLimits    `json:"usage_limits,omitempty"`
+	CurrentUsage   float64         `json:"current_usage,omitempty"`
+	LastResetAt    *time.Time      `json:"last_reset_at,omitempty"`
+	AlertEmails    []string        `json:"alert_emails,omitempty"`
+	RotationPolicy *RotationPolicy `json:"rotation_policy,omitempty"`
+	KeyLifecycle
 }
 
 // List decodes every record of bucket b into a slice of T, in key order.

@@ -186,6 +186,10 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return err
 	}
 	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, Cipher: cipher, Now: time.Now})
+	// Expiry, scheduled rotation and key alerts; stopped before the store closes.
+	keyWorkerCtx, stopKeyWorker := context.WithCancel(ctx)
+	defer stopKeyWorker()
+	keyWorkerDone := adminsvc.NewKeyWorker(st, keys, time.Now, logger).Start(keyWorkerCtx, time.Minute)
 	app := server.New(server.Options{
 		Auth: keys, Pipeline: pipe, Logs: logs, Configs: configs, Admin: admin.Register,
 		BodyLimit: cfg.MaxBodyBytes, Logger: logger,
@@ -219,6 +223,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err := app.ShutdownWithTimeout(cfg.ShutdownTimeout); err != nil && !strings.Contains(err.Error(), "closed") {
 		logger.Warn("shutdown did not drain every request in time", "error", err)
 	}
+	stopKeyWorker()
+	<-keyWorkerDone
 	logs.Close()
 	stopAlerts()
 	if err := st.Close(); err != nil {
