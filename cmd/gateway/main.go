@@ -37,6 +37,7 @@ type config struct {
 	Addr            string
 	DataDir         string
 	AdminKey        string
+	EncryptionKey   string
 	TrustedHosts    string
 	MaxBodyBytes    int
 	ShutdownTimeout time.Duration
@@ -89,6 +90,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return cfg, fmt.Errorf("unexpected argument %q; usage: gateway [serve] [flags]", fs.Arg(0))
 	}
 	cfg.AdminKey = getenv("GATEWAY_ADMIN_API_KEY")
+	cfg.EncryptionKey = getenv("GATEWAY_ENCRYPTION_KEY")
 	cfg.TrustedHosts = getenv("GATEWAY_TRUSTED_HOSTS")
 	return cfg, nil
 }
@@ -127,6 +129,17 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	cipher, createdKey, err := store.LoadCipher(cfg.DataDir, cfg.EncryptionKey)
+	if err != nil {
+		return err
+	}
+	if createdKey {
+		logger.Warn("created an encryption key file for provider credentials; back it up with the store", "path", filepath.Join(cfg.DataDir, store.KeyFileName))
+	}
+	managed, err := adminsvc.NewManaged(adminsvc.ManagedOptions{Store: st, Cipher: cipher})
+	if err != nil {
+		return err
+	}
 	// WASM plugins, then saved guardrails: configs name both, and are
 	// checked when they are loaded.
 	host, err := wasm.NewHost(ctx, wasm.Options{CacheDir: filepath.Join(cfg.DataDir, "wasm-cache"), Logger: logger})
@@ -158,13 +171,14 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		Client:        pipeline.NewProviderClient(),
 		GuardedClient: &http.Client{Transport: policy.NewTransport()},
 		Cache:         responses,
+		Managed:       managed,
 	})
 	if err != nil {
 		return err
 	}
-	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, Now: time.Now})
+	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, Cipher: cipher, Managed: managed, Now: time.Now})
 	app := server.New(server.Options{
-		Auth: keys, Pipeline: pipe, Logs: logs, Configs: configs, Admin: admin.Register,
+		Auth: keys, Pipeline: pipe, Logs: logs, Configs: configs, Managed: managed, Admin: admin.Register,
 		BodyLimit: cfg.MaxBodyBytes, Logger: logger,
 	})
 
