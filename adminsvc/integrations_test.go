@@ -187,7 +187,7 @@ func TestIntegrationWorkspacesAndModels(t *testing.T) {
 	}
 	m.ok(http.MethodPut, "/v1/integrations/shared/workspaces", adminKey, map[string]any{
 		"global_workspace_access": map[string]any{"enabled": false},
-		"workspaces": []any{map[string]any{"id": "default", "enabled": true, "rate_limits": []any{map[string]any{"type": "requests", "unit": "rpm", "value": 10}}}}})
+		"workspaces":              []any{map[string]any{"id": "default", "enabled": true, "rate_limits": []any{map[string]any{"type": "requests", "unit": "rpm", "value": 10}}}}})
 	r = m.ok(http.MethodGet, "/v1/integrations/shared/workspaces", adminKey, nil)
 	if !strings.Contains(string(r.raw), `"id":"`+m.wsID+`","enabled":true`) || !strings.Contains(string(r.raw), `"enabled":false`) {
 		t.Fatalf("access: %s", r.raw)
