@@ -20,6 +20,7 @@ type Service struct {
 	guardrails *Guardrails
 	host       *wasm.Host
 	cipher     *store.Cipher
+	managed    *Managed
 	now        func() time.Time
 }
 
@@ -33,7 +34,10 @@ type Deps struct {
 	Host *wasm.Host
 	// Cipher seals provider credentials and secret-manager credentials.
 	Cipher *store.Cipher
-	Now    func() time.Time
+	// Managed is the provider and virtual-key snapshot, reloaded after
+	// every change to them; nil skips the reload.
+	Managed *Managed
+	Now     func() time.Time
 }
 
 // New builds the admin service over st; the keys, configs and guardrails
@@ -42,7 +46,7 @@ func New(d Deps) *Service {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher, now: d.Now}
+	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher, managed: d.Managed, now: d.Now}
 }
 
 // Register adds the admin routes to the /v1 group.

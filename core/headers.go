@@ -42,7 +42,7 @@ var neverForwarded = map[string]bool{
 
 // UpstreamHeader builds the headers of an upstream request from the client's:
 // Content-Type and Accept, the provider's pass-through headers, and the
-// target's forward_headers. Gateway headers, the client's Authorization and
+// target's forward_headers, then the target's own Headers. Gateway headers, the client's Authorization and
 // hop-by-hop headers are never copied; the provider adds its own auth.
 func UpstreamHeader(req *Request, t *Target, pass []string) http.Header {
 	h := make(http.Header, 4+len(pass)+len(t.ForwardHeaders))
@@ -63,6 +63,9 @@ func UpstreamHeader(req *Request, t *Target, pass []string) http.Header {
 	}
 	for _, n := range t.ForwardHeaders {
 		copyHeader(n)
+	}
+	for k, v := range t.Headers {
+		h.Set(k, v)
 	}
 	return h
 }

@@ -90,6 +90,13 @@ type Target struct {
 	APIKey string
 	// ForwardHeaders names client headers to pass upstream unchanged.
 	ForwardHeaders []string
+	// Headers are extra upstream headers (a managed provider's
+	// custom_headers); they replace client headers of the same name.
+	Headers map[string]string
+	// Managed marks a target whose credential came from the store (an
+	// @provider or a virtual key): it is never sent to a host the caller
+	// chose, and never carried over to another provider.
+	Managed bool
 }
 
 // Usage is the token accounting of one answer.

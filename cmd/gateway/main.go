@@ -150,6 +150,10 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	managed, err := adminsvc.NewManaged(adminsvc.ManagedOptions{Store: st, Cipher: cipher})
+	if err != nil {
+		return err
+	}
 	// WASM plugins, then saved guardrails: configs name both, and are
 	// checked when they are loaded.
 	host, err := wasm.NewHost(ctx, wasm.Options{CacheDir: filepath.Join(cfg.DataDir, "wasm-cache"), Logger: logger})
@@ -181,17 +185,18 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		Client:        pipeline.NewProviderClient(),
 		GuardedClient: &http.Client{Transport: policy.NewTransport()},
 		Cache:         responses,
+		Managed:       managed,
 	})
 	if err != nil {
 		return err
 	}
-	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, Cipher: cipher, Now: time.Now})
+	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, Cipher: cipher, Managed: managed, Now: time.Now})
 	// Expiry, scheduled rotation and key alerts; stopped before the store closes.
 	keyWorkerCtx, stopKeyWorker := context.WithCancel(ctx)
 	defer stopKeyWorker()
 	keyWorkerDone := adminsvc.NewKeyWorker(st, keys, time.Now, logger).Start(keyWorkerCtx, time.Minute)
 	app := server.New(server.Options{
-		Auth: keys, Pipeline: pipe, Logs: logs, Configs: configs, Admin: admin.Register,
+		Auth: keys, Pipeline: pipe, Logs: logs, Configs: configs, Managed: managed, Admin: admin.Register,
 		BodyLimit: cfg.MaxBodyBytes, Logger: logger,
 	})
 

@@ -16,25 +16,37 @@ import (
 	"github.com/llm-gateway/gateway/core/config"
 )
 
-// target is where leaf n sends the request: the config's provider, key,
-// custom host and forward headers, falling back to the request headers'.
-func (w *walk) target(n *config.Node) (core.Target, *core.Error) {
+// target is where leaf n sends the request: the config's provider (a
+// managed one resolved from the store), key, custom host and forward
+// headers, falling back to the request headers'. A stored credential is
+// never carried over to another provider nor sent to a custom host the
+// config names.
+func (w *walk) target(ctx context.Context, n *config.Node) (core.Target, *core.Error) {
 	l, h := n.Leaf, w.req.Target
 	t := h
 	switch {
-	case l.VirtualKey != "":
-		return t, core.BadRequest(n.Path+".virtual_key", "%s.virtual_key: virtual keys are not supported by this version of the gateway yet", n.Path)
-	case strings.HasPrefix(l.Provider, "@"):
-		return t, core.BadRequest(n.Path+".provider", "%s.provider: managed providers (%s) are not supported by this version of the gateway yet", n.Path, l.Provider)
+	case l.VirtualKey != "" || strings.HasPrefix(l.Provider, "@"):
+		mt, err := w.managed(ctx, n)
+		if err != nil {
+			return t, err
+		}
+		t = mt
+		t.ForwardHeaders = h.ForwardHeaders
 	case l.Provider != "":
 		// A provider named by the config replaces the header's choice; the
 		// caller's Authorization is its key unless the config sets one.
-		t = core.Target{Provider: l.Provider, APIKey: h.APIKey, ForwardHeaders: h.ForwardHeaders}
+		t = core.Target{Provider: l.Provider, ForwardHeaders: h.ForwardHeaders}
+		if !h.Managed {
+			t.APIKey = h.APIKey
+		}
 	}
 	if l.APIKey != "" {
 		t.APIKey = l.APIKey
 	}
 	if l.CustomHost != "" {
+		if t.Managed {
+			return t, core.BadRequest(n.Path+".custom_host", "%s.custom_host cannot be combined with a managed provider or virtual key: the stored credential is only sent to the integration's own host (set custom_host on the integration)", n.Path)
+		}
 		t.BaseURL, t.CustomHost = l.CustomHost, true
 	}
 	if len(l.ForwardHeaders) > 0 {
@@ -43,6 +55,35 @@ func (w *walk) target(n *config.Node) (core.Target, *core.Error) {
 	if t.Provider == "" {
 		return t, core.BadRequest("x-gateway-provider", "no provider for %s: send x-gateway-provider or set provider in the config", n.Path)
 	}
+	return t, nil
+}
+
+// managed resolves a leaf's "@slug" provider or virtual_key from the store.
+func (w *walk) managed(ctx context.Context, n *config.Node) (core.Target, *core.Error) {
+	l := n.Leaf
+	param, ref, isVK := n.Path+".provider", strings.TrimPrefix(l.Provider, "@"), false
+	if l.VirtualKey != "" {
+		if strings.HasPrefix(l.Provider, "@") {
+			return core.Target{}, core.BadRequest(n.Path+".virtual_key", "%s: set either provider %s or virtual_key, not both", n.Path, l.Provider)
+		}
+		param, ref, isVK = n.Path+".virtual_key", l.VirtualKey, true
+	}
+	if w.p.managed == nil {
+		return core.Target{}, core.BadRequest(param, "%s: managed providers and virtual keys are not supported by this gateway: it has no provider store", param)
+	}
+	t, err := w.p.managed.Resolve(ctx, ref, isVK, w.req.Principal)
+	if err != nil {
+		if err.Status == http.StatusBadRequest {
+			e := *err
+			e.Param, e.Message = param, param+": "+err.Message
+			return core.Target{}, &e
+		}
+		return core.Target{}, err
+	}
+	if isVK && l.Provider != "" && l.Provider != t.Provider {
+		return core.Target{}, core.BadRequest(n.Path+".provider", "%s.provider is %s, but virtual key %s is for %s", n.Path, l.Provider, ref, t.Provider)
+	}
+	t.Managed = true
 	return t, nil
 }
 
@@ -62,7 +103,7 @@ func (p *Pipeline) breakerFor(t core.Target, l *config.Leaf) *breaker.Breaker {
 func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 	l := n.Leaf
 	res := result{path: n.Path}
-	t, cerr := w.target(n)
+	t, cerr := w.target(ctx, n)
 	if cerr != nil {
 		res.err = cerr
 		return res

@@ -44,6 +44,9 @@ type Options struct {
 	Rand func() float64
 	// MaxRetryWait caps a retry-after wait (default 60 s).
 	MaxRetryWait time.Duration
+	// Managed resolves configs' "@slug" providers and virtual keys; nil
+	// refuses them.
+	Managed core.ManagedTargets
 }
 
 // Pipeline is safe for concurrent use.
@@ -58,6 +61,7 @@ type Pipeline struct {
 	now          func() time.Time
 	rand         func() float64
 	maxRetryWait time.Duration
+	managed      core.ManagedTargets
 }
 
 // New builds a pipeline.
@@ -89,7 +93,7 @@ func New(o Options) (*Pipeline, error) {
 	}
 	slices.Sort(names)
 	return &Pipeline{providers: o.Providers, names: names, client: o.Client, guarded: o.GuardedClient,
-		hooks: o.Hooks, cache: o.Cache, breakers: o.Breakers, now: o.Now, rand: o.Rand, maxRetryWait: o.MaxRetryWait}, nil
+		hooks: o.Hooks, cache: o.Cache, breakers: o.Breakers, now: o.Now, rand: o.Rand, maxRetryWait: o.MaxRetryWait, managed: o.Managed}, nil
 }
 
 // ProviderNames returns the names of the providers the pipeline can call,

@@ -144,7 +144,7 @@ func (w *walk) available(n *config.Node) bool {
 	if n.Leaf.CircuitBreaker == nil {
 		return true
 	}
-	t, err := w.target(n)
+	t, err := w.target(context.Background(), n)
 	if err != nil {
 		return true // the call itself will report the problem
 	}

@@ -41,7 +41,7 @@ func (s *Server) newRequest(c *fiber.Ctx, endpoint core.Endpoint) (*core.Request
 	if req.CacheNamespace, req.CacheForceRefresh, err = parseCacheHeaders(c); err != nil {
 		return req, err
 	}
-	if req.Target, err = parseTarget(c); err != nil {
+	if req.Target, err = s.parseTarget(c, req.Principal); err != nil {
 		return req, err
 	}
 	return req, nil
@@ -147,20 +147,17 @@ func (s *Server) missingProvider() *core.Error {
 }
 
 // parseTarget reads the provider choice: x-gateway-provider with the
-// caller's credential, optionally x-gateway-custom-host. known lists the
-// provider names for the error of a missing header.
+// caller's credential, optionally x-gateway-custom-host; or a managed
+// provider (@slug) or virtual key, resolved with principal p.
 //
 // Header values read through Fiber point into fasthttp's reused buffers;
 // everything kept in the target is cloned, since the request (and the log
 // record made from it) outlives the handler.
-func parseTarget(c *fiber.Ctx) (core.Target, *core.Error) {
+func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal) (core.Target, *core.Error) {
 	var t core.Target
-	if gatewayHeader(c, "virtual-key") != "" {
-		return t, core.BadRequest("x-gateway-virtual-key", "virtual keys are not supported by this version of the gateway yet; choose the provider with x-gateway-provider and Authorization")
-	}
 	t.Provider = strings.Clone(strings.ToLower(strings.TrimSpace(gatewayHeader(c, "provider"))))
-	if strings.HasPrefix(t.Provider, "@") {
-		return t, core.BadRequest("x-gateway-provider", "managed providers (%s) are not supported by this version of the gateway yet; send a provider name and Authorization", t.Provider)
+	if vk := strings.TrimSpace(gatewayHeader(c, "virtual-key")); vk != "" || strings.HasPrefix(t.Provider, "@") {
+		return s.managedTarget(c, p, strings.TrimSpace(gatewayHeader(c, "provider")), vk)
 	}
 	if auth := c.Get(fiber.HeaderAuthorization); auth != "" {
 		scheme, token, ok := strings.Cut(auth, " ")

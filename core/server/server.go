@@ -26,6 +26,8 @@ type Options struct {
 	// Configs finds saved configs named in x-gateway-config or a key's
 	// defaults; nil allows inline configs only.
 	Configs ConfigSource
+	// Managed resolves @provider slugs and virtual keys; nil refuses them.
+	Managed core.ManagedTargets
 	// Admin registers the control-plane routes under /v1; they are matched
 	// before the generic proxy.
 	Admin func(v1 fiber.Router)
@@ -41,6 +43,7 @@ type Server struct {
 	pipeline *pipeline.Pipeline
 	logs     core.LogSink
 	configs  ConfigSource
+	managed  core.ManagedTargets
 	inline   inlineConfigs
 	log      *slog.Logger
 	now      func() time.Time
@@ -60,7 +63,7 @@ func New(o Options) *fiber.App {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, log: o.Logger, now: o.Now}
+	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, log: o.Logger, now: o.Now}
 	app := fiber.New(fiber.Config{
 		AppName:               "llm-gateway",
 		DisableStartupMessage: true,

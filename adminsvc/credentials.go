@@ -1,0 +1,405 @@
+package adminsvc
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"slices"
+	"strings"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/netguard"
+	"github.com/llm-gateway/gateway/store"
+)
+
+// This file holds what integrations and virtual keys share: the provider
+// configuration, secret mappings, and sealing, opening and masking of the
+// stored credentials.
+
+// configField describes one string field of store.ProviderConfig.
+type configField struct {
+	name    string
+	get     func(*store.ProviderConfig) *string
+	sealed  bool
+	pattern *regexp.Regexp
+	maxLen  int
+	hint    string
+}
+
+var (
+	reAzureResource = regexp.MustCompile(`^[a-zA-Z0-9-]{2,64}$`)
+	reAzureDeploy   = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,64}$`)
+	reAPIVersion    = regexp.MustCompile(`^[0-9a-zA-Z._-]{1,32}$`)
+	reRegion        = regexp.MustCompile(`^[a-z]{2,}(-[a-z0-9]+)+$`)
+	reGCPProject    = regexp.MustCompile(`^[a-z][a-z0-9-]{4,28}[a-z0-9]$`)
+	reSlug          = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+)
+
+// configFields are the string fields of a provider configuration. The
+// azure, aws and vertex fields are stored (and masked) for the providers
+// that use them; custom_host is checked with netguard.CheckURL.
+var configFields = []configField{
+	{name: "custom_host", get: func(c *store.ProviderConfig) *string { return &c.CustomHost }, maxLen: 2048},
+	{name: "azure_resource_name", get: func(c *store.ProviderConfig) *string { return &c.AzureResourceName }, pattern: reAzureResource, hint: "2-64 letters, digits or dashes"},
+	{name: "azure_deployment_id", get: func(c *store.ProviderConfig) *string { return &c.AzureDeploymentID }, pattern: reAzureDeploy, hint: "1-64 letters, digits, dots, dashes or underscores"},
+	{name: "azure_api_version", get: func(c *store.ProviderConfig) *string { return &c.AzureAPIVersion }, pattern: reAPIVersion, hint: "e.g. 2024-10-21"},
+	{name: "aws_region", get: func(c *store.ProviderConfig) *string { return &c.AWSRegion }, pattern: reRegion, hint: "e.g. us-east-1"},
+	{name: "aws_access_key_id", get: func(c *store.ProviderConfig) *string { return &c.AWSAccessKeyID }, sealed: true, maxLen: 128},
+	{name: "aws_secret_access_key", get: func(c *store.ProviderConfig) *string { return &c.AWSSecretAccessKey }, sealed: true, maxLen: 256},
+	{name: "aws_session_token", get: func(c *store.ProviderConfig) *string { return &c.AWSSessionToken }, sealed: true, maxLen: 4096},
+	{name: "vertex_project_id", get: func(c *store.ProviderConfig) *string { return &c.VertexProjectID }, pattern: reGCPProject, hint: "a Google Cloud project id, e.g. my-project-123"},
+	{name: "vertex_region", get: func(c *store.ProviderConfig) *string { return &c.VertexRegion }, pattern: reRegion, hint: "e.g. us-central1"},
+}
+
+const (
+	fieldCustomHeaders = "custom_headers"
+	maxCustomHeaders   = 50
+)
+
+// configFieldNames lists every accepted configurations field.
+func configFieldNames() []string {
+	names := []string{fieldCustomHeaders}
+	for _, f := range configFields {
+		names = append(names, f.name)
+	}
+	slices.Sort(names)
+	return names
+}
+
+// reservedHeaders may not be set through custom_headers: the gateway or the
+// HTTP client owns them.
+var reservedHeaders = map[string]bool{
+	"Host": true, "Content-Length": true, "Transfer-Encoding": true, "Connection": true,
+	"Keep-Alive": true, "Upgrade": true, "Te": true, "Trailer": true, "Proxy-Authorization": true,
+	"Proxy-Connection": true, "Accept-Encoding": true,
+}
+
+// parseProviderConfig reads a configurations object over base (the stored,
+// opened configuration on update; empty on create): a field sent replaces
+// the stored one, null removes it.
+func parseProviderConfig(raw json.RawMessage, param string, base store.ProviderConfig, p *problems) store.ProviderConfig {
+	cfg := base
+	cfg.CustomHeaders = cloneHeaders(base.CustomHeaders)
+	if len(raw) == 0 || string(raw) == "null" {
+		return cfg
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil || obj == nil {
+		p.add(param, "must be an object with any of %v", configFieldNames())
+		return cfg
+	}
+	unknownFields(obj, param, configFieldNames(), p)
+	for _, f := range configFields {
+		v, ok := obj[f.name]
+		if !ok {
+			continue
+		}
+		at := param + "." + f.name
+		dst := f.get(&cfg)
+		if string(v) == "null" {
+			*dst = ""
+			continue
+		}
+		var s string
+		if json.Unmarshal(v, &s) != nil || strings.TrimSpace(s) == "" {
+			p.add(at, "must be a non-empty string")
+			continue
+		}
+		s = strings.TrimSpace(s)
+		switch {
+		case f.name == "custom_host":
+			u, err := netguard.CheckURL(s)
+			if err != nil {
+				p.add(at, "%v", err)
+				continue
+			}
+			s = u.String()
+		case f.pattern != nil && !f.pattern.MatchString(s):
+			p.add(at, "must be %s", f.hint)
+			continue
+		case f.maxLen > 0 && len(s) > f.maxLen:
+			p.add(at, "must be at most %d characters", f.maxLen)
+			continue
+		}
+		*dst = s
+	}
+	if v, ok := obj[fieldCustomHeaders]; ok {
+		cfg.CustomHeaders = parseCustomHeaders(v, param+"."+fieldCustomHeaders, p)
+	}
+	if (cfg.AWSAccessKeyID == "") != (cfg.AWSSecretAccessKey == "") {
+		p.add(param+".aws_secret_access_key", "aws_access_key_id and aws_secret_access_key go together: set both or neither")
+	}
+	return cfg
+}
+
+// parseCustomHeaders reads an object of header names to string values.
+func parseCustomHeaders(raw json.RawMessage, at string, p *problems) map[string]string {
+	if string(raw) == "null" {
+		return nil
+	}
+	var m map[string]any
+	if json.Unmarshal(raw, &m) != nil || m == nil {
+		p.add(at, "must be an object of header names to string values")
+		return nil
+	}
+	if len(m) > maxCustomHeaders {
+		p.add(at, "at most %d headers, got %d", maxCustomHeaders, len(m))
+	}
+	names := make([]string, 0, len(m))
+	for k := range m {
+		names = append(names, k)
+	}
+	slices.Sort(names)
+	out := make(map[string]string, len(m))
+	for _, k := range names {
+		s, ok := m[k].(string)
+		canon := http.CanonicalHeaderKey(k)
+		switch {
+		case !validHeaderName(k):
+			p.add(at+"."+k, "is not a valid header name")
+		case core.IsGatewayHeader(k):
+			p.add(at+"."+k, "gateway headers never reach the provider")
+		case reservedHeaders[canon]:
+			p.add(at+"."+k, "is set by the gateway's HTTP client and cannot be overridden")
+		case !ok:
+			p.add(at+"."+k, "must be a string")
+		case strings.ContainsAny(s, "\r\n"):
+			p.add(at+"."+k, "must not contain line breaks")
+		default:
+			out[canon] = s
+		}
+	}
+	return out
+}
+
+func validHeaderName(n string) bool {
+	if n == "" {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}
+
+func cloneHeaders(h map[string]string) map[string]string {
+	if h == nil {
+		return nil
+	}
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		out[k] = v
+	}
+	return out
+}
+
+// Secret mapping vocabulary.
+var (
+	secretMappingFields = []string{"target_field", "secret_reference_id", "secret_key", "value_format"}
+	valueFormats        = []string{"string", "json"}
+)
+
+// parseSecretMappings reads a secret_mappings array; the references are
+// checked against the store later (checkSecretRefs).
+func parseSecretMappings(raw json.RawMessage, param string, p *problems) []store.SecretMapping {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil
+	}
+	var items []map[string]json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		p.add(param, "must be an array of {target_field, secret_reference_id, secret_key, value_format} objects")
+		return nil
+	}
+	out := make([]store.SecretMapping, 0, len(items))
+	seen := map[string]bool{}
+	for i, it := range items {
+		at := fmt.Sprintf("%s[%d]", param, i)
+		unknownFields(it, at, secretMappingFields, p)
+		var m store.SecretMapping
+		if v, ok := it["target_field"]; !ok {
+			p.add(at+".target_field", "is required: \"key\" or \"configurations.<field>\"")
+		} else if json.Unmarshal(v, &m.TargetField) != nil || !validTargetField(m.TargetField) {
+			p.add(at+".target_field", "must be \"key\" or \"configurations.<field>\" with a field of %v", configFieldNames())
+		} else if seen[m.TargetField] {
+			p.add(at+".target_field", "%s is mapped twice", m.TargetField)
+		}
+		seen[m.TargetField] = true
+		if v, ok := it["secret_reference_id"]; !ok {
+			p.add(at+".secret_reference_id", "is required")
+		} else if json.Unmarshal(v, &m.SecretReferenceID) != nil || strings.TrimSpace(m.SecretReferenceID) == "" {
+			p.add(at+".secret_reference_id", "must be a non-empty string")
+		}
+		if v, ok := it["secret_key"]; ok && string(v) != "null" {
+			if json.Unmarshal(v, &m.SecretKey) != nil {
+				p.add(at+".secret_key", "must be a string")
+			}
+		}
+		m.ValueFormat = enumField(it, "value_format", at, valueFormats, false, p)
+		if m.ValueFormat == "" {
+			m.ValueFormat = "string"
+		}
+		if m.TargetField == "configurations."+fieldCustomHeaders && m.ValueFormat != "json" {
+			p.add(at+".value_format", "must be json for configurations.custom_headers (an object of strings)")
+		}
+		out = append(out, m)
+	}
+	return out
+}
+
+func validTargetField(f string) bool {
+	if f == "key" {
+		return true
+	}
+	name, ok := strings.CutPrefix(f, "configurations.")
+	return ok && slices.Contains(configFieldNames(), name)
+}
+
+// secretRefRecord is the part of a stored secret reference this file reads.
+type secretRefRecord struct {
+	ID   string `json:"id"`
+	Slug string `json:"slug"`
+}
+
+// checkSecretRefs makes every mapping name an existing secret reference by
+// its id (a slug is replaced by the id), reporting unknown ones into p.
+func checkSecretRefs(tx store.Tx, ms []store.SecretMapping, param string, p *problems) error {
+	if len(ms) == 0 {
+		return nil
+	}
+	refs, err := store.List[secretRefRecord](tx, store.BucketSecretReferences)
+	if err != nil {
+		return err
+	}
+	for i := range ms {
+		j := slices.IndexFunc(refs, func(r secretRefRecord) bool {
+			return r.ID == ms[i].SecretReferenceID || r.Slug == ms[i].SecretReferenceID
+		})
+		if j < 0 {
+			if ms[i].SecretReferenceID != "" {
+				p.add(fmt.Sprintf("%s[%d].secret_reference_id", param, i), "no secret reference %q", ms[i].SecretReferenceID)
+			}
+			continue
+		}
+		ms[i].SecretReferenceID = refs[j].ID
+	}
+	return nil
+}
+
+// noCipher is the answer when credentials would have to be stored but the
+// gateway has no encryption key.
+func noCipher() *core.Error {
+	return core.Internal(nil, "provider credentials cannot be stored: the gateway has no encryption key (GATEWAY_ENCRYPTION_KEY or the key file in the data directory)")
+}
+
+// seal returns v sealed, or "" for "".
+func (s *Service) seal(v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	if s.cipher == nil {
+		return "", noCipher()
+	}
+	return s.cipher.Seal(v)
+}
+
+// sealConfig seals the secret fields of a plaintext configuration.
+func sealConfig(c *store.Cipher, cfg store.ProviderConfig) (store.ProviderConfig, error) {
+	return mapSecrets(cfg, func(v string) (string, error) {
+		if c == nil {
+			return "", noCipher()
+		}
+		return c.Seal(v)
+	})
+}
+
+// openConfig opens the secret fields of a stored configuration.
+func openConfig(c *store.Cipher, cfg store.ProviderConfig) (store.ProviderConfig, error) {
+	return mapSecrets(cfg, func(v string) (string, error) {
+		if c == nil {
+			return "", noCipher()
+		}
+		return c.Open(v)
+	})
+}
+
+// openSecret opens a sealed value; "" stays "".
+func openSecret(c *store.Cipher, v string) (string, error) {
+	if v == "" {
+		return "", nil
+	}
+	if c == nil {
+		return "", noCipher()
+	}
+	return c.Open(v)
+}
+
+// mapSecrets applies fn to every non-empty secret field (the sealed string
+// fields and the custom header values) of a copy of cfg.
+func mapSecrets(cfg store.ProviderConfig, fn func(string) (string, error)) (store.ProviderConfig, error) {
+	out := cfg
+	for _, f := range configFields {
+		if dst := f.get(&out); f.sealed && *dst != "" {
+			v, err := fn(*dst)
+			if err != nil {
+				return cfg, err
+			}
+			*dst = v
+		}
+	}
+	if cfg.CustomHeaders != nil {
+		out.CustomHeaders = make(map[string]string, len(cfg.CustomHeaders))
+		for k, v := range cfg.CustomHeaders {
+			sv, err := fn(v)
+			if err != nil {
+				return cfg, err
+			}
+			out.CustomHeaders[k] = sv
+		}
+	}
+	return out, nil
+}
+
+// maskSecret shows enough of a provider credential to recognise it:
+// "sk-****abcd"; a short one shows only "****".
+func maskSecret(v string) string {
+	switch {
+	case v == "":
+		return ""
+	case len(v) < 12:
+		return "****"
+	}
+	return v[:3] + "****" + v[len(v)-4:]
+}
+
+// maskedConfig is a stored configuration for display: secret values opened
+// and masked, the others as they are. A value that cannot be opened shows
+// as "****".
+func maskedConfig(c *store.Cipher, cfg store.ProviderConfig) store.ProviderConfig {
+	out, _ := mapSecrets(cfg, func(v string) (string, error) {
+		plain, err := openSecret(c, v)
+		if err != nil {
+			return "****", nil
+		}
+		return maskSecret(plain), nil
+	})
+	return out
+}
+
+// knownProvider reports whether name is a provider plugin the gateway has.
+func knownProvider(name string) bool {
+	_, ok := core.LookupPlugin(core.KindProviders + "." + name)
+	return ok
+}
+
+// providerNames lists the provider plugins, for error messages.
+func providerNames() string {
+	var names []string
+	for _, info := range core.Plugins(core.KindProviders) {
+		names = append(names, strings.TrimPrefix(info.ID, core.KindProviders+"."))
+	}
+	return strings.Join(names, ", ")
+}

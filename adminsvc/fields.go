@@ -1,0 +1,127 @@
+package adminsvc
+
+import (
+	"encoding/json"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/llm-gateway/gateway/store"
+)
+
+// strField reads a string field of a request body: trimmed, at most maxLen
+// characters, required or not. ok is false when it is absent or null.
+func strField(fields map[string]json.RawMessage, name string, required bool, maxLen int, p *problems) (v string, ok bool) {
+	raw, present := fields[name]
+	if !present || string(raw) == "null" {
+		if required {
+			p.add(name, "is required")
+		}
+		return "", false
+	}
+	if json.Unmarshal(raw, &v) != nil {
+		p.add(name, "must be a string")
+		return "", false
+	}
+	v = strings.TrimSpace(v)
+	switch {
+	case required && v == "":
+		p.add(name, "must not be empty")
+	case len(v) > maxLen:
+		p.add(name, "must be at most %d characters", maxLen)
+	}
+	return v, true
+}
+
+// slugField reads an optional slug (^[a-zA-Z0-9_-]+$, at most 255).
+func slugField(fields map[string]json.RawMessage, name string, p *problems) string {
+	s, ok := strField(fields, name, false, 255, p)
+	if ok && !reSlug.MatchString(s) {
+		p.add(name, "must match ^[a-zA-Z0-9_-]+$, got %q", s)
+		return ""
+	}
+	return s
+}
+
+// expiresField reads an optional RFC 3339 expires_at in the future; set
+// reports whether the field was sent (null clears it).
+func expiresField(fields map[string]json.RawMessage, now time.Time, p *problems) (t *time.Time, set bool) {
+	raw, ok := fields["expires_at"]
+	if !ok {
+		return nil, false
+	}
+	if string(raw) == "null" {
+		return nil, true
+	}
+	var v time.Time
+	if json.Unmarshal(raw, &v) != nil {
+		p.add("expires_at", "must be an RFC 3339 date-time")
+		return nil, true
+	}
+	if !v.After(now) {
+		p.add("expires_at", "must be in the future")
+	}
+	return &v, true
+}
+
+// objectField reads an optional JSON object kept as sent.
+func objectField(fields map[string]json.RawMessage, name string, p *problems) json.RawMessage {
+	raw, ok := fields[name]
+	if !ok || string(raw) == "null" {
+		return nil
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal(raw, &obj) != nil || obj == nil {
+		p.add(name, "must be an object")
+		return nil
+	}
+	return compactJSON(raw)
+}
+
+// knownOnly reports every field of fields not in known, sorted.
+func knownOnly(fields map[string]json.RawMessage, known []string, p *problems) {
+	var unknown []string
+	for k := range fields {
+		if !slices.Contains(known, k) {
+			unknown = append(unknown, k)
+		}
+	}
+	slices.Sort(unknown)
+	for _, k := range unknown {
+		p.add(k, "unknown field")
+	}
+}
+
+// slugTaken reports whether a record of bucket b has id or slug ref.
+func slugTaken[T any](tx store.Tx, b store.Bucket, ref string, idSlug func(T) (string, string)) (bool, error) {
+	all, err := store.List[T](tx, b)
+	if err != nil {
+		return false, err
+	}
+	return slices.ContainsFunc(all, func(r T) bool { id, slug := idSlug(r); return id == ref || slug == ref }), nil
+}
+
+// findBySlug finds the record of bucket b with id or slug ref.
+func findBySlug[T any](tx store.Tx, b store.Bucket, ref string, idSlug func(T) (string, string)) (T, bool, error) {
+	var zero T
+	if err := tx.Get(b, ref, &zero); err == nil {
+		return zero, true, nil
+	} else if err != store.ErrNotFound {
+		return zero, false, err
+	}
+	all, err := store.List[T](tx, b)
+	if err != nil {
+		return zero, false, err
+	}
+	for _, r := range all {
+		if _, slug := idSlug(r); slug == ref {
+			return r, true, nil
+		}
+	}
+	return zero, false, nil
+}
+
+// autoSlug is a slug made from name when the caller sends none.
+func autoSlug(name, fallback string) string {
+	return strings.TrimPrefix(newSlug("x", name, fallback), "x-")
+}

@@ -1,0 +1,264 @@
+package adminsvc
+
+import (
+	"encoding/json"
+	"fmt"
+	"slices"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/store"
+)
+
+// workspaceAccess is the body of GET and PUT /integrations/{slug}/workspaces.
+type workspaceAccess struct {
+	GlobalWorkspaceAccess struct {
+		Enabled bool `json:"enabled"`
+	} `json:"global_workspace_access"`
+	Workspaces []store.IntegrationWorkspace `json:"workspaces"`
+}
+
+func (s *Service) getIntegrationWorkspaces(c *fiber.Ctx) error {
+	caller := principal(c)
+	var rec store.Integration
+	err := s.st.View(func(tx store.Tx) (err error) {
+		rec, err = s.loadIntegration(tx, caller, c.Params("slug"), "read")
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	var out workspaceAccess
+	out.GlobalWorkspaceAccess.Enabled = rec.AllWorkspaces && rec.WorkspaceID == ""
+	out.Workspaces = nonNil(rec.Workspaces)
+	if rec.WorkspaceID != "" {
+		out.Workspaces = []store.IntegrationWorkspace{{ID: rec.WorkspaceID, Enabled: true}}
+	}
+	return c.JSON(out)
+}
+
+// putIntegrationWorkspaces sets which workspaces may use an organisation
+// integration: entries are merged by id (override_existing_workspace_access
+// replaces the list), global_workspace_access.enabled covers the workspaces
+// without an entry. Limits are stored here and enforced by the limits work.
+func (s *Service) putIntegrationWorkspaces(c *fiber.Ctx) error {
+	caller := principal(c)
+	fields, cerr := decodeObject(c.Body())
+	if cerr != nil {
+		return cerr
+	}
+	err := s.st.Update(func(tx store.Tx) error {
+		rec, err := s.loadIntegration(tx, caller, c.Params("slug"), "update")
+		if err != nil {
+			return err
+		}
+		if err := canManageIntegration(caller, rec.WorkspaceID); err != nil {
+			return err
+		}
+		if rec.WorkspaceID != "" {
+			return core.ValidationError("workspaces", "workspaces: integration %s belongs to one workspace; only organisation integrations are shared with workspaces", rec.Slug)
+		}
+		var p problems
+		knownOnly(fields, []string{"workspaces", "global_workspace_access", "override_existing_workspace_access"}, &p)
+		override := false
+		if raw, ok := fields["override_existing_workspace_access"]; ok && json.Unmarshal(raw, &override) != nil {
+			p.add("override_existing_workspace_access", "must be true or false")
+		}
+		if raw, ok := fields["global_workspace_access"]; ok {
+			var g map[string]json.RawMessage
+			if json.Unmarshal(raw, &g) != nil || g == nil {
+				p.add("global_workspace_access", "must be an object {enabled}")
+			} else {
+				unknownFields(g, "global_workspace_access", []string{"enabled"}, &p)
+				if v, ok := g["enabled"]; !ok || json.Unmarshal(v, &rec.AllWorkspaces) != nil {
+					p.add("global_workspace_access.enabled", "is required: true or false")
+				}
+			}
+		}
+		entries, err := parseWorkspaceEntries(tx, fields["workspaces"], &p)
+		if err != nil {
+			return err
+		}
+		if _, ok := fields["workspaces"]; !ok && fields["global_workspace_access"] == nil {
+			p.add("workspaces", "is required (or global_workspace_access)")
+		}
+		if err := p.err(); err != nil {
+			return err
+		}
+		if override {
+			rec.Workspaces = nil
+		}
+		for _, e := range entries {
+			if i := slices.IndexFunc(rec.Workspaces, func(w store.IntegrationWorkspace) bool { return w.ID == e.ID }); i >= 0 {
+				rec.Workspaces[i] = e
+			} else {
+				rec.Workspaces = append(rec.Workspaces, e)
+			}
+		}
+		rec.LastUpdatedAt = s.now()
+		return tx.Put(store.BucketIntegrations, rec.ID, rec)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadManaged(); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{})
+}
+
+// parseWorkspaceEntries reads [{id*, enabled*, usage_limits, rate_limits}];
+// ids may be slugs and are stored as ids.
+func parseWorkspaceEntries(tx store.Tx, raw json.RawMessage, p *problems) ([]store.IntegrationWorkspace, error) {
+	if len(raw) == 0 || string(raw) == "null" {
+		return nil, nil
+	}
+	var items []map[string]json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		p.add("workspaces", "must be an array of {id, enabled, usage_limits, rate_limits} objects")
+		return nil, nil
+	}
+	out := make([]store.IntegrationWorkspace, 0, len(items))
+	seen := map[string]bool{}
+	for i, it := range items {
+		at := fmt.Sprintf("workspaces[%d]", i)
+		unknownFields(it, at, []string{"id", "enabled", "usage_limits", "rate_limits"}, p)
+		var e store.IntegrationWorkspace
+		var ref string
+		if v, ok := it["id"]; !ok || json.Unmarshal(v, &ref) != nil || strings.TrimSpace(ref) == "" {
+			p.add(at+".id", "is required: a workspace id or slug")
+		} else {
+			ws, err := store.WorkspaceByIDOrSlug(tx, ref)
+			switch {
+			case err == store.ErrNotFound:
+				p.add(at+".id", "no workspace %q", ref)
+			case err != nil:
+				return nil, err
+			case seen[ws.ID]:
+				p.add(at+".id", "workspace %q is listed twice", ref)
+			default:
+				e.ID = ws.ID
+				seen[ws.ID] = true
+			}
+		}
+		if v, ok := it["enabled"]; !ok || json.Unmarshal(v, &e.Enabled) != nil {
+			p.add(at+".enabled", "is required: true or false")
+		}
+		e.UsageLimits = parseUsageLimits(it["usage_limits"], at+".usage_limits", p)
+		e.RateLimits = parseRateLimits(it["rate_limits"], at+".rate_limits", p)
+		out = append(out, e)
+	}
+	return out, nil
+}
+
+func (s *Service) getIntegrationModels(c *fiber.Ctx) error {
+	caller := principal(c)
+	var p problems
+	pg := parsePage(c.Query, 100, 1000, &p)
+	if err := p.err(); err != nil {
+		return err
+	}
+	var rec store.Integration
+	err := s.st.View(func(tx store.Tx) (err error) {
+		rec, err = s.loadIntegration(tx, caller, c.Params("slug"), "read")
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	lo, hi := pg.slice(len(rec.Models))
+	return c.JSON(listBody{Object: "list", Total: len(rec.Models), Data: nonNil(rec.Models[lo:hi])})
+}
+
+// putIntegrationModels merges {models:[{slug*, enabled, is_custom,
+// pricing_config}]} into the integration's models by slug.
+func (s *Service) putIntegrationModels(c *fiber.Ctx) error {
+	caller := principal(c)
+	fields, cerr := decodeObject(c.Body())
+	if cerr != nil {
+		return cerr
+	}
+	return s.changeModels(c, caller, func(rec *store.Integration, p *problems) {
+		knownOnly(fields, []string{"models"}, p)
+		raw, ok := fields["models"]
+		var items []map[string]json.RawMessage
+		if !ok || json.Unmarshal(raw, &items) != nil || items == nil {
+			p.add("models", "is required: an array of {slug, enabled, is_custom, pricing_config} objects")
+			return
+		}
+		for i, it := range items {
+			at := fmt.Sprintf("models[%d]", i)
+			unknownFields(it, at, []string{"slug", "enabled", "is_custom", "pricing_config"}, p)
+			m := store.IntegrationModel{Enabled: true}
+			if v, ok := it["slug"]; !ok || json.Unmarshal(v, &m.Slug) != nil || strings.TrimSpace(m.Slug) == "" || len(m.Slug) > 255 {
+				p.add(at+".slug", "is required: a model name of at most 255 characters")
+			}
+			if v, ok := it["enabled"]; ok && json.Unmarshal(v, &m.Enabled) != nil {
+				p.add(at+".enabled", "must be true or false")
+			}
+			if v, ok := it["is_custom"]; ok && json.Unmarshal(v, &m.IsCustom) != nil {
+				p.add(at+".is_custom", "must be true or false")
+			}
+			if v, ok := it["pricing_config"]; ok && string(v) != "null" {
+				var obj map[string]json.RawMessage
+				if json.Unmarshal(v, &obj) != nil || obj == nil {
+					p.add(at+".pricing_config", "must be an object")
+				} else {
+					m.PricingConfig = compactJSON(v)
+				}
+			}
+			if j := slices.IndexFunc(rec.Models, func(x store.IntegrationModel) bool { return x.Slug == m.Slug }); j >= 0 {
+				rec.Models[j] = m
+			} else {
+				rec.Models = append(rec.Models, m)
+			}
+		}
+	})
+}
+
+// deleteIntegrationModels removes the models named in ?slugs=a,b.
+func (s *Service) deleteIntegrationModels(c *fiber.Ctx) error {
+	caller := principal(c)
+	slugs := strings.Split(c.Query("slugs"), ",")
+	return s.changeModels(c, caller, func(rec *store.Integration, p *problems) {
+		if c.Query("slugs") == "" {
+			p.add("slugs", "is required: a comma-separated list of model slugs")
+			return
+		}
+		for _, sl := range slugs {
+			sl = strings.TrimSpace(sl)
+			j := slices.IndexFunc(rec.Models, func(x store.IntegrationModel) bool { return x.Slug == sl })
+			if j < 0 {
+				p.add("slugs", "integration %s has no model %q", rec.Slug, sl)
+				continue
+			}
+			rec.Models = slices.Delete(rec.Models, j, j+1)
+		}
+	})
+}
+
+// changeModels loads the integration for update, applies change and stores it.
+func (s *Service) changeModels(c *fiber.Ctx, caller *core.Principal, change func(*store.Integration, *problems)) error {
+	err := s.st.Update(func(tx store.Tx) error {
+		rec, err := s.loadIntegration(tx, caller, c.Params("slug"), "update")
+		if err != nil {
+			return err
+		}
+		if err := canManageIntegration(caller, rec.WorkspaceID); err != nil {
+			return err
+		}
+		var p problems
+		change(&rec, &p)
+		if err := p.err(); err != nil {
+			return err
+		}
+		rec.LastUpdatedAt = s.now()
+		return tx.Put(store.BucketIntegrations, rec.ID, rec)
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{})
+}

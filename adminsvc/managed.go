@@ -1,0 +1,257 @@
+package adminsvc
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/netguard"
+	"github.com/llm-gateway/gateway/store"
+)
+
+// SecretLookup fetches one secret of a secret reference (the secrets
+// package's Resolver.Resolve has this shape).
+type SecretLookup func(ctx context.Context, referenceID, secretKey string) (string, error)
+
+// MaxSecretCacheTTL bounds how long a looked-up secret is reused.
+const MaxSecretCacheTTL = 60 * time.Second
+
+// ManagedOptions wire a Managed snapshot.
+type ManagedOptions struct {
+	Store  store.Store
+	Cipher *store.Cipher
+	// Lookup resolves secret mappings; nil makes a mapped target fail with 502.
+	Lookup SecretLookup
+	// CacheTTL keeps looked-up secrets (default and maximum 60 s).
+	CacheTTL time.Duration
+	Now      func() time.Time
+}
+
+// managedEntry is one provider or virtual key, ready to use: credentials
+// opened, access rules flattened.
+type managedEntry struct {
+	what        string // "provider @x" or "virtual key x"
+	workspaceID string
+	status      string
+	expiresAt   *time.Time
+	// allowed is false when the provider's integration is not enabled for
+	// the provider's workspace.
+	allowed  bool
+	integ    string
+	target   core.Target
+	mappings []store.SecretMapping
+	broken   error // the credential could not be opened
+}
+
+type managedSnap struct {
+	providers map[string]*managedEntry // slug and id
+	vkeys     map[string]*managedEntry
+}
+
+type cachedSecret struct {
+	value   string
+	expires time.Time
+}
+
+// Managed is the in-memory snapshot of providers and virtual keys that the
+// data plane resolves "@slug" and x-gateway-virtual-key against; it
+// implements core.ManagedTargets. Reload rebuilds it after every change made
+// through the admin API, opening the sealed credentials once, so a request
+// reads no disk and decrypts nothing.
+type Managed struct {
+	o      ManagedOptions
+	reload sync.Mutex
+	snap   atomic.Pointer[managedSnap]
+
+	cacheMu sync.Mutex
+	cache   map[[2]string]cachedSecret
+}
+
+// NewManaged loads the snapshot from o.Store.
+func NewManaged(o ManagedOptions) (*Managed, error) {
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.CacheTTL <= 0 || o.CacheTTL > MaxSecretCacheTTL {
+		o.CacheTTL = MaxSecretCacheTTL
+	}
+	m := &Managed{o: o, cache: map[[2]string]cachedSecret{}}
+	return m, m.Reload()
+}
+
+// Reload rebuilds the snapshot from the store.
+func (m *Managed) Reload() error {
+	m.reload.Lock()
+	defer m.reload.Unlock()
+	var integs []store.Integration
+	var provs []store.Provider
+	var vks []store.VirtualKey
+	err := m.o.Store.View(func(tx store.Tx) (err error) {
+		if integs, err = store.List[store.Integration](tx, store.BucketIntegrations); err != nil {
+			return err
+		}
+		if provs, err = store.List[store.Provider](tx, store.BucketProviders); err != nil {
+			return err
+		}
+		vks, err = store.List[store.VirtualKey](tx, store.BucketVirtualKeys)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("load providers: %w", err)
+	}
+	byID := make(map[string]store.Integration, len(integs))
+	targets := make(map[string]core.Target, len(integs))
+	broken := map[string]error{}
+	for _, in := range integs {
+		byID[in.ID] = in
+		targets[in.ID], broken[in.ID] = m.targetOf(in.AIProviderID, in.Key, in.Configurations)
+	}
+	s := &managedSnap{providers: make(map[string]*managedEntry, 2*len(provs)), vkeys: make(map[string]*managedEntry, 2*len(vks))}
+	for _, pr := range provs {
+		in, ok := byID[pr.IntegrationID]
+		if !ok {
+			continue // its integration is gone: unknown
+		}
+		e := &managedEntry{what: "provider @" + pr.Slug, workspaceID: pr.WorkspaceID, status: pr.Status, expiresAt: pr.ExpiresAt,
+			allowed: integrationAllows(in, pr.WorkspaceID), integ: in.Slug, target: targets[in.ID], mappings: in.SecretMappings, broken: broken[in.ID]}
+		s.providers[pr.Slug], s.providers[pr.ID] = e, e
+	}
+	for _, vk := range vks {
+		t, berr := m.targetOf(vk.AIProviderID, vk.Key, vk.Configurations)
+		e := &managedEntry{what: "virtual key " + vk.Slug, workspaceID: vk.WorkspaceID, status: vk.Status, expiresAt: vk.ExpiresAt,
+			allowed: true, target: t, mappings: vk.SecretMappings, broken: berr}
+		s.vkeys[vk.Slug], s.vkeys[vk.ID] = e, e
+	}
+	m.snap.Store(s)
+	return nil
+}
+
+// targetOf opens a stored credential into the target it sends requests to.
+func (m *Managed) targetOf(provider, sealedKey string, cfg store.ProviderConfig) (core.Target, error) {
+	t := core.Target{Provider: provider, Managed: true}
+	var err error
+	if t.APIKey, err = openSecret(m.o.Cipher, sealedKey); err != nil {
+		return t, err
+	}
+	open, err := openConfig(m.o.Cipher, cfg)
+	if err != nil {
+		return t, err
+	}
+	if open.CustomHost != "" {
+		// Checked when saved; still dialled through the address guard.
+		t.BaseURL, t.CustomHost = open.CustomHost, true
+	}
+	t.Headers = open.CustomHeaders
+	return t, nil
+}
+
+// Resolve implements core.ManagedTargets.
+//
+// Answers: unknown, or in another workspace than a workspace key's: 400;
+// integration not enabled for the workspace: 403; expired: 403; usage
+// exhausted: 412; a secret reference that cannot be fetched: 502.
+func (m *Managed) Resolve(ctx context.Context, ref string, virtualKey bool, p *core.Principal) (core.Target, *core.Error) {
+	s := m.snap.Load()
+	set, what, param := s.providers, "provider @"+ref, "x-gateway-provider"
+	if virtualKey {
+		set, what, param = s.vkeys, "virtual key "+ref, "x-gateway-virtual-key"
+	}
+	e, ok := set[ref]
+	if !ok || (p != nil && !p.IsOrganisationKey() && e.workspaceID != p.WorkspaceID) {
+		return core.Target{}, core.BadRequest(param, "no %s in this workspace", what)
+	}
+	now := m.o.Now()
+	switch {
+	case e.broken != nil:
+		return core.Target{}, core.Internal(e.broken, "the stored credential of %s cannot be opened (was GATEWAY_ENCRYPTION_KEY changed?)", e.what)
+	case !e.allowed:
+		return core.Target{}, core.Forbidden("%s cannot be used: its integration %s is not enabled for this workspace", e.what, e.integ)
+	case e.expiresAt != nil && !now.Before(*e.expiresAt), e.status == store.StatusExpired:
+		return core.Target{}, core.Forbidden("%s expired; update its expires_at to use it again", e.what)
+	case e.status == store.StatusExhausted:
+		return core.Target{}, &core.Error{Status: http.StatusPreconditionFailed, Type: "budget_exceeded_error",
+			Message: e.what + " has exhausted its usage limit; reset it with reset_usage to use it again"}
+	}
+	t := e.target
+	for _, mp := range e.mappings {
+		if err := m.applySecret(ctx, &t, mp, e.what); err != nil {
+			return core.Target{}, err
+		}
+	}
+	return t, nil
+}
+
+// applySecret fills one field of t from a secret reference.
+func (m *Managed) applySecret(ctx context.Context, t *core.Target, mp store.SecretMapping, what string) *core.Error {
+	switch mp.TargetField {
+	case "key", "configurations.custom_host", "configurations." + fieldCustomHeaders:
+	default:
+		return nil // kept for providers that use it; none of the built-in ones do
+	}
+	fail := func(err error, why string) *core.Error {
+		return core.Upstream(err, "%s: the secret reference %s (for %s) %s", what, mp.SecretReferenceID, mp.TargetField, why)
+	}
+	v, err := m.secret(ctx, mp.SecretReferenceID, mp.SecretKey)
+	if err != nil {
+		return fail(err, "could not be resolved")
+	}
+	if mp.TargetField == "configurations."+fieldCustomHeaders {
+		var h map[string]string
+		if json.Unmarshal([]byte(v), &h) != nil {
+			return fail(nil, "is not a JSON object of strings")
+		}
+		merged := cloneHeaders(t.Headers)
+		if merged == nil {
+			merged = make(map[string]string, len(h))
+		}
+		for k, hv := range h {
+			merged[http.CanonicalHeaderKey(k)] = hv
+		}
+		t.Headers = merged
+		return nil
+	}
+	if mp.ValueFormat == "json" {
+		var s string
+		if json.Unmarshal([]byte(v), &s) != nil {
+			return fail(nil, "is not a JSON string")
+		}
+		v = s
+	}
+	if mp.TargetField == "key" {
+		t.APIKey = v
+		return nil
+	}
+	u, err := netguard.CheckURL(v)
+	if err != nil {
+		return fail(err, "is not a valid custom host")
+	}
+	t.BaseURL, t.CustomHost = u.String(), true
+	return nil
+}
+
+// secret returns a looked-up secret, from the cache while it is fresh.
+func (m *Managed) secret(ctx context.Context, ref, key string) (string, error) {
+	if m.o.Lookup == nil {
+		return "", fmt.Errorf("no secret resolver is configured")
+	}
+	k, now := [2]string{ref, key}, m.o.Now()
+	m.cacheMu.Lock()
+	c, ok := m.cache[k]
+	m.cacheMu.Unlock()
+	if ok && now.Before(c.expires) {
+		return c.value, nil
+	}
+	v, err := m.o.Lookup(ctx, ref, key)
+	if err != nil {
+		return "", err
+	}
+	m.cacheMu.Lock()
+	m.cache[k] = cachedSecret{value: v, expires: now.Add(m.o.CacheTTL)}
+	m.cacheMu.Unlock()
+	return v, nil
+}

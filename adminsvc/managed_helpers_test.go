@@ -1,0 +1,194 @@
+package adminsvc_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/llm-gateway/gateway/adminsvc"
+	"github.com/llm-gateway/gateway/core/pipeline"
+	"github.com/llm-gateway/gateway/core/server"
+	"github.com/llm-gateway/gateway/store"
+)
+
+// upstream is an httptest provider that records what it received.
+type upstream struct {
+	srv *httptest.Server
+	mu  sync.Mutex
+	got []*http.Request
+}
+
+func newUpstream(t *testing.T) *upstream {
+	u := &upstream{}
+	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		io.Copy(io.Discard, r.Body)
+		u.mu.Lock()
+		u.got = append(u.got, r.Clone(context.Background()))
+		u.mu.Unlock()
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
+	}))
+	t.Cleanup(u.srv.Close)
+	return u
+}
+
+// last is the last request the upstream received.
+func (u *upstream) last(t *testing.T) *http.Request {
+	t.Helper()
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	if len(u.got) == 0 {
+		t.Fatal("the upstream received no request")
+	}
+	return u.got[len(u.got)-1]
+}
+
+func (u *upstream) count() int {
+	u.mu.Lock()
+	defer u.mu.Unlock()
+	return len(u.got)
+}
+
+// mgEnv is a test env whose app resolves managed providers.
+type mgEnv struct {
+	*env
+	cipher  *store.Cipher
+	managed *adminsvc.Managed
+	up      *upstream
+	// secrets is what the fake secret lookup answers; a missing entry fails.
+	secrets sync.Map
+	lookups atomic.Int64
+}
+
+func newMgEnv(t *testing.T) *mgEnv {
+	t.Helper()
+	c, err := store.NewCipher([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &mgEnv{env: newEnv(t), cipher: c, up: newUpstream(t)}
+	m.startManaged()
+	return m
+}
+
+func (m *mgEnv) lookup(_ context.Context, ref, key string) (string, error) {
+	m.lookups.Add(1)
+	if v, ok := m.secrets.Load(ref + "/" + key); ok {
+		return v.(string), nil
+	}
+	return "", errors.New("vault answered 403 permission denied")
+}
+
+// startManaged builds the app with the cipher and the managed snapshot.
+func (m *mgEnv) startManaged() {
+	e := m.env
+	e.t.Helper()
+	keys, err := adminsvc.NewKeys(e.st, e.clock.Now)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	configs, err := adminsvc.NewConfigs(e.st)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	m.managed, err = adminsvc.NewManaged(adminsvc.ManagedOptions{Store: e.st, Cipher: m.cipher, Lookup: m.lookup, CacheTTL: 30 * time.Second, Now: e.clock.Now})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	pl, err := pipeline.New(pipeline.Options{Client: pipeline.NewProviderClient(), GuardedClient: pipeline.NewProviderClient(), Managed: m.managed})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.keys = keys
+	e.app = server.New(server.Options{Auth: keys, Pipeline: pl, Configs: configs, Managed: m.managed, Now: e.clock.Now,
+		Admin: adminsvc.New(adminsvc.Deps{Store: e.st, Keys: keys, Configs: configs, Guardrails: mustGuardrails(e.t, e.st),
+			Cipher: m.cipher, Managed: m.managed, Now: e.clock.Now}).Register})
+}
+
+// reopenManaged closes the store and opens it again, as a restart does.
+func (m *mgEnv) reopenManaged() {
+	m.t.Helper()
+	if err := m.st.Close(); err != nil {
+		m.t.Fatal(err)
+	}
+	st, err := store.Open(m.dir)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.st = st
+	m.startManaged()
+}
+
+// post sends a request and fails unless it answers 200.
+func (m *mgEnv) ok(method, path, key string, body any) resp {
+	m.t.Helper()
+	r := m.do(method, path, key, body)
+	if r.status != http.StatusOK {
+		m.t.Fatalf("%s %s: %d %s", method, path, r.status, r.raw)
+	}
+	return r
+}
+
+// chat sends a chat completion with the given extra headers ("name", "value", ...).
+func (m *mgEnv) chat(key string, headers ...string) resp {
+	m.t.Helper()
+	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-gateway-api-key", key)
+	for i := 0; i+1 < len(headers); i += 2 {
+		req.Header.Set(headers[i], headers[i+1])
+	}
+	res, err := m.app.Test(req, -1)
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	r := resp{status: res.StatusCode, raw: raw}
+	_ = json.Unmarshal(raw, &r.body)
+	return r
+}
+
+// rawBucket returns every raw record of bucket b, concatenated.
+func (m *mgEnv) rawBucket(b store.Bucket) string {
+	m.t.Helper()
+	var sb strings.Builder
+	err := m.st.View(func(tx store.Tx) error {
+		return tx.ForEach(b, func(_ string, raw []byte) error { sb.Write(raw); return nil })
+	})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	return sb.String()
+}
+
+// addSecretRef stores a secret reference record (the secret references
+// routes are another part of the admin API).
+func (m *mgEnv) addSecretRef(id, slug string) {
+	m.t.Helper()
+	rec := map[string]any{"id": id, "slug": slug, "name": slug, "manager_type": "hashicorp_vault"}
+	if err := m.st.Update(func(tx store.Tx) error { return tx.Put(store.BucketSecretReferences, id, rec) }); err != nil {
+		m.t.Fatal(err)
+	}
+}
+
+// integration creates an organisation integration with the upstream as
+// custom host and returns its id and slug.
+func (m *mgEnv) integration(slug, key string, extra map[string]any) (string, string) {
+	m.t.Helper()
+	body := map[string]any{"name": "OpenAI " + slug, "ai_provider_id": "openai", "slug": slug, "key": key,
+		"configurations": map[string]any{"custom_host": m.up.srv.URL + "/v1", "custom_headers": map[string]any{"x-team": "secret-team-token"}}}
+	for k, v := range extra {
+		body[k] = v
+	}
+	r := m.ok(http.MethodPost, "/v1/integrations", adminKey, body)
+	return r.str("id"), r.str("slug")
+}

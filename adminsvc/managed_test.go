@@ -1,0 +1,305 @@
+package adminsvc_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/store"
+)
+
+func TestProviders(t *testing.T) {
+	m := newMgEnv(t)
+	ws2 := m.addWorkspace("team-two")
+	integ, _ := m.integration("openai", providerKey, map[string]any{"create_default_provider": false})
+	_, wsKey := m.wsKey(m.wsID, "providers.create", "providers.list", "providers.read", "providers.update", "providers.delete")
+	_, ws2Key := m.wsKey(ws2, "providers.read", "providers.update", "providers.delete", "providers.list")
+	_, noScope := m.wsKey(m.wsID, "configs.read")
+
+	r := m.ok(http.MethodPost, "/v1/providers", wsKey, map[string]any{"name": "Prod", "integration_id": "openai", "slug": "prod",
+		"note": "n", "rate_limits": []any{map[string]any{"type": "requests", "unit": "rpm", "value": 5}},
+		"usage_limits": map[string]any{"credit_limit": 10}, "expires_at": t0.Add(48 * time.Hour)})
+	if r.str("slug") != "prod" || r.str("id") == "" {
+		t.Fatalf("create: %s", r.raw)
+	}
+	m.ok(http.MethodPost, "/v1/providers", adminKey, map[string]any{"name": "Two", "integration_id": integ, "workspace_id": ws2, "slug": "two"})
+	m.ok(http.MethodPost, "/v1/providers", adminKey, map[string]any{"name": "Three", "integration_id": integ, "workspace_id": "default"})
+
+	t.Run("validation", func(t *testing.T) {
+		r := m.do(http.MethodPost, "/v1/providers", wsKey, map[string]any{"slug": "a b", "expires_at": "yesterday", "rate_limits": 3, "extra": true})
+		wantErr(t, r, http.StatusBadRequest, core.CodeValidation)
+		for _, p := range []string{"name", "integration_id", "slug", "expires_at", "rate_limits", "extra: unknown field"} {
+			if !strings.Contains(r.errField("message"), p) {
+				t.Errorf("%q not named: %s", p, r.raw)
+			}
+		}
+		wantErr(t, m.do(http.MethodPost, "/v1/providers", wsKey, map[string]any{"name": "x", "integration_id": "ghost"}), http.StatusBadRequest, core.CodeValidation)
+		wantErr(t, m.do(http.MethodPost, "/v1/providers", wsKey, map[string]any{"name": "x", "integration_id": "openai", "slug": "prod"}), http.StatusConflict, core.CodeConflict)
+		wantErr(t, m.do(http.MethodPost, "/v1/providers", adminKey, map[string]any{"name": "x", "integration_id": "openai"}), http.StatusBadRequest, core.CodeValidation) // no workspace_id
+	})
+	t.Run("view", func(t *testing.T) {
+		r := m.ok(http.MethodGet, "/v1/providers/prod", wsKey, nil)
+		for _, f := range []string{"name", "slug", "integration_id", "note", "status", "usage_limits", "reset_usage", "rate_limits", "expires_at", "created_at", "object"} {
+			if _, ok := r.body[f]; !ok {
+				t.Errorf("view lacks %s: %s", f, r.raw)
+			}
+		}
+		if r.str("status") != "active" || r.str("integration_id") != integ {
+			t.Fatalf("view: %s", r.raw)
+		}
+	})
+	t.Run("list", func(t *testing.T) {
+		for _, tc := range []struct {
+			key, q      string
+			total, page int
+		}{{adminKey, "", 3, 3}, {adminKey, "?page_size=2&current_page=1", 3, 1}, {wsKey, "", 2, 2}, {ws2Key, "", 1, 1}, {adminKey, "?workspace_id=team-two", 1, 1}} {
+			r := m.ok(http.MethodGet, "/v1/providers"+tc.q, tc.key, nil)
+			if r.total() != tc.total || len(r.list()) != tc.page {
+				t.Errorf("%s: total %d, %d items", tc.q, r.total(), len(r.list()))
+			}
+		}
+		wantErr(t, m.do(http.MethodGet, "/v1/providers?page_size=x", adminKey, nil), http.StatusBadRequest, core.CodeValidation)
+	})
+	t.Run("denials", func(t *testing.T) {
+		wantErr(t, m.do(http.MethodGet, "/v1/providers", noScope, nil), http.StatusForbidden, core.CodeForbidden)
+		wantErr(t, m.do(http.MethodPost, "/v1/providers", noScope, map[string]any{"name": "x", "integration_id": "openai"}), http.StatusForbidden, core.CodeForbidden)
+		// A workspace key on another workspace's provider: not found.
+		wantErr(t, m.do(http.MethodGet, "/v1/providers/prod", ws2Key, nil), http.StatusNotFound, core.CodeNotFound)
+		wantErr(t, m.do(http.MethodPut, "/v1/providers/prod", ws2Key, map[string]any{"name": "x"}), http.StatusNotFound, core.CodeNotFound)
+		wantErr(t, m.do(http.MethodDelete, "/v1/providers/prod", ws2Key, nil), http.StatusNotFound, core.CodeNotFound)
+		wantErr(t, m.do(http.MethodPost, "/v1/providers", ws2Key, map[string]any{"name": "x", "integration_id": "openai", "workspace_id": m.wsID}), http.StatusForbidden, core.CodeForbidden)
+	})
+	t.Run("update", func(t *testing.T) {
+		m.ok(http.MethodPut, "/v1/providers/prod", wsKey, map[string]any{"name": "Renamed", "expires_at": nil, "reset_usage": true})
+		r := m.do(http.MethodPut, "/v1/providers/prod", wsKey, map[string]any{"integration_id": "x", "reset_usage": "yes", "name": ""})
+		wantErr(t, r, http.StatusBadRequest, core.CodeValidation)
+		for _, p := range []string{"integration_id", "reset_usage", "name"} {
+			if !strings.Contains(r.errField("message"), p) {
+				t.Errorf("%q not named: %s", p, r.raw)
+			}
+		}
+		m.reopenManaged()
+		r = m.ok(http.MethodGet, "/v1/providers/prod", wsKey, nil)
+		if r.str("name") != "Renamed" || r.body["expires_at"] != nil || r.body["reset_usage"] == nil {
+			t.Fatalf("after update and reopen: %s", r.raw)
+		}
+	})
+	t.Run("delete", func(t *testing.T) {
+		m.ok(http.MethodDelete, "/v1/providers/prod", wsKey, nil)
+		wantErr(t, m.do(http.MethodGet, "/v1/providers/prod", wsKey, nil), http.StatusNotFound, core.CodeNotFound)
+	})
+}
+
+func TestVirtualKeys(t *testing.T) {
+	m := newMgEnv(t)
+	ws2 := m.addWorkspace("team-two")
+	_, wsKey := m.wsKey(m.wsID, "virtual_keys.create", "virtual_keys.list", "virtual_keys.read", "virtual_keys.update", "virtual_keys.delete")
+	_, ws2Key := m.wsKey(ws2, "virtual_keys.read", "virtual_keys.list")
+	r := m.ok(http.MethodPost, "/v1/virtual-keys", wsKey, map[string]any{"name": "Legacy", "provider": "openai", "key": providerKey,
+		"configurations": map[string]any{"custom_host": m.up.srv.URL + "/v1", "aws_access_key_id": "AKIAEXAMPLE00001", "aws_secret_access_key": "very-secret-aws-key"}})
+	slug := r.str("slug")
+	if slug == "" {
+		t.Fatalf("create: %s", r.raw)
+	}
+	raw := m.rawBucket(store.BucketVirtualKeys)
+	if strings.Contains(raw, providerKey) || strings.Contains(raw, "very-secret-aws-key") || strings.Contains(raw, "AKIAEXAMPLE00001") {
+		t.Fatalf("not sealed at rest: %s", raw)
+	}
+	g := m.ok(http.MethodGet, "/v1/virtual-keys/"+slug, wsKey, nil)
+	if g.str("masked_key") != "sk-****abcd" || strings.Contains(string(g.raw), "very-secret-aws-key") || g.str("provider") != "openai" {
+		t.Fatalf("get: %s", g.raw)
+	}
+	r = m.do(http.MethodPost, "/v1/virtual-keys", wsKey, map[string]any{"provider": "nope", "deploymentConfig": []any{}, "expires_at": t0.Add(-time.Hour)})
+	wantErr(t, r, http.StatusBadRequest, core.CodeValidation)
+	for _, p := range []string{"name", "provider", "deploymentConfig", "expires_at"} {
+		if !strings.Contains(r.errField("message"), p) {
+			t.Errorf("%q not named: %s", p, r.raw)
+		}
+	}
+	wantErr(t, m.do(http.MethodPost, "/v1/virtual-keys", ws2Key, map[string]any{"name": "x", "provider": "openai"}), http.StatusForbidden, core.CodeForbidden)
+	wantErr(t, m.do(http.MethodGet, "/v1/virtual-keys/"+slug, ws2Key, nil), http.StatusNotFound, core.CodeNotFound)
+	if r := m.ok(http.MethodGet, "/v1/virtual-keys", ws2Key, nil); r.total() != 0 {
+		t.Fatalf("ws2 sees: %s", r.raw)
+	}
+	m.ok(http.MethodPost, "/v1/virtual-keys", adminKey, map[string]any{"name": "Second", "provider": "groq", "workspace_id": "default"})
+	if r := m.ok(http.MethodGet, "/v1/virtual-keys?page_size=1", wsKey, nil); r.total() != 2 || len(r.list()) != 1 {
+		t.Fatalf("list: %s", r.raw)
+	}
+	m.ok(http.MethodPut, "/v1/virtual-keys/"+slug, wsKey, map[string]any{"note": "rotated", "key": "sk-rotated-key-00009999"})
+	wantErr(t, m.do(http.MethodPut, "/v1/virtual-keys/"+slug, wsKey, map[string]any{"provider": "groq"}), http.StatusBadRequest, core.CodeValidation)
+	m.reopenManaged()
+	if g := m.ok(http.MethodGet, "/v1/virtual-keys/"+slug, wsKey, nil); g.str("masked_key") != "sk-****9999" || g.str("note") != "rotated" {
+		t.Fatalf("after reopen: %s", g.raw)
+	}
+	m.ok(http.MethodDelete, "/v1/virtual-keys/"+slug, wsKey, nil)
+	wantErr(t, m.do(http.MethodDelete, "/v1/virtual-keys/"+slug, wsKey, nil), http.StatusNotFound, core.CodeNotFound)
+}
+
+// TestResolution sends requests through the server: the upstream receives
+// the stored key, never anything the caller sent.
+func TestResolution(t *testing.T) {
+	m := newMgEnv(t)
+	ws2 := m.addWorkspace("team-two")
+	m.integration("openai-prod", providerKey, nil) // default provider @openai-prod in the default workspace
+	vk := m.ok(http.MethodPost, "/v1/virtual-keys", adminKey, map[string]any{"name": "vk", "provider": "openai", "key": "sk-virtual-key-5678",
+		"workspace_id": "default", "configurations": map[string]any{"custom_host": m.up.srv.URL + "/v1"}}).str("slug")
+	_, wsKey := m.wsKey(m.wsID, core.ScopeCompletionsWrite)
+	_, ws2Key := m.wsKey(ws2, core.ScopeCompletionsWrite)
+
+	ok := []struct {
+		name     string
+		key      string
+		headers  []string
+		wantAuth string
+	}{
+		{"header @slug", adminKey, []string{"x-gateway-provider", "@openai-prod"}, "Bearer " + providerKey},
+		{"header @slug, caller's Authorization ignored", wsKey, []string{"x-gateway-provider", "@openai-prod", "Authorization", "Bearer sk-caller"}, "Bearer " + providerKey},
+		{"compat header", wsKey, []string{"x-portkey-provider", "@openai-prod"}, "Bearer " + providerKey},
+		{"virtual key header", wsKey, []string{"x-gateway-virtual-key", vk}, "Bearer sk-virtual-key-5678"},
+		{"config provider @slug", wsKey, []string{"x-gateway-config", `{"provider":"@openai-prod"}`}, "Bearer " + providerKey},
+		{"config virtual_key", wsKey, []string{"x-gateway-config", `{"virtual_key":"` + vk + `"}`}, "Bearer sk-virtual-key-5678"},
+		{"config fallback over both", wsKey, []string{"x-gateway-config", `{"strategy":{"mode":"fallback"},"targets":[{"virtual_key":"` + vk + `"},{"provider":"@openai-prod"}]}`}, "Bearer sk-virtual-key-5678"},
+	}
+	for _, tc := range ok {
+		t.Run(tc.name, func(t *testing.T) {
+			r := m.chat(tc.key, tc.headers...)
+			if r.status != http.StatusOK {
+				t.Fatalf("%d %s", r.status, r.raw)
+			}
+			got := m.up.last(t)
+			if got.Header.Get("Authorization") != tc.wantAuth || got.URL.Path != "/v1/chat/completions" {
+				t.Fatalf("upstream got %q at %s", got.Header.Get("Authorization"), got.URL.Path)
+			}
+			if strings.Contains(string(r.raw), providerKey) {
+				t.Fatalf("the answer shows the key: %s", r.raw)
+			}
+		})
+	}
+	if m.up.last(t).Header.Get("X-Team") != "" {
+		t.Fatal("the virtual key has no custom headers")
+	}
+	m.chat(wsKey, "x-gateway-provider", "@openai-prod")
+	if m.up.last(t).Header.Get("X-Team") != "secret-team-token" {
+		t.Fatal("custom headers not sent")
+	}
+
+	// A config that names a plain provider and its own host never receives
+	// the managed key of the header.
+	before := m.up.count()
+	r := m.chat(wsKey, "x-gateway-provider", "@openai-prod", "x-gateway-config", `{"provider":"openai","custom_host":"`+m.up.srv.URL+`/v1"}`)
+	if r.status != http.StatusOK || m.up.count() != before+1 || m.up.last(t).Header.Get("Authorization") != "" {
+		t.Fatalf("managed key carried over: %d %s %q", r.status, r.raw, m.up.last(t).Header.Get("Authorization"))
+	}
+
+	fail := []struct {
+		name    string
+		key     string
+		headers []string
+		status  int
+		msg     string
+	}{
+		{"unknown slug", wsKey, []string{"x-gateway-provider", "@ghost"}, 400, "no provider @ghost"},
+		{"another workspace's provider", ws2Key, []string{"x-gateway-provider", "@openai-prod"}, 400, "no provider @openai-prod in this workspace"},
+		{"another workspace's virtual key", ws2Key, []string{"x-gateway-virtual-key", vk}, 400, "no virtual key"},
+		{"another workspace's provider in a config", ws2Key, []string{"x-gateway-config", `{"provider":"@openai-prod"}`}, 400, "config.provider: no provider @openai-prod"},
+		{"custom host with a managed provider", wsKey, []string{"x-gateway-provider", "@openai-prod", "x-gateway-custom-host", "https://evil.example/v1"}, 400, "x-gateway-custom-host cannot be combined"},
+		{"config custom host with a managed provider", wsKey, []string{"x-gateway-config", `{"provider":"@openai-prod","custom_host":"https://evil.example/v1"}`}, 400, "custom_host cannot be combined"},
+		{"both forms", wsKey, []string{"x-gateway-provider", "@openai-prod", "x-gateway-virtual-key", vk}, 400, "not both"},
+		{"virtual key for another provider", wsKey, []string{"x-gateway-provider", "groq", "x-gateway-virtual-key", vk}, 400, "is for openai"},
+		{"bare @", wsKey, []string{"x-gateway-provider", "@"}, 400, "must be followed by a provider slug"},
+	}
+	for _, tc := range fail {
+		t.Run(tc.name, func(t *testing.T) {
+			before := m.up.count()
+			r := m.chat(tc.key, tc.headers...)
+			if r.status != tc.status || !strings.Contains(r.errField("message"), tc.msg) || m.up.count() != before {
+				t.Fatalf("got %d %s", r.status, r.raw)
+			}
+		})
+	}
+
+	// The integration withdrawn from the workspace: 403.
+	m.ok(http.MethodPut, "/v1/integrations/openai-prod/workspaces", adminKey, map[string]any{"workspaces": []any{map[string]any{"id": m.wsID, "enabled": false}}})
+	if r := m.chat(wsKey, "x-gateway-provider", "@openai-prod"); r.status != http.StatusForbidden || !strings.Contains(r.errField("message"), "not enabled") {
+		t.Fatalf("disabled: %d %s", r.status, r.raw)
+	}
+	m.ok(http.MethodPut, "/v1/integrations/openai-prod/workspaces", adminKey, map[string]any{"workspaces": []any{map[string]any{"id": m.wsID, "enabled": true}}})
+
+	// Expired: 403 once the clock passes expires_at.
+	m.ok(http.MethodPut, "/v1/providers/openai-prod", adminKey, map[string]any{"expires_at": t0.Add(time.Hour)})
+	if r := m.chat(wsKey, "x-gateway-provider", "@openai-prod"); r.status != http.StatusOK {
+		t.Fatalf("before expiry: %d %s", r.status, r.raw)
+	}
+	m.clock.Advance(time.Hour)
+	if r := m.chat(wsKey, "x-gateway-provider", "@openai-prod"); r.status != http.StatusForbidden || !strings.Contains(r.errField("message"), "expired") {
+		t.Fatalf("expired: %d %s", r.status, r.raw)
+	}
+	if g := m.ok(http.MethodGet, "/v1/providers/openai-prod", adminKey, nil); g.str("status") != "expired" {
+		t.Fatalf("status: %s", g.raw)
+	}
+
+	// Exhausted (set by usage enforcement): 412 until reset_usage.
+	if err := m.st.Update(func(tx store.Tx) error {
+		var v store.VirtualKey
+		all, err := store.List[store.VirtualKey](tx, store.BucketVirtualKeys)
+		for _, x := range all {
+			if x.Slug == vk {
+				v = x
+			}
+		}
+		v.Status = store.StatusExhausted
+		if err != nil {
+			return err
+		}
+		return tx.Put(store.BucketVirtualKeys, v.ID, v)
+	}); err != nil {
+		t.Fatal(err)
+	}
+	if err := m.managed.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	if r := m.chat(wsKey, "x-gateway-virtual-key", vk); r.status != http.StatusPreconditionFailed {
+		t.Fatalf("exhausted: %d %s", r.status, r.raw)
+	}
+	m.ok(http.MethodPut, "/v1/virtual-keys/"+vk, adminKey, map[string]any{"reset_usage": true})
+	if r := m.chat(wsKey, "x-gateway-virtual-key", vk); r.status != http.StatusOK {
+		t.Fatalf("after reset: %d %s", r.status, r.raw)
+	}
+}
+
+// TestResolutionSecretMappings: a mapped key comes from the lookup, cached
+// for the TTL of the injectable clock; a failed lookup is a 502 naming the
+// reference, never a value.
+func TestResolutionSecretMappings(t *testing.T) {
+	m := newMgEnv(t)
+	m.addSecretRef("sr-vault", "vault-openai")
+	m.secrets.Store("sr-vault/api_key", "sk-from-vault-1111")
+	m.integration("mapped", providerKey, map[string]any{"secret_mappings": []any{
+		map[string]any{"target_field": "key", "secret_reference_id": "vault-openai", "secret_key": "api_key"}}})
+	for i := 0; i < 3; i++ {
+		if r := m.chat(adminKey, "x-gateway-provider", "@mapped"); r.status != http.StatusOK {
+			t.Fatalf("%d %s", r.status, r.raw)
+		}
+		if got := m.up.last(t).Header.Get("Authorization"); got != "Bearer sk-from-vault-1111" {
+			t.Fatalf("upstream got %q", got)
+		}
+	}
+	if n := m.lookups.Load(); n != 1 {
+		t.Fatalf("%d lookups within the cache TTL, want 1", n)
+	}
+	m.secrets.Store("sr-vault/api_key", "sk-from-vault-2222")
+	m.clock.Advance(31 * time.Second)
+	m.chat(adminKey, "x-gateway-provider", "@mapped")
+	if got := m.up.last(t).Header.Get("Authorization"); got != "Bearer sk-from-vault-2222" || m.lookups.Load() != 2 {
+		t.Fatalf("after the TTL: %q, %d lookups", got, m.lookups.Load())
+	}
+	m.secrets.Delete("sr-vault/api_key")
+	m.clock.Advance(31 * time.Second)
+	before := m.up.count()
+	r := m.chat(adminKey, "x-gateway-provider", "@mapped")
+	if r.status != http.StatusBadGateway || !strings.Contains(r.errField("message"), "sr-vault") || strings.Contains(string(r.raw), "sk-from-vault") || m.up.count() != before {
+		t.Fatalf("failed lookup: %d %s", r.status, r.raw)
+	}
+}

@@ -1,0 +1,302 @@
+package adminsvc
+
+import (
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/store"
+)
+
+func (s *Service) registerVirtualKeys(v1 fiber.Router) {
+	v1.Post("/virtual-keys", s.createVirtualKey)
+	v1.Get("/virtual-keys", s.listVirtualKeys)
+	v1.Get("/virtual-keys/:slug", s.getVirtualKey)
+	v1.Put("/virtual-keys/:slug", s.updateVirtualKey)
+	v1.Delete("/virtual-keys/:slug", s.deleteVirtualKey)
+}
+
+func virtualKeyIDSlug(r store.VirtualKey) (string, string) { return r.ID, r.Slug }
+
+// virtualKeyView is a virtual key as the admin API shows it.
+type virtualKeyView struct {
+	ID             string                `json:"id"`
+	Slug           string                `json:"slug"`
+	Name           string                `json:"name"`
+	Note           string                `json:"note"`
+	Provider       string                `json:"provider"`
+	WorkspaceID    string                `json:"workspace_id"`
+	Status         string                `json:"status"`
+	MaskedKey      *string               `json:"masked_key,omitempty"`
+	Configurations *store.ProviderConfig `json:"configurations,omitempty"`
+	SecretMappings []store.SecretMapping `json:"secret_mappings"`
+	UsageLimits    *store.UsageLimits    `json:"usage_limits"`
+	RateLimits     []store.RateLimit     `json:"rate_limits"`
+	ExpiresAt      *time.Time            `json:"expires_at"`
+	CreatedAt      time.Time             `json:"created_at"`
+	LastUpdatedAt  time.Time             `json:"last_updated_at"`
+	Object         string                `json:"object"`
+}
+
+func (s *Service) virtualKeyViewOf(r store.VirtualKey, detail bool) virtualKeyView {
+	v := virtualKeyView{ID: r.ID, Slug: r.Slug, Name: r.Name, Note: r.Note, Provider: r.AIProviderID, WorkspaceID: r.WorkspaceID,
+		Status: providerStatus(r.Status, r.ExpiresAt, s.now()), SecretMappings: nonNil(r.SecretMappings), UsageLimits: r.UsageLimits,
+		RateLimits: nonNil(r.RateLimits), ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt, LastUpdatedAt: r.LastUpdatedAt, Object: "virtual-key"}
+	if detail {
+		mk, cfg := r.MaskedKey, maskedConfig(s.cipher, r.Configurations)
+		v.MaskedKey, v.Configurations = &mk, &cfg
+	}
+	return v
+}
+
+var virtualKeyFields = []string{"name", "provider", "key", "note", "workspace_id", "usage_limits", "rate_limits",
+	"expires_at", "secret_mappings", "configurations", "deploymentConfig"}
+
+func (s *Service) createVirtualKey(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, "virtual_keys.create"); err != nil {
+		return err
+	}
+	fields, cerr := decodeObject(c.Body())
+	if cerr != nil {
+		return cerr
+	}
+	now := s.now()
+	var p problems
+	knownOnly(fields, virtualKeyFields, &p)
+	if _, ok := fields["deploymentConfig"]; ok {
+		p.add("deploymentConfig", "is not supported; set configurations.azure_deployment_id and azure_api_version instead")
+	}
+	name, _ := strField(fields, "name", true, 255, &p)
+	provider, _ := strField(fields, "provider", true, 64, &p)
+	if provider != "" && !knownProvider(provider) {
+		p.add("provider", "unknown provider %q; known providers: %s", provider, providerNames())
+	}
+	key, _ := strField(fields, "key", false, 4096, &p)
+	note, _ := strField(fields, "note", false, 1024, &p)
+	wsRef, _ := strField(fields, "workspace_id", false, 255, &p)
+	cfg := parseProviderConfig(fields["configurations"], "configurations", store.ProviderConfig{}, &p)
+	mappings := parseSecretMappings(fields["secret_mappings"], "secret_mappings", &p)
+	ul := parseUsageLimits(fields["usage_limits"], "usage_limits", &p)
+	rl := parseRateLimits(fields["rate_limits"], "rate_limits", &p)
+	exp, _ := expiresField(fields, now, &p)
+	if err := p.err(); err != nil {
+		return err
+	}
+	rec := store.VirtualKey{ID: core.NewID(), Slug: autoSlug(name, provider), Name: name, Note: note, AIProviderID: provider,
+		OrganisationID: caller.OrganisationID, SecretMappings: mappings, Status: store.StatusActive, UsageLimits: ul,
+		RateLimits: rl, ExpiresAt: exp, MaskedKey: maskSecret(key), CreatedAt: now, LastUpdatedAt: now}
+	var err error
+	if rec.Key, err = s.seal(key); err != nil {
+		return err
+	}
+	if rec.Configurations, err = sealConfig(s.cipher, cfg); err != nil {
+		return err
+	}
+	err = s.st.Update(func(tx store.Tx) error {
+		ws, err := s.resolveWorkspace(tx, caller, wsRef, true)
+		if err != nil {
+			return err
+		}
+		if err := canManageInWorkspace(caller, ws.ID, "virtual keys"); err != nil {
+			return err
+		}
+		var p problems
+		if err := checkSecretRefs(tx, rec.SecretMappings, "secret_mappings", &p); err != nil {
+			return err
+		}
+		if err := p.err(); err != nil {
+			return err
+		}
+		rec.WorkspaceID = ws.ID
+		return tx.Put(store.BucketVirtualKeys, rec.ID, rec)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadManaged(); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"id": rec.ID, "slug": rec.Slug, "object": "virtual-key"})
+}
+
+// loadVirtualKey finds a virtual key by id or slug in a workspace the caller may see.
+func (s *Service) loadVirtualKey(tx store.Tx, caller *core.Principal, ref string) (store.VirtualKey, error) {
+	rec, ok, err := findBySlug(tx, store.BucketVirtualKeys, ref, virtualKeyIDSlug)
+	if err != nil {
+		return rec, err
+	}
+	if !ok || (!caller.IsOrganisationKey() && rec.WorkspaceID != caller.WorkspaceID) {
+		return rec, core.NotFound("no virtual key %q", ref)
+	}
+	return rec, nil
+}
+
+func (s *Service) listVirtualKeys(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, "virtual_keys.list"); err != nil {
+		return err
+	}
+	var p problems
+	pg := parsePage(c.Query, 50, 1000, &p)
+	if err := p.err(); err != nil {
+		return err
+	}
+	var out []virtualKeyView
+	err := s.st.View(func(tx store.Tx) error {
+		ws := ""
+		if ref := c.Query("workspace_id"); ref != "" || !caller.IsOrganisationKey() {
+			w, err := s.resolveWorkspace(tx, caller, ref, false)
+			if err != nil {
+				return err
+			}
+			ws = w.ID
+		}
+		all, err := store.List[store.VirtualKey](tx, store.BucketVirtualKeys)
+		for _, r := range all {
+			if ws == "" || r.WorkspaceID == ws {
+				out = append(out, s.virtualKeyViewOf(r, false))
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(out, func(a, b virtualKeyView) int {
+		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Slug, b.Slug)
+	})
+	lo, hi := pg.slice(len(out))
+	return c.JSON(listBody{Object: "list", Total: len(out), Data: nonNil(out[lo:hi])})
+}
+
+func (s *Service) getVirtualKey(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, "virtual_keys.read"); err != nil {
+		return err
+	}
+	var rec store.VirtualKey
+	err := s.st.View(func(tx store.Tx) (err error) { rec, err = s.loadVirtualKey(tx, caller, c.Params("slug")); return })
+	if err != nil {
+		return err
+	}
+	return c.JSON(s.virtualKeyViewOf(rec, true))
+}
+
+// updateVirtualKey changes name, note, key, configurations, secret mappings,
+// limits and expiry; reset_usage: true makes an exhausted key active again.
+func (s *Service) updateVirtualKey(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, "virtual_keys.update"); err != nil {
+		return err
+	}
+	fields, cerr := decodeObject(c.Body())
+	if cerr != nil {
+		return cerr
+	}
+	now := s.now()
+	err := s.st.Update(func(tx store.Tx) error {
+		rec, err := s.loadVirtualKey(tx, caller, c.Params("slug"))
+		if err != nil {
+			return err
+		}
+		if err := canManageInWorkspace(caller, rec.WorkspaceID, "virtual keys"); err != nil {
+			return err
+		}
+		var p problems
+		for _, f := range []string{"provider", "workspace_id"} {
+			if _, ok := fields[f]; ok {
+				p.add(f, "cannot be changed after the virtual key is created")
+			}
+		}
+		knownOnly(fields, append(slices.Clone(virtualKeyFields), "reset_usage"), &p)
+		if v, ok := strField(fields, "name", false, 255, &p); ok {
+			if v == "" {
+				p.add("name", "must not be empty")
+			}
+			rec.Name = v
+		}
+		if v, ok := strField(fields, "note", false, 1024, &p); ok {
+			rec.Note = v
+		}
+		if _, ok := fields["key"]; ok {
+			key, _ := strField(fields, "key", false, 4096, &p)
+			if rec.Key, err = s.seal(key); err != nil {
+				return err
+			}
+			rec.MaskedKey = maskSecret(key)
+		}
+		if raw, ok := fields["configurations"]; ok {
+			base, err := openConfig(s.cipher, rec.Configurations)
+			if err != nil {
+				return core.Internal(err, "the stored configuration of virtual key %s cannot be opened", rec.Slug)
+			}
+			if rec.Configurations, err = sealConfig(s.cipher, parseProviderConfig(raw, "configurations", base, &p)); err != nil {
+				return err
+			}
+		}
+		if raw, ok := fields["secret_mappings"]; ok {
+			rec.SecretMappings = parseSecretMappings(raw, "secret_mappings", &p)
+			if err := checkSecretRefs(tx, rec.SecretMappings, "secret_mappings", &p); err != nil {
+				return err
+			}
+		}
+		if _, ok := fields["deploymentConfig"]; ok {
+			p.add("deploymentConfig", "is not supported; set configurations.azure_deployment_id and azure_api_version instead")
+		}
+		if raw, ok := fields["usage_limits"]; ok {
+			rec.UsageLimits = parseUsageLimits(raw, "usage_limits", &p)
+		}
+		if raw, ok := fields["rate_limits"]; ok {
+			rec.RateLimits = parseRateLimits(raw, "rate_limits", &p)
+		}
+		if exp, set := expiresField(fields, now, &p); set {
+			rec.ExpiresAt = exp
+		}
+		if resetUsage(fields, &p) {
+			rec.Status = store.StatusActive
+		}
+		if err := p.err(); err != nil {
+			return err
+		}
+		rec.LastUpdatedAt = now
+		return tx.Put(store.BucketVirtualKeys, rec.ID, rec)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadManaged(); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{})
+}
+
+func (s *Service) deleteVirtualKey(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, "virtual_keys.delete"); err != nil {
+		return err
+	}
+	err := s.st.Update(func(tx store.Tx) error {
+		rec, err := s.loadVirtualKey(tx, caller, c.Params("slug"))
+		if err != nil {
+			return err
+		}
+		if err := canManageInWorkspace(caller, rec.WorkspaceID, "virtual keys"); err != nil {
+			return err
+		}
+		return tx.Delete(store.BucketVirtualKeys, rec.ID)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadManaged(); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{})
+}
