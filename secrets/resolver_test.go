@@ -75,8 +75,8 @@ func TestResolve(t *testing.T) {
 	putRef(t, st, c, "id-3", "missing", "secret/none", "")
 	tests := []struct {
 		name, ref, key, want string
-		wantErr             error
-		errHas              string
+		wantErr              error
+		errHas               string
 	}{
 		{name: "by id, reference's secret_key", ref: "id-1", want: "sk-1"},
 		{name: "by slug", ref: "openai", want: "sk-1"},
