@@ -9,6 +9,7 @@ import (
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/server"
 	"github.com/llm-gateway/gateway/hooks/wasm"
+	"github.com/llm-gateway/gateway/secrets"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -20,6 +21,7 @@ type Service struct {
 	guardrails *Guardrails
 	host       *wasm.Host
 	cipher     *store.Cipher
+	secrets    *secrets.Resolver
 	now        func() time.Time
 }
 
@@ -33,7 +35,10 @@ type Deps struct {
 	Host *wasm.Host
 	// Cipher seals provider credentials and secret-manager credentials.
 	Cipher *store.Cipher
-	Now    func() time.Time
+	// SecretResolver resolves secret references; when nil and Cipher is
+	// set, New builds one over Store.
+	SecretResolver *secrets.Resolver
+	Now            func() time.Time
 }
 
 // New builds the admin service over st; the keys, configs and guardrails
@@ -42,7 +47,11 @@ func New(d Deps) *Service {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher, now: d.Now}
+	if d.SecretResolver == nil && d.Cipher != nil {
+		d.SecretResolver = secrets.NewResolver(d.Store, d.Cipher, secrets.Options{Now: d.Now})
+	}
+	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher,
+		secrets: d.SecretResolver, now: d.Now}
 }
 
 // Register adds the admin routes to the /v1 group.
