@@ -29,6 +29,7 @@ import (
 	"github.com/llm-gateway/gateway/hooks/wasm"
 	_ "github.com/llm-gateway/gateway/plugins/all"
 	"github.com/llm-gateway/gateway/plugins/cache"
+	"github.com/llm-gateway/gateway/secrets"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -37,6 +38,7 @@ type config struct {
 	Addr            string
 	DataDir         string
 	AdminKey        string
+	EncryptionKey   string
 	TrustedHosts    string
 	MaxBodyBytes    int
 	ShutdownTimeout time.Duration
@@ -89,6 +91,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return cfg, fmt.Errorf("unexpected argument %q; usage: gateway [serve] [flags]", fs.Arg(0))
 	}
 	cfg.AdminKey = getenv("GATEWAY_ADMIN_API_KEY")
+	cfg.EncryptionKey = getenv("GATEWAY_ENCRYPTION_KEY")
 	cfg.TrustedHosts = getenv("GATEWAY_TRUSTED_HOSTS")
 	return cfg, nil
 }
@@ -122,6 +125,16 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		fmt.Fprintf(stdout, "\nAdmin API key (shown once, store it now): %s\n"+
 			"Set GATEWAY_ADMIN_API_KEY on first start to choose it yourself.\n\n", boot.GeneratedKey)
 	}
+
+	// The operator key seals provider and secret-manager credentials.
+	cipher, keyCreated, err := store.LoadCipher(cfg.DataDir, cfg.EncryptionKey)
+	if err != nil {
+		return err
+	}
+	if keyCreated {
+		logger.Warn("created a new encryption key file; back it up with the data dir, or set GATEWAY_ENCRYPTION_KEY", "file", filepath.Join(cfg.DataDir, store.KeyFileName))
+	}
+	secretResolver := secrets.NewResolver(st, cipher, secrets.Options{})
 
 	keys, err := adminsvc.NewKeys(st, time.Now)
 	if err != nil {
@@ -162,7 +175,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, Now: time.Now})
+	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host,
+		Cipher: cipher, SecretResolver: secretResolver, Now: time.Now})
 	app := server.New(server.Options{
 		Auth: keys, Pipeline: pipe, Logs: logs, Configs: configs, Admin: admin.Register,
 		BodyLimit: cfg.MaxBodyBytes, Logger: logger,
