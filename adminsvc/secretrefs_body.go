@@ -129,7 +129,7 @@ func (b secretRefBody) apply(tx store.Tx, rec *store.SecretReference, stored map
 	switch {
 	case typeChanged && stored != nil && b.auth == nil:
 		p.add("auth_config", "is required when manager_type changes")
-	case b.auth != nil || stored == nil:
+	case b.auth != nil:
 		base := stored
 		if typeChanged {
 			base = map[string]string{}
@@ -142,7 +142,7 @@ func (b secretRefBody) apply(tx store.Tx, rec *store.SecretReference, stored map
 		for _, pr := range ps {
 			p.add("auth_config."+pr.Field, "%s", pr.Msg)
 		}
-	default:
+	default: // unchanged (on create, the missing auth_config is reported already)
 		auth = stored
 	}
 

@@ -407,6 +407,9 @@ func TestSecretRefResolveThroughTheAPI(t *testing.T) {
 	if v := resolve(); v != "sk-first" {
 		t.Fatalf("not cached: %q", v)
 	}
+	if _, err := e.resolver.Resolve(ctx, slug, "no_such_key"); !errors.Is(err, secrets.ErrSecretNotFound) {
+		t.Fatalf("missing key: %v", err)
+	}
 	if r := e.do(http.MethodPut, "/v1/secret-references/"+id, adminKey, map[string]any{"description": "touched"}); r.status != http.StatusOK {
 		t.Fatal(string(r.raw))
 	}
