@@ -335,20 +335,20 @@ func secretRefInUse(tx store.Tx, rec store.SecretReference) error {
 		what   string
 	}{{store.BucketIntegrations, "integration"}, {store.BucketVirtualKeys, "virtual key"}} {
 		err := tx.ForEach(b.bucket, func(key string, raw []byte) error {
-			var r struct {
-				Slug     string `json:"slug"`
-				Mappings []struct {
-					Ref string `json:"secret_reference_id"`
-				} `json:"secret_mappings"`
+			// Field by field, so one odd field elsewhere in the record
+			// cannot hide its mappings.
+			var r map[string]json.RawMessage
+			var mappings []map[string]json.RawMessage
+			if json.Unmarshal(raw, &r) != nil || json.Unmarshal(r["secret_mappings"], &mappings) != nil {
+				return nil // no mappings
 			}
-			if json.Unmarshal(raw, &r) != nil {
-				return nil // not a record with mappings
-			}
-			for _, m := range r.Mappings {
-				if m.Ref != "" && (m.Ref == rec.ID || m.Ref == rec.Slug) {
-					name := r.Slug
-					if name == "" {
-						name = key
+			for _, m := range mappings {
+				var ref string
+				if json.Unmarshal(m["secret_reference_id"], &ref) == nil && ref != "" && (ref == rec.ID || ref == rec.Slug) {
+					name := key
+					var slug string
+					if json.Unmarshal(r["slug"], &slug) == nil && slug != "" {
+						name = slug
 					}
 					return core.Conflict("secret reference %s is used by %s %s; remove it from its secret_mappings first", rec.Slug, b.what, name)
 				}

@@ -346,7 +346,7 @@ func TestSecretRefDelete(t *testing.T) {
 	e.st.Update(func(tx store.Tx) error {
 		tx.Put(store.BucketIntegrations, "int-1", map[string]any{"id": "int-1", "slug": "openai-prod",
 			"secret_mappings": []map[string]any{{"target_field": "key", "secret_reference_id": intSlug}}})
-		tx.Put(store.BucketVirtualKeys, "vk-1", map[string]any{"id": "vk-1", "slug": "vk-legacy",
+		tx.Put(store.BucketVirtualKeys, "vk-1", map[string]any{"id": "vk-1", "slug": "vk-legacy", "usage_limits": "odd", "provider": 42,
 			"secret_mappings": []map[string]any{{"target_field": "configurations.api_version", "secret_reference_id": "other"}, {"target_field": "key", "secret_reference_id": byVK}}})
 		return tx.Put(store.BucketVirtualKeys, "vk-2", map[string]any{"id": "vk-2", "secret_mappings": "not an array"})
 	})
