@@ -19,6 +19,7 @@ import (
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
 	"github.com/llm-gateway/gateway/hooks"
+	"github.com/llm-gateway/gateway/adminsvc/secrets"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -65,6 +66,8 @@ type env struct {
 	owner string // the bootstrap owner user
 	// wrap, when set, wraps the store the service and the snapshot use.
 	wrap func(store.Store) store.Store
+	// resolver resolves secret references, as the gateway's does.
+	resolver *secrets.Resolver
 }
 
 func newEnv(t *testing.T) *env {
@@ -110,8 +113,10 @@ func (e *env) start() {
 		e.t.Fatal(err)
 	}
 	e.keys = keys
+	e.resolver = secrets.NewResolver(st, testCipher, secrets.Options{Now: e.clock.Now})
 	e.app = server.New(server.Options{
-		Auth: keys, Pipeline: pl, Configs: configs, Admin: adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: mustGuardrails(e.t, st), Now: e.clock.Now}).Register, Now: e.clock.Now,
+		Auth: keys, Pipeline: pl, Configs: configs, Admin: adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: mustGuardrails(e.t, st),
+			Cipher: testCipher, SecretResolver: e.resolver, Now: e.clock.Now}).Register, Now: e.clock.Now,
 	})
 }
 

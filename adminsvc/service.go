@@ -9,6 +9,7 @@ import (
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/server"
 	"github.com/llm-gateway/gateway/hooks/wasm"
+	"github.com/llm-gateway/gateway/adminsvc/secrets"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -21,6 +22,7 @@ type Service struct {
 	host       *wasm.Host
 	cipher     *store.Cipher
 	managed    *Managed
+	secrets    *secrets.Resolver
 	now        func() time.Time
 }
 
@@ -37,7 +39,10 @@ type Deps struct {
 	// Managed is the provider and virtual-key snapshot, reloaded after
 	// every change to them; nil skips the reload.
 	Managed *Managed
-	Now     func() time.Time
+	// SecretResolver resolves secret references; when nil and Cipher is
+	// set, New builds one over Store.
+	SecretResolver *secrets.Resolver
+	Now            func() time.Time
 }
 
 // New builds the admin service over st; the keys, configs and guardrails
@@ -46,7 +51,11 @@ func New(d Deps) *Service {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher, managed: d.Managed, now: d.Now}
+	if d.SecretResolver == nil && d.Cipher != nil {
+		d.SecretResolver = secrets.NewResolver(d.Store, d.Cipher, secrets.Options{Now: d.Now})
+	}
+	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher,
+		managed: d.Managed, secrets: d.SecretResolver, now: d.Now}
 }
 
 // Register adds the admin routes to the /v1 group.

@@ -31,6 +31,7 @@ import (
 	"github.com/llm-gateway/gateway/hooks/wasm"
 	_ "github.com/llm-gateway/gateway/plugins/all"
 	"github.com/llm-gateway/gateway/plugins/cache"
+	"github.com/llm-gateway/gateway/adminsvc/secrets"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -146,11 +147,13 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 			"Set GATEWAY_ADMIN_API_KEY on first start to choose it yourself.\n\n", boot.GeneratedKey)
 	}
 
+	secretResolver := secrets.NewResolver(st, cipher, secrets.Options{})
+
 	keys, err := adminsvc.NewKeys(st, time.Now)
 	if err != nil {
 		return err
 	}
-	managed, err := adminsvc.NewManaged(adminsvc.ManagedOptions{Store: st, Cipher: cipher})
+	managed, err := adminsvc.NewManaged(adminsvc.ManagedOptions{Store: st, Cipher: cipher, Lookup: secretResolver.Resolve})
 	if err != nil {
 		return err
 	}
@@ -190,7 +193,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, Cipher: cipher, Managed: managed, Now: time.Now})
+	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host,
+		Cipher: cipher, Managed: managed, SecretResolver: secretResolver, Now: time.Now})
 	// Expiry, scheduled rotation and key alerts; stopped before the store closes.
 	keyWorkerCtx, stopKeyWorker := context.WithCancel(ctx)
 	defer stopKeyWorker()

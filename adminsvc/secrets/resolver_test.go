@@ -1,0 +1,168 @@
+package secrets
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/llm-gateway/gateway/store"
+)
+
+// countingManager returns a value per secret path and counts its calls.
+type countingManager struct {
+	calls  atomic.Int32
+	values map[string]string
+}
+
+func (m *countingManager) Fetch(_ context.Context, ref Reference) (string, error) {
+	m.calls.Add(1)
+	if ref.Auth["token"] != "vault-token-1234" {
+		return "", fmt.Errorf("auth not opened: %v", ref.Auth)
+	}
+	v, ok := m.values[ref.SecretPath]
+	if !ok {
+		return "", ErrSecretNotFound
+	}
+	return v, nil
+}
+
+func testCipher(t *testing.T) *store.Cipher {
+	c, err := store.NewCipher([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+// putRef stores a reference with a sealed token auth_config.
+func putRef(t *testing.T, st store.Store, c *store.Cipher, id, slug, path, key string) {
+	t.Helper()
+	sealed, err := SealAuth(c, map[string]string{"auth_type": "token", "address": "http://vault.test", "token": "vault-token-1234"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rec := store.SecretReference{ID: id, Slug: slug, ManagerType: TypeVault, AuthConfig: sealed, SecretPath: path, SecretKey: key, AllowAllWorkspaces: true}
+	if err := st.Update(func(tx store.Tx) error { return tx.Put(store.BucketSecretReferences, id, rec) }); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func newTestResolver(t *testing.T, o Options) (*Resolver, store.Store, *store.Cipher, *countingManager, *testClock) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	c := testCipher(t)
+	m := &countingManager{values: map[string]string{
+		"secret/openai": `{"api_key":"sk-1","org":"o-1","n":5}`,
+		"secret/plain":  "just-a-string",
+	}}
+	clk := newClock()
+	o.Now = clk.Now
+	o.Managers = map[string]Manager{TypeVault: m}
+	return NewResolver(st, c, o), st, c, m, clk
+}
+
+func TestResolve(t *testing.T) {
+	r, st, c, _, _ := newTestResolver(t, Options{})
+	putRef(t, st, c, "id-1", "openai", "secret/openai", "api_key")
+	putRef(t, st, c, "id-2", "plain", "secret/plain", "")
+	putRef(t, st, c, "id-3", "missing", "secret/none", "")
+	tests := []struct {
+		name, ref, key, want string
+		wantErr              error
+		errHas               string
+	}{
+		{name: "by id, reference's secret_key", ref: "id-1", want: "sk-1"},
+		{name: "by slug", ref: "openai", want: "sk-1"},
+		{name: "mapping's secret_key wins", ref: "openai", key: "org", want: "o-1"},
+		{name: "non-string field as JSON", ref: "openai", key: "n", want: "5"},
+		{name: "no key in the object", ref: "openai", key: "nope", wantErr: ErrSecretNotFound},
+		{name: "plain string, no key", ref: "plain", want: "just-a-string"},
+		{name: "key on a non-object", ref: "plain", key: "x", errHas: "not a JSON object"},
+		{name: "unknown reference", ref: "nope", wantErr: ErrReferenceNotFound},
+		{name: "manager error", ref: "missing", wantErr: ErrSecretNotFound},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := r.Resolve(context.Background(), tc.ref, tc.key)
+			if tc.wantErr == nil && tc.errHas == "" {
+				if err != nil || got != tc.want {
+					t.Fatalf("got %q, %v; want %q", got, err, tc.want)
+				}
+				return
+			}
+			if err == nil || (tc.wantErr != nil && !errors.Is(err, tc.wantErr)) || !strings.Contains(err.Error(), tc.errHas) {
+				t.Fatalf("err = %v, want %v / %q", err, tc.wantErr, tc.errHas)
+			}
+		})
+	}
+}
+
+func TestResolverCacheTTLAndInvalidate(t *testing.T) {
+	r, st, c, m, clk := newTestResolver(t, Options{})
+	putRef(t, st, c, "id-1", "openai", "secret/openai", "api_key")
+	ctx := context.Background()
+	for range 3 {
+		if _, err := r.Resolve(ctx, "openai", ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if n := m.calls.Load(); n != 1 {
+		t.Fatalf("%d fetches within the TTL, want 1", n)
+	}
+	clk.Advance(DefaultTTL)
+	r.Resolve(ctx, "openai", "")
+	if n := m.calls.Load(); n != 2 {
+		t.Fatalf("%d fetches after the TTL, want 2", n)
+	}
+	r.Invalidate("id-1") // by id drops the entry cached under the slug
+	r.Resolve(ctx, "openai", "")
+	if n := m.calls.Load(); n != 3 {
+		t.Fatalf("%d fetches after Invalidate, want 3", n)
+	}
+	// A deleted reference is not served from the cache.
+	st.Update(func(tx store.Tx) error { return tx.Delete(store.BucketSecretReferences, "id-1") })
+	if _, err := r.Resolve(ctx, "openai", ""); !errors.Is(err, ErrReferenceNotFound) {
+		t.Fatalf("deleted reference: %v", err)
+	}
+}
+
+func TestResolverCacheBounded(t *testing.T) {
+	r, st, c, m, clk := newTestResolver(t, Options{MaxEntries: 2, TTL: time.Minute})
+	for i := range 3 {
+		putRef(t, st, c, fmt.Sprintf("id-%d", i), fmt.Sprintf("s%d", i), "secret/plain", "")
+	}
+	ctx := context.Background()
+	for i := range 3 {
+		clk.Advance(time.Second)
+		if _, err := r.Resolve(ctx, fmt.Sprintf("id-%d", i), ""); err != nil {
+			t.Fatal(err)
+		}
+	}
+	r.mu.Lock()
+	n := len(r.cache)
+	_, oldest := r.cache["id-0"]
+	r.mu.Unlock()
+	if n != 2 || oldest {
+		t.Fatalf("cache holds %d entries (oldest kept: %v), want 2 without the oldest", n, oldest)
+	}
+	r.Resolve(ctx, "id-2", "")
+	if got := m.calls.Load(); got != 3 {
+		t.Fatalf("%d fetches, want 3 (id-2 still cached)", got)
+	}
+}
+
+func TestResolverWithoutCipher(t *testing.T) {
+	r, st, c, _, _ := newTestResolver(t, Options{})
+	putRef(t, st, c, "id-1", "openai", "secret/openai", "")
+	r.cipher = nil
+	if _, err := r.Resolve(context.Background(), "openai", ""); err == nil || !strings.Contains(err.Error(), "encryption key") {
+		t.Fatalf("err = %v", err)
+	}
+}
