@@ -60,6 +60,8 @@ type Keys struct {
 	// deleted one would) until the next change.
 	reload sync.Mutex
 	snap   atomic.Pointer[map[string]*core.Principal]
+	// ws indexes workspaces by id and slug, for JWT workspace claims.
+	ws atomic.Pointer[wsIndex]
 }
 
 // NewKeys loads the snapshot from st.
@@ -76,8 +78,12 @@ func (k *Keys) Reload() error {
 	k.reload.Lock()
 	defer k.reload.Unlock()
 	var keys []store.APIKey
+	var ws *wsIndex
 	err := k.st.View(func(tx store.Tx) (err error) {
-		keys, err = store.List[store.APIKey](tx, store.BucketAPIKeys)
+		if keys, err = store.List[store.APIKey](tx, store.BucketAPIKeys); err != nil {
+			return err
+		}
+		ws, err = loadWSIndex(tx)
 		return err
 	})
 	if err != nil {
@@ -88,6 +94,7 @@ func (k *Keys) Reload() error {
 		m[rec.Hash] = principalOf(rec)
 	}
 	k.snap.Store(&m)
+	k.ws.Store(ws)
 	return nil
 }
 

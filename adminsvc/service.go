@@ -21,6 +21,7 @@ type Service struct {
 	host       *wasm.Host
 	cipher     *store.Cipher
 	now        func() time.Time
+	audit      *Audit
 }
 
 // Deps are what the admin service works on.
@@ -34,6 +35,9 @@ type Deps struct {
 	// Cipher seals provider credentials and secret-manager credentials.
 	Cipher *store.Cipher
 	Now    func() time.Time
+	// Audit records admin writes; nil records nothing (GET /audit-logs
+	// still reads the store).
+	Audit *Audit
 }
 
 // New builds the admin service over st; the keys, configs and guardrails
@@ -42,7 +46,7 @@ func New(d Deps) *Service {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher, now: d.Now}
+	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher, now: d.Now, audit: d.Audit}
 }
 
 // Register adds the admin routes to the /v1 group.

@@ -33,6 +33,10 @@ type Options struct {
 	BodyLimit int
 	Logger    *slog.Logger
 	Now       func() time.Time
+
+	// OnAuthFailure, when set, is called with every refused credential
+	// (before the 401 is written), for the audit log.
+	OnAuthFailure func(c *fiber.Ctx, err *core.Error)
 }
 
 // Server holds what the handlers share.
@@ -41,6 +45,7 @@ type Server struct {
 	pipeline *pipeline.Pipeline
 	logs     core.LogSink
 	configs  ConfigSource
+	authFail func(c *fiber.Ctx, err *core.Error)
 	inline   inlineConfigs
 	log      *slog.Logger
 	now      func() time.Time
@@ -60,7 +65,7 @@ func New(o Options) *fiber.App {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, log: o.Logger, now: o.Now}
+	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, authFail: o.OnAuthFailure, log: o.Logger, now: o.Now}
 	app := fiber.New(fiber.Config{
 		AppName:               "llm-gateway",
 		DisableStartupMessage: true,
@@ -142,6 +147,9 @@ func (s *Server) recoverPanics(c *fiber.Ctx) (err error) {
 func (s *Server) authenticate(c *fiber.Ctx) error {
 	p, err := s.auth.Authenticate(gatewayHeader(c, "api-key"))
 	if err != nil {
+		if s.authFail != nil {
+			s.authFail(c, err)
+		}
 		return err
 	}
 	c.Locals(localPrincipal, p)
