@@ -115,7 +115,7 @@ func (a *Audit) record(c *fiber.Ctx, status int) *store.AuditRecord {
 	now := a.now().UTC()
 	resource, action := resourceAction(c.Method(), c.Path())
 	rec := &store.AuditRecord{
-		ID: core.NewLogID(now), Timestamp: now, Method: strings.Clone(c.Method()),
+		ID: store.NewAuditID(now), Timestamp: now, Method: strings.Clone(c.Method()),
 		URI: strings.Clone(c.OriginalURL()), RequestID: server.TraceID(c),
 		ResponseStatusCode: status, ResourceType: resource, Action: action, ClientIP: strings.Clone(c.IP()),
 		QueryParams: maskedPairs(func(add func(string, string)) {

@@ -65,6 +65,9 @@ type env struct {
 	owner string // the bootstrap owner user
 	// wrap, when set, wraps the store the service and the snapshot use.
 	wrap func(store.Store) store.Store
+	// setup, when set, adjusts the admin deps and the server options
+	// before the app is built (audit log, JWT authentication).
+	setup func(*adminsvc.Deps, *server.Options)
 }
 
 func newEnv(t *testing.T) *env {
@@ -110,9 +113,13 @@ func (e *env) start() {
 		e.t.Fatal(err)
 	}
 	e.keys = keys
-	e.app = server.New(server.Options{
-		Auth: keys, Pipeline: pl, Configs: configs, Admin: adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: mustGuardrails(e.t, st), Now: e.clock.Now}).Register, Now: e.clock.Now,
-	})
+	deps := adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: mustGuardrails(e.t, st), Now: e.clock.Now}
+	opts := server.Options{Auth: keys, Pipeline: pl, Configs: configs, Now: e.clock.Now}
+	if e.setup != nil {
+		e.setup(&deps, &opts)
+	}
+	opts.Admin = adminsvc.New(deps).Register
+	e.app = server.New(opts)
 }
 
 // reopen closes the store and opens it again, as a restart does.

@@ -116,3 +116,6 @@ func QueryAudit(tx Tx, f AuditFilter) ([]AuditRecord, int, error) {
 	})
 	return page, total, err
 }
+
+// NewAuditID returns the id of a record made at t: it sorts by time.
+func NewAuditID(t time.Time) string { return core.NewLogID(t) }

@@ -22,6 +22,7 @@ import (
 	"time"
 
 	"github.com/llm-gateway/gateway/adminsvc"
+	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
@@ -42,6 +43,8 @@ type config struct {
 	ShutdownTimeout time.Duration
 	LogLevel        string
 	PprofAddr       string
+	// JWT authentication (env GATEWAY_JWT_*); off when no JWKS is set.
+	JWT adminsvc.JWTOptions
 }
 
 func main() {
@@ -90,6 +93,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	cfg.AdminKey = getenv("GATEWAY_ADMIN_API_KEY")
 	cfg.TrustedHosts = getenv("GATEWAY_TRUSTED_HOSTS")
+	cfg.JWT = adminsvc.JWTOptions{JWKSURL: getenv("GATEWAY_JWT_JWKS_URL"), JWKSFile: getenv("GATEWAY_JWT_JWKS_FILE"),
+		Issuer: getenv("GATEWAY_JWT_ISSUER"), Audience: getenv("GATEWAY_JWT_AUDIENCE")}
 	return cfg, nil
 }
 
@@ -162,10 +167,17 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, Now: time.Now})
+	auth, err := jwtAuth(cfg.JWT, keys, logger)
+	if err != nil {
+		return err
+	}
+	auditLog := store.NewAuditWriter(st, store.AuditWriterOptions{Logger: logger})
+	defer auditLog.Close()
+	audit := adminsvc.NewAudit(auditLog, time.Now)
+	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, Now: time.Now, Audit: audit})
 	app := server.New(server.Options{
-		Auth: keys, Pipeline: pipe, Logs: logs, Configs: configs, Admin: admin.Register,
-		BodyLimit: cfg.MaxBodyBytes, Logger: logger,
+		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Admin: admin.Register,
+		BodyLimit: cfg.MaxBodyBytes, Logger: logger, OnAuthFailure: audit.AuthFailed,
 	})
 
 	if cfg.PprofAddr != "" {
@@ -191,11 +203,30 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		logger.Warn("shutdown did not drain every request in time", "error", err)
 	}
 	logs.Close()
+	auditLog.Close()
 	if err := st.Close(); err != nil {
 		return fmt.Errorf("close the store: %w", err)
 	}
-	logger.Info("stopped; request logs flushed and store closed")
+	logger.Info("stopped; audit log and request logs flushed and store closed")
 	return nil
+}
+
+// jwtAuth is the API-key snapshot, composed with JWT authentication when a
+// JWKS is configured.
+func jwtAuth(o adminsvc.JWTOptions, keys *adminsvc.Keys, logger *slog.Logger) (core.Authenticator, error) {
+	if o.JWKSURL == "" && o.JWKSFile == "" {
+		if o.Issuer != "" || o.Audience != "" {
+			return nil, errors.New("GATEWAY_JWT_ISSUER and GATEWAY_JWT_AUDIENCE need GATEWAY_JWT_JWKS_URL or GATEWAY_JWT_JWKS_FILE")
+		}
+		return keys, nil
+	}
+	o.Keys, o.Logger = keys, logger
+	j, err := adminsvc.NewJWTAuth(o)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("JWT authentication is on", "config", j.String())
+	return adminsvc.WithJWT(keys, j), nil
 }
 
 // tuneGC trades memory for CPU: a gateway allocates a little per request
