@@ -116,7 +116,7 @@ func (a *Audit) record(c *fiber.Ctx, status int) *store.AuditRecord {
 	resource, action := resourceAction(c.Method(), c.Path())
 	rec := &store.AuditRecord{
 		ID: store.NewAuditID(now), Timestamp: now, Method: strings.Clone(c.Method()),
-		URI: strings.Clone(c.OriginalURL()), RequestID: server.TraceID(c),
+		URI: strings.Clone(c.Path()), RequestID: server.TraceID(c),
 		ResponseStatusCode: status, ResourceType: resource, Action: action, ClientIP: strings.Clone(c.IP()),
 		QueryParams: maskedPairs(func(add func(string, string)) {
 			c.Context().QueryArgs().VisitAll(func(k, v []byte) { add(string(k), string(v)) })

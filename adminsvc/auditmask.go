@@ -31,22 +31,13 @@ func sensitiveName(name string) bool {
 	return false
 }
 
-// maskValue hides a secret: a string keeps its recognisable ends (as API
-// keys are masked on read), anything else is replaced whole.
-func maskValue(v any) any {
-	if s, ok := v.(string); ok {
-		return maskKey(s)
-	}
-	return masked
-}
-
 // maskJSON masks, at any depth, the values of sensitive fields.
 func maskJSON(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, val := range t {
 			if sensitiveName(k) {
-				t[k] = maskValue(val)
+				t[k] = masked
 			} else {
 				t[k] = maskJSON(val)
 			}
@@ -93,7 +84,9 @@ func maskJSONBytes(raw []byte) ([]byte, bool) {
 	return b, err == nil
 }
 
-// maskedPairs copies name/value pairs, masking the sensitive ones.
+// maskedPairs copies name/value pairs (headers, query parameters), masking
+// the sensitive ones: a key keeps its recognisable ends as API keys do on
+// read ("gw-A****wxyz"), so an operator can tell which key failed.
 func maskedPairs(visit func(func(name, value string))) map[string]string {
 	out := map[string]string{}
 	visit(func(name, value string) {
