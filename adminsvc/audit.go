@@ -100,7 +100,11 @@ func (a *Audit) AuthFailed(c *fiber.Ctx, err *core.Error) {
 	} else if n := len(c.Body()); n > 0 {
 		rec.RequestBody = []byte(fmt.Sprintf(`{"size":%d,"note":"data-plane body not recorded"}`, n))
 	}
-	switch cred := c.Get(core.HeaderPrefix + "api-key"); {
+	cred := c.Get(core.HeaderPrefix + "api-key")
+	if cred == "" {
+		cred = c.Get(core.HeaderPrefixCompat + "api-key")
+	}
+	switch {
 	case looksLikeJWT(cred):
 		rec.UserType = UserTypeUser
 	case cred != "":
@@ -171,14 +175,17 @@ func requestBody(c *fiber.Ctx) []byte {
 	return b
 }
 
-// isAdminPath reports whether a /v1 path belongs to the admin API.
+// isAdminPath reports whether a /v1 path belongs to the admin API. It runs
+// on every data-plane write too, so it compares in place (routes match
+// case-insensitively) without allocating.
 func isAdminPath(path string) bool {
-	rest, ok := strings.CutPrefix(strings.ToLower(path), "/v1")
-	if !ok {
+	if len(path) < 3 || !strings.EqualFold(path[:3], "/v1") {
 		return false
 	}
+	rest := path[3:]
 	for _, prefix := range adminPrefixes {
-		if rest == prefix || strings.HasPrefix(rest, prefix+"/") {
+		n := len(prefix)
+		if len(rest) >= n && strings.EqualFold(rest[:n], prefix) && (len(rest) == n || rest[n] == '/') {
 			return true
 		}
 	}

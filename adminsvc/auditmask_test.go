@@ -53,6 +53,8 @@ func TestResourceAction(t *testing.T) {
 		{"POST", "/v1/plugins", "plugins", "create"},
 		{"POST", "/v1/chat/completions", "", ""},
 		{"POST", "/v1/configsx", "", ""},
+		{"PUT", "/V1/Configs/X", "configs", "update"},
+		{"DELETE", "/v1/configs/", "configs", "delete"},
 	} {
 		r, a := resourceAction(tc.method, tc.path)
 		if r != tc.resource || a != tc.action {
