@@ -15,11 +15,11 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/adminsvc"
+	"github.com/llm-gateway/gateway/adminsvc/secrets"
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
 	"github.com/llm-gateway/gateway/hooks"
-	"github.com/llm-gateway/gateway/adminsvc/secrets"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -68,6 +68,9 @@ type env struct {
 	wrap func(store.Store) store.Store
 	// resolver resolves secret references, as the gateway's does.
 	resolver *secrets.Resolver
+	// setup, when set, adjusts the admin deps and the server options
+	// before the app is built (audit log, JWT authentication).
+	setup func(*adminsvc.Deps, *server.Options)
 }
 
 func newEnv(t *testing.T) *env {
@@ -114,10 +117,14 @@ func (e *env) start() {
 	}
 	e.keys = keys
 	e.resolver = secrets.NewResolver(st, testCipher, secrets.Options{Now: e.clock.Now})
-	e.app = server.New(server.Options{
-		Auth: keys, Pipeline: pl, Configs: configs, Admin: adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: mustGuardrails(e.t, st),
-			Cipher: testCipher, SecretResolver: e.resolver, Now: e.clock.Now}).Register, Now: e.clock.Now,
-	})
+	deps := adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: mustGuardrails(e.t, st),
+		Cipher: testCipher, SecretResolver: e.resolver, Now: e.clock.Now}
+	opts := server.Options{Auth: keys, Pipeline: pl, Configs: configs, Now: e.clock.Now}
+	if e.setup != nil {
+		e.setup(&deps, &opts)
+	}
+	opts.Admin = adminsvc.New(deps).Register
+	e.app = server.New(opts)
 }
 
 // reopen closes the store and opens it again, as a restart does.

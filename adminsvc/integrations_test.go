@@ -170,6 +170,7 @@ func TestIntegrationListAndScopes(t *testing.T) {
 	wantErr(t, m.do(http.MethodPost, "/v1/integrations", wsKey, map[string]any{"name": "x", "ai_provider_id": "openai", "workspace_id": ws2}), http.StatusForbidden, core.CodeForbidden)
 	// A workspace member (user key) may not create a workspace integration.
 	member := m.addUser("member@example.com")
+	m.putMember(m.wsID, member, core.RoleMember)
 	_, userKey := m.createKey(adminKey, "workspace/user", map[string]any{"name": "u", "workspace_id": m.wsID, "user_id": member,
 		"scopes": []string{"workspace_integrations.create", "providers.create", "virtual_keys.create"}})
 	wantErr(t, m.do(http.MethodPost, "/v1/integrations", userKey, map[string]any{"name": "x", "ai_provider_id": "openai"}), http.StatusForbidden, core.CodeForbidden)

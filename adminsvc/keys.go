@@ -61,6 +61,8 @@ type Keys struct {
 	// deleted one would) until the next change.
 	reload sync.Mutex
 	snap   atomic.Pointer[map[string]keyEntry]
+	// ws indexes workspaces by id and slug, for JWT workspace claims.
+	ws atomic.Pointer[wsIndex]
 }
 
 // keyEntry is what one secret hash authenticates as. A key being rotated
@@ -88,6 +90,7 @@ func (k *Keys) Reload() error {
 		keys    []store.APIKey
 		users   []store.User
 		members []store.Member
+		ws      *wsIndex
 	)
 	err := k.st.View(func(tx store.Tx) (err error) {
 		if keys, err = store.List[store.APIKey](tx, store.BucketAPIKeys); err != nil {
@@ -96,7 +99,10 @@ func (k *Keys) Reload() error {
 		if users, err = store.List[store.User](tx, store.BucketUsers); err != nil {
 			return err
 		}
-		members, err = store.List[store.Member](tx, store.BucketMembers)
+		if members, err = store.List[store.Member](tx, store.BucketMembers); err != nil {
+			return err
+		}
+		ws, err = loadWSIndex(tx)
 		return err
 	})
 	if err != nil {
@@ -119,6 +125,7 @@ func (k *Keys) Reload() error {
 		}
 	}
 	k.snap.Store(&m)
+	k.ws.Store(ws)
 	return nil
 }
 

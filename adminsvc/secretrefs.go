@@ -10,8 +10,8 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
-	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/adminsvc/secrets"
+	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/store"
 )
 

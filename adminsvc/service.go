@@ -6,10 +6,10 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/llm-gateway/gateway/adminsvc/secrets"
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/server"
 	"github.com/llm-gateway/gateway/hooks/wasm"
-	"github.com/llm-gateway/gateway/adminsvc/secrets"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -24,6 +24,7 @@ type Service struct {
 	managed    *Managed
 	secrets    *secrets.Resolver
 	now        func() time.Time
+	audit      *Audit
 }
 
 // Deps are what the admin service works on.
@@ -43,6 +44,9 @@ type Deps struct {
 	// set, New builds one over Store.
 	SecretResolver *secrets.Resolver
 	Now            func() time.Time
+	// Audit records admin writes; nil records nothing (GET /audit-logs
+	// still reads the store).
+	Audit *Audit
 }
 
 // New builds the admin service over st; the keys, configs and guardrails
@@ -55,7 +59,7 @@ func New(d Deps) *Service {
 		d.SecretResolver = secrets.NewResolver(d.Store, d.Cipher, secrets.Options{Now: d.Now})
 	}
 	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher,
-		managed: d.Managed, secrets: d.SecretResolver, now: d.Now}
+		managed: d.Managed, secrets: d.SecretResolver, now: d.Now, audit: d.Audit}
 }
 
 // Register adds the admin routes to the /v1 group.

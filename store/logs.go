@@ -3,26 +3,16 @@ package store
 import (
 	"encoding/json"
 	"log/slog"
-	"sync"
-	"sync/atomic"
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
 )
 
 // LogWriter queues request log records and writes them to the store in
-// batches from one background goroutine, so the request path never touches
-// the disk. When the queue is full a record is dropped and counted rather
-// than slowing requests down.
+// batches from one background goroutine (see batcher): Enqueue never blocks,
+// Dropped counts what a full queue refused, Close flushes.
 type LogWriter struct {
-	st       Store
-	queue    chan *core.LogRecord
-	interval time.Duration
-	maxBatch int
-	log      *slog.Logger
-	dropped  atomic.Int64
-	done     chan struct{}
-	stopOnce sync.Once
+	*batcher[*core.LogRecord]
 }
 
 // LogWriterOptions tune the batcher; zero values get defaults.
@@ -35,85 +25,9 @@ type LogWriterOptions struct {
 
 // NewLogWriter starts the background writer.
 func NewLogWriter(st Store, o LogWriterOptions) *LogWriter {
-	if o.QueueSize <= 0 {
-		o.QueueSize = 8192
-	}
-	if o.MaxBatch <= 0 {
-		o.MaxBatch = 512
-	}
-	if o.Interval <= 0 {
-		o.Interval = 200 * time.Millisecond
-	}
-	if o.Logger == nil {
-		o.Logger = slog.Default()
-	}
-	w := &LogWriter{st: st, queue: make(chan *core.LogRecord, o.QueueSize), interval: o.Interval,
-		maxBatch: o.MaxBatch, log: o.Logger, done: make(chan struct{})}
-	go w.run()
-	return w
-}
-
-// Enqueue hands a record to the writer without blocking.
-func (w *LogWriter) Enqueue(rec *core.LogRecord) {
-	select {
-	case w.queue <- rec:
-	default:
-		if w.dropped.Add(1)%1000 == 1 {
-			w.log.Warn("request log queue is full; dropping records", "dropped_total", w.dropped.Load())
-		}
-	}
-}
-
-// Dropped is the number of records dropped because the queue was full.
-func (w *LogWriter) Dropped() int64 { return w.dropped.Load() }
-
-// Close writes every queued record and stops the writer. Enqueue must not be
-// called after Close.
-func (w *LogWriter) Close() {
-	w.stopOnce.Do(func() { close(w.queue) })
-	<-w.done
-}
-
-func (w *LogWriter) run() {
-	defer close(w.done)
-	tick := time.NewTicker(w.interval)
-	defer tick.Stop()
-	batch := make([]*core.LogRecord, 0, w.maxBatch)
-	flush := func() {
-		if len(batch) == 0 {
-			return
-		}
-		if err := w.write(batch); err != nil {
-			w.log.Error("writing request logs failed", "records", len(batch), "error", err)
-		}
-		batch = batch[:0]
-	}
-	for {
-		select {
-		case rec, ok := <-w.queue:
-			if !ok {
-				flush()
-				return
-			}
-			batch = append(batch, rec)
-			if len(batch) >= w.maxBatch {
-				flush()
-			}
-		case <-tick.C:
-			flush()
-		}
-	}
-}
-
-func (w *LogWriter) write(batch []*core.LogRecord) error {
-	return w.st.Update(func(tx Tx) error {
-		for _, rec := range batch {
-			if err := tx.Put(BucketLogs, rec.ID, rec); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	return &LogWriter{newBatcher(st, "request log", batchOptions(o), func(tx Tx, rec *core.LogRecord) error {
+		return tx.Put(BucketLogs, rec.ID, rec)
+	})}
 }
 
 // LogFilter selects request logs. Zero fields do not filter.

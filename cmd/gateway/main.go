@@ -24,6 +24,8 @@ import (
 
 	"github.com/llm-gateway/gateway/adminsvc"
 	"github.com/llm-gateway/gateway/adminsvc/alerts"
+	"github.com/llm-gateway/gateway/adminsvc/secrets"
+	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
@@ -31,7 +33,6 @@ import (
 	"github.com/llm-gateway/gateway/hooks/wasm"
 	_ "github.com/llm-gateway/gateway/plugins/all"
 	"github.com/llm-gateway/gateway/plugins/cache"
-	"github.com/llm-gateway/gateway/adminsvc/secrets"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -47,6 +48,8 @@ type config struct {
 	LogLevel        string
 	PprofAddr       string
 	SMTP            alerts.Config
+	// JWT authentication (env GATEWAY_JWT_*); off when no JWKS is set.
+	JWT adminsvc.JWTOptions
 }
 
 func main() {
@@ -101,6 +104,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return cfg, fmt.Errorf("e-mail alerts: %w", err)
 	}
 	cfg.SMTP = smtp
+	cfg.JWT = adminsvc.JWTOptions{JWKSURL: getenv("GATEWAY_JWT_JWKS_URL"), JWKSFile: getenv("GATEWAY_JWT_JWKS_FILE"),
+		Issuer: getenv("GATEWAY_JWT_ISSUER"), Audience: getenv("GATEWAY_JWT_AUDIENCE")}
 	return cfg, nil
 }
 
@@ -193,15 +198,22 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	auth, err := jwtAuth(cfg.JWT, keys, logger)
+	if err != nil {
+		return err
+	}
+	auditLog := store.NewAuditWriter(st, store.AuditWriterOptions{Logger: logger})
+	defer auditLog.Close()
+	audit := adminsvc.NewAudit(auditLog, time.Now)
 	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host,
-		Cipher: cipher, Managed: managed, SecretResolver: secretResolver, Now: time.Now})
+		Cipher: cipher, Managed: managed, SecretResolver: secretResolver, Now: time.Now, Audit: audit})
 	// Expiry, scheduled rotation and key alerts; stopped before the store closes.
 	keyWorkerCtx, stopKeyWorker := context.WithCancel(ctx)
 	defer stopKeyWorker()
 	keyWorkerDone := adminsvc.NewKeyWorker(st, keys, time.Now, logger).Start(keyWorkerCtx, time.Minute)
 	app := server.New(server.Options{
-		Auth: keys, Pipeline: pipe, Logs: logs, Configs: configs, Managed: managed, Admin: admin.Register,
-		BodyLimit: cfg.MaxBodyBytes, Logger: logger,
+		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Managed: managed, Admin: admin.Register,
+		BodyLimit: cfg.MaxBodyBytes, Logger: logger, OnAuthFailure: audit.AuthFailed,
 	})
 
 	stopAlerts, err := startAlerts(ctx, st, cfg.SMTP, logger)
@@ -236,10 +248,11 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	<-keyWorkerDone
 	logs.Close()
 	stopAlerts()
+	auditLog.Close()
 	if err := st.Close(); err != nil {
 		return fmt.Errorf("close the store: %w", err)
 	}
-	logger.Info("stopped; request logs flushed and store closed")
+	logger.Info("stopped; audit log and request logs flushed and store closed")
 	return nil
 }
 
@@ -256,6 +269,24 @@ func startAlerts(ctx context.Context, st store.Store, cfg alerts.Config, logger 
 	}
 	logger.Info("sending e-mail alerts", "smtp_addr", cfg.Addr, "from", cfg.From)
 	return sync.OnceFunc(sender.Start(ctx, alerts.DefaultInterval)), nil
+}
+
+// jwtAuth is the API-key snapshot, composed with JWT authentication when a
+// JWKS is configured.
+func jwtAuth(o adminsvc.JWTOptions, keys *adminsvc.Keys, logger *slog.Logger) (core.Authenticator, error) {
+	if o.JWKSURL == "" && o.JWKSFile == "" {
+		if o.Issuer != "" || o.Audience != "" {
+			return nil, errors.New("GATEWAY_JWT_ISSUER and GATEWAY_JWT_AUDIENCE need GATEWAY_JWT_JWKS_URL or GATEWAY_JWT_JWKS_FILE")
+		}
+		return keys, nil
+	}
+	o.Keys, o.Logger = keys, logger
+	j, err := adminsvc.NewJWTAuth(o)
+	if err != nil {
+		return nil, err
+	}
+	logger.Info("JWT authentication is on", "config", j.String())
+	return adminsvc.WithJWT(keys, j), nil
 }
 
 // tuneGC trades memory for CPU: a gateway allocates a little per request

@@ -35,6 +35,10 @@ type Options struct {
 	BodyLimit int
 	Logger    *slog.Logger
 	Now       func() time.Time
+
+	// OnAuthFailure, when set, is called with every refused credential
+	// (before the 401 is written), for the audit log.
+	OnAuthFailure func(c *fiber.Ctx, err *core.Error)
 }
 
 // Server holds what the handlers share.
@@ -44,6 +48,7 @@ type Server struct {
 	logs     core.LogSink
 	configs  ConfigSource
 	managed  core.ManagedTargets
+	authFail func(c *fiber.Ctx, err *core.Error)
 	inline   inlineConfigs
 	log      *slog.Logger
 	now      func() time.Time
@@ -63,7 +68,7 @@ func New(o Options) *fiber.App {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, log: o.Logger, now: o.Now}
+	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, authFail: o.OnAuthFailure, log: o.Logger, now: o.Now}
 	app := fiber.New(fiber.Config{
 		AppName:               "llm-gateway",
 		DisableStartupMessage: true,
@@ -145,6 +150,9 @@ func (s *Server) recoverPanics(c *fiber.Ctx) (err error) {
 func (s *Server) authenticate(c *fiber.Ctx) error {
 	p, err := s.auth.Authenticate(gatewayHeader(c, "api-key"))
 	if err != nil {
+		if s.authFail != nil {
+			s.authFail(c, err)
+		}
 		return err
 	}
 	c.Locals(localPrincipal, p)
