@@ -2,6 +2,7 @@ package adminsvc
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -20,6 +21,7 @@ type Service struct {
 	guardrails *Guardrails
 	host       *wasm.Host
 	cipher     *store.Cipher
+	publicURL  string
 	now        func() time.Time
 }
 
@@ -33,7 +35,10 @@ type Deps struct {
 	Host *wasm.Host
 	// Cipher seals provider credentials and secret-manager credentials.
 	Cipher *store.Cipher
-	Now    func() time.Time
+	// PublicURL is where clients reach the gateway, the base of invite
+	// links (default "http://127.0.0.1:8787").
+	PublicURL string
+	Now       func() time.Time
 }
 
 // New builds the admin service over st; the keys, configs and guardrails
@@ -42,7 +47,11 @@ func New(d Deps) *Service {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
-	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher, now: d.Now}
+	if d.PublicURL == "" {
+		d.PublicURL = "http://127.0.0.1:8787"
+	}
+	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher,
+		publicURL: strings.TrimRight(d.PublicURL, "/"), now: d.Now}
 }
 
 // Register adds the admin routes to the /v1 group.

@@ -42,6 +42,7 @@ type config struct {
 	ShutdownTimeout time.Duration
 	LogLevel        string
 	PprofAddr       string
+	PublicURL       string
 }
 
 func main() {
@@ -81,6 +82,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.IntVar(&cfg.MaxBodyBytes, "max-body-bytes", server.DefaultBodyLimit, "largest request body accepted, in bytes")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests and streams")
 	fs.StringVar(&cfg.LogLevel, "log-level", env("GATEWAY_LOG_LEVEL", "info"), "debug, info, warn or error (env GATEWAY_LOG_LEVEL)")
+	fs.StringVar(&cfg.PublicURL, "public-url", env("GATEWAY_PUBLIC_URL", ""), "URL clients reach the gateway at, the base of invite links (env GATEWAY_PUBLIC_URL; default http://<addr>)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", env("GATEWAY_PPROF_ADDR", ""), "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -162,9 +164,13 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
-	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, Now: time.Now})
+	publicURL := cfg.PublicURL
+	if publicURL == "" {
+		publicURL = "http://" + cfg.Addr
+	}
+	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, PublicURL: publicURL, Now: time.Now})
 	app := server.New(server.Options{
-		Auth: keys, Pipeline: pipe, Logs: logs, Configs: configs, Admin: admin.Register,
+		Auth: keys, Pipeline: pipe, Logs: logs, Configs: configs, Admin: admin.Register, Public: admin.RegisterPublic,
 		BodyLimit: cfg.MaxBodyBytes, Logger: logger,
 	})
 
