@@ -65,6 +65,38 @@ type env struct {
 	owner string // the bootstrap owner user
 	// wrap, when set, wraps the store the service and the snapshot use.
 	wrap func(store.Store) store.Store
+	// principals are extra credentials with hand-made principals, for
+	// role tests (see as).
+	principals map[string]*core.Principal
+}
+
+// fakeAuth authenticates e.principals' credentials, then the key snapshot.
+type fakeAuth struct {
+	keys *adminsvc.Keys
+	e    *env
+}
+
+func (a fakeAuth) Authenticate(secret string) (*core.Principal, *core.Error) {
+	if p, ok := a.e.principals[secret]; ok {
+		return p, nil
+	}
+	return a.keys.Authenticate(secret)
+}
+
+// as registers a credential acting as principal p with scopes.
+func (e *env) as(p core.Principal, scopes ...string) string {
+	if e.principals == nil {
+		e.principals = map[string]*core.Principal{}
+	}
+	if p.OrganisationID == "" {
+		p.OrganisationID = e.orgID
+	}
+	if p.KeyID == "" {
+		p.KeyID = core.NewID()
+	}
+	secret := "fake-" + p.KeyID
+	e.principals[secret] = core.NewPrincipal(p, scopes)
+	return secret
 }
 
 func newEnv(t *testing.T) *env {
@@ -110,8 +142,9 @@ func (e *env) start() {
 		e.t.Fatal(err)
 	}
 	e.keys = keys
+	svc := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: mustGuardrails(e.t, st), PublicURL: "http://gw.test", Now: e.clock.Now})
 	e.app = server.New(server.Options{
-		Auth: keys, Pipeline: pl, Configs: configs, Admin: adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: mustGuardrails(e.t, st), Now: e.clock.Now}).Register, Now: e.clock.Now,
+		Auth: fakeAuth{keys, e}, Pipeline: pl, Configs: configs, Admin: svc.Register, Public: svc.RegisterPublic, Now: e.clock.Now,
 	})
 }
 
