@@ -176,7 +176,7 @@ func TestInviteValidationAndPermissions(t *testing.T) {
 	}{
 		{"required", "POST", "/v1/admin/users/invites", map[string]any{"x": 1}, []string{"email", "role", "workspaces", "x"}},
 		{"every problem", "POST", "/v1/admin/users/invites", map[string]any{"email": "not-an-email", "role": "owner",
-			"workspaces": []any{map[string]any{"id": "ghost", "role": "member"}, map[string]any{"role": "boss", "y": 1}, map[string]any{"id": archived, "role": "member"}, nil},
+			"workspaces":                []any{map[string]any{"id": "ghost", "role": "member"}, map[string]any{"role": "boss", "y": 1}, map[string]any{"id": archived, "role": "member"}, nil},
 			"workspace_api_key_details": map[string]any{"scopes": []string{"nope"}, "z": 1}},
 			[]string{"email", "role", "workspaces[1].id", "workspaces[1].role", "workspaces[1].y", "workspaces[3]",
 				"workspace_api_key_details.scopes[0]", "workspace_api_key_details.z"}},

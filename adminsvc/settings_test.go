@@ -50,7 +50,9 @@ func TestOrgSettingsValidationAndPermissions(t *testing.T) {
 		{"wrong shapes", map[string]any{"session_settings": 5, "security_settings": []int{1}}, []string{"session_settings", "security_settings"}},
 		{"ttl not a number", map[string]any{"session_settings": map[string]any{"max_session_ttl": "1h"}}, []string{"session_settings.max_session_ttl"}},
 	} {
-		t.Run(tc.name, func(t *testing.T) { wantProblems(t, e.do(http.MethodPut, settingsPath, adminKey, tc.body), tc.params...) })
+		t.Run(tc.name, func(t *testing.T) {
+			wantProblems(t, e.do(http.MethodPut, settingsPath, adminKey, tc.body), tc.params...)
+		})
 	}
 	readOnly := e.orgKey("organisation_settings.read")
 	_, wsKey := e.wsKey(e.wsID, "completions.write")
