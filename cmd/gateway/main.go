@@ -82,7 +82,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.IntVar(&cfg.MaxBodyBytes, "max-body-bytes", server.DefaultBodyLimit, "largest request body accepted, in bytes")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests and streams")
 	fs.StringVar(&cfg.LogLevel, "log-level", env("GATEWAY_LOG_LEVEL", "info"), "debug, info, warn or error (env GATEWAY_LOG_LEVEL)")
-	fs.StringVar(&cfg.PublicURL, "public-url", env("GATEWAY_PUBLIC_URL", ""), "URL clients reach the gateway at, the base of invite links (env GATEWAY_PUBLIC_URL; default http://<addr>)")
+	fs.StringVar(&cfg.PublicURL, "public-url", env("GATEWAY_PUBLIC_URL", ""), "URL clients reach the gateway at, the base of invite links (env GATEWAY_PUBLIC_URL; default http://<listen address>)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", env("GATEWAY_PPROF_ADDR", ""), "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -164,9 +164,13 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
 	publicURL := cfg.PublicURL
 	if publicURL == "" {
-		publicURL = "http://" + cfg.Addr
+		publicURL = "http://" + ln.Addr().String()
 	}
 	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, PublicURL: publicURL, Now: time.Now})
 	app := server.New(server.Options{
@@ -176,12 +180,9 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 
 	if cfg.PprofAddr != "" {
 		if err := servePprof(cfg.PprofAddr, logger); err != nil {
+			ln.Close()
 			return err
 		}
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	fmt.Fprintf(stdout, "gateway listening on http://%s\n", ln.Addr())
 	served := make(chan error, 1)
