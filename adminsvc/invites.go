@@ -200,6 +200,8 @@ func (s *Service) createInvite(c *fiber.Ctx) error {
 				return err
 			case ws.Status != store.StatusActive:
 				p.add(fmt.Sprintf("workspaces[%d].id", i), "workspace %q is archived", w.ID)
+			case slices.ContainsFunc(inv.Workspaces[:i], func(o store.InviteWorkspace) bool { return o.ID == ws.ID }):
+				p.add(fmt.Sprintf("workspaces[%d].id", i), "workspace %q is listed twice", w.ID)
 			default:
 				inv.Workspaces[i].ID = ws.ID
 			}
