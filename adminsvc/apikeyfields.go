@@ -2,7 +2,6 @@ package adminsvc
 
 import (
 	"encoding/json"
-	"net/mail"
 	"slices"
 	"strconv"
 	"strings"
@@ -211,8 +210,7 @@ func parseAlertEmails(raw json.RawMessage, p *problems) []string {
 	}
 	out := make([]string, 0, len(list))
 	for i, s := range list {
-		a, err := mail.ParseAddress(s)
-		if err != nil || a.Address != s || !strings.Contains(s[strings.LastIndexByte(s, '@')+1:], ".") {
+		if !plainEmail(s) {
 			p.add("alert_emails["+strconv.Itoa(i)+"]", "%q is not an e-mail address such as ops@example.com", s)
 			continue
 		}

@@ -174,6 +174,19 @@ func newConfigSlug(name string) string { return newSlug("pc", name, "config") }
 // newSlug makes "<prefix>-<name, slugified, at most 32 characters>-<6
 // random>", with fallback standing in for a name with no letters or digits.
 func newSlug(prefix, name, fallback string) string {
+	base := slugify(name, fallback)
+	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
+	var r [6]byte
+	rand.Read(r[:])
+	for i := range r {
+		r[i] = alphabet[int(r[i])%len(alphabet)]
+	}
+	return prefix + "-" + base + "-" + string(r[:])
+}
+
+// slugify lower-cases name into letters, digits and single dashes, at most
+// 32 characters; fallback stands in for a name with no letters or digits.
+func slugify(name, fallback string) string {
 	var sb strings.Builder
 	for _, r := range strings.ToLower(name) {
 		switch {
@@ -190,13 +203,7 @@ func newSlug(prefix, name, fallback string) string {
 	if base == "" {
 		base = fallback
 	}
-	const alphabet = "abcdefghijklmnopqrstuvwxyz0123456789"
-	var r [6]byte
-	rand.Read(r[:])
-	for i := range r {
-		r[i] = alphabet[int(r[i])%len(alphabet)]
-	}
-	return prefix + "-" + base + "-" + string(r[:])
+	return base
 }
 
 // configView is the list item of a saved config; withConfig adds the config.

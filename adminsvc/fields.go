@@ -2,35 +2,54 @@ package adminsvc
 
 import (
 	"encoding/json"
+	"net/mail"
 	"slices"
 	"strings"
 	"time"
 
+	"github.com/llm-gateway/gateway/adminsvc/alerts"
 	"github.com/llm-gateway/gateway/store"
 )
 
 // strField reads a string field of a request body: trimmed, at most maxLen
 // characters, required or not. ok is false when it is absent or null.
 func strField(fields map[string]json.RawMessage, name string, required bool, maxLen int, p *problems) (v string, ok bool) {
+	return strFieldAt(fields, "", name, required, maxLen, p)
+}
+
+// strFieldAt is strField for a field of a nested object at (a field path
+// such as "workspaces[0]").
+func strFieldAt(fields map[string]json.RawMessage, at, name string, required bool, maxLen int, p *problems) (v string, ok bool) {
+	param := fieldPath(at, name)
 	raw, present := fields[name]
 	if !present || string(raw) == "null" {
 		if required {
-			p.add(name, "is required")
+			p.add(param, "is required")
 		}
 		return "", false
 	}
 	if json.Unmarshal(raw, &v) != nil {
-		p.add(name, "must be a string")
+		p.add(param, "must be a string")
 		return "", false
 	}
 	v = strings.TrimSpace(v)
 	switch {
 	case required && v == "":
-		p.add(name, "must not be empty")
+		p.add(param, "must not be empty")
 	case len(v) > maxLen:
-		p.add(name, "must be at most %d characters", maxLen)
+		p.add(param, "must be at most %d characters", maxLen)
 	}
 	return v, true
+}
+
+// strInto is strFieldAt storing the value into dst; it reports whether the
+// field was present and a string.
+func strInto(fields map[string]json.RawMessage, at, name string, dst *string, required bool, maxLen int, p *problems) bool {
+	v, ok := strFieldAt(fields, at, name, required, maxLen, p)
+	if ok {
+		*dst = v
+	}
+	return ok
 }
 
 // slugField reads an optional slug (^[a-zA-Z0-9_-]+$, at most 255).
@@ -124,4 +143,12 @@ func findBySlug[T any](tx store.Tx, b store.Bucket, ref string, idSlug func(T) (
 // autoSlug is a slug made from name when the caller sends none.
 func autoSlug(name, fallback string) string {
 	return strings.TrimPrefix(newSlug("x", name, fallback), "x-")
+}
+
+// plainEmail reports whether s is a bare e-mail address ("ops@example.com",
+// no display name) that the alert outbox will accept, with a dotted domain.
+func plainEmail(s string) bool {
+	a, err := mail.ParseAddress(s)
+	return err == nil && a.Address == s && alerts.ValidAddress(s) == nil &&
+		strings.Contains(s[strings.LastIndexByte(s, '@')+1:], ".")
 }

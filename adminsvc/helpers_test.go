@@ -71,6 +71,38 @@ type env struct {
 	// setup, when set, adjusts the admin deps and the server options
 	// before the app is built (audit log, JWT authentication).
 	setup func(*adminsvc.Deps, *server.Options)
+	// principals are extra credentials with hand-made principals, for
+	// role tests (see as).
+	principals map[string]*core.Principal
+}
+
+// fakeAuth authenticates e.principals' credentials, then the key snapshot.
+type fakeAuth struct {
+	keys *adminsvc.Keys
+	e    *env
+}
+
+func (a fakeAuth) Authenticate(secret string) (*core.Principal, *core.Error) {
+	if p, ok := a.e.principals[secret]; ok {
+		return p, nil
+	}
+	return a.keys.Authenticate(secret)
+}
+
+// as registers a credential acting as principal p with scopes.
+func (e *env) as(p core.Principal, scopes ...string) string {
+	if e.principals == nil {
+		e.principals = map[string]*core.Principal{}
+	}
+	if p.OrganisationID == "" {
+		p.OrganisationID = e.orgID
+	}
+	if p.KeyID == "" {
+		p.KeyID = core.NewID()
+	}
+	secret := "fake-" + p.KeyID
+	e.principals[secret] = core.NewPrincipal(p, scopes)
+	return secret
 }
 
 func newEnv(t *testing.T) *env {
@@ -118,12 +150,13 @@ func (e *env) start() {
 	e.keys = keys
 	e.resolver = secrets.NewResolver(st, testCipher, secrets.Options{Now: e.clock.Now})
 	deps := adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: mustGuardrails(e.t, st),
-		Cipher: testCipher, SecretResolver: e.resolver, Now: e.clock.Now}
-	opts := server.Options{Auth: keys, Pipeline: pl, Configs: configs, Now: e.clock.Now}
+		Cipher: testCipher, SecretResolver: e.resolver, PublicURL: "http://gw.test", Now: e.clock.Now}
+	opts := server.Options{Auth: fakeAuth{keys, e}, Pipeline: pl, Configs: configs, Now: e.clock.Now}
 	if e.setup != nil {
 		e.setup(&deps, &opts)
 	}
-	opts.Admin = adminsvc.New(deps).Register
+	svc := adminsvc.New(deps)
+	opts.Admin, opts.Public = svc.Register, svc.RegisterPublic
 	e.app = server.New(opts)
 }
 

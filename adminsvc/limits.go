@@ -99,18 +99,18 @@ func parseUsageLimits(raw json.RawMessage, param string, p *problems) *store.Usa
 }
 
 // enumField reads field name of obj as one of allowed, reporting problems
-// under at + "." + name.
+// under fieldPath(at, name).
 func enumField(obj map[string]json.RawMessage, name, at string, allowed []string, required bool, p *problems) string {
 	v, ok := obj[name]
 	if !ok || string(v) == "null" {
 		if required {
-			p.add(at+"."+name, "is required: one of %v", allowed)
+			p.add(fieldPath(at, name), "is required: one of %v", allowed)
 		}
 		return ""
 	}
 	var s string
 	if json.Unmarshal(v, &s) != nil || !slices.Contains(allowed, s) {
-		p.add(at+"."+name, "must be one of %v", allowed)
+		p.add(fieldPath(at, name), "must be one of %v", allowed)
 		return ""
 	}
 	return s
@@ -126,6 +126,14 @@ func unknownFields(obj map[string]json.RawMessage, at string, known []string, p 
 	}
 	slices.Sort(unknown)
 	for _, k := range unknown {
-		p.add(at+"."+k, "unknown field")
+		p.add(fieldPath(at, k), "unknown field")
 	}
+}
+
+// fieldPath names field name inside at ("" for the body's top level).
+func fieldPath(at, name string) string {
+	if at == "" {
+		return name
+	}
+	return at + "." + name
 }

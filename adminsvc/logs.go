@@ -2,6 +2,7 @@ package adminsvc
 
 import (
 	"errors"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -50,6 +51,9 @@ func (s *Service) listLogs(c *fiber.Ctx) error {
 			f.WorkspaceID = ws.ID
 		}
 		var err error
+		if f.APIKeyIDs, err = ownKeysOnly(tx, caller); err != nil {
+			return err
+		}
 		page, total, err = store.QueryLogs(tx, f)
 		return err
 	})
@@ -88,8 +92,15 @@ func (s *Service) getLog(c *fiber.Ctx) error {
 		return err
 	}
 	var rec core.LogRecord
-	err := s.st.View(func(tx store.Tx) error { return tx.Get(store.BucketLogs, c.Params("id"), &rec) })
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !caller.IsOrganisationKey() && rec.WorkspaceID != caller.WorkspaceID) {
+	var own []string
+	err := s.st.View(func(tx store.Tx) (err error) {
+		if own, err = ownKeysOnly(tx, caller); err != nil {
+			return err
+		}
+		return tx.Get(store.BucketLogs, c.Params("id"), &rec)
+	})
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !caller.IsOrganisationKey() && rec.WorkspaceID != caller.WorkspaceID) ||
+		(err == nil && own != nil && !slices.Contains(own, rec.APIKeyID)) {
 		return core.NotFound("no log record %q (records are written within a second of the request)", c.Params("id"))
 	}
 	if err != nil {

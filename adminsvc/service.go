@@ -2,6 +2,7 @@ package adminsvc
 
 import (
 	"fmt"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -23,6 +24,7 @@ type Service struct {
 	cipher     *store.Cipher
 	managed    *Managed
 	secrets    *secrets.Resolver
+	publicURL  string
 	now        func() time.Time
 	audit      *Audit
 }
@@ -43,7 +45,10 @@ type Deps struct {
 	// SecretResolver resolves secret references; when nil and Cipher is
 	// set, New builds one over Store.
 	SecretResolver *secrets.Resolver
-	Now            func() time.Time
+	// PublicURL is where clients reach the gateway, the base of invite
+	// links (default "http://127.0.0.1:8787").
+	PublicURL string
+	Now       func() time.Time
 	// Audit records admin writes; nil records nothing (GET /audit-logs
 	// still reads the store).
 	Audit *Audit
@@ -58,8 +63,11 @@ func New(d Deps) *Service {
 	if d.SecretResolver == nil && d.Cipher != nil {
 		d.SecretResolver = secrets.NewResolver(d.Store, d.Cipher, secrets.Options{Now: d.Now})
 	}
+	if d.PublicURL == "" {
+		d.PublicURL = "http://127.0.0.1:8787"
+	}
 	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher,
-		managed: d.Managed, secrets: d.SecretResolver, now: d.Now, audit: d.Audit}
+		managed: d.Managed, secrets: d.SecretResolver, publicURL: strings.TrimRight(d.PublicURL, "/"), now: d.Now, audit: d.Audit}
 }
 
 // Register adds the admin routes to the /v1 group.

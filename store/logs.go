@@ -3,6 +3,7 @@ package store
 import (
 	"encoding/json"
 	"log/slog"
+	"slices"
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
@@ -34,6 +35,8 @@ func NewLogWriter(st Store, o LogWriterOptions) *LogWriter {
 type LogFilter struct {
 	TraceID     string
 	WorkspaceID string
+	// APIKeyIDs, when not nil, keeps only the records of these keys.
+	APIKeyIDs   []string
 	Status      int
 	From, To    time.Time
 	PageSize    int
@@ -59,7 +62,8 @@ func QueryLogs(tx Tx, f LogFilter) ([]core.LogRecord, int, error) {
 			return false, nil
 		}
 		if (f.TraceID != "" && r.TraceID != f.TraceID) || (f.Status != 0 && r.Status != f.Status) ||
-			(f.WorkspaceID != "" && r.WorkspaceID != f.WorkspaceID) || (!f.To.IsZero() && r.CreatedAt.After(f.To)) {
+			(f.WorkspaceID != "" && r.WorkspaceID != f.WorkspaceID) || (!f.To.IsZero() && r.CreatedAt.After(f.To)) ||
+			(f.APIKeyIDs != nil && !slices.Contains(f.APIKeyIDs, r.APIKeyID)) {
 			return true, nil
 		}
 		if total >= skip && len(page) < f.PageSize {

@@ -49,7 +49,8 @@ type config struct {
 	PprofAddr       string
 	SMTP            alerts.Config
 	// JWT authentication (env GATEWAY_JWT_*); off when no JWKS is set.
-	JWT adminsvc.JWTOptions
+	JWT       adminsvc.JWTOptions
+	PublicURL string
 }
 
 func main() {
@@ -89,6 +90,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.IntVar(&cfg.MaxBodyBytes, "max-body-bytes", server.DefaultBodyLimit, "largest request body accepted, in bytes")
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests and streams")
 	fs.StringVar(&cfg.LogLevel, "log-level", env("GATEWAY_LOG_LEVEL", "info"), "debug, info, warn or error (env GATEWAY_LOG_LEVEL)")
+	fs.StringVar(&cfg.PublicURL, "public-url", env("GATEWAY_PUBLIC_URL", ""), "URL clients reach the gateway at, the base of invite links (env GATEWAY_PUBLIC_URL; default http://<listen address>)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", env("GATEWAY_PPROF_ADDR", ""), "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -198,6 +200,16 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	if err != nil {
 		return err
 	}
+	ln, err := net.Listen("tcp", cfg.Addr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
+	}
+	// Closed on every early return; after serving, closing again is harmless.
+	defer ln.Close()
+	publicURL := cfg.PublicURL
+	if publicURL == "" {
+		publicURL = "http://" + ln.Addr().String()
+	}
 	auth, err := jwtAuth(cfg.JWT, keys, logger)
 	if err != nil {
 		return err
@@ -206,13 +218,13 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	defer auditLog.Close()
 	audit := adminsvc.NewAudit(auditLog, time.Now)
 	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host,
-		Cipher: cipher, Managed: managed, SecretResolver: secretResolver, Now: time.Now, Audit: audit})
+		Cipher: cipher, Managed: managed, SecretResolver: secretResolver, PublicURL: publicURL, Now: time.Now, Audit: audit})
 	// Expiry, scheduled rotation and key alerts; stopped before the store closes.
 	keyWorkerCtx, stopKeyWorker := context.WithCancel(ctx)
 	defer stopKeyWorker()
 	keyWorkerDone := adminsvc.NewKeyWorker(st, keys, time.Now, logger).Start(keyWorkerCtx, time.Minute)
 	app := server.New(server.Options{
-		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Managed: managed, Admin: admin.Register,
+		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Managed: managed, Admin: admin.Register, Public: admin.RegisterPublic,
 		BodyLimit: cfg.MaxBodyBytes, Logger: logger, OnAuthFailure: audit.AuthFailed,
 	})
 
@@ -226,10 +238,6 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		if err := servePprof(cfg.PprofAddr, logger); err != nil {
 			return err
 		}
-	}
-	ln, err := net.Listen("tcp", cfg.Addr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.Addr, err)
 	}
 	fmt.Fprintf(stdout, "gateway listening on http://%s\n", ln.Addr())
 	served := make(chan error, 1)

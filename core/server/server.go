@@ -31,6 +31,10 @@ type Options struct {
 	// Admin registers the control-plane routes under /v1; they are matched
 	// before the generic proxy.
 	Admin func(v1 fiber.Router)
+	// Public registers routes under /v1 that take no API key because they
+	// check a credential of their own (accepting an invite); they are
+	// matched before authentication.
+	Public func(v1 fiber.Router)
 	// BodyLimit caps request bodies in bytes (default 32 MiB).
 	BodyLimit int
 	Logger    *slog.Logger
@@ -81,6 +85,9 @@ func New(o Options) *fiber.App {
 		StreamRequestBody: false,
 	})
 	app.Use(s.recoverPanics)
+	if o.Public != nil {
+		o.Public(app.Group("/v1"))
+	}
 	v1 := app.Group("/v1", s.authenticate)
 	if o.Admin != nil {
 		o.Admin(v1)
