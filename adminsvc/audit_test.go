@@ -283,3 +283,25 @@ func mustJSON(t *testing.T, v any) []byte {
 	}
 	return b
 }
+
+// Accepting an invite takes no API key (the link's token is the
+// credential), yet it is an admin write like any other: recorded once,
+// with the token masked.
+func TestAuditRecordsInviteAccept(t *testing.T) {
+	a := newAuditEnv(t)
+	id, token := a.invite(map[string]any{"email": "ada@example.com", "role": "member", "workspaces": []any{map[string]any{"id": "default", "role": "member"}}})
+	if r := accept(a.env, id, token); r.status != 200 {
+		t.Fatalf("accept: %d %s", r.status, r.raw)
+	}
+	recs := a.records("action=accept")
+	if len(recs) != 1 {
+		t.Fatalf("%d accept records, want 1: %v", len(recs), recs)
+	}
+	raw, _ := json.Marshal(recs[0])
+	if strings.Contains(string(raw), token) {
+		t.Fatalf("the invite token is in the audit record: %s", raw)
+	}
+	if recs[0]["response_status_code"] != float64(200) || recs[0]["uri"] != "/v1/admin/users/invites/"+id+"/accept" {
+		t.Fatalf("record %s", raw)
+	}
+}

@@ -41,8 +41,13 @@ func (s *Service) registerInvites(v1 fiber.Router) {
 // RegisterPublic adds the routes that take no API key: accepting an invite,
 // where the link's token is the credential. The server matches them before
 // it authenticates.
+// They are audited like every admin write (the token is masked).
 func (s *Service) RegisterPublic(v1 fiber.Router) {
-	v1.Post("/admin/users/invites/:id/accept", s.acceptInvite)
+	handlers := []fiber.Handler{s.acceptInvite}
+	if s.audit != nil {
+		handlers = append([]fiber.Handler{s.audit.recordWrites}, handlers...)
+	}
+	v1.Post("/admin/users/invites/:id/accept", handlers...)
 }
 
 // inviteView is the wire shape of an invite.
