@@ -117,10 +117,14 @@ func (a *Audit) AuthFailed(c *fiber.Ctx, err *core.Error) {
 // authentications. Everything is copied out of c, whose buffers Fiber reuses.
 func (a *Audit) record(c *fiber.Ctx, status int) *store.AuditRecord {
 	now := a.now().UTC()
-	resource, action := resourceAction(c.Method(), c.Path())
+	// c.Path() and c.Method() point into buffers Fiber reuses for the next
+	// request, and the record is written later by the batch writer: copy
+	// them before anything (resource and action are slices of the path).
+	method, path := strings.Clone(c.Method()), strings.Clone(c.Path())
+	resource, action := resourceAction(method, path)
 	rec := &store.AuditRecord{
-		ID: store.NewAuditID(now), Timestamp: now, Method: strings.Clone(c.Method()),
-		URI: strings.Clone(c.Path()), RequestID: server.TraceID(c),
+		ID: store.NewAuditID(now), Timestamp: now, Method: method,
+		URI: path, RequestID: server.TraceID(c),
 		ResponseStatusCode: status, ResourceType: resource, Action: action, ClientIP: strings.Clone(c.IP()),
 		QueryParams: maskedPairs(func(add func(string, string)) {
 			c.Context().QueryArgs().VisitAll(func(k, v []byte) { add(string(k), string(v)) })

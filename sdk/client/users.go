@@ -115,6 +115,25 @@ func (r *Invites) Resend(ctx context.Context, id string) (CreatedInvite, error) 
 	return out, r.c.do(ctx, http.MethodPost, "/admin/users/invites/"+esc(id)+"/resend", nil, nil, &out)
 }
 
+// Accepted is the answer to Accept: the new user, and the API keys the
+// invite granted (plaintext, shown this once).
+type Accepted struct {
+	User
+	APIKeys []struct {
+		ID          string `json:"id"`
+		Key         string `json:"key"`
+		WorkspaceID string `json:"workspace_id"`
+	} `json:"api_keys"`
+}
+
+// Accept accepts invite id with the token from its link. It needs no API
+// key: the client's key, if any, is ignored by the gateway.
+func (r *Invites) Accept(ctx context.Context, id, token, firstName, lastName string) (Accepted, error) {
+	var out Accepted
+	body := map[string]string{"token": token, "first_name": firstName, "last_name": lastName}
+	return out, r.c.do(ctx, http.MethodPost, "/admin/users/invites/"+esc(id)+"/accept", nil, body, &out)
+}
+
 // Settings is /v1/admin/organisation/settings.
 type Settings struct{ c *Client }
 
@@ -124,8 +143,8 @@ func (r *Settings) Get(ctx context.Context) (map[string]any, error) {
 	return out, r.c.do(ctx, http.MethodGet, "/admin/organisation/settings", nil, nil, &out)
 }
 
-// Update changes the settings given, e.g.
-// {"session_settings": {"max_session_ttl": 3600}, "membersViewAllData": false}.
+// Update changes the settings given, e.g. {"session_settings":
+// {"max_session_ttl": 3600}, "security_settings": {"membersViewAllData": false}}.
 func (r *Settings) Update(ctx context.Context, fields map[string]any) error {
 	return r.c.do(ctx, http.MethodPut, "/admin/organisation/settings", nil, fields, nil)
 }
