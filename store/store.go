@@ -42,14 +42,20 @@ const (
 	BucketVirtualKeys      Bucket = "virtual_keys"
 	BucketSecretReferences Bucket = "secret_references"
 	// BucketOutbox holds e-mail alerts waiting to be sent.
-	BucketOutbox Bucket = "outbox"
+	BucketOutbox             Bucket = "outbox"
+	BucketRateLimitPolicies  Bucket = "rate_limit_policies"
+	BucketUsageLimitPolicies Bucket = "usage_limit_policies"
+	// BucketLimitCounters holds the embedded limit counters, saved
+	// periodically and at shutdown.
+	BucketLimitCounters Bucket = "limit_counters"
 )
 
 // allBuckets are created when the store is opened.
 var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, BucketUsers, BucketAPIKeys, BucketLogs,
 	BucketConfigs, BucketConfigVersions, BucketGuardrails, BucketPlugins, BucketPluginModules,
 	BucketMembers, BucketInvites, BucketSettings, BucketAuditLogs, BucketIntegrations, BucketProviders,
-	BucketVirtualKeys, BucketSecretReferences, BucketOutbox}
+	BucketVirtualKeys, BucketSecretReferences, BucketOutbox,
+	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters}
 
 // Store is transactional access to the admin state. Update transactions are
 // durable once fn returns nil; a crash never leaves half of one behind.
