@@ -246,7 +246,8 @@ func (c jwtClaims) strings(name string, split bool) []string {
 	return nil
 }
 
-// checkRegistered checks exp (required), nbf, iss and aud.
+// checkRegistered checks exp (required), nbf, the session age (iat against
+// max_session_ttl), iss and aud.
 func (j *JWTAuth) checkRegistered(c jwtClaims) *core.Error {
 	now := j.o.Now()
 	exp, ok, err := c.time("exp")
@@ -264,6 +265,14 @@ func (j *JWTAuth) checkRegistered(c jwtClaims) *core.Error {
 	}
 	if ok && now.Add(j.o.Leeway).Before(nbf) {
 		return jwtErr("the token is not yet valid: nbf is %s", nbf.Format(time.RFC3339))
+	}
+	// A token is a user session: one issued longer ago than the
+	// organisation's max_session_ttl must be renewed.
+	if iat, ok, err := c.time("iat"); err != nil {
+		return err
+	} else if ttl := j.o.Keys.sessionTTL(); ok && ttl > 0 && now.Sub(iat) > ttl+j.o.Leeway {
+		return jwtErr("the session is older than the organisation's max_session_ttl (%s, issued at %s); sign in again for a new token",
+			ttl, iat.Format(time.RFC3339))
 	}
 	if j.o.Issuer != "" && c.str("iss") != j.o.Issuer {
 		return jwtErr("wrong issuer %q, expected %q", c.str("iss"), j.o.Issuer)

@@ -172,6 +172,9 @@ func TestJWTAuthentication(t *testing.T) {
 		{"expired", sign(t, "RS256", "rsa-1", k.rsa, claims(map[string]any{"exp": t0.Add(-2 * time.Minute).Unix()})), "/v1/api-keys", 401, "expired at 2026-03-01T11:58:00Z"},
 		{"no exp", sign(t, "RS256", "rsa-1", k.rsa, claims(map[string]any{"exp": nil})), "/v1/api-keys", 401, "no exp claim"},
 		{"exp not a number", sign(t, "RS256", "rsa-1", k.rsa, claims(map[string]any{"exp": "soon"})), "/v1/api-keys", 401, "exp claim must be a number"},
+		// The default max_session_ttl is 7 days.
+		{"session within max_session_ttl", sign(t, "RS256", "rsa-1", k.rsa, claims(map[string]any{"iat": t0.Add(-6 * 24 * time.Hour).Unix()})), "/v1/api-keys", 200, ""},
+		{"session older than max_session_ttl", sign(t, "RS256", "rsa-1", k.rsa, claims(map[string]any{"iat": t0.Add(-8 * 24 * time.Hour).Unix()})), "/v1/api-keys", 401, "older than the organisation's max_session_ttl"},
 		{"not yet valid", sign(t, "RS256", "rsa-1", k.rsa, claims(map[string]any{"nbf": t0.Add(5 * time.Minute).Unix()})), "/v1/api-keys", 401, "not yet valid"},
 		{"wrong issuer", sign(t, "RS256", "rsa-1", k.rsa, claims(map[string]any{"iss": "https://evil.test/"})), "/v1/api-keys", 401, `wrong issuer "https://evil.test/", expected "https://idp.example.test/"`},
 		{"wrong audience", sign(t, "RS256", "rsa-1", k.rsa, claims(map[string]any{"aud": []string{"else"}})), "/v1/api-keys", 401, "wrong audience"},
@@ -205,9 +208,15 @@ func TestJWTAuthentication(t *testing.T) {
 		})
 	}
 	t.Run("failures are audit-logged as users", func(t *testing.T) {
+		want := 0
+		for _, tc := range cases {
+			if tc.status == 401 {
+				want++
+			}
+		}
 		recs := e.records("action=authenticate&user_type=user")
-		if len(recs) != 15 {
-			t.Fatalf("%d failed JWT authentications recorded, want 15", len(recs))
+		if len(recs) != want {
+			t.Fatalf("%d failed JWT authentications recorded, want %d", len(recs), want)
 		}
 		if msg, _ := recs[0]["error"].(string); !strings.Contains(msg, "invalid JWT") {
 			t.Fatalf("record %v", recs[0])
@@ -306,4 +315,24 @@ func TestJWKSFile(t *testing.T) {
 			t.Fatalf("principal %+v", p)
 		}
 	})
+}
+
+// Lowering max_session_ttl through the settings route takes effect on the
+// next request: a session issued before the new limit is refused.
+func TestJWTSessionTTLFollowsSettings(t *testing.T) {
+	k := testKeys()
+	srv := newJWKSServer(t, rsaJWK("rsa-1", k.rsa))
+	e := jwtEnv(t, srv)
+	token := sign(t, "RS256", "rsa-1", k.rsa, claims(map[string]any{"iat": t0.Add(-20 * time.Minute).Unix()}))
+	if r := e.do(http.MethodGet, "/v1/api-keys", token, nil); r.status != 200 {
+		t.Fatalf("before: %d %s", r.status, r.raw)
+	}
+	if r := e.do(http.MethodPut, "/v1/admin/organisation/settings", adminKey, map[string]any{"session_settings": map[string]any{"max_session_ttl": 900}}); r.status != 200 {
+		t.Fatalf("settings: %d %s", r.status, r.raw)
+	}
+	r := e.do(http.MethodGet, "/v1/api-keys", token, nil)
+	wantErr(t, r, 401, "AB05")
+	if !strings.Contains(string(r.raw), "max_session_ttl") {
+		t.Fatalf("message: %s", r.raw)
+	}
 }

@@ -223,5 +223,9 @@ func (s *Service) updateOrgSettings(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// JWT authentication reads max_session_ttl from the key snapshot.
+	if err := s.keys.Reload(); err != nil {
+		return core.Internal(err, "the settings were stored but the key snapshot could not be reloaded")
+	}
 	return c.JSON(settingsViewOf(st))
 }

@@ -2,6 +2,7 @@ package adminsvc
 
 import (
 	"errors"
+	"time"
 
 	"github.com/llm-gateway/gateway/store"
 )
@@ -12,6 +13,9 @@ import (
 type wsIndex struct {
 	byRef map[string]store.Workspace
 	orgID string
+	// sessionTTL is the organisation's max_session_ttl: JWT sessions
+	// issued longer ago are refused.
+	sessionTTL time.Duration
 }
 
 func loadWSIndex(tx store.Tx) (*wsIndex, error) {
@@ -23,9 +27,14 @@ func loadWSIndex(tx store.Tx) (*wsIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx := &wsIndex{byRef: make(map[string]store.Workspace, 2*len(all))}
+	idx := &wsIndex{byRef: make(map[string]store.Workspace, 2*len(all)), sessionTTL: defaultSessionTTL * time.Second}
 	if len(orgs) > 0 {
 		idx.orgID = orgs[0].ID
+		settings, err := loadOrgSettings(tx, idx.orgID)
+		if err != nil {
+			return nil, err
+		}
+		idx.sessionTTL = time.Duration(settings.MaxSessionTTL) * time.Second
 	}
 	for _, w := range all {
 		idx.byRef[w.Slug] = w
@@ -53,3 +62,6 @@ func (k *Keys) workspace(ref string) (store.Workspace, bool, error) {
 
 // organisationID is the id of the deployment's organisation.
 func (k *Keys) organisationID() string { return k.ws.Load().orgID }
+
+// sessionTTL is the organisation's max_session_ttl as of the last reload.
+func (k *Keys) sessionTTL() time.Duration { return k.ws.Load().sessionTTL }
