@@ -6,6 +6,7 @@ import (
 	"encoding/base64"
 	"encoding/hex"
 	"fmt"
+	"maps"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -118,7 +119,7 @@ func (k *Keys) Reload() error {
 	}
 	m := make(map[string]keyEntry, len(keys))
 	for _, rec := range keys {
-		p := principalOf(rec, orgRole, wsRole)
+		p := principalOf(rec, orgRole, wsRole, ws)
 		m[rec.Hash] = keyEntry{p: p, status: rec.Status}
 		if rec.PrevHash != "" && rec.TransitionExpiresAt != nil {
 			m[rec.PrevHash] = keyEntry{p: p, status: rec.Status, retiredAt: *rec.TransitionExpiresAt}
@@ -132,7 +133,9 @@ func (k *Keys) Reload() error {
 // principalOf is who key rec acts as. A workspace-user key acts as its user:
 // the user's organisation role, and the user's membership role in the key's
 // workspace (organisation owners and admins administer every workspace).
-func principalOf(rec store.APIKey, orgRole, wsRole map[string]string) *core.Principal {
+// Its default metadata is the workspace's defaults.metadata with the key's
+// own on top.
+func principalOf(rec store.APIKey, orgRole, wsRole map[string]string, ws *wsIndex) *core.Principal {
 	p := core.Principal{
 		KeyID: rec.ID, KeyType: rec.Type, OrganisationID: rec.OrganisationID,
 		WorkspaceID: rec.WorkspaceID, UserID: rec.UserID, Role: rec.Role,
@@ -154,8 +157,11 @@ func principalOf(rec store.APIKey, orgRole, wsRole map[string]string) *core.Prin
 	if rec.ExpiresAt != nil {
 		p.ExpiresAt = *rec.ExpiresAt
 	}
+	if w, ok := ws.byRef[rec.WorkspaceID]; ok && w.Defaults != nil {
+		p.DefaultMetadata = w.Defaults.Metadata
+	}
 	if d := rec.Defaults; d != nil {
-		p.DefaultMetadata, p.DefaultConfig = d.Metadata, d.ConfigID
+		p.DefaultMetadata, p.DefaultConfig = mergeMetadata(p.DefaultMetadata, d.Metadata), d.ConfigID
 		p.NoConfigOverride = d.AllowConfigOverride != nil && !*d.AllowConfigOverride
 	}
 	return core.NewPrincipal(p, rec.Scopes)
@@ -179,4 +185,19 @@ func (k *Keys) Authenticate(secret string) (*core.Principal, *core.Error) {
 		return nil, core.Unauthorized("API key %s expired at %s", e.p.KeyID, e.p.ExpiresAt.UTC().Format(time.RFC3339))
 	}
 	return e.p, nil
+}
+
+// mergeMetadata is base with over's entries on top (the key's default
+// metadata wins over its workspace's); either may be nil.
+func mergeMetadata(base, over map[string]string) map[string]string {
+	if len(base) == 0 {
+		return over
+	}
+	if len(over) == 0 {
+		return base
+	}
+	m := make(map[string]string, len(base)+len(over))
+	maps.Copy(m, base)
+	maps.Copy(m, over)
+	return m
 }

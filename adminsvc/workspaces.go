@@ -411,6 +411,10 @@ func (s *Service) updateWorkspace(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	// The key snapshot carries the workspace's default metadata.
+	if err := s.keys.Reload(); err != nil {
+		return core.Internal(err, "the workspace was stored but the key snapshot could not be reloaded")
+	}
 	return c.JSON(workspaceViewOf(ws))
 }
 

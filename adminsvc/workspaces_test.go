@@ -256,3 +256,22 @@ func TestWorkspaceDelete(t *testing.T) {
 		t.Fatalf("%d archived after reopen", n)
 	}
 }
+
+// A workspace's defaults.metadata reaches its keys' requests at once, under
+// the key's own default metadata.
+func TestWorkspaceDefaultMetadataReachesKeys(t *testing.T) {
+	e := newEnv(t)
+	_, secret := e.createKey(adminKey, "workspace/service", map[string]any{"name": "k", "workspace_id": "default",
+		"scopes": []string{"completions.write"}, "defaults": map[string]any{"metadata": map[string]any{"env": "key"}}})
+	if r := e.do(http.MethodPut, "/v1/admin/workspaces/default", adminKey, map[string]any{
+		"defaults": map[string]any{"metadata": map[string]any{"team": "a", "env": "workspace"}}}); r.status != 200 {
+		t.Fatalf("update: %d %s", r.status, r.raw)
+	}
+	p, err := e.keys.Authenticate(secret)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := p.DefaultMetadata; len(got) != 2 || got["team"] != "a" || got["env"] != "key" {
+		t.Fatalf("default metadata %v", got)
+	}
+}
