@@ -80,16 +80,19 @@ func parseUsageLimits(raw json.RawMessage, param string, p *problems) *store.Usa
 // periodic_reset and periodic_reset_days of a usage limit held in obj at
 // (a field path, "" for a body's top level) into ul.
 func parseUsageRules(obj map[string]json.RawMessage, at string, ul *store.UsageLimits, p *problems) {
+	limitOK := false
 	if v, ok := obj["credit_limit"]; !ok {
 		p.add(fieldPath(at, "credit_limit"), "is required")
 	} else if string(v) == "null" || json.Unmarshal(v, &ul.CreditLimit) != nil || ul.CreditLimit < 0 {
 		p.add(fieldPath(at, "credit_limit"), "must be a number ≥ 0")
+	} else {
+		limitOK = true
 	}
 	if v, ok := obj["alert_threshold"]; ok && string(v) != "null" {
 		var th float64
 		if json.Unmarshal(v, &th) != nil || th < 0 {
 			p.add(fieldPath(at, "alert_threshold"), "must be a number ≥ 0")
-		} else if th >= ul.CreditLimit {
+		} else if limitOK && th >= ul.CreditLimit {
 			p.add(fieldPath(at, "alert_threshold"), "must be below credit_limit (%g)", ul.CreditLimit)
 		} else {
 			ul.AlertThreshold = &th

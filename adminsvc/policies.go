@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strconv"
 	"strings"
@@ -195,7 +196,10 @@ func (s *Service) policyWorkspace(tx store.Tx, caller *core.Principal, ref strin
 	if err != nil {
 		return ws, err
 	}
-	return ws, canManageInWorkspace(caller, ws.ID, "policies")
+	if err := canManageInWorkspace(caller, ws.ID, "policies"); err != nil {
+		return ws, err
+	}
+	return ws, nil
 }
 
 // policyRecord is what both kinds of policy records have in common.
@@ -226,7 +230,9 @@ func loadPolicy[T policyRecord](tx store.Tx, b store.Bucket, caller *core.Princi
 		return rec, err
 	}
 	if write {
-		return rec, canManageInWorkspace(caller, policyWorkspaceID(rec), "policies")
+		if err := canManageInWorkspace(caller, policyWorkspaceID(rec), "policies"); err != nil {
+			return rec, err
+		}
 	}
 	return rec, nil
 }
@@ -261,7 +267,8 @@ func parsePolicyQuery(c *fiber.Ctx, enums map[string][]string, p *problems) poli
 		}
 		q.status = v
 	}
-	for name, allowed := range enums {
+	for _, name := range slices.Sorted(maps.Keys(enums)) {
+		allowed := enums[name]
 		if v, ok := queryValue(c, name); ok {
 			if !slices.Contains(allowed, v) {
 				p.add(name, "must be one of %v, got %q", allowed, v)
