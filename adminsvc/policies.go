@@ -250,11 +250,8 @@ type policyQuery struct {
 // allowed values). Any other parameter, and any bad value, is a problem.
 func parsePolicyQuery(c *fiber.Ctx, enums map[string][]string, p *problems) policyQuery {
 	q := policyQuery{status: store.StatusActive, enums: map[string]string{}}
-	known := []string{"workspace_id", "status", "page_size", "current_page"}
-	for name := range enums {
-		known = append(known, name)
-	}
-	unknownQuery(c, known, p)
+	names := slices.Sorted(maps.Keys(enums))
+	unknownQuery(c, append([]string{"workspace_id", "status", "page_size", "current_page"}, names...), p)
 	if v, ok := queryValue(c, "workspace_id"); ok {
 		if v == "" {
 			p.add("workspace_id", "must not be empty; leave it out for every workspace")
@@ -267,7 +264,7 @@ func parsePolicyQuery(c *fiber.Ctx, enums map[string][]string, p *problems) poli
 		}
 		q.status = v
 	}
-	for _, name := range slices.Sorted(maps.Keys(enums)) {
+	for _, name := range names {
 		allowed := enums[name]
 		if v, ok := queryValue(c, name); ok {
 			if !slices.Contains(allowed, v) {
