@@ -108,6 +108,9 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 	if err := s.keys.Reload(); err != nil {
 		return core.Internal(err, "the key was stored but the key snapshot could not be reloaded")
 	}
+	if err := s.reloadLimits(); err != nil {
+		return err
+	}
 	return c.JSON(fiber.Map{"id": rec.ID, "key": secret, "object": "api-key"})
 }
 
@@ -408,6 +411,9 @@ func (s *Service) deleteAPIKey(c *fiber.Ctx) error {
 	}
 	if err := s.keys.Reload(); err != nil {
 		return core.Internal(err, "the key was deleted but the key snapshot could not be reloaded")
+	}
+	if err := s.reloadLimits(); err != nil {
+		return err
 	}
 	return c.JSON(fiber.Map{})
 }

@@ -66,6 +66,9 @@ func (s *Service) updateAPIKey(c *fiber.Ctx) error {
 	if err := s.keys.Reload(); err != nil {
 		return core.Internal(err, "the key was updated but the key snapshot could not be reloaded")
 	}
+	if err := s.reloadLimits(); err != nil {
+		return err
+	}
 	return c.JSON(fiber.Map{})
 }
 

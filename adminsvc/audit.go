@@ -224,6 +224,8 @@ func resourceAction(method, path string) (resource, action string) {
 		resource = "organisation-" + segs[1]
 	case resource == "logs" && len(segs) > 1 && segs[1] == "exports":
 		resource = "log-exports"
+	case resource == "policies" && len(segs) > 1:
+		resource = "policy-" + segs[1]
 	}
 	switch method {
 	case http.MethodPost:

@@ -51,6 +51,8 @@ func TestResourceAction(t *testing.T) {
 		{"PUT", "/v1/admin/organisation/settings", "organisation-settings", "update"},
 		{"POST", "/v1/logs/exports/e1/start", "log-exports", "start"},
 		{"POST", "/v1/plugins", "plugins", "create"},
+		{"POST", "/v1/policies/rate-limits", "policy-rate-limits", "create"},
+		{"PUT", "/v1/policies/usage-limits/p1/entities/k/reset", "policy-usage-limits", "update"},
 		{"POST", "/v1/chat/completions", "", ""},
 		{"POST", "/v1/configsx", "", ""},
 		{"PUT", "/V1/Configs/X", "configs", "update"},

@@ -470,13 +470,13 @@ func (s *Service) deleteIntegration(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{})
 }
 
-// reloadManaged rebuilds the managed-target snapshot after a change.
+// reloadManaged rebuilds the managed-target snapshot after a change, then
+// the limits engine's (providers and integrations carry limits).
 func (s *Service) reloadManaged() error {
-	if s.managed == nil {
-		return nil
+	if s.managed != nil {
+		if err := s.managed.Reload(); err != nil {
+			return core.Internal(err, "the change was stored but the provider snapshot could not be reloaded")
+		}
 	}
-	if err := s.managed.Reload(); err != nil {
-		return core.Internal(err, "the change was stored but the provider snapshot could not be reloaded")
-	}
-	return nil
+	return s.reloadLimits()
 }

@@ -64,29 +64,7 @@ func parseUsageLimits(raw json.RawMessage, param string, p *problems) *store.Usa
 	if ul.Type == "" {
 		ul.Type = "cost"
 	}
-	if v, ok := it["credit_limit"]; !ok {
-		p.add(param+".credit_limit", "is required")
-	} else if json.Unmarshal(v, &ul.CreditLimit) != nil || ul.CreditLimit < 0 {
-		p.add(param+".credit_limit", "must be a number ≥ 0")
-	}
-	if v, ok := it["alert_threshold"]; ok && string(v) != "null" {
-		var th float64
-		if json.Unmarshal(v, &th) != nil || th < 0 {
-			p.add(param+".alert_threshold", "must be a number ≥ 0")
-		} else if th >= ul.CreditLimit {
-			p.add(param+".alert_threshold", "must be below credit_limit (%g)", ul.CreditLimit)
-		} else {
-			ul.AlertThreshold = &th
-		}
-	}
-	ul.PeriodicReset = enumField(it, "periodic_reset", param, periodicResets, false, p)
-	if v, ok := it["periodic_reset_days"]; ok && string(v) != "null" {
-		if json.Unmarshal(v, &ul.PeriodicResetDays) != nil || ul.PeriodicResetDays < 1 || ul.PeriodicResetDays > maxResetDays {
-			p.add(param+".periodic_reset_days", "must be a whole number from 1 to %d", maxResetDays)
-		} else if ul.PeriodicReset != "" {
-			p.add(param+".periodic_reset_days", "cannot be combined with periodic_reset; choose one")
-		}
-	}
+	parseUsageRules(it, param, &ul, p)
 	if v, ok := it["next_usage_reset_at"]; ok && string(v) != "null" {
 		var t time.Time
 		if json.Unmarshal(v, &t) != nil {
@@ -96,6 +74,38 @@ func parseUsageLimits(raw json.RawMessage, param string, p *problems) *store.Usa
 		}
 	}
 	return &ul
+}
+
+// parseUsageRules reads the credit_limit (required), alert_threshold,
+// periodic_reset and periodic_reset_days of a usage limit held in obj at
+// (a field path, "" for a body's top level) into ul.
+func parseUsageRules(obj map[string]json.RawMessage, at string, ul *store.UsageLimits, p *problems) {
+	limitOK := false
+	if v, ok := obj["credit_limit"]; !ok {
+		p.add(fieldPath(at, "credit_limit"), "is required")
+	} else if string(v) == "null" || json.Unmarshal(v, &ul.CreditLimit) != nil || ul.CreditLimit < 0 {
+		p.add(fieldPath(at, "credit_limit"), "must be a number ≥ 0")
+	} else {
+		limitOK = true
+	}
+	if v, ok := obj["alert_threshold"]; ok && string(v) != "null" {
+		var th float64
+		if json.Unmarshal(v, &th) != nil || th < 0 {
+			p.add(fieldPath(at, "alert_threshold"), "must be a number ≥ 0")
+		} else if limitOK && th >= ul.CreditLimit {
+			p.add(fieldPath(at, "alert_threshold"), "must be below credit_limit (%g)", ul.CreditLimit)
+		} else {
+			ul.AlertThreshold = &th
+		}
+	}
+	ul.PeriodicReset = enumField(obj, "periodic_reset", at, periodicResets, false, p)
+	if v, ok := obj["periodic_reset_days"]; ok && string(v) != "null" {
+		if json.Unmarshal(v, &ul.PeriodicResetDays) != nil || ul.PeriodicResetDays < 1 || ul.PeriodicResetDays > maxResetDays {
+			p.add(fieldPath(at, "periodic_reset_days"), "must be a whole number from 1 to %d", maxResetDays)
+		} else if ul.PeriodicReset != "" {
+			p.add(fieldPath(at, "periodic_reset_days"), "cannot be combined with periodic_reset; choose one")
+		}
+	}
 }
 
 // enumField reads field name of obj as one of allowed, reporting problems

@@ -19,6 +19,7 @@ func TestParseLimits(t *testing.T) {
 		{"both resets", ``, `{"credit_limit":10,"periodic_reset":"weekly","periodic_reset_days":7}`, []string{"ul.periodic_reset_days"}},
 		{"reset days bounds", ``, `{"credit_limit":10,"periodic_reset_days":366}`, []string{"ul.periodic_reset_days"}},
 		{"missing credit", ``, `{"type":"cost"}`, []string{"ul.credit_limit"}},
+		{"null credit", ``, `{"credit_limit":null}`, []string{"ul.credit_limit"}},
 		{"bad type and reset", ``, `{"type":"euros","credit_limit":1,"periodic_reset":"daily"}`, []string{"ul.type", "ul.periodic_reset"}},
 	}
 	for _, tc := range cases {
@@ -39,5 +40,27 @@ func TestParseLimits(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+func TestPolicyPageSlice(t *testing.T) {
+	const big = int(^uint(0) >> 1)
+	for _, tc := range []struct {
+		pg                policyPage
+		n, wantLo, wantHi int
+	}{
+		{policyPage{0, 0}, 5, 0, 5},
+		{policyPage{1, 0}, 5, 5, 5},
+		{policyPage{0, 2}, 5, 0, 2},
+		{policyPage{2, 2}, 5, 4, 5},
+		{policyPage{3, 2}, 5, 5, 5},
+		{policyPage{1, 5}, 5, 5, 5},
+		{policyPage{big, big}, 5, 5, 5},
+		{policyPage{0, big}, 5, 0, 5},
+		{policyPage{0, 3}, 0, 0, 0},
+	} {
+		if lo, hi := tc.pg.slice(tc.n); lo != tc.wantLo || hi != tc.wantHi {
+			t.Errorf("%+v.slice(%d) = %d, %d; want %d, %d", tc.pg, tc.n, lo, hi, tc.wantLo, tc.wantHi)
+		}
 	}
 }

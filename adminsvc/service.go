@@ -27,6 +27,7 @@ type Service struct {
 	publicURL  string
 	now        func() time.Time
 	audit      *Audit
+	limits     LimitsEngine
 }
 
 // Deps are what the admin service works on.
@@ -52,6 +53,10 @@ type Deps struct {
 	// Audit records admin writes; nil records nothing (GET /audit-logs
 	// still reads the store).
 	Audit *Audit
+	// Limits is the limits engine, reloaded after every change to policies,
+	// keys, workspaces and providers, and asked for usage-limit usage; nil
+	// means nothing is counted (no usage to show or reset).
+	Limits LimitsEngine
 }
 
 // New builds the admin service over st; the keys, configs and guardrails
@@ -67,7 +72,7 @@ func New(d Deps) *Service {
 		d.PublicURL = "http://127.0.0.1:8787"
 	}
 	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher,
-		managed: d.Managed, secrets: d.SecretResolver, publicURL: strings.TrimRight(d.PublicURL, "/"), now: d.Now, audit: d.Audit}
+		managed: d.Managed, secrets: d.SecretResolver, publicURL: strings.TrimRight(d.PublicURL, "/"), now: d.Now, audit: d.Audit, limits: d.Limits}
 }
 
 // Register adds the admin routes to the /v1 group.
@@ -77,6 +82,7 @@ func (s *Service) Register(v1 fiber.Router) {
 	s.registerUsers(v1)
 	s.registerIntegrations(v1)
 	s.registerSecretReferences(v1)
+	s.registerPolicies(v1)
 	v1.Post("/api-keys/:id/rotate", s.rotateAPIKey)
 	v1.Post("/api-keys/:type/:subtype", s.createAPIKey)
 	v1.Get("/api-keys", s.listAPIKeys)
@@ -113,7 +119,7 @@ func (s *Service) Register(v1 fiber.Router) {
 
 // adminPrefixes are the paths the admin API owns.
 var adminPrefixes = []string{"/api-keys", "/configs", "/guardrails", "/plugins", "/logs",
-	"/admin", "/workspaces", "/audit-logs", "/integrations", "/providers", "/virtual-keys", "/secret-references"}
+	"/admin", "/workspaces", "/audit-logs", "/integrations", "/providers", "/virtual-keys", "/secret-references", "/policies"}
 
 func unknownRoute(c *fiber.Ctx) error {
 	return &core.Error{Status: fiber.StatusNotFound, Type: core.TypeNotFound, Code: core.CodeNotFoundPath,

@@ -277,6 +277,9 @@ func (s *Service) createWorkspace(c *fiber.Ctx) error {
 			return core.Internal(err, "the workspace was stored but the key snapshot could not be reloaded")
 		}
 	}
+	if err := s.reloadLimits(); err != nil {
+		return err
+	}
 	return c.JSON(workspaceViewOf(ws))
 }
 
@@ -415,6 +418,9 @@ func (s *Service) updateWorkspace(c *fiber.Ctx) error {
 	if err := s.keys.Reload(); err != nil {
 		return core.Internal(err, "the workspace was stored but the key snapshot could not be reloaded")
 	}
+	if err := s.reloadLimits(); err != nil {
+		return err
+	}
 	return c.JSON(workspaceViewOf(ws))
 }
 
@@ -422,7 +428,8 @@ func (s *Service) updateWorkspace(c *fiber.Ctx) error {
 // workspace_id field; a workspace with any of them is archived only when
 // forced.
 var dependentBuckets = []store.Bucket{store.BucketAPIKeys, store.BucketConfigs, store.BucketGuardrails,
-	store.BucketProviders, store.BucketIntegrations, store.BucketVirtualKeys}
+	store.BucketProviders, store.BucketIntegrations, store.BucketVirtualKeys,
+	store.BucketRateLimitPolicies, store.BucketUsageLimitPolicies}
 
 // workspaceDependents counts the live records of each dependent bucket
 // that belong to workspace ws, as "2 api_keys, 1 configs".
@@ -528,6 +535,9 @@ func (s *Service) deleteWorkspace(c *fiber.Ctx) error {
 		if err := s.keys.Reload(); err != nil {
 			return core.Internal(err, "the workspace was archived but the key snapshot could not be reloaded")
 		}
+	}
+	if err := s.reloadLimits(); err != nil {
+		return err
 	}
 	return c.JSON(fiber.Map{})
 }

@@ -1,0 +1,403 @@
+package adminsvc
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"maps"
+	"slices"
+	"strconv"
+	"strings"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/limits"
+	"github.com/llm-gateway/gateway/store"
+)
+
+// LimitsEngine is what the admin API needs of the limits engine
+// (core/limits.Engine): a reload after every change to policies, keys,
+// workspaces and providers, and the usage of usage-limit policies.
+type LimitsEngine interface {
+	Reload() error
+	UsageStates(ctx context.Context, policyID string) ([]limits.UsageState, error)
+	ResetUsage(ctx context.Context, policyID, valueKey string) error
+	PolicyUpdated(ctx context.Context, old, updated store.UsageLimitPolicy) error
+}
+
+var _ LimitsEngine = (*limits.Engine)(nil)
+
+// Policy scopes.
+const (
+	scopePoliciesCreate = "policies.create"
+	scopePoliciesRead   = "policies.read"
+	scopePoliciesUpdate = "policies.update"
+	scopePoliciesDelete = "policies.delete"
+	scopePoliciesList   = "policies.list"
+)
+
+func (s *Service) registerPolicies(v1 fiber.Router) {
+	v1.Post("/policies/rate-limits", s.createRatePolicy)
+	v1.Get("/policies/rate-limits", s.listRatePolicies)
+	v1.Get("/policies/rate-limits/:id", s.getRatePolicy)
+	v1.Put("/policies/rate-limits/:id", s.updateRatePolicy)
+	v1.Delete("/policies/rate-limits/:id", s.deleteRatePolicy)
+	v1.Post("/policies/usage-limits", s.createUsagePolicy)
+	v1.Get("/policies/usage-limits", s.listUsagePolicies)
+	v1.Get("/policies/usage-limits/:id", s.getUsagePolicy)
+	v1.Put("/policies/usage-limits/:id", s.updateUsagePolicy)
+	v1.Delete("/policies/usage-limits/:id", s.deleteUsagePolicy)
+	v1.Get("/policies/usage-limits/:id/entities", s.listUsageEntities)
+	v1.Put("/policies/usage-limits/:id/entities/:entity/reset", s.resetUsageEntity)
+}
+
+// reloadLimits rebuilds the limits engine's snapshot after a change to
+// policies, keys, workspaces or providers; without an engine it does nothing.
+func (s *Service) reloadLimits() error {
+	if s.limits == nil {
+		return nil
+	}
+	if err := s.limits.Reload(); err != nil {
+		return core.Internal(err, "the change was stored but the limits snapshot could not be reloaded")
+	}
+	return nil
+}
+
+// Condition and group_by keys of policies; "metadata.<field>" is allowed
+// in both besides these.
+var (
+	policyGroupKeys     = []string{"api_key", "organisation_id", "workspace_id"}
+	policyConditionKeys = append(slices.Clip(policyGroupKeys), "endpoint_type")
+	// policyEndpointTypes are the values of an endpoint_type condition.
+	policyEndpointTypes = []string{
+		string(core.EndpointChatComplete), string(core.EndpointComplete), string(core.EndpointEmbed),
+		string(core.EndpointImageGenerate), string(core.EndpointImageEdit), string(core.EndpointCreateSpeech),
+		string(core.EndpointTranscription), string(core.EndpointTranslation), string(core.EndpointModeration),
+		string(core.EndpointResponses), string(core.EndpointResponseItems), string(core.EndpointRerank),
+		string(core.EndpointMessages), string(core.EndpointMessagesCount), string(core.EndpointProxy),
+	}
+)
+
+// policyKeyProblem says what is wrong with a condition or group_by key, or
+// "" when it is one of allowed or metadata.<field>.
+func policyKeyProblem(key string, allowed []string) string {
+	if slices.Contains(allowed, key) {
+		return ""
+	}
+	if field, ok := strings.CutPrefix(key, "metadata."); ok {
+		if strings.TrimSpace(field) == "" {
+			return "metadata keys name a field: metadata.<field>"
+		}
+		return ""
+	}
+	return fmt.Sprintf("must be one of %v or metadata.<field>, got %q", allowed, key)
+}
+
+// policyItems reads the required, non-empty array of objects param of a
+// policy body; each item is checked for unknown fields against known.
+func policyItems(fields map[string]json.RawMessage, param, shape string, known []string, p *problems) []map[string]json.RawMessage {
+	raw, ok := fields[param]
+	if !ok || string(raw) == "null" {
+		p.add(param, "is required: an array of %s", shape)
+		return nil
+	}
+	var items []map[string]json.RawMessage
+	if json.Unmarshal(raw, &items) != nil {
+		p.add(param, "must be an array of %s", shape)
+		return nil
+	}
+	if len(items) == 0 {
+		p.add(param, "must hold at least one %s", shape)
+	}
+	for i, it := range items {
+		if it == nil {
+			p.add(fmt.Sprintf("%s[%d]", param, i), "must be an object %s", shape)
+			continue
+		}
+		unknownFields(it, fmt.Sprintf("%s[%d]", param, i), known, p)
+	}
+	return items
+}
+
+// parseConditions reads a policy's conditions: [{key, value}], each key at
+// most once; an endpoint_type value is one of the gateway's endpoints.
+func parseConditions(fields map[string]json.RawMessage, p *problems) []store.PolicyCondition {
+	items := policyItems(fields, "conditions", "{key, value}", []string{"key", "value"}, p)
+	out := make([]store.PolicyCondition, 0, len(items))
+	for i, it := range items {
+		if it == nil {
+			continue
+		}
+		at := fmt.Sprintf("conditions[%d]", i)
+		var c store.PolicyCondition
+		if strInto(it, at, "key", &c.Key, true, 255, p) && c.Key != "" {
+			if msg := policyKeyProblem(c.Key, policyConditionKeys); msg != "" {
+				p.add(at+".key", "%s", msg)
+			} else if slices.ContainsFunc(out, func(o store.PolicyCondition) bool { return o.Key == c.Key }) {
+				p.add(at+".key", "%q appears in an earlier condition; a key is given once", c.Key)
+			}
+		}
+		if strInto(it, at, "value", &c.Value, true, 1024, p) && c.Key == "endpoint_type" && c.Value != "" &&
+			!slices.Contains(policyEndpointTypes, c.Value) {
+			p.add(at+".value", "must be one of %v, got %q", policyEndpointTypes, c.Value)
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
+// parseGroupBy reads a policy's group_by: [{key}], each key at most once.
+func parseGroupBy(fields map[string]json.RawMessage, p *problems) []store.PolicyGroupBy {
+	items := policyItems(fields, "group_by", "{key}", []string{"key"}, p)
+	out := make([]store.PolicyGroupBy, 0, len(items))
+	for i, it := range items {
+		if it == nil {
+			continue
+		}
+		at := fmt.Sprintf("group_by[%d]", i)
+		var g store.PolicyGroupBy
+		if strInto(it, at, "key", &g.Key, true, 255, p) && g.Key != "" {
+			if msg := policyKeyProblem(g.Key, policyGroupKeys); msg != "" {
+				p.add(at+".key", "%s", msg)
+			} else if slices.Contains(out, g) {
+				p.add(at+".key", "%q appears in an earlier group_by entry; a key is given once", g.Key)
+			}
+		}
+		out = append(out, g)
+	}
+	return out
+}
+
+// policyName reads the optional name of a policy (null or absent: none).
+func policyName(fields map[string]json.RawMessage, p *problems) (name *string, sent bool) {
+	_, sent = fields["name"]
+	if v, ok := strField(fields, "name", false, 255, p); ok {
+		name = &v
+	}
+	return name, sent
+}
+
+// policyBodyWorkspace reads the workspace_id of a create body; organisation
+// keys must send it, workspace keys default to their own workspace.
+func policyBodyWorkspace(fields map[string]json.RawMessage, caller *core.Principal, p *problems) string {
+	ref, ok := strField(fields, "workspace_id", false, 255, p)
+	if !ok && caller.IsOrganisationKey() {
+		p.add("workspace_id", "is required with an organisation key")
+	}
+	return ref
+}
+
+// policyWorkspace resolves the workspace a new policy belongs to and checks
+// that the caller may write policies there.
+func (s *Service) policyWorkspace(tx store.Tx, caller *core.Principal, ref string) (store.Workspace, error) {
+	ws, err := s.resolveWorkspace(tx, caller, ref, true)
+	if err != nil {
+		return ws, err
+	}
+	if err := canManageInWorkspace(caller, ws.ID, "policies"); err != nil {
+		return ws, err
+	}
+	return ws, nil
+}
+
+// policyRecord is what both kinds of policy records have in common.
+type policyRecord interface {
+	store.RateLimitPolicy | store.UsageLimitPolicy
+}
+
+func policyWorkspaceID[T policyRecord](rec T) string {
+	switch r := any(rec).(type) {
+	case store.RateLimitPolicy:
+		return r.WorkspaceID
+	case store.UsageLimitPolicy:
+		return r.WorkspaceID
+	}
+	return ""
+}
+
+// loadPolicy reads policy id of bucket b that the caller may see (a
+// workspace key sees its own workspace's only); write also requires a
+// workspace admin or manager.
+func loadPolicy[T policyRecord](tx store.Tx, b store.Bucket, caller *core.Principal, id string, write bool) (T, error) {
+	var rec T
+	err := tx.Get(b, id, &rec)
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !caller.IsOrganisationKey() && policyWorkspaceID(rec) != caller.WorkspaceID) {
+		return rec, core.NotFound("no policy %q", id)
+	}
+	if err != nil {
+		return rec, err
+	}
+	if write {
+		if err := canManageInWorkspace(caller, policyWorkspaceID(rec), "policies"); err != nil {
+			return rec, err
+		}
+	}
+	return rec, nil
+}
+
+// policyQuery is a validated list query: the filters every policy list has
+// (workspace_id, status, paging) and the extra enum filters of one kind.
+type policyQuery struct {
+	workspace string // a workspace reference; resolved by workspaceFilter
+	status    string
+	enums     map[string]string
+	page      policyPage
+}
+
+// parsePolicyQuery reads a list query whose extra filters are enums (name →
+// allowed values). Any other parameter, and any bad value, is a problem.
+func parsePolicyQuery(c *fiber.Ctx, enums map[string][]string, p *problems) policyQuery {
+	q := policyQuery{status: store.StatusActive, enums: map[string]string{}}
+	names := slices.Sorted(maps.Keys(enums))
+	unknownQuery(c, append([]string{"workspace_id", "status", "page_size", "current_page"}, names...), p)
+	if v, ok := queryValue(c, "workspace_id"); ok {
+		if v == "" {
+			p.add("workspace_id", "must not be empty; leave it out for every workspace")
+		}
+		q.workspace = v
+	}
+	if v, ok := queryValue(c, "status"); ok {
+		if v != store.StatusActive && v != store.StatusArchived {
+			p.add("status", "must be active or archived, got %q", v)
+		}
+		q.status = v
+	}
+	for _, name := range names {
+		allowed := enums[name]
+		if v, ok := queryValue(c, name); ok {
+			if !slices.Contains(allowed, v) {
+				p.add(name, "must be one of %v, got %q", allowed, v)
+			}
+			q.enums[name] = v
+		}
+	}
+	q.page = parsePolicyPage(c, p)
+	return q
+}
+
+// queryValue is a query parameter and whether it was sent at all.
+func queryValue(c *fiber.Ctx, name string) (string, bool) {
+	args := c.Context().QueryArgs()
+	return string(args.Peek(name)), args.Has(name)
+}
+
+// unknownQuery reports every query parameter not in known, sorted.
+func unknownQuery(c *fiber.Ctx, known []string, p *problems) {
+	var unknown []string
+	c.Context().QueryArgs().VisitAll(func(k, _ []byte) {
+		if name := string(k); !slices.Contains(known, name) && !slices.Contains(unknown, name) {
+			unknown = append(unknown, name)
+		}
+	})
+	slices.Sort(unknown)
+	for _, k := range unknown {
+		p.add(k, "unknown query parameter; known are %s", strings.Join(known, ", "))
+	}
+}
+
+// workspaceFilter resolves the workspace_id filter of a list: "" (every
+// workspace) for an organisation key without one, the caller's own for a
+// workspace key. An unknown workspace is a problem of the query; another
+// workspace than a workspace key's own is a 403.
+func (s *Service) workspaceFilter(tx store.Tx, caller *core.Principal, ref string, p *problems) (string, error) {
+	if ref == "" && caller.IsOrganisationKey() {
+		return "", nil
+	}
+	ws, err := s.resolveWorkspace(tx, caller, ref, false)
+	var cerr *core.Error
+	if errors.As(err, &cerr) && cerr.Status == fiber.StatusNotFound {
+		p.add("workspace_id", "no workspace %q", ref)
+		return "", nil
+	}
+	return ws.ID, err
+}
+
+// policyPage is the paging of a policy list: current_page ≥ 0 (default 0)
+// and page_size ≥ 0, where 0 or absent means one page holding every match.
+type policyPage struct{ current, size int }
+
+func parsePolicyPage(c *fiber.Ctx, p *problems) policyPage {
+	var pg policyPage
+	for _, f := range []struct {
+		name string
+		dst  *int
+	}{{"current_page", &pg.current}, {"page_size", &pg.size}} {
+		v, ok := queryValue(c, f.name)
+		if !ok {
+			continue
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			p.add(f.name, "must be an integer ≥ 0, got %q", v)
+			continue
+		}
+		*f.dst = n
+	}
+	return pg
+}
+
+// slice returns the bounds of the page in a list of n items.
+func (pg policyPage) slice(n int) (int, int) {
+	if pg.size == 0 {
+		if pg.current == 0 {
+			return 0, n
+		}
+		return n, n
+	}
+	if pg.current > n/pg.size { // also keeps current*size from overflowing
+		return n, n
+	}
+	lo := pg.current * pg.size
+	return lo, lo + min(pg.size, n-lo)
+}
+
+// policyUpdateFields reports every field of an update body that is not in
+// mutable: one of fixed "cannot be changed", anything else "unknown field".
+func policyUpdateFields(fields map[string]json.RawMessage, mutable, fixed []string, p *problems) {
+	var names []string
+	for k := range fields {
+		if !slices.Contains(mutable, k) {
+			names = append(names, k)
+		}
+	}
+	slices.Sort(names)
+	for _, k := range names {
+		if slices.Contains(fixed, k) {
+			p.add(k, "cannot be changed; archive the policy and create another (fields that may change: %s)", strings.Join(mutable, ", "))
+		} else {
+			p.add(k, "unknown field")
+		}
+	}
+}
+
+// policyFixedFields are the fields of a policy that no update changes.
+var policyFixedFields = []string{"id", "conditions", "group_by", "type", "workspace_id", "organisation_id", "status",
+	"created_at", "last_updated_at", "next_usage_reset_at", "last_reset_at", "object"}
+
+// numberField reads number field name of a body into dst; sent reports
+// whether it was in the body. It must be ≥ floor, and a whole number when
+// T is int64; null is refused.
+func numberField[T int64 | float64](fields map[string]json.RawMessage, name string, dst *T, required bool, floor T, p *problems) (sent bool) {
+	raw, sent := fields[name]
+	what := "a number"
+	if _, isInt := any(floor).(int64); isInt {
+		what = "a whole number"
+	}
+	switch {
+	case !sent && required:
+		p.add(name, "is required: %s ≥ %v", what, floor)
+	case !sent:
+	case string(raw) == "null":
+		p.add(name, "must be %s ≥ %v, not null", what, floor)
+	default:
+		var v T
+		if json.Unmarshal(raw, &v) != nil || v < floor {
+			p.add(name, "must be %s ≥ %v", what, floor)
+		} else {
+			*dst = v
+		}
+	}
+	return sent
+}

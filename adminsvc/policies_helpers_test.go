@@ -1,0 +1,131 @@
+package adminsvc_test
+
+import (
+	"context"
+	"net/http"
+	"regexp"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/llm-gateway/gateway/adminsvc"
+	"github.com/llm-gateway/gateway/core/limits"
+	"github.com/llm-gateway/gateway/core/server"
+	"github.com/llm-gateway/gateway/store"
+)
+
+// fakeLimits is a limits engine that records what the admin API asks of it.
+type fakeLimits struct {
+	mu      sync.Mutex
+	reloads int
+	states  map[string][]limits.UsageState // by policy id
+	resets  [][2]string                    // policy id, value key
+	updates [][2]store.UsageLimitPolicy    // old, updated
+}
+
+func (f *fakeLimits) Reload() error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.reloads++
+	return nil
+}
+
+func (f *fakeLimits) UsageStates(_ context.Context, id string) ([]limits.UsageState, error) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return append([]limits.UsageState(nil), f.states[id]...), nil
+}
+
+func (f *fakeLimits) ResetUsage(_ context.Context, id, valueKey string) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.resets = append(f.resets, [2]string{id, valueKey})
+	return nil
+}
+
+func (f *fakeLimits) PolicyUpdated(_ context.Context, old, updated store.UsageLimitPolicy) error {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	f.updates = append(f.updates, [2]store.UsageLimitPolicy{old, updated})
+	return nil
+}
+
+func (f *fakeLimits) reloadCount() int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.reloads
+}
+
+// withLimits restarts e's app with a fake limits engine (kept across reopen).
+func (e *env) withLimits() *fakeLimits {
+	e.t.Helper()
+	f := &fakeLimits{states: map[string][]limits.UsageState{}}
+	e.setup = func(d *adminsvc.Deps, _ *server.Options) { d.Limits = f }
+	e.start()
+	return f
+}
+
+// problemStart matches the start of one problem in a 400's message.
+var problemStart = regexp.MustCompile(`(?:^|; )[\w.\[\]-]+: `)
+
+// wantAllProblems checks a 400 AB01 listing every one of params and no
+// other problem.
+func wantAllProblems(t *testing.T, r resp, params ...string) {
+	t.Helper()
+	if r.status != http.StatusBadRequest || r.errField("code") != "AB01" {
+		t.Fatalf("got %d %s, want 400 AB01", r.status, r.raw)
+	}
+	msg := r.errField("message")
+	for _, p := range params {
+		if !strings.Contains(msg, p+":") {
+			t.Errorf("problem %q not listed in %q", p, msg)
+		}
+	}
+	if n := len(problemStart.FindAllString(msg, -1)); n != len(params) {
+		t.Errorf("%d problems listed, want %d: %q", n, len(params), msg)
+	}
+}
+
+// mustOK checks a 200 and returns the answer.
+func mustOK(t *testing.T, r resp) resp {
+	t.Helper()
+	if r.status != http.StatusOK {
+		t.Fatalf("got %d %s, want 200", r.status, r.raw)
+	}
+	return r
+}
+
+// ratePolicy is a valid rate-limit policy body for workspace ws.
+func ratePolicy(ws string) map[string]any {
+	return map[string]any{"name": "per key", "workspace_id": ws,
+		"conditions": []any{map[string]any{"key": "metadata.env", "value": "prod"}},
+		"group_by":   []any{map[string]any{"key": "api_key"}},
+		"type":       "requests", "unit": "rpm", "value": 60}
+}
+
+// usagePolicy is a valid usage-limit policy body for workspace ws.
+func usagePolicy(ws string) map[string]any {
+	return map[string]any{"name": "budget", "workspace_id": ws,
+		"conditions": []any{map[string]any{"key": "metadata.team", "value": "search"}},
+		"group_by":   []any{map[string]any{"key": "api_key"}},
+		"type":       "cost", "credit_limit": 100, "alert_threshold": 80, "periodic_reset": "monthly"}
+}
+
+// absent, as a value given to with, removes the field.
+type absent struct{}
+
+// with returns a copy of body with fields changed.
+func with(body map[string]any, kv ...any) map[string]any {
+	out := make(map[string]any, len(body))
+	for k, v := range body {
+		out[k] = v
+	}
+	for i := 0; i < len(kv); i += 2 {
+		if _, ok := kv[i+1].(absent); ok {
+			delete(out, kv[i].(string))
+		} else {
+			out[kv[i].(string)] = kv[i+1]
+		}
+	}
+	return out
+}
