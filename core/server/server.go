@@ -183,6 +183,9 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		s.log.Error("request failed", "trace_id", TraceID(c), "path", c.Path(), "error", err)
 	}
 	c.Status(ce.Status)
+	for _, h := range ce.Header {
+		c.Set(h[0], h[1])
+	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Send(ce.Body())
 }
