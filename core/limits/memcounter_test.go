@@ -57,7 +57,7 @@ func (c *memCounter) Take(_ context.Context, key string, n, limit int64, window 
 		c.windows[key] = es
 		return c.result(es, sum, window, false), nil
 	}
-	es = append(es, entry{now, n})
+	es = appendEntry(es, now, n)
 	c.windows[key] = es
 	return c.result(es, sum+n, window, true), nil
 }
@@ -67,11 +67,21 @@ func (c *memCounter) Add(_ context.Context, key string, n int64, window time.Dur
 	defer c.mu.Unlock()
 	es, sum := c.live(key, window, now)
 	if n != 0 {
-		es = append(es, entry{now, n})
+		es = appendEntry(es, now, n)
 		sum += n
 	}
 	c.windows[key] = es
 	return c.result(es, sum, window, true), nil
+}
+
+// appendEntry adds n at now, merged into the last entry when it has the same
+// time (a fake clock standing still keeps the window one entry long).
+func appendEntry(es []entry, now time.Time, n int64) []entry {
+	if l := len(es); l > 0 && es[l-1].at.Equal(now) {
+		es[l-1].n += n
+		return es
+	}
+	return append(es, entry{now, n})
 }
 
 func (c *memCounter) AddUsage(_ context.Context, key string, amount float64) (float64, error) {
