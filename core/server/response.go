@@ -102,10 +102,10 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 			// its body was not kept, so the log names the status.
 			err = errors.New(http.StatusText(resp.Status))
 		}
-		s.record(req, resp, resp.Status, usage, err)
 		if adm != nil {
 			adm.Done(usage, resp.Provider, req.Model)
 		}
+		s.record(req, resp, resp.Status, usage, err)
 	})
 	return nil
 }
