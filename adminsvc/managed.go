@@ -36,13 +36,15 @@ type ManagedOptions struct {
 // opened, access rules flattened.
 type managedEntry struct {
 	what        string // "provider @x" or "virtual key x"
+	id          string // the provider's or virtual key's id
 	workspaceID string
 	status      string
 	expiresAt   *time.Time
 	// allowed is false when the provider's integration is not enabled for
 	// the provider's workspace.
 	allowed  bool
-	integ    string
+	integ    string // the integration's slug
+	integID  string
 	target   core.Target
 	mappings []store.SecretMapping
 	broken   error // the credential could not be opened
@@ -117,13 +119,13 @@ func (m *Managed) Reload() error {
 		if !ok {
 			continue // its integration is gone: unknown
 		}
-		e := &managedEntry{what: "provider @" + pr.Slug, workspaceID: pr.WorkspaceID, status: pr.Status, expiresAt: pr.ExpiresAt,
-			allowed: integrationAllows(in, pr.WorkspaceID), integ: in.Slug, target: targets[in.ID], mappings: in.SecretMappings, broken: broken[in.ID]}
+		e := &managedEntry{what: "provider @" + pr.Slug, id: pr.ID, workspaceID: pr.WorkspaceID, status: pr.Status, expiresAt: pr.ExpiresAt,
+			allowed: integrationAllows(in, pr.WorkspaceID), integ: in.Slug, integID: in.ID, target: targets[in.ID], mappings: in.SecretMappings, broken: broken[in.ID]}
 		s.providers[pr.Slug], s.providers[pr.ID] = e, e
 	}
 	for _, vk := range vks {
 		t, berr := m.targetOf(vk.AIProviderID, vk.Key, vk.Configurations)
-		e := &managedEntry{what: "virtual key " + vk.Slug, workspaceID: vk.WorkspaceID, status: vk.Status, expiresAt: vk.ExpiresAt,
+		e := &managedEntry{what: "virtual key " + vk.Slug, id: vk.ID, workspaceID: vk.WorkspaceID, status: vk.Status, expiresAt: vk.ExpiresAt,
 			allowed: true, target: t, mappings: vk.SecretMappings, broken: berr}
 		s.vkeys[vk.Slug], s.vkeys[vk.ID] = e, e
 	}
@@ -178,6 +180,10 @@ func (m *Managed) Resolve(ctx context.Context, ref string, virtualKey bool, p *c
 			Message: e.what + " has exhausted its usage limit; reset it with reset_usage to use it again"}
 	}
 	t := e.target
+	t.ProviderID = e.id
+	if !virtualKey {
+		t.IntegrationID = e.integID
+	}
 	for _, mp := range e.mappings {
 		if err := m.applySecret(ctx, &t, mp, e.what); err != nil {
 			return core.Target{}, err

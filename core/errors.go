@@ -40,6 +40,9 @@ type Error struct {
 	Param   string
 	Message string
 	Err     error
+	// Header holds extra response headers as name/value pairs (a 429's
+	// retry-after and x-ratelimit-*).
+	Header [][2]string
 }
 
 func (e *Error) Error() string {

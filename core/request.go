@@ -97,6 +97,12 @@ type Target struct {
 	// @provider or a virtual key): it is never sent to a host the caller
 	// chose, and never carried over to another provider.
 	Managed bool
+	// ProviderID is the id of the managed provider or virtual key (limits
+	// with the implicit condition provider=<id> match it); IntegrationID is
+	// the provider's integration (its models' pricing overrides the list
+	// prices). Both are empty for unmanaged targets.
+	ProviderID    string
+	IntegrationID string
 }
 
 // Usage is the token accounting of one answer.

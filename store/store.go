@@ -48,6 +48,10 @@ const (
 	// BucketLimitCounters holds the embedded limit counters, saved
 	// periodically and at shutdown.
 	BucketLimitCounters Bucket = "limit_counters"
+	// BucketUsageStates holds the limits engine's usage-limit state: per
+	// group value its status and sent alerts ("v|" keys), per limit its
+	// periodic-reset schedule ("s|" keys).
+	BucketUsageStates Bucket = "usage_limit_states"
 )
 
 // allBuckets are created when the store is opened.
@@ -55,7 +59,7 @@ var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, Buc
 	BucketConfigs, BucketConfigVersions, BucketGuardrails, BucketPlugins, BucketPluginModules,
 	BucketMembers, BucketInvites, BucketSettings, BucketAuditLogs, BucketIntegrations, BucketProviders,
 	BucketVirtualKeys, BucketSecretReferences, BucketOutbox,
-	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters}
+	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters, BucketUsageStates}
 
 // Store is transactional access to the admin state. Update transactions are
 // durable once fn returns nil; a crash never leaves half of one behind.

@@ -26,6 +26,8 @@ import (
 	"github.com/llm-gateway/gateway/adminsvc/alerts"
 	"github.com/llm-gateway/gateway/adminsvc/secrets"
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/limits"
+	"github.com/llm-gateway/gateway/core/limits/counters"
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
@@ -223,8 +225,13 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	keyWorkerCtx, stopKeyWorker := context.WithCancel(ctx)
 	defer stopKeyWorker()
 	keyWorkerDone := adminsvc.NewKeyWorker(st, keys, time.Now, logger).Start(keyWorkerCtx, time.Minute)
+	limiter, stopLimits, err := startLimits(ctx, st, logger)
+	if err != nil {
+		return err
+	}
+	defer stopLimits()
 	app := server.New(server.Options{
-		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Managed: managed, Admin: admin.Register, Public: admin.RegisterPublic,
+		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Managed: managed, Limiter: limiter, Admin: admin.Register, Public: admin.RegisterPublic,
 		BodyLimit: cfg.MaxBodyBytes, Logger: logger, OnAuthFailure: audit.AuthFailed,
 	})
 
@@ -266,6 +273,46 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 
 // startAlerts starts the e-mail sender when SMTP is configured; stop waits
 // for a send in progress and may be called more than once.
+// startLimits builds the limits engine and its periodic-reset worker; the
+// returned stop waits for the worker and closes the counter (saving it).
+// Without a counter no limit is enforced.
+func startLimits(ctx context.Context, st store.Store, logger *slog.Logger) (core.Limiter, func(), error) {
+	// LIMIT COUNTER: the one line to change once the embedded counter lands,
+	// e.g. `counter, err := counters.NewMemory(...)` (plus its error check).
+	var counter counters.Counter
+	if counter == nil {
+		logger.Warn("rate and usage limits are not enforced: no limit counter is configured")
+		return nil, func() {}, nil
+	}
+	eng, err := limits.New(limits.Options{Store: st, Counter: counter, Logger: logger})
+	if err != nil {
+		counter.Close()
+		return nil, nil, err
+	}
+	wctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		t := time.NewTicker(time.Minute)
+		defer t.Stop()
+		for {
+			select {
+			case <-wctx.Done():
+				return
+			case now := <-t.C:
+				eng.RunOnce(wctx, now)
+			}
+		}
+	}()
+	return eng, func() {
+		cancel()
+		<-done
+		if err := counter.Close(); err != nil {
+			logger.Error("closing the limit counter failed", "error", err)
+		}
+	}, nil
+}
+
 func startAlerts(ctx context.Context, st store.Store, cfg alerts.Config, logger *slog.Logger) (stop func(), err error) {
 	if !cfg.Enabled() {
 		logger.Info("e-mail alerts are kept in the outbox until SMTP is configured (" + alerts.EnvAddr + ")")

@@ -2,18 +2,31 @@
 // rate_limits / usage_limits of API keys, workspaces and providers, on
 // data-plane requests. Engine implements core.Limiter over a snapshot of the
 // active policies, reloaded after every admin change, and counts through a
-// counters.Counter.
+// counters.Counter. See docs/policies/engine.md.
 package limits
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
+	"fmt"
+	"log/slog"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
 
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/limits/counters"
+	"github.com/llm-gateway/gateway/core/pricing"
 	"github.com/llm-gateway/gateway/store"
 )
 
-// errNotBuilt is returned until the engine is built (issue #6).
-var errNotBuilt = errors.New("usage-limit accounting is not built yet")
+// Usage-limit statuses of one group value.
+const (
+	StatusActive    = "active"
+	StatusExhausted = "exhausted"
+)
 
 // UsageState is the usage of one group value of a usage-limit policy.
 type UsageState struct {
@@ -24,26 +37,278 @@ type UsageState struct {
 	ExhaustedAlertSent bool    `json:"is_exhausted_alerts_sent"`
 }
 
-// Engine enforces limits. The admin API reads and resets usage through it.
-type Engine struct{}
-
-// Reload rebuilds the snapshot of active policies and entity limits from
-// the store.
-func (e *Engine) Reload() error { return nil }
-
-// UsageStates lists the usage of every group value of policy id.
-func (e *Engine) UsageStates(ctx context.Context, policyID string) ([]UsageState, error) {
-	return nil, errNotBuilt
+// Options wire an Engine.
+type Options struct {
+	Store   store.Store
+	Counter counters.Counter
+	// Now is the clock of windows, resets and alerts (default time.Now).
+	Now    func() time.Time
+	Logger *slog.Logger
+	// Pricing prices cost-type usage limits (default pricing.Default()).
+	Pricing *pricing.Table
 }
 
-// ResetUsage zeroes the usage of one group value of policy id ("" for all
-// of them), reactivating it and clearing its alerts.
-func (e *Engine) ResetUsage(ctx context.Context, policyID, valueKey string) error { return errNotBuilt }
+// Engine enforces limits. The admin API reads and resets usage through it.
+type Engine struct {
+	o      Options
+	reload sync.Mutex
+	snap   atomic.Pointer[snapshot]
+	// sched keeps the periodic-reset schedules across reloads (guarded by
+	// reload).
+	sched map[string]*schedule
 
-// PolicyUpdated applies a usage-limit policy change to its usage states: a
-// credit limit raised above a value's usage reactivates it and clears its
-// threshold and exhausted alerts; a threshold raised or removed clears the
-// threshold alert.
-func (e *Engine) PolicyUpdated(ctx context.Context, old, updated store.UsageLimitPolicy) error {
-	return errNotBuilt
+	// mu guards states and serialises writing them, so a value's alerts
+	// are queued once.
+	mu     sync.Mutex
+	states map[string]*valueState // stateKey(rule, value)
+}
+
+// valueState is the persisted state of one group value of a usage limit;
+// its usage lives in the counter.
+type valueState struct {
+	Rule          string     `json:"rule"`
+	Value         string     `json:"value"`
+	Status        string     `json:"status"`
+	ThresholdSent bool       `json:"threshold_sent,omitempty"`
+	ExhaustedSent bool       `json:"exhausted_sent,omitempty"`
+	LastResetAt   *time.Time `json:"last_reset_at,omitempty"`
+}
+
+// schedRecord is a persisted periodic-reset schedule.
+type schedRecord struct {
+	FP   string    `json:"fp"`
+	Next time.Time `json:"next"`
+	Last time.Time `json:"last,omitzero"`
+}
+
+var _ core.Limiter = (*Engine)(nil)
+
+func stateKey(rule, value string) string { return "v|" + rule + "|" + value }
+func schedKey(rule string) string        { return "s|" + rule }
+func rateKey(rule, value string) string  { return "rl:" + rule + ":" + value }
+func usageKey(rule, value string) string { return "ul:" + rule + ":" + value }
+
+// New builds an engine and loads its first snapshot and usage states.
+func New(o Options) (*Engine, error) {
+	if o.Store == nil || o.Counter == nil {
+		return nil, errors.New("limits: a store and a counter are required")
+	}
+	if o.Now == nil {
+		o.Now = time.Now
+	}
+	if o.Logger == nil {
+		o.Logger = slog.Default()
+	}
+	if o.Pricing == nil {
+		o.Pricing = pricing.Default()
+	}
+	e := &Engine{o: o, sched: map[string]*schedule{}, states: map[string]*valueState{}}
+	err := o.Store.View(func(tx store.Tx) error {
+		return tx.ForEach(store.BucketUsageStates, func(key string, raw []byte) error {
+			if !strings.HasPrefix(key, "v|") {
+				return nil
+			}
+			var st valueState
+			if err := json.Unmarshal(raw, &st); err != nil {
+				return fmt.Errorf("usage state %s: %w", key, err)
+			}
+			e.states[key] = &st
+			return nil
+		})
+	})
+	if err != nil {
+		return nil, fmt.Errorf("limits: load usage states: %w", err)
+	}
+	return e, e.Reload()
+}
+
+// Reload rebuilds the snapshot of active policies and entity limits from
+// the store. An entity's usage limit whose credit limit or threshold
+// changed gets the same transitions PolicyUpdated applies to policies.
+func (e *Engine) Reload() error {
+	e.reload.Lock()
+	defer e.reload.Unlock()
+	s := &snapshot{byID: map[string]*usageRule{}, prices: map[string]map[string]pricing.Price{}}
+	scheds := map[string]schedRecord{}
+	err := e.o.Store.View(func(tx store.Tx) error {
+		rps, err := store.List[store.RateLimitPolicy](tx, store.BucketRateLimitPolicies)
+		if err != nil {
+			return err
+		}
+		for _, p := range rps {
+			if p.Status == store.StatusArchived {
+				continue
+			}
+			sc := policyScope(p.ID, policyLabel(p.Name, p.ID), p.Conditions, p.GroupBy, p.WorkspaceID)
+			s.appendRate(sc, p.Type, p.Unit, p.Value)
+		}
+		ups, err := store.List[store.UsageLimitPolicy](tx, store.BucketUsageLimitPolicies)
+		if err != nil {
+			return err
+		}
+		for _, p := range ups {
+			if p.Status == store.StatusArchived {
+				continue
+			}
+			sc := policyScope(p.ID, policyLabel(p.Name, p.ID), p.Conditions, p.GroupBy, p.WorkspaceID)
+			s.usage = append(s.usage, &usageRule{scope: sc, tokens: p.Type == "tokens", limit: p.CreditLimit, threshold: p.AlertThreshold,
+				workspaceID: p.WorkspaceID, orgID: p.OrganisationID, period: p.PeriodicReset, periodDays: p.PeriodicResetDays,
+				explicit: p.NextUsageResetAt, policy: true})
+		}
+		if err := e.loadEntities(tx, s); err != nil {
+			return err
+		}
+		return tx.ForEach(store.BucketUsageStates, func(key string, raw []byte) error {
+			if id, ok := strings.CutPrefix(key, "s|"); ok {
+				var r schedRecord
+				if json.Unmarshal(raw, &r) == nil {
+					scheds[id] = r
+				}
+			}
+			return nil
+		})
+	})
+	if err != nil {
+		return fmt.Errorf("limits: load policies: %w", err)
+	}
+	now := e.o.Now()
+	fresh := map[string]schedRecord{}
+	for _, r := range s.usage {
+		s.byID[r.id] = r
+		if r.period == "" && r.periodDays == 0 {
+			continue
+		}
+		fp := r.fingerprint()
+		if sc := e.sched[r.id]; sc != nil && sc.fp == fp {
+			r.sched = sc
+			continue
+		}
+		r.sched = &schedule{fp: fp}
+		switch rec, ok := scheds[r.id]; {
+		case ok && rec.FP == fp:
+			r.sched.next.Store(rec.Next.UnixNano())
+		case r.explicit != nil:
+			r.sched.next.Store(r.explicit.UnixNano())
+			fresh[r.id] = schedRecord{FP: fp, Next: *r.explicit}
+		default:
+			next := r.advance(now, now)
+			r.sched.next.Store(next.UnixNano())
+			fresh[r.id] = schedRecord{FP: fp, Next: next}
+		}
+		e.sched[r.id] = r.sched
+	}
+	if len(fresh) > 0 {
+		err := e.o.Store.Update(func(tx store.Tx) error {
+			for id, rec := range fresh {
+				if err := tx.Put(store.BucketUsageStates, schedKey(id), rec); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			return fmt.Errorf("limits: save reset schedules: %w", err)
+		}
+	}
+	old := e.snap.Swap(s)
+	if old == nil {
+		return nil
+	}
+	var errs []error
+	for _, r := range s.usage {
+		if o := old.byID[r.id]; o != nil && !r.policy {
+			errs = append(errs, e.limitChanged(context.Background(), r.id, o.limit, r.limit, o.threshold, r.threshold))
+		}
+	}
+	return errors.Join(errs...)
+}
+
+// policyScope is a stored policy's scope: its conditions, and its
+// workspace (a policy applies to requests made in its own workspace).
+func policyScope(id, label string, conds []store.PolicyCondition, group []store.PolicyGroupBy, ws string) scope {
+	cs, gs := fields(conds, group)
+	if ws != "" {
+		f := parseField("workspace_id")
+		f.value = ws
+		cs = append(cs, f)
+	}
+	return scope{id: id, label: label, conds: cs, group: gs}
+}
+
+// loadEntities adds the limits of API keys, workspaces and providers (and
+// virtual keys) as implicit policies, and the integrations' pricing.
+func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
+	keys, err := store.List[store.APIKey](tx, store.BucketAPIKeys)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if k.Status != store.StatusActive && k.Status != store.KeyStatusExhausted {
+			continue
+		}
+		label := fmt.Sprintf("API key %q (%s)", k.Name, k.ID)
+		for i, rl := range k.RateLimits {
+			s.appendRate(implicitScope(fmt.Sprintf("api_key:%s#rate%d", k.ID, i), label, "api_key", k.ID), rl.Type, rl.Unit, rl.Value)
+		}
+		if k.UsageLimits != nil {
+			sc := implicitScope("api_key:"+k.ID+"#usage", label, "api_key", k.ID)
+			s.usage = append(s.usage, entityUsage(sc, *k.UsageLimits, k.WorkspaceID, k.OrganisationID, k.AlertEmails))
+		}
+	}
+	wss, err := store.List[store.Workspace](tx, store.BucketWorkspaces)
+	if err != nil {
+		return err
+	}
+	for _, w := range wss {
+		if w.Status == store.StatusArchived {
+			continue
+		}
+		label := fmt.Sprintf("workspace %s (%s)", w.Slug, w.ID)
+		for i, rl := range w.RateLimits {
+			s.appendRate(implicitScope(fmt.Sprintf("workspace:%s#rate%d", w.ID, i), label, "workspace_id", w.ID), rl.Type, rl.Unit, rl.Value)
+		}
+		for i, ul := range w.UsageLimits {
+			sc := implicitScope(fmt.Sprintf("workspace:%s#usage%d", w.ID, i), label, "workspace_id", w.ID)
+			s.usage = append(s.usage, entityUsage(sc, ul, w.ID, w.OrganisationID, nil))
+		}
+	}
+	provs, err := store.List[store.Provider](tx, store.BucketProviders)
+	if err != nil {
+		return err
+	}
+	for _, p := range provs {
+		e.entity(s, "provider:"+p.ID, "provider @"+p.Slug, p.ID, p.RateLimits, p.UsageLimits, p.WorkspaceID, p.OrganisationID)
+	}
+	vks, err := store.List[store.VirtualKey](tx, store.BucketVirtualKeys)
+	if err != nil {
+		return err
+	}
+	for _, v := range vks {
+		e.entity(s, "virtual_key:"+v.ID, "virtual key "+v.Slug, v.ID, v.RateLimits, v.UsageLimits, v.WorkspaceID, v.OrganisationID)
+	}
+	integs, err := store.List[store.Integration](tx, store.BucketIntegrations)
+	if err != nil {
+		return err
+	}
+	for _, in := range integs {
+		for _, m := range in.Models {
+			if p, ok := pricing.Override(m.PricingConfig); ok {
+				if s.prices[in.ID] == nil {
+					s.prices[in.ID] = map[string]pricing.Price{}
+				}
+				s.prices[in.ID][m.Slug] = p
+			}
+		}
+	}
+	return nil
+}
+
+// entity adds a provider's or virtual key's limits (condition provider=id).
+func (e *Engine) entity(s *snapshot, prefix, label, id string, rls []store.RateLimit, ul *store.UsageLimits, ws, org string) {
+	for i, rl := range rls {
+		s.appendRate(implicitScope(fmt.Sprintf("%s#rate%d", prefix, i), label, "provider", id), rl.Type, rl.Unit, rl.Value)
+	}
+	if ul != nil {
+		s.usage = append(s.usage, entityUsage(implicitScope(prefix+"#usage", label, "provider", id), *ul, ws, org, nil))
+	}
 }

@@ -173,6 +173,7 @@ type gatewayConfig struct {
 	trusted   []string
 	// distrustUpstream leaves the upstream off the trusted list.
 	distrustUpstream bool
+	limiter          core.Limiter
 }
 
 // loopbackOnly refuses every destination that is not a literal 127/8 or ::1
@@ -217,7 +218,7 @@ func newGateway(t *testing.T, h http.Handler, opts ...func(*gatewayConfig)) *gat
 	}
 	logs := &logSink{}
 	app := server.New(server.Options{
-		Auth: testAuth, Pipeline: pipe, Logs: logs, BodyLimit: cfg.bodyLimit,
+		Auth: testAuth, Pipeline: pipe, Logs: logs, BodyLimit: cfg.bodyLimit, Limiter: cfg.limiter,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	t.Cleanup(func() {

@@ -28,7 +28,9 @@ var skipResponseHeaders = map[string]bool{"Date": true, "Server": true}
 
 // writeResponse hands the upstream's answer to the client: status and
 // headers as received, then the body at once or the stream as it arrives.
-func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Response) error {
+// adm, when limits apply, adds its x-ratelimit-* headers and is told the
+// usage when the answer has ended.
+func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Response, adm core.Admission) error {
 	c.Status(resp.Status)
 	rh := &c.Response().Header
 	for name, values := range resp.Header {
@@ -52,12 +54,20 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 	}
 	rh.Set(headerCacheStatus, cacheStatus)
 	rh.Set(core.HeaderTraceID, req.TraceID)
+	if adm != nil {
+		for _, h := range adm.Headers() {
+			rh.Set(h[0], h[1])
+		}
+	}
 	if resp.Stream == nil {
 		usage := core.Usage{}
 		if resp.Status < 300 {
 			usage = parseUsage(resp.Body)
 		}
 		s.record(req, resp, resp.Status, usage, upstreamErr(resp))
+		if adm != nil {
+			adm.Done(usage, resp.Provider, req.Model)
+		}
 		if resp.HookResults != nil {
 			return c.Send(withHookResults(resp.Body, resp.HookResults))
 		}
@@ -91,6 +101,9 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 			// A provider's error answer streamed through (generic proxy):
 			// its body was not kept, so the log names the status.
 			err = errors.New(http.StatusText(resp.Status))
+		}
+		if adm != nil {
+			adm.Done(usage, resp.Provider, req.Model)
 		}
 		s.record(req, resp, resp.Status, usage, err)
 	})

@@ -128,6 +128,10 @@ func (s *Server) serve(endpoint core.Endpoint, check bodyCheck) fiber.Handler {
 		if err == nil && check != nil {
 			err = check(c, req)
 		}
+		var adm core.Admission
+		if err == nil && s.limiter != nil {
+			adm, err = s.limiter.Admit(context.Background(), req)
+		}
 		if err != nil {
 			s.record(req, nil, err.Status, core.Usage{}, err)
 			return err
@@ -151,7 +155,7 @@ func (s *Server) serve(endpoint core.Endpoint, check bodyCheck) fiber.Handler {
 			}
 			return ce
 		}
-		return s.writeResponse(c, req, resp)
+		return s.writeResponse(c, req, resp, adm)
 	}
 }
 

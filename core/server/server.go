@@ -28,6 +28,9 @@ type Options struct {
 	Configs ConfigSource
 	// Managed resolves @provider slugs and virtual keys; nil refuses them.
 	Managed core.ManagedTargets
+	// Limiter enforces rate and usage limits before any upstream call;
+	// nil enforces none.
+	Limiter core.Limiter
 	// Admin registers the control-plane routes under /v1; they are matched
 	// before the generic proxy.
 	Admin func(v1 fiber.Router)
@@ -52,6 +55,7 @@ type Server struct {
 	logs     core.LogSink
 	configs  ConfigSource
 	managed  core.ManagedTargets
+	limiter  core.Limiter
 	authFail func(c *fiber.Ctx, err *core.Error)
 	inline   inlineConfigs
 	log      *slog.Logger
@@ -72,7 +76,7 @@ func New(o Options) *fiber.App {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, authFail: o.OnAuthFailure, log: o.Logger, now: o.Now}
+	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, limiter: o.Limiter, authFail: o.OnAuthFailure, log: o.Logger, now: o.Now}
 	app := fiber.New(fiber.Config{
 		AppName:               "llm-gateway",
 		DisableStartupMessage: true,
@@ -183,6 +187,9 @@ func (s *Server) handleError(c *fiber.Ctx, err error) error {
 		s.log.Error("request failed", "trace_id", TraceID(c), "path", c.Path(), "error", err)
 	}
 	c.Status(ce.Status)
+	for _, h := range ce.Header {
+		c.Set(h[0], h[1])
+	}
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Send(ce.Body())
 }

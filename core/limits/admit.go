@@ -1,0 +1,228 @@
+package limits
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/llm-gateway/gateway/core"
+)
+
+// hit is a limit that applies to an admitted request, with its counter key.
+type hit[R any] struct {
+	rule  R
+	value string
+	key   string
+}
+
+// admission is an admitted request's share of its limits.
+type admission struct {
+	e      *Engine
+	snap   *snapshot
+	integ  string
+	tokens []hit[*rateRule]
+	usage  []hit[*usageRule]
+	// The tightest requests-type limit, for the x-ratelimit-* headers.
+	hasHdr    bool
+	limit     int64
+	remaining int64
+	resetSecs int64
+}
+
+// Admit implements core.Limiter. Limits are checked in a fixed order:
+// usage limits (exhausted → 412), then tokens-type rate limits (window
+// already full → 429), then requests-type rate limits, each counting the
+// request with an atomic Take. The first refusal ends the check, so a
+// refused request never counts against the limits after it; the requests
+// limits before it did count it (a counter has no undo), as a client over
+// one limit is expected to back off anyway.
+func (e *Engine) Admit(ctx context.Context, req *core.Request) (core.Admission, *core.Error) {
+	s := e.snap.Load()
+	if s == nil || s.empty() {
+		return nil, nil
+	}
+	now := e.o.Now()
+	a := &admission{e: e, snap: s, integ: req.Target.IntegrationID}
+	if err := e.admitUsage(ctx, s, req, a, now); err != nil {
+		return nil, err
+	}
+	for _, r := range s.tokens {
+		if !r.matches(req) {
+			continue
+		}
+		v := r.value(req)
+		k := rateKey(r.id, v)
+		w, err := e.o.Counter.Add(ctx, k, 0, r.window, now)
+		if err != nil {
+			return nil, e.counterErr(err)
+		}
+		if w.Count >= r.limit {
+			return nil, tooMany(&r.scope, v, r, w.Count, w.Reset, now)
+		}
+		a.tokens = append(a.tokens, hit[*rateRule]{r, v, k})
+	}
+	for _, r := range s.requests {
+		if !r.matches(req) {
+			continue
+		}
+		v := r.value(req)
+		w, err := e.o.Counter.Take(ctx, rateKey(r.id, v), 1, r.limit, r.window, now)
+		if err != nil {
+			return nil, e.counterErr(err)
+		}
+		if !w.Allowed {
+			return nil, tooMany(&r.scope, v, r, w.Count, w.Reset, now)
+		}
+		if rem := max(r.limit-w.Count, 0); !a.hasHdr || rem < a.remaining {
+			a.hasHdr, a.limit, a.remaining, a.resetSecs = true, r.limit, rem, ceilSeconds(w.Reset, now)
+		}
+	}
+	if len(a.tokens) == 0 && len(a.usage) == 0 && !a.hasHdr {
+		return nil, nil
+	}
+	return a, nil
+}
+
+// admitUsage refuses a request whose usage limits are exhausted and keeps
+// those that apply for Done. Periodic resets that are due run first.
+func (e *Engine) admitUsage(ctx context.Context, s *snapshot, req *core.Request, a *admission, now time.Time) *core.Error {
+	var keys []string
+	for _, r := range s.usage {
+		if !r.matches(req) {
+			continue
+		}
+		e.resetIfDue(ctx, r, now)
+		v := r.value(req)
+		k := usageKey(r.id, v)
+		a.usage = append(a.usage, hit[*usageRule]{r, v, k})
+		keys = append(keys, k)
+	}
+	if len(keys) == 0 {
+		return nil
+	}
+	used, err := e.o.Counter.Usage(ctx, keys...)
+	if err != nil {
+		return e.counterErr(err)
+	}
+	for i, h := range a.usage {
+		if used[i] >= h.rule.limit {
+			return exhausted(h.rule, h.value, used[i])
+		}
+	}
+	return nil
+}
+
+// Headers implements core.Admission: the tightest requests-type limit.
+func (a *admission) Headers() [][2]string {
+	if !a.hasHdr {
+		return nil
+	}
+	return rateHeaders(a.limit, a.remaining, a.resetSecs, false)
+}
+
+// Done implements core.Admission: tokens go into the tokens-type windows,
+// tokens or cost into the usage limits, and crossing a usage limit's
+// threshold or credit limit queues its alert once.
+func (a *admission) Done(u core.Usage, provider, model string) {
+	tokens := int64(u.TotalTokens)
+	if tokens == 0 {
+		tokens = int64(u.PromptTokens + u.CompletionTokens)
+	}
+	if tokens <= 0 {
+		return
+	}
+	e, ctx, now := a.e, context.Background(), a.e.o.Now()
+	for _, h := range a.tokens {
+		if _, err := e.o.Counter.Add(ctx, h.key, tokens, h.rule.window, now); err != nil {
+			e.o.Logger.Error("limits: counting tokens failed", "limit", h.rule.id, "error", err)
+		}
+	}
+	cost, priced := 0.0, false
+	for _, h := range a.usage {
+		amount := float64(tokens)
+		if !h.rule.tokens {
+			if !priced {
+				cost, priced = a.cost(u, provider, model), true
+			}
+			amount = cost
+		}
+		if amount <= 0 {
+			continue
+		}
+		total, err := e.o.Counter.AddUsage(ctx, h.key, amount)
+		if err != nil {
+			e.o.Logger.Error("limits: counting usage failed", "limit", h.rule.id, "error", err)
+			continue
+		}
+		e.afterUsage(h.rule, h.value, total, now)
+	}
+}
+
+// cost prices usage: the integration's override for the model, else the
+// pricing table's list price; an unknown model costs nothing (logged).
+func (a *admission) cost(u core.Usage, provider, model string) float64 {
+	if p, ok := a.snap.prices[a.integ][model]; ok {
+		return p.Cost(u)
+	}
+	if p, ok := a.e.o.Pricing.Lookup(provider, model); ok {
+		return p.Cost(u)
+	}
+	a.e.o.Logger.Warn("limits: no price for the model; its cost is counted as 0 (set pricing_config on the integration's model)",
+		"provider", provider, "model", model)
+	return 0
+}
+
+func (e *Engine) counterErr(err error) *core.Error {
+	e.o.Logger.Error("limits: counter unavailable", "error", err)
+	return &core.Error{Status: http.StatusServiceUnavailable, Type: core.TypeAPI, Message: "limit counters are unavailable; try again shortly", Err: err}
+}
+
+// tooMany is the 429 of a rate limit, with retry-after and x-ratelimit-*.
+func tooMany(sc *scope, value string, r *rateRule, count int64, reset, now time.Time) *core.Error {
+	secs := ceilSeconds(reset, now)
+	what := "requests"
+	if r.tokens {
+		what = "tokens"
+	}
+	msg := fmt.Sprintf("rate limit exceeded: %s allows %d %s per %s", sc.label, r.limit, what, unitNames[r.unit])
+	if value != "" {
+		msg += " for " + value
+	}
+	msg += fmt.Sprintf("; retry in %d s", secs)
+	return &core.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Message: msg,
+		Header: rateHeaders(r.limit, max(r.limit-count, 0), secs, true)}
+}
+
+// exhausted is the 412 of a usage limit.
+func exhausted(r *usageRule, value string, used float64) *core.Error {
+	what := fmt.Sprintf("%g tokens", r.limit)
+	if !r.tokens {
+		what = fmt.Sprintf("$%g", r.limit)
+	}
+	msg := fmt.Sprintf("usage limit exhausted: %s allows %s", r.label, what)
+	if value != "" {
+		msg += " for " + value
+	}
+	msg += fmt.Sprintf(" and %g is used; raise its credit_limit or reset its usage", used)
+	return &core.Error{Status: http.StatusPreconditionFailed, Type: "budget_exceeded_error", Message: msg}
+}
+
+func rateHeaders(limit, remaining, resetSecs int64, retry bool) [][2]string {
+	h := make([][2]string, 0, 4)
+	if retry {
+		h = append(h, [2]string{"retry-after", strconv.FormatInt(resetSecs, 10)})
+	}
+	return append(h,
+		[2]string{"x-ratelimit-limit", strconv.FormatInt(limit, 10)},
+		[2]string{"x-ratelimit-remaining", strconv.FormatInt(remaining, 10)},
+		[2]string{"x-ratelimit-reset", strconv.FormatInt(resetSecs, 10)})
+}
+
+// ceilSeconds is the whole seconds from now until t, rounded up, at least 1.
+func ceilSeconds(t, now time.Time) int64 {
+	d := t.Sub(now)
+	secs := int64((d + time.Second - 1) / time.Second)
+	return max(secs, 1)
+}

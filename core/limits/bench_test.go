@@ -1,0 +1,80 @@
+package limits
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/llm-gateway/gateway/core"
+)
+
+// benchCase is an engine and a request for the hot-path benchmarks: no
+// limits, or three active policies (a requests limit grouped by key, a
+// tokens limit on a metadata condition, a cost budget).
+type benchCase struct {
+	e   *env
+	req *core.Request
+}
+
+func newBenchCase(b *testing.B, policies bool) benchCase {
+	e := newEnv(b)
+	if policies {
+		e.put(b, ratePolicy("p1", "requests", "rpm", 1<<40, nil, "api_key"),
+			ratePolicy("p2", "tokens", "rph", 1<<50, cond("metadata.team", "red")),
+			usagePolicy("u1", "cost", 1e12, nil))
+	}
+	return benchCase{e: e, req: request(meta("team", "red"))}
+}
+
+var benchUsage = core.Usage{PromptTokens: 100, CompletionTokens: 50, TotalTokens: 150}
+
+// once is one request's Admit, Headers and Done.
+func (c benchCase) once(b *testing.B) {
+	a, err := c.e.eng.Admit(context.Background(), c.req)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if a != nil {
+		a.Headers()
+		a.Done(benchUsage, "openai", "gpt-4o")
+	}
+}
+
+// BenchmarkAdmitDone measures Admit+Done with no limits and with three
+// active policies.
+func BenchmarkAdmitDone(b *testing.B) {
+	for _, c := range []struct {
+		name     string
+		policies bool
+	}{{"none", false}, {"three", true}} {
+		b.Run(c.name, func(b *testing.B) {
+			bc := newBenchCase(b, c.policies)
+			b.ReportAllocs()
+			for b.Loop() {
+				bc.once(b)
+			}
+		})
+	}
+}
+
+// BenchmarkAdmitDoneRatio runs both cases in turn and reports the cost of
+// three policies over none as "three/none" (and the extra ns per request);
+// no threshold is enforced.
+func BenchmarkAdmitDoneRatio(b *testing.B) {
+	none, three := newBenchCase(b, false), newBenchCase(b, true)
+	var tNone, tThree time.Duration
+	n := 0
+	for b.Loop() {
+		start := time.Now()
+		none.once(b)
+		mid := time.Now()
+		three.once(b)
+		tNone += mid.Sub(start)
+		tThree += time.Since(mid)
+		n++
+	}
+	if tNone > 0 {
+		b.ReportMetric(float64(tThree)/float64(tNone), "three/none")
+	}
+	b.ReportMetric(float64(tThree-tNone)/float64(n), "extra-ns/req")
+}

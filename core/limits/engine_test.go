@@ -1,0 +1,658 @@
+package limits
+
+import (
+	"context"
+	"encoding/json"
+	"io"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/llm-gateway/gateway/adminsvc/alerts"
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/store"
+)
+
+var t0 = time.Date(2025, 3, 10, 12, 0, 0, 0, time.UTC)
+
+// clock is a fake clock the tests move by hand.
+type clock struct {
+	mu  sync.Mutex
+	now time.Time
+}
+
+func (c *clock) Now() time.Time { c.mu.Lock(); defer c.mu.Unlock(); return c.now }
+func (c *clock) add(d time.Duration) {
+	c.mu.Lock()
+	c.now = c.now.Add(d)
+	c.mu.Unlock()
+}
+
+type env struct {
+	t   *testing.T
+	st  store.Store
+	clk *clock
+	ctr *memCounter
+	eng *Engine
+}
+
+func newEnv(t testing.TB) *env {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	clk := &clock{now: t0}
+	ctr := newMemCounter()
+	eng, err := New(Options{Store: st, Counter: ctr, Now: clk.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	tt, _ := t.(*testing.T)
+	return &env{t: tt, st: st, clk: clk, ctr: ctr, eng: eng}
+}
+
+// put stores records and reloads the engine.
+func (e *env) put(t testing.TB, recs ...any) {
+	t.Helper()
+	err := e.st.Update(func(tx store.Tx) error {
+		for _, r := range recs {
+			var err error
+			switch v := r.(type) {
+			case store.RateLimitPolicy:
+				err = tx.Put(store.BucketRateLimitPolicies, v.ID, v)
+			case store.UsageLimitPolicy:
+				err = tx.Put(store.BucketUsageLimitPolicies, v.ID, v)
+			case store.APIKey:
+				err = tx.Put(store.BucketAPIKeys, v.ID, v)
+			case store.Workspace:
+				err = tx.Put(store.BucketWorkspaces, v.ID, v)
+			case store.Provider:
+				err = tx.Put(store.BucketProviders, v.ID, v)
+			case store.Integration:
+				err = tx.Put(store.BucketIntegrations, v.ID, v)
+			case store.User:
+				err = tx.Put(store.BucketUsers, v.ID, v)
+			case store.Member:
+				err = tx.Put(store.BucketMembers, store.MemberKey(v.WorkspaceID, v.UserID), v)
+			default:
+				t.Fatalf("put: %T", r)
+			}
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := e.eng.Reload(); err != nil {
+		t.Fatal(err)
+	}
+}
+
+func (e *env) outbox(t *testing.T) []alerts.Message {
+	t.Helper()
+	var out []alerts.Message
+	err := e.st.View(func(tx store.Tx) (err error) {
+		out, err = store.List[alerts.Message](tx, store.BucketOutbox)
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return out
+}
+
+// reqOpt adjusts a test request.
+type reqOpt func(*core.Request)
+
+func meta(k, v string) reqOpt { return func(r *core.Request) { r.Metadata[k] = v } }
+func key(id string) reqOpt {
+	return func(r *core.Request) { p := *r.Principal; p.KeyID = id; r.Principal = &p }
+}
+func endpoint(ep core.Endpoint) reqOpt { return func(r *core.Request) { r.Endpoint = ep } }
+func provider(id, integ string) reqOpt {
+	return func(r *core.Request) {
+		r.Target.ProviderID, r.Target.IntegrationID, r.Target.Provider = id, integ, "openai"
+	}
+}
+
+func request(opts ...reqOpt) *core.Request {
+	r := &core.Request{Endpoint: core.EndpointChatComplete, Model: "gpt-4o", Metadata: map[string]string{},
+		Principal: &core.Principal{KeyID: "key-1", OrganisationID: "org-1", WorkspaceID: "ws-1"}}
+	for _, o := range opts {
+		o(r)
+	}
+	return r
+}
+
+func name(s string) *string  { return &s }
+func num(f float64) *float64 { return &f }
+
+func ratePolicy(id string, typ, unit string, value int64, conds []store.PolicyCondition, group ...string) store.RateLimitPolicy {
+	p := store.RateLimitPolicy{ID: id, Name: name("pol-" + id), Conditions: conds, Type: typ, Unit: unit, Value: value,
+		Status: store.StatusActive, WorkspaceID: "ws-1", OrganisationID: "org-1"}
+	for _, g := range group {
+		p.GroupBy = append(p.GroupBy, store.PolicyGroupBy{Key: g})
+	}
+	return p
+}
+
+func cond(kv ...string) []store.PolicyCondition {
+	var cs []store.PolicyCondition
+	for i := 0; i < len(kv); i += 2 {
+		cs = append(cs, store.PolicyCondition{Key: kv[i], Value: kv[i+1]})
+	}
+	return cs
+}
+
+func header(h [][2]string, name string) string {
+	for _, kv := range h {
+		if kv[0] == name {
+			return kv[1]
+		}
+	}
+	return ""
+}
+
+func TestConditionMatching(t *testing.T) {
+	for _, c := range []struct {
+		name  string
+		conds []store.PolicyCondition
+		req   *core.Request
+		hit   bool
+	}{
+		{"no conditions", nil, request(), true},
+		{"api_key", cond("api_key", "key-1"), request(), true},
+		{"other api_key", cond("api_key", "key-2"), request(), false},
+		{"organisation", cond("organisation_id", "org-1"), request(), true},
+		{"workspace", cond("workspace_id", "ws-2"), request(), false},
+		{"metadata", cond("metadata.team", "red"), request(meta("team", "red")), true},
+		{"metadata other value", cond("metadata.team", "red"), request(meta("team", "blue")), false},
+		{"metadata absent", cond("metadata.team", "red"), request(), false},
+		{"endpoint_type", cond("endpoint_type", "embed"), request(endpoint(core.EndpointEmbed)), true},
+		{"endpoint_type other", cond("endpoint_type", "embed"), request(), false},
+		{"all must match", cond("api_key", "key-1", "metadata.team", "red"), request(meta("team", "blue")), false},
+		{"all match", cond("api_key", "key-1", "metadata.team", "red", "endpoint_type", "chatComplete"), request(meta("team", "red")), true},
+		{"unknown key never matches", cond("colour", "x"), request(), false},
+		{"policy of another workspace", nil, func() *core.Request {
+			r := request()
+			r.Principal.WorkspaceID = "ws-9"
+			return r
+		}(), false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.put(t, ratePolicy("p1", "requests", "rpm", 0, c.conds)) // a limit of 0 refuses whatever it applies to
+			_, err := e.eng.Admit(context.Background(), c.req)
+			if got := err != nil && err.Status == http.StatusTooManyRequests; got != c.hit {
+				t.Fatalf("applied = %v, want %v (err %v)", got, c.hit, err)
+			}
+		})
+	}
+}
+
+func TestGroupBy(t *testing.T) {
+	e := newEnv(t)
+	e.put(t, ratePolicy("p1", "requests", "rpm", 1, nil, "api_key", "metadata.user"))
+	ctx := context.Background()
+	for i, c := range []struct {
+		req   *core.Request
+		ok    bool
+		value string
+	}{
+		{request(meta("user", "ann")), true, ""},
+		{request(meta("user", "bob")), true, ""},
+		{request(key("key-2"), meta("user", "ann")), true, ""},
+		{request(meta("user", "ann")), false, "api_key=key-1,metadata.user=ann"},
+		{request(meta("user", "bob")), false, "api_key=key-1,metadata.user=bob"},
+		{request(), true, ""}, // an absent field is a value of its own ("")
+		{request(), false, "api_key=key-1,metadata.user="},
+	} {
+		_, err := e.eng.Admit(ctx, c.req)
+		if (err == nil) != c.ok {
+			t.Fatalf("#%d: admitted = %v, want %v (%v)", i, err == nil, c.ok, err)
+		}
+		if err != nil && !strings.Contains(err.Message, "for "+c.value+";") {
+			t.Errorf("#%d: message %q does not name group value %q", i, err.Message, c.value)
+		}
+	}
+}
+
+func TestRequestsWindow(t *testing.T) {
+	e := newEnv(t)
+	e.put(t, ratePolicy("p1", "requests", "rpm", 2, nil), ratePolicy("p2", "requests", "rph", 10, nil))
+	ctx := context.Background()
+	for i, want := range [][2]string{{"1", "60"}, {"0", "50"}} {
+		a, err := e.eng.Admit(ctx, request())
+		if err != nil {
+			t.Fatalf("#%d: %v", i, err)
+		}
+		h := a.Headers()
+		// The tightest of the two limits: rpm 2.
+		if header(h, "x-ratelimit-limit") != "2" || header(h, "x-ratelimit-remaining") != want[0] || header(h, "x-ratelimit-reset") != want[1] {
+			t.Errorf("#%d: headers %v", i, h)
+		}
+		e.clk.add(10 * time.Second)
+	}
+	_, err := e.eng.Admit(ctx, request())
+	if err == nil || err.Status != http.StatusTooManyRequests {
+		t.Fatalf("third request: %v, want 429", err)
+	}
+	// The first request leaves the window 60 s after it came: 40 s from now.
+	for name, want := range map[string]string{"retry-after": "40", "x-ratelimit-limit": "2", "x-ratelimit-remaining": "0", "x-ratelimit-reset": "40"} {
+		if got := header(err.Header, name); got != want {
+			t.Errorf("%s = %q, want %q", name, got, want)
+		}
+	}
+	if !strings.Contains(err.Message, `policy "pol-p1" (p1)`) || !strings.Contains(err.Message, "2 requests per minute") {
+		t.Errorf("message %q", err.Message)
+	}
+	// Refused by p1, it did not count against p2 (checked after p1): 2 of 10 used.
+	e.clk.add(41 * time.Second)
+	a, err := e.eng.Admit(ctx, request())
+	if err != nil {
+		t.Fatalf("after the window moved: %v", err)
+	}
+	// The request at 10 s is still in the window.
+	if got := header(a.Headers(), "x-ratelimit-remaining"); got != "0" {
+		t.Errorf("remaining = %s", got)
+	}
+	if w, _ := e.ctr.Add(ctx, rateKey("p2", ""), 0, time.Hour, e.clk.Now()); w.Count != 3 {
+		t.Errorf("p2 counted %d requests, want 3 (the refused one not counted)", w.Count)
+	}
+}
+
+func TestTokensCountedAfterDone(t *testing.T) {
+	e := newEnv(t)
+	e.put(t, ratePolicy("t1", "tokens", "rpm", 100, nil))
+	ctx := context.Background()
+	a, err := e.eng.Admit(ctx, request())
+	if err != nil || a == nil {
+		t.Fatalf("first: %v %v", a, err)
+	}
+	// Before Done nothing is counted: another request is admitted.
+	b, err := e.eng.Admit(ctx, request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Done(core.Usage{PromptTokens: 40, CompletionTokens: 20, TotalTokens: 60}, "openai", "gpt-4o")
+	if _, err := e.eng.Admit(ctx, request()); err != nil {
+		t.Fatalf("60 of 100 used: %v", err)
+	}
+	b.Done(core.Usage{TotalTokens: 50}, "openai", "gpt-4o")
+	_, err = e.eng.Admit(ctx, request())
+	if err == nil || err.Status != http.StatusTooManyRequests || !strings.Contains(err.Message, "100 tokens per minute") {
+		t.Fatalf("110 of 100 used: %v, want 429", err)
+	}
+	e.clk.add(time.Minute)
+	if _, err := e.eng.Admit(ctx, request()); err != nil {
+		t.Fatalf("a minute later: %v", err)
+	}
+}
+
+func usagePolicy(id, typ string, limit float64, thr *float64) store.UsageLimitPolicy {
+	return store.UsageLimitPolicy{ID: id, Name: name("budget-" + id), Type: typ, CreditLimit: limit, AlertThreshold: thr,
+		Status: store.StatusActive, WorkspaceID: "ws-1", OrganisationID: "org-1", CreatedAt: t0}
+}
+
+func TestUsageCost(t *testing.T) {
+	ctx := context.Background()
+	// gpt-4o lists at $2.5 / $10 per 1M tokens: 200k in + 60k out = $1.10.
+	use := core.Usage{PromptTokens: 200_000, CompletionTokens: 60_000, TotalTokens: 260_000}
+	for _, c := range []struct {
+		name     string
+		opts     []reqOpt
+		want     float64
+		exhausts bool
+	}{
+		{"list price", nil, 1.1, true},
+		// The integration's pricing_config for gpt-4o ($1 / $2): 0.2 + 0.12.
+		{"integration override", []reqOpt{provider("prov-1", "int-1")}, 0.32, false},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.put(t, usagePolicy("u1", "cost", 1, nil), store.Integration{ID: "int-1", Models: []store.IntegrationModel{
+				{Slug: "gpt-4o", Enabled: true, PricingConfig: json.RawMessage(`{"input":1,"output":2}`)}}})
+			a, err := e.eng.Admit(ctx, request(c.opts...))
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Done(use, "openai", "gpt-4o")
+			sts, _ := e.eng.UsageStates(ctx, "u1")
+			if len(sts) != 1 || sts[0].CurrentUsage < c.want-1e-9 || sts[0].CurrentUsage > c.want+1e-9 {
+				t.Fatalf("states %+v, want usage %v", sts, c.want)
+			}
+			_, err = e.eng.Admit(ctx, request(c.opts...))
+			if c.exhausts != (err != nil) {
+				t.Fatalf("next request: %v", err)
+			}
+			if err != nil && (err.Status != http.StatusPreconditionFailed || !strings.Contains(err.Message, `budget-u1`)) {
+				t.Fatalf("got %v, want 412 naming the policy", err)
+			}
+		})
+	}
+}
+
+func TestAlertsOnceEachToTheRightPeople(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	users := []store.User{
+		{ID: "u-owner", Email: "owner@example.com", Role: "owner", OrganisationID: "org-1"},
+		{ID: "u-orgadmin", Email: "orgadmin@example.com", Role: "admin", OrganisationID: "org-1"},
+		{ID: "u-wsadmin", Email: "wsadmin@example.com", Role: "member", OrganisationID: "org-1"},
+		{ID: "u-manager", Email: "manager@example.com", Role: "member", OrganisationID: "org-1"},
+		{ID: "u-member", Email: "member@example.com", Role: "member", OrganisationID: "org-1"},
+		{ID: "u-elsewhere", Email: "elsewhere@example.com", Role: "member", OrganisationID: "org-1"},
+	}
+	recs := []any{usagePolicy("u1", "tokens", 1000, num(500)),
+		store.Member{WorkspaceID: "ws-1", UserID: "u-wsadmin", Role: "admin"},
+		store.Member{WorkspaceID: "ws-1", UserID: "u-manager", Role: "manager"},
+		store.Member{WorkspaceID: "ws-1", UserID: "u-member", Role: "member"},
+		store.Member{WorkspaceID: "ws-2", UserID: "u-elsewhere", Role: "admin"}}
+	for _, u := range users {
+		recs = append(recs, u)
+	}
+	e.put(t, recs...)
+	spend := func() *core.Error {
+		a, err := e.eng.Admit(ctx, request())
+		if err == nil {
+			a.Done(core.Usage{TotalTokens: 300}, "openai", "gpt-4o")
+		}
+		return err
+	}
+	kinds := func() []string {
+		var ks []string
+		for _, m := range e.outbox(t) {
+			ks = append(ks, m.Kind)
+		}
+		slices.Sort(ks) // queued in one instant, their order is not defined
+		return ks
+	}
+	for i, want := range [][]string{
+		nil,                              // 300
+		{AlertThreshold},                 // 600: over 500
+		{AlertThreshold},                 // 900
+		{AlertExhausted, AlertThreshold}, // 1200 (sorted)
+	} {
+		if err := spend(); err != nil {
+			t.Fatalf("#%d: %v", i, err)
+		}
+		if got := kinds(); !slices.Equal(got, want) {
+			t.Fatalf("after request %d: alerts %v, want %v", i, got, want)
+		}
+	}
+	if err := spend(); err == nil || err.Status != http.StatusPreconditionFailed {
+		t.Fatalf("exhausted: %v", err)
+	}
+	if n := len(e.outbox(t)); n != 2 {
+		t.Fatalf("%d alerts after the refusal, want 2", n)
+	}
+	want := []string{"manager@example.com", "orgadmin@example.com", "owner@example.com", "wsadmin@example.com"}
+	for _, m := range e.outbox(t) {
+		if !slices.Equal(m.To, want) {
+			t.Errorf("%s to %v, want %v", m.Kind, m.To, want)
+		}
+	}
+	sts, _ := e.eng.UsageStates(ctx, "u1")
+	if len(sts) != 1 || sts[0].Status != StatusExhausted || !sts[0].ThresholdAlertSent || !sts[0].ExhaustedAlertSent || sts[0].CurrentUsage != 1200 {
+		t.Fatalf("states %+v", sts)
+	}
+	// The state survives a restart.
+	eng2, err := New(Options{Store: e.st, Counter: e.ctr, Now: e.clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if sts2, _ := eng2.UsageStates(ctx, "u1"); !slices.Equal(sts, sts2) {
+		t.Fatalf("after restart %+v, want %+v", sts2, sts)
+	}
+}
+
+func TestPolicyUpdated(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name          string
+		limit         float64
+		thr           *float64
+		wantStatus    string
+		wantThreshold bool
+		wantExhausted bool
+	}{
+		{"unchanged", 1000, num(500), StatusExhausted, true, true},
+		{"limit raised above usage", 2000, num(500), StatusActive, false, false},
+		{"limit raised, still below usage", 1100, num(500), StatusExhausted, true, true},
+		{"threshold raised", 1000, num(800), StatusExhausted, false, true},
+		{"threshold removed", 1000, nil, StatusExhausted, false, true},
+		{"threshold lowered", 1000, num(100), StatusExhausted, true, true},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			old := usagePolicy("u1", "tokens", 1000, num(500))
+			e.put(t, old)
+			a, _ := e.eng.Admit(ctx, request())
+			a.Done(core.Usage{TotalTokens: 1200}, "openai", "gpt-4o")
+			upd := old
+			upd.CreditLimit, upd.AlertThreshold = c.limit, c.thr
+			e.put(t, upd)
+			if err := e.eng.PolicyUpdated(ctx, old, upd); err != nil {
+				t.Fatal(err)
+			}
+			sts, _ := e.eng.UsageStates(ctx, "u1")
+			if len(sts) != 1 || sts[0].Status != c.wantStatus || sts[0].ThresholdAlertSent != c.wantThreshold || sts[0].ExhaustedAlertSent != c.wantExhausted {
+				t.Fatalf("states %+v", sts)
+			}
+			_, err := e.eng.Admit(ctx, request())
+			if (err == nil) != (c.wantStatus == StatusActive) {
+				t.Fatalf("admit: %v", err)
+			}
+		})
+	}
+}
+
+func TestResetUsage(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	p := usagePolicy("u1", "tokens", 100, nil)
+	p.GroupBy = []store.PolicyGroupBy{{Key: "metadata.user"}}
+	e.put(t, p)
+	for _, u := range []string{"ann", "bob"} {
+		a, _ := e.eng.Admit(ctx, request(meta("user", u)))
+		a.Done(core.Usage{TotalTokens: 150}, "openai", "gpt-4o")
+	}
+	if err := e.eng.ResetUsage(ctx, "u1", "metadata.user=ann"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.eng.Admit(ctx, request(meta("user", "ann"))); err != nil {
+		t.Fatalf("ann after her reset: %v", err)
+	}
+	if _, err := e.eng.Admit(ctx, request(meta("user", "bob"))); err == nil {
+		t.Fatal("bob admitted without a reset")
+	}
+	if err := e.eng.ResetUsage(ctx, "u1", ""); err != nil {
+		t.Fatal(err)
+	}
+	sts, _ := e.eng.UsageStates(ctx, "u1")
+	if len(sts) != 2 || sts[0].CurrentUsage != 0 || sts[1].CurrentUsage != 0 || sts[1].Status != StatusActive {
+		t.Fatalf("states %+v", sts)
+	}
+}
+
+func TestPeriodicReset(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	p := usagePolicy("u1", "tokens", 100, nil)
+	next := t0.Add(time.Hour)
+	p.PeriodicResetDays, p.NextUsageResetAt = 1, &next
+	e.put(t, p)
+	a, _ := e.eng.Admit(ctx, request())
+	a.Done(core.Usage{TotalTokens: 100}, "openai", "gpt-4o")
+	if _, err := e.eng.Admit(ctx, request()); err == nil || err.Status != http.StatusPreconditionFailed {
+		t.Fatalf("exhausted: %v", err)
+	}
+	e.clk.add(59 * time.Minute)
+	if _, err := e.eng.Admit(ctx, request()); err == nil {
+		t.Fatal("admitted before the reset")
+	}
+	e.clk.add(2 * time.Minute) // past next_usage_reset_at
+	if _, err := e.eng.Admit(ctx, request()); err != nil {
+		t.Fatalf("after the reset: %v", err)
+	}
+	var got store.UsageLimitPolicy
+	e.st.View(func(tx store.Tx) error { return tx.Get(store.BucketUsageLimitPolicies, "u1", &got) })
+	if got.NextUsageResetAt == nil || !got.NextUsageResetAt.Equal(next.Add(24*time.Hour)) || got.LastResetAt == nil || !got.LastResetAt.Equal(e.clk.Now()) {
+		t.Fatalf("policy after reset: next %v last %v", got.NextUsageResetAt, got.LastResetAt)
+	}
+	// The reloaded schedule is the advanced one: no second reset today.
+	if err := e.eng.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	a, _ = e.eng.Admit(ctx, request())
+	a.Done(core.Usage{TotalTokens: 100}, "openai", "gpt-4o")
+	e.clk.add(12 * time.Hour)
+	e.eng.RunOnce(ctx, e.clk.Now())
+	if _, err := e.eng.Admit(ctx, request()); err == nil {
+		t.Fatal("reset twice in one period")
+	}
+	// An idle limit is reset by the worker.
+	e.clk.add(12 * time.Hour)
+	e.eng.RunOnce(ctx, e.clk.Now())
+	sts, _ := e.eng.UsageStates(ctx, "u1")
+	if len(sts) != 1 || sts[0].CurrentUsage != 0 {
+		t.Fatalf("after the worker's reset: %+v", sts)
+	}
+}
+
+func TestPeriodicResetWithoutDate(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	p := usagePolicy("u1", "tokens", 100, nil)
+	p.PeriodicReset = "weekly"
+	e.put(t, p)
+	a, _ := e.eng.Admit(ctx, request())
+	a.Done(core.Usage{TotalTokens: 100}, "openai", "gpt-4o")
+	// A restart keeps the schedule (a week from when it was first seen).
+	eng2, err := New(Options{Store: e.st, Counter: e.ctr, Now: e.clk.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	e.clk.add(7*24*time.Hour - time.Second)
+	if _, err := eng2.Admit(ctx, request()); err == nil {
+		t.Fatal("reset early")
+	}
+	e.clk.add(time.Second)
+	if _, err := eng2.Admit(ctx, request()); err != nil {
+		t.Fatalf("a week later: %v", err)
+	}
+}
+
+func TestArchivedSkipped(t *testing.T) {
+	e := newEnv(t)
+	rp := ratePolicy("p1", "requests", "rpm", 0, nil)
+	rp.Status = store.StatusArchived
+	up := usagePolicy("u1", "tokens", 0, nil)
+	up.Status = store.StatusArchived
+	e.put(t, rp, up)
+	a, err := e.eng.Admit(context.Background(), request())
+	if err != nil || a != nil {
+		t.Fatalf("archived policies applied: %v %v", a, err)
+	}
+}
+
+func TestEntityLimits(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name   string
+		rec    any
+		req    *core.Request
+		other  *core.Request // not covered by the limit
+		status int
+		label  string
+	}{
+		{"api key rate", store.APIKey{ID: "key-1", Name: "ci", Status: store.StatusActive, RateLimits: []store.RateLimit{{Type: "requests", Unit: "rpm", Value: 1}}},
+			request(), request(key("key-2")), http.StatusTooManyRequests, `API key "ci" (key-1)`},
+		{"workspace rate", store.Workspace{ID: "ws-1", Slug: "team", Status: store.StatusActive, RateLimits: []store.RateLimit{{Type: "requests", Unit: "rps", Value: 1}}},
+			request(), func() *core.Request { r := request(); r.Principal.WorkspaceID = "ws-2"; return r }(), http.StatusTooManyRequests, "workspace team (ws-1)"},
+		{"provider rate", store.Provider{ID: "prov-1", Slug: "openai-prod", Status: store.StatusActive, RateLimits: []store.RateLimit{{Type: "requests", Unit: "rpd", Value: 1}}},
+			request(provider("prov-1", "")), request(), http.StatusTooManyRequests, "provider @openai-prod"},
+		{"api key usage", store.APIKey{ID: "key-1", Name: "ci", Status: store.StatusActive, UsageLimits: &store.UsageLimits{Type: "tokens", CreditLimit: 10}},
+			request(), request(key("key-2")), http.StatusPreconditionFailed, `API key "ci"`},
+		{"workspace usage", store.Workspace{ID: "ws-1", Slug: "team", Status: store.StatusActive, UsageLimits: []store.UsageLimits{{Type: "tokens", CreditLimit: 10}}},
+			request(), func() *core.Request { r := request(); r.Principal.WorkspaceID = "ws-2"; return r }(), http.StatusPreconditionFailed, "workspace team"},
+		{"provider usage", store.Provider{ID: "prov-1", Slug: "openai-prod", Status: store.StatusActive, UsageLimits: &store.UsageLimits{Type: "cost", CreditLimit: 0.01}},
+			request(provider("prov-1", "")), request(), http.StatusPreconditionFailed, "provider @openai-prod"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.put(t, c.rec)
+			a, err := e.eng.Admit(ctx, c.req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			a.Done(core.Usage{PromptTokens: 10_000, CompletionTokens: 10_000, TotalTokens: 20_000}, "openai", "gpt-4o")
+			_, err = e.eng.Admit(ctx, c.req)
+			if err == nil || err.Status != c.status || !strings.Contains(err.Message, c.label) {
+				t.Fatalf("second request: %v, want %d naming %s", err, c.status, c.label)
+			}
+			if _, err := e.eng.Admit(ctx, c.other); err != nil {
+				t.Fatalf("a request the limit does not cover: %v", err)
+			}
+		})
+	}
+}
+
+func TestEntityLimitRaisedOnReload(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	k := store.APIKey{ID: "key-1", Status: store.StatusActive, UsageLimits: &store.UsageLimits{Type: "tokens", CreditLimit: 10}}
+	e.put(t, k)
+	a, _ := e.eng.Admit(ctx, request())
+	a.Done(core.Usage{TotalTokens: 20}, "openai", "gpt-4o")
+	k.UsageLimits = &store.UsageLimits{Type: "tokens", CreditLimit: 100}
+	e.put(t, k)
+	sts, _ := e.eng.UsageStates(ctx, "api_key:key-1#usage")
+	if len(sts) != 1 || sts[0].Status != StatusActive || sts[0].ExhaustedAlertSent {
+		t.Fatalf("states %+v", sts)
+	}
+}
+
+func TestConcurrentAdmit(t *testing.T) {
+	e := newEnv(t)
+	e.put(t, ratePolicy("p1", "requests", "rpm", 50, nil))
+	var admitted, refused atomic.Int64
+	var wg sync.WaitGroup
+	start := make(chan struct{})
+	for range 200 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			<-start
+			_, err := e.eng.Admit(context.Background(), request())
+			switch {
+			case err == nil:
+				admitted.Add(1)
+			case err.Status == http.StatusTooManyRequests:
+				refused.Add(1)
+			}
+		}()
+	}
+	close(start)
+	wg.Wait()
+	if admitted.Load() != 50 || refused.Load() != 150 {
+		t.Fatalf("admitted %d, refused %d; want 50 and 150", admitted.Load(), refused.Load())
+	}
+}
+
+func TestNoLimitsNoAdmission(t *testing.T) {
+	e := newEnv(t)
+	a, err := e.eng.Admit(context.Background(), request())
+	if a != nil || err != nil {
+		t.Fatalf("got %v %v", a, err)
+	}
+}

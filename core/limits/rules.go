@@ -1,0 +1,271 @@
+package limits
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"time"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/pricing"
+	"github.com/llm-gateway/gateway/store"
+)
+
+// dimension is what a condition or group_by key reads from a request.
+type dimension uint8
+
+const (
+	dimUnknown dimension = iota
+	dimAPIKey
+	dimOrganisation
+	dimWorkspace
+	dimMetadata
+	dimEndpoint
+	// dimProvider is the managed provider (or virtual key) id; only the
+	// implicit policies of providers use it.
+	dimProvider
+)
+
+// field is one parsed condition or group_by key.
+type field struct {
+	name  string // as written: "api_key", "metadata.user"
+	dim   dimension
+	meta  string // the metadata field of dimMetadata
+	value string // a condition's value
+}
+
+func parseField(key string) field {
+	f := field{name: key}
+	switch key {
+	case "api_key":
+		f.dim = dimAPIKey
+	case "organisation_id":
+		f.dim = dimOrganisation
+	case "workspace_id":
+		f.dim = dimWorkspace
+	case "endpoint_type":
+		f.dim = dimEndpoint
+	case "provider":
+		f.dim = dimProvider
+	default:
+		if m, ok := strings.CutPrefix(key, "metadata."); ok && m != "" {
+			f.dim, f.meta = dimMetadata, m
+		}
+	}
+	return f
+}
+
+// of reads f's dimension from req.
+func (f *field) of(req *core.Request) string {
+	switch f.dim {
+	case dimAPIKey, dimOrganisation, dimWorkspace:
+		p := req.Principal
+		if p == nil {
+			return ""
+		}
+		switch f.dim {
+		case dimAPIKey:
+			return p.KeyID
+		case dimOrganisation:
+			return p.OrganisationID
+		}
+		return p.WorkspaceID
+	case dimMetadata:
+		return req.Metadata[f.meta]
+	case dimEndpoint:
+		return string(req.Endpoint)
+	case dimProvider:
+		return req.Target.ProviderID
+	}
+	return ""
+}
+
+// scope is the part of a limit that says which requests it applies to and
+// how it splits them into group values. Stored policies and the implicit
+// policies of keys, workspaces and providers all have one.
+type scope struct {
+	id    string // policy id, or "api_key:<id>#rate0"-style for implicit ones
+	label string // names the limit in messages and alerts
+	conds []field
+	group []field
+}
+
+// matches reports whether every condition holds for req. A condition on an
+// unknown key never holds.
+func (s *scope) matches(req *core.Request) bool {
+	for i := range s.conds {
+		c := &s.conds[i]
+		if c.dim == dimUnknown || c.of(req) != c.value {
+			return false
+		}
+	}
+	return true
+}
+
+// value is req's group value: "key=value" per group_by key, in the policy's
+// order, joined by ","; "" without group_by.
+func (s *scope) value(req *core.Request) string {
+	switch len(s.group) {
+	case 0:
+		return ""
+	case 1:
+		return s.group[0].name + "=" + s.group[0].of(req)
+	}
+	var b strings.Builder
+	for i := range s.group {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.WriteString(s.group[i].name)
+		b.WriteByte('=')
+		b.WriteString(s.group[i].of(req))
+	}
+	return b.String()
+}
+
+// rateRule is one requests- or tokens-per-window limit.
+type rateRule struct {
+	scope
+	tokens bool
+	limit  int64
+	window time.Duration
+	unit   string
+}
+
+// usageRule is one cost or tokens budget.
+type usageRule struct {
+	scope
+	tokens    bool
+	limit     float64
+	threshold *float64
+	// Who is told: the workspace's admins and managers, the organisation's
+	// admins, and any extra addresses (an API key's alert_emails).
+	workspaceID, orgID string
+	alertEmails        []string
+	// period is the periodic reset ("" for none); sched holds the next
+	// reset time, shared across snapshots.
+	period     string
+	periodDays int
+	explicit   *time.Time // next_usage_reset_at as stored
+	policy     bool       // a stored usage-limit policy
+	sched      *schedule
+}
+
+// schedule is the next periodic reset of one usage limit, in Unix
+// nanoseconds (0: none), and the settings it was computed from.
+type schedule struct {
+	fp   string
+	next atomic.Int64
+}
+
+// fingerprint identifies the reset settings a schedule was computed from.
+func (r *usageRule) fingerprint() string {
+	fp := fmt.Sprintf("%s/%d", r.period, r.periodDays)
+	if r.explicit != nil {
+		fp += "/" + r.explicit.UTC().Format(time.RFC3339Nano)
+	}
+	return fp
+}
+
+// advance returns the first reset time after now, stepping from prev by the
+// rule's period.
+func (r *usageRule) advance(prev, now time.Time) time.Time {
+	next := prev
+	for !next.After(now) {
+		switch {
+		case r.period == "monthly":
+			next = next.AddDate(0, 1, 0)
+		case r.period == "weekly":
+			next = next.AddDate(0, 0, 7)
+		case r.periodDays > 0:
+			next = next.AddDate(0, 0, r.periodDays)
+		default:
+			return time.Time{}
+		}
+	}
+	return next
+}
+
+// snapshot is the immutable set of limits requests are checked against.
+type snapshot struct {
+	requests []*rateRule // requests-type, in a fixed order
+	tokens   []*rateRule
+	usage    []*usageRule
+	byID     map[string]*usageRule
+	// prices are the integrations' pricing overrides: integration id →
+	// model slug → price.
+	prices map[string]map[string]pricing.Price
+}
+
+func (s *snapshot) empty() bool {
+	return len(s.requests) == 0 && len(s.tokens) == 0 && len(s.usage) == 0
+}
+
+// windowOf is the length of a rate limit's unit; 0 for an unknown unit.
+func windowOf(unit string) time.Duration {
+	switch unit {
+	case "rps":
+		return time.Second
+	case "rpm":
+		return time.Minute
+	case "rph":
+		return time.Hour
+	case "rpd":
+		return 24 * time.Hour
+	case "rpw":
+		return 7 * 24 * time.Hour
+	}
+	return 0
+}
+
+var unitNames = map[string]string{"rps": "second", "rpm": "minute", "rph": "hour", "rpd": "day", "rpw": "week"}
+
+func fields(conds []store.PolicyCondition, group []store.PolicyGroupBy) ([]field, []field) {
+	cs := make([]field, 0, len(conds))
+	for _, c := range conds {
+		f := parseField(c.Key)
+		f.value = c.Value
+		cs = append(cs, f)
+	}
+	gs := make([]field, 0, len(group))
+	for _, g := range group {
+		gs = append(gs, parseField(g.Key))
+	}
+	return cs, gs
+}
+
+func policyLabel(name *string, id string) string {
+	if name != nil && *name != "" {
+		return fmt.Sprintf("policy %q (%s)", *name, id)
+	}
+	return "policy " + id
+}
+
+// implicitScope is the scope of an entity's own limit: one condition, no
+// grouping.
+func implicitScope(id, label string, dim string, value string) scope {
+	f := parseField(dim)
+	f.value = value
+	return scope{id: id, label: label, conds: []field{f}}
+}
+
+// appendRate adds rate limits to the snapshot (unknown units are skipped:
+// the admin API refuses them).
+func (s *snapshot) appendRate(sc scope, typ, unit string, value int64) {
+	w := windowOf(unit)
+	if w == 0 || value < 0 {
+		return
+	}
+	r := &rateRule{scope: sc, tokens: typ == "tokens", limit: value, window: w, unit: unit}
+	if r.tokens {
+		s.tokens = append(s.tokens, r)
+	} else {
+		s.requests = append(s.requests, r)
+	}
+}
+
+func entityUsage(sc scope, ul store.UsageLimits, ws, org string, emails []string) *usageRule {
+	return &usageRule{scope: sc, tokens: ul.Type == "tokens", limit: ul.CreditLimit, threshold: ul.AlertThreshold,
+		workspaceID: ws, orgID: org, alertEmails: emails, period: ul.PeriodicReset, periodDays: ul.PeriodicResetDays,
+		explicit: ul.NextUsageResetAt}
+}
