@@ -40,10 +40,13 @@ import (
 
 // config is everything the gateway is started with.
 type config struct {
-	Addr            string
-	DataDir         string
-	AdminKey        string
-	EncryptionKey   string
+	Addr          string
+	DataDir       string
+	AdminKey      string
+	EncryptionKey string
+	// LimitsRedisURL (GATEWAY_LIMITS_REDIS_URL) keeps limit counters in
+	// Redis, shared by replicas; empty keeps them embedded.
+	LimitsRedisURL  string
 	TrustedHosts    string
 	MaxBodyBytes    int
 	ShutdownTimeout time.Duration
@@ -103,6 +106,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	cfg.AdminKey = getenv("GATEWAY_ADMIN_API_KEY")
 	cfg.EncryptionKey = getenv("GATEWAY_ENCRYPTION_KEY")
 	cfg.TrustedHosts = getenv("GATEWAY_TRUSTED_HOSTS")
+	cfg.LimitsRedisURL = getenv(counters.EnvRedisURL)
 	smtp, err := alerts.ConfigFromEnv(getenv)
 	if err != nil {
 		return cfg, fmt.Errorf("e-mail alerts: %w", err)
@@ -219,19 +223,19 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	auditLog := store.NewAuditWriter(st, store.AuditWriterOptions{Logger: logger})
 	defer auditLog.Close()
 	audit := adminsvc.NewAudit(auditLog, time.Now)
-	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host,
-		Cipher: cipher, Managed: managed, SecretResolver: secretResolver, PublicURL: publicURL, Now: time.Now, Audit: audit})
-	// Expiry, scheduled rotation and key alerts; stopped before the store closes.
-	keyWorkerCtx, stopKeyWorker := context.WithCancel(ctx)
-	defer stopKeyWorker()
-	keyWorkerDone := adminsvc.NewKeyWorker(st, keys, time.Now, logger).Start(keyWorkerCtx, time.Minute)
-	limiter, stopLimits, err := startLimits(ctx, st, logger)
+	engine, stopLimits, err := startLimits(ctx, st, cfg.LimitsRedisURL, logger)
 	if err != nil {
 		return err
 	}
 	defer stopLimits()
+	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host,
+		Cipher: cipher, Managed: managed, SecretResolver: secretResolver, Limits: engine, PublicURL: publicURL, Now: time.Now, Audit: audit})
+	// Expiry, scheduled rotation and key alerts; stopped before the store closes.
+	keyWorkerCtx, stopKeyWorker := context.WithCancel(ctx)
+	defer stopKeyWorker()
+	keyWorkerDone := adminsvc.NewKeyWorker(st, keys, time.Now, logger).Start(keyWorkerCtx, time.Minute)
 	app := server.New(server.Options{
-		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Managed: managed, Limiter: limiter, Admin: admin.Register, Public: admin.RegisterPublic,
+		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Managed: managed, Limiter: engine, Admin: admin.Register, Public: admin.RegisterPublic,
 		BodyLimit: cfg.MaxBodyBytes, Logger: logger, OnAuthFailure: audit.AuthFailed,
 	})
 
@@ -263,6 +267,7 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	<-keyWorkerDone
 	logs.Close()
 	stopAlerts()
+	stopLimits()
 	auditLog.Close()
 	if err := st.Close(); err != nil {
 		return fmt.Errorf("close the store: %w", err)
@@ -273,16 +278,14 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 
 // startAlerts starts the e-mail sender when SMTP is configured; stop waits
 // for a send in progress and may be called more than once.
-// startLimits builds the limits engine and its periodic-reset worker; the
-// returned stop waits for the worker and closes the counter (saving it).
-// Without a counter no limit is enforced.
-func startLimits(ctx context.Context, st store.Store, logger *slog.Logger) (core.Limiter, func(), error) {
-	// LIMIT COUNTER: the one line to change once the embedded counter lands,
-	// e.g. `counter, err := counters.NewMemory(...)` (plus its error check).
-	var counter counters.Counter
-	if counter == nil {
-		logger.Warn("rate and usage limits are not enforced: no limit counter is configured")
-		return nil, func() {}, nil
+// startLimits builds the limit counter (Redis when redisURL is set, else
+// embedded and saved to st) and the limits engine with its periodic-reset
+// worker; the returned stop, safe to call twice, waits for the worker and
+// closes the counter (saving it), so it must run before the store closes.
+func startLimits(ctx context.Context, st store.Store, redisURL string, logger *slog.Logger) (*limits.Engine, func(), error) {
+	counter, err := counters.FromEnv(func(string) string { return redisURL }, st, logger)
+	if err != nil {
+		return nil, nil, fmt.Errorf("limit counters: %w", err)
 	}
 	eng, err := limits.New(limits.Options{Store: st, Counter: counter, Logger: logger})
 	if err != nil {
@@ -304,13 +307,13 @@ func startLimits(ctx context.Context, st store.Store, logger *slog.Logger) (core
 			}
 		}
 	}()
-	return eng, func() {
+	return eng, sync.OnceFunc(func() {
 		cancel()
 		<-done
 		if err := counter.Close(); err != nil {
 			logger.Error("closing the limit counter failed", "error", err)
 		}
-	}, nil
+	}), nil
 }
 
 func startAlerts(ctx context.Context, st store.Store, cfg alerts.Config, logger *slog.Logger) (stop func(), err error) {
