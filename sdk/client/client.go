@@ -9,7 +9,7 @@
 //	})
 //
 // Every method returns *Error for an answer the API refused, with the HTTP
-// status and the API's error code (AB01 … AB09).
+// status and the API's error code (AB01 … AB08).
 package client
 
 import (

@@ -234,7 +234,8 @@ func (b *bench) startContenders(ctx context.Context, bins map[string]string) err
 	}
 
 	full := &contender{key: "gw-full", name: "gateway full", what: "key auth, request logging, inline config: fallback over 2 targets with `retry.attempts` 1, " +
-		"input guardrails `default.wordCount` (built-in) and `wat-minimal.nonEmpty` (WASM, uploaded through `/v1/plugins`); rate-limit policy not built yet, not included"}
+		"input guardrails `default.wordCount` (built-in) and `wat-minimal.nonEmpty` (WASM, uploaded through `/v1/plugins`), " +
+		"a requests rate-limit policy per key (embedded counter) on a workspace key"}
 	b.contenders = append(b.contenders, full)
 	if proc, err := gateway("gw-full"); err != nil {
 		full.unavailable = err.Error()
@@ -244,8 +245,12 @@ func (b *bench) startContenders(ctx context.Context, bins map[string]string) err
 		if err := benchkit.UploadPlugin(ctx, http.DefaultClient, proc.url, adminKey, filepath.Join(b.root, "examples", "guardrails", "wat-minimal"), "minimal.wasm"); err != nil {
 			full.unavailable = "uploading the WASM guardrail failed: " + err.Error()
 		}
+		fullKey, err := benchkit.RateLimitedKey(ctx, http.DefaultClient, proc.url, adminKey)
+		if err != nil {
+			full.unavailable = "setting up the rate-limit policy failed: " + err.Error()
+		}
 		h := func(mock string) [][2]string {
-			return [][2]string{{"x-gateway-api-key", adminKey}, {"x-gateway-config", fullConfig(mock)}, {"Authorization", providerKey}}
+			return [][2]string{{"x-gateway-api-key", fullKey}, {"x-gateway-config", fullConfig(mock)}, {"Authorization", providerKey}}
 		}
 		full.fast = endpoint{hostPort(proc.url), chatPath, h(fastURL)}
 		full.slow = endpoint{hostPort(proc.url), chatPath, h(slowURL)}

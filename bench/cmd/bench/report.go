@@ -218,7 +218,6 @@ func (b *bench) report() string {
 		tc.add(c.name, what)
 	}
 	w("%s\n", tc)
-	w("Rate-limit policy: not built yet, not included (the full pipeline has every other stage the design names). ")
 	w("Request logging is always on in the gateway (records batched off the request path into its bbolt store).\n\n")
 
 	cs := b.active()
