@@ -401,3 +401,24 @@ func numberField[T int64 | float64](fields map[string]json.RawMessage, name stri
 	}
 	return sent
 }
+
+// createPolicy stores a new policy (place fills in the workspace the caller
+// named and returns the record), reloads the limits engine and answers
+// {id, object}.
+func (s *Service) createPolicy(c *fiber.Ctx, caller *core.Principal, wsRef string, b store.Bucket, id, object string,
+	place func(ws store.Workspace) any) error {
+	err := s.st.Update(func(tx store.Tx) error {
+		ws, err := s.policyWorkspace(tx, caller, wsRef)
+		if err != nil {
+			return err
+		}
+		return tx.Put(b, id, place(ws))
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadLimits(); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"id": id, "object": object})
+}

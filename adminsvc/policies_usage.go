@@ -88,21 +88,10 @@ func (s *Service) createUsagePolicy(c *fiber.Ctx) error {
 	if err := p.err(); err != nil {
 		return err
 	}
-	err := s.st.Update(func(tx store.Tx) error {
-		ws, err := s.policyWorkspace(tx, caller, wsRef)
-		if err != nil {
-			return err
-		}
+	return s.createPolicy(c, caller, wsRef, store.BucketUsageLimitPolicies, rec.ID, "policy_usage_limits", func(ws store.Workspace) any {
 		rec.WorkspaceID, rec.OrganisationID = ws.ID, ws.OrganisationID
-		return tx.Put(store.BucketUsageLimitPolicies, rec.ID, rec)
+		return rec
 	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadLimits(); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{"id": rec.ID, "object": "policy_usage_limits"})
 }
 
 // listUsagePolicies is GET /policies/usage-limits: the filters and paging
