@@ -69,6 +69,11 @@ func (s *Service) updateAPIKey(c *fiber.Ctx) error {
 	if err := s.reloadLimits(); err != nil {
 		return err
 	}
+	if body.ResetUsage {
+		if err := s.resetEntityUsage(c.UserContext(), "api_key", k.ID); err != nil {
+			return err
+		}
+	}
 	return c.JSON(fiber.Map{})
 }
 

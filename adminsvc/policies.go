@@ -422,3 +422,15 @@ func (s *Service) createPolicy(c *fiber.Ctx, caller *core.Principal, wsRef strin
 	}
 	return c.JSON(fiber.Map{"id": id, "object": object})
 }
+
+// resetEntityUsage zeroes the usage the limits engine counts against an
+// entity's own usage_limits (reset_usage on a key, provider or virtual key).
+func (s *Service) resetEntityUsage(ctx context.Context, kind, id string) error {
+	if s.limits == nil {
+		return nil
+	}
+	if err := s.limits.ResetUsage(ctx, limits.EntityUsageID(kind, id), ""); err != nil {
+		return core.Internal(err, "the change was stored but the usage could not be reset")
+	}
+	return nil
+}

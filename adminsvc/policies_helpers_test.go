@@ -129,3 +129,24 @@ func with(body map[string]any, kv ...any) map[string]any {
 	}
 	return out
 }
+
+// reset_usage on a key, provider or virtual key zeroes the usage the
+// limits engine counts against that entity's own usage_limits.
+func TestResetUsageReachesTheLimitsEngine(t *testing.T) {
+	e := newEnv(t)
+	f := e.withLimits()
+	id, _ := e.createKey(adminKey, "workspace/service", map[string]any{"name": "k", "workspace_id": "default",
+		"scopes": []string{"completions.write"}, "usage_limits": map[string]any{"type": "tokens", "credit_limit": 100}})
+	if r := e.do(http.MethodPut, "/v1/api-keys/"+id, adminKey, map[string]any{"name": "renamed"}); r.status != 200 {
+		t.Fatalf("rename: %d %s", r.status, r.raw)
+	}
+	if r := e.do(http.MethodPut, "/v1/api-keys/"+id, adminKey, map[string]any{"reset_usage": true}); r.status != 200 {
+		t.Fatalf("reset: %d %s", r.status, r.raw)
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	want := [2]string{limits.EntityUsageID("api_key", id), ""}
+	if len(f.resets) != 1 || f.resets[0] != want {
+		t.Fatalf("engine resets %v, want only %v", f.resets, want)
+	}
+}

@@ -204,6 +204,8 @@ func (s *Service) getProvider(c *fiber.Ctx) error {
 // makes an exhausted provider active again.
 func (s *Service) updateProvider(c *fiber.Ctx) error {
 	caller := principal(c)
+	var reset bool
+	var id string // of the record updated
 	if err := requireScope(caller, "providers.update"); err != nil {
 		return err
 	}
@@ -245,7 +247,8 @@ func (s *Service) updateProvider(c *fiber.Ctx) error {
 		if exp, set := expiresField(fields, now, &p); set {
 			rec.ExpiresAt = exp
 		}
-		if resetUsage(fields, &p) {
+		id = rec.ID
+		if reset = resetUsage(fields, &p); reset {
 			rec.Status, rec.LastResetAt = store.StatusActive, &now
 		}
 		if err := p.err(); err != nil {
@@ -259,6 +262,11 @@ func (s *Service) updateProvider(c *fiber.Ctx) error {
 	}
 	if err := s.reloadManaged(); err != nil {
 		return err
+	}
+	if reset {
+		if err := s.resetEntityUsage(c.UserContext(), "provider", id); err != nil {
+			return err
+		}
 	}
 	return c.JSON(fiber.Map{})
 }

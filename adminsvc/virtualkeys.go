@@ -193,6 +193,8 @@ func (s *Service) getVirtualKey(c *fiber.Ctx) error {
 // limits and expiry; reset_usage: true makes an exhausted key active again.
 func (s *Service) updateVirtualKey(c *fiber.Ctx) error {
 	caller := principal(c)
+	var reset bool
+	var id string // of the record updated
 	if err := requireScope(caller, "virtual_keys.update"); err != nil {
 		return err
 	}
@@ -259,7 +261,8 @@ func (s *Service) updateVirtualKey(c *fiber.Ctx) error {
 		if exp, set := expiresField(fields, now, &p); set {
 			rec.ExpiresAt = exp
 		}
-		if resetUsage(fields, &p) {
+		id = rec.ID
+		if reset = resetUsage(fields, &p); reset {
 			rec.Status = store.StatusActive
 		}
 		if err := p.err(); err != nil {
@@ -273,6 +276,11 @@ func (s *Service) updateVirtualKey(c *fiber.Ctx) error {
 	}
 	if err := s.reloadManaged(); err != nil {
 		return err
+	}
+	if reset {
+		if err := s.resetEntityUsage(c.UserContext(), "virtual_key", id); err != nil {
+			return err
+		}
 	}
 	return c.JSON(fiber.Map{})
 }

@@ -85,6 +85,12 @@ var _ core.Limiter = (*Engine)(nil)
 
 func stateKey(rule, value string) string { return "v|" + rule + "|" + value }
 func schedKey(rule string) string        { return "s|" + rule }
+
+// EntityUsageID is the rule id of the usage_limits of an entity: kind is
+// "api_key", "provider" or "virtual_key". The admin API resets an entity's
+// usage (reset_usage) through it.
+func EntityUsageID(kind, id string) string { return kind + ":" + id + "#usage" }
+
 func rateKey(rule, value string) string  { return "rl:" + rule + ":" + value }
 func usageKey(rule, value string) string { return "ul:" + rule + ":" + value }
 
@@ -251,7 +257,7 @@ func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
 			s.appendRate(implicitScope(fmt.Sprintf("api_key:%s#rate%d", k.ID, i), label, "api_key", k.ID), rl.Type, rl.Unit, rl.Value)
 		}
 		if k.UsageLimits != nil {
-			sc := implicitScope("api_key:"+k.ID+"#usage", label, "api_key", k.ID)
+			sc := implicitScope(EntityUsageID("api_key", k.ID), label, "api_key", k.ID)
 			s.usage = append(s.usage, entityUsage(sc, *k.UsageLimits, k.WorkspaceID, k.OrganisationID, k.AlertEmails))
 		}
 	}
@@ -309,6 +315,6 @@ func (e *Engine) entity(s *snapshot, prefix, label, id string, rls []store.RateL
 		s.appendRate(implicitScope(fmt.Sprintf("%s#rate%d", prefix, i), label, "provider", id), rl.Type, rl.Unit, rl.Value)
 	}
 	if ul != nil {
-		s.usage = append(s.usage, entityUsage(implicitScope(prefix+"#usage", label, "provider", id), *ul, ws, org, nil))
+		s.usage = append(s.usage, entityUsage(implicitScope(EntityUsageID(strings.TrimSuffix(prefix, ":"+id), id), label, "provider", id), *ul, ws, org, nil))
 	}
 }
