@@ -44,18 +44,15 @@ func checkChat(c *fiber.Ctx, req *core.Request) *core.Error {
 	return nil
 }
 
-// localStrict holds the config's strict_reference_compliance (*bool).
-const localStrict = "gateway.strict"
-
 // strictCompliance reads x-gateway-strict-open-ai-compliance (alias
-// x-gateway-strict-reference-compliance), else the config's
-// strict_reference_compliance; on by default.
-func strictCompliance(c *fiber.Ctx) (bool, *core.Error) {
+// x-gateway-strict-reference-compliance), else cfgStrict, the config's
+// strict_reference_compliance (nil when unset); on by default.
+func strictCompliance(c *fiber.Ctx, cfgStrict *bool) (bool, *core.Error) {
 	raw := gatewayHeader(c, "strict-open-ai-compliance")
 	if raw == "" {
 		raw = gatewayHeader(c, "strict-reference-compliance")
 	}
-	if cfgStrict, _ := c.Locals(localStrict).(*bool); raw == "" && cfgStrict != nil {
+	if raw == "" && cfgStrict != nil {
 		return *cfgStrict, nil
 	}
 	switch strings.ToLower(strings.TrimSpace(raw)) {
@@ -122,8 +119,7 @@ func (s *Server) serve(endpoint core.Endpoint, check bodyCheck) fiber.Handler {
 			err = s.missingProvider()
 		}
 		if err == nil {
-			c.Locals(localStrict, rt.strict())
-			req.StrictCompliance, err = strictCompliance(c)
+			req.StrictCompliance, err = strictCompliance(c, rt.strict())
 		}
 		if err == nil && check != nil {
 			err = check(c, req)
