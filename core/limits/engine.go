@@ -58,8 +58,8 @@ type Engine struct {
 	sched map[string]*schedule
 
 	// mu guards states and serialises writing them, so a value's alerts
-	// are queued once.
-	mu     sync.Mutex
+	// are queued once; reading them takes the read lock.
+	mu     sync.RWMutex
 	states map[string]*valueState // stateKey(rule, value)
 }
 

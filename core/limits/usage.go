@@ -32,19 +32,39 @@ func (e *Engine) stateLocked(rule, value string) (*valueState, bool) {
 	return st, true
 }
 
+// due reports the transitions a usage of total brings st to: the threshold
+// alert, and exhaustion.
+func (st *valueState) due(r *usageRule, total float64) (threshold, exhausted bool) {
+	return r.threshold != nil && total >= *r.threshold && !st.ThresholdSent,
+		total >= r.limit && st.Status != StatusExhausted
+}
+
 // afterUsage applies the transitions of a value whose usage is now total:
 // the threshold alert once, exhausted (and its alert) once. A new value's
 // state is saved the first time it is seen; otherwise nothing is written.
+// Most calls find a known value with nothing due, under the read lock only.
 func (e *Engine) afterUsage(r *usageRule, value string, total float64, now time.Time) {
+	e.mu.RLock()
+	st := e.states[stateKey(r.id, value)]
+	settled := st != nil
+	if settled {
+		thr, exh := st.due(r, total)
+		settled = !thr && !exh
+	}
+	e.mu.RUnlock()
+	if settled {
+		return
+	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	st, changed := e.stateLocked(r.id, value)
+	thr, exh := st.due(r, total)
 	var kinds []string
-	if r.threshold != nil && total >= *r.threshold && !st.ThresholdSent {
+	if thr {
 		st.ThresholdSent, changed = true, true
 		kinds = append(kinds, AlertThreshold)
 	}
-	if total >= r.limit && st.Status != StatusExhausted {
+	if exh {
 		st.Status, changed = StatusExhausted, true
 		if !st.ExhaustedSent {
 			st.ExhaustedSent = true
@@ -254,14 +274,14 @@ func (e *Engine) schedOf(rule string) *schedule {
 // been used, sorted by value. A value over its (possibly lowered) credit
 // limit reads as exhausted.
 func (e *Engine) UsageStates(ctx context.Context, policyID string) ([]UsageState, error) {
-	e.mu.Lock()
+	e.mu.RLock()
 	var sts []valueState
 	for _, st := range e.states {
 		if st.Rule == policyID {
 			sts = append(sts, *st)
 		}
 	}
-	e.mu.Unlock()
+	e.mu.RUnlock()
 	slices.SortFunc(sts, func(a, b valueState) int { return strings.Compare(a.Value, b.Value) })
 	keys := make([]string, len(sts))
 	for i, st := range sts {
