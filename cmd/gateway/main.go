@@ -22,6 +22,8 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/gofiber/fiber/v2"
+
 	"github.com/llm-gateway/gateway/adminsvc"
 	"github.com/llm-gateway/gateway/adminsvc/alerts"
 	"github.com/llm-gateway/gateway/adminsvc/secrets"
@@ -130,35 +132,11 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 		return fmt.Errorf("GATEWAY_TRUSTED_HOSTS: %w", err)
 	}
 
-	cipher, keyCreated, err := store.LoadCipher(cfg.DataDir, cfg.EncryptionKey)
-	if err != nil {
-		return err
-	}
-	st, err := store.Open(cfg.DataDir, store.OnMigration(func(m store.Migration) {
-		logger.Info("applied a store migration", "schema_version", m.Version, "name", m.Name)
-	}))
+	cipher, st, err := openStore(cfg, logger, stdout)
 	if err != nil {
 		return err
 	}
 	defer st.Close()
-	boot, err := adminsvc.Bootstrap(st, cfg.AdminKey, time.Now())
-	if err != nil {
-		return err
-	}
-	if boot.Created {
-		logger.Info("created a new store", "data_dir", cfg.DataDir, "organisation_id", boot.OrganisationID, "default_workspace_id", boot.WorkspaceID)
-	}
-	if keyCreated {
-		msg := "created a new encryption key file: back it up with the data dir; losing it makes the stored provider keys unreadable (or set GATEWAY_ENCRYPTION_KEY)"
-		if !boot.Created {
-			msg += "; the store already existed: if it holds secrets sealed under an earlier key file, stop and restore that file"
-		}
-		logger.Warn(msg, "path", filepath.Join(cfg.DataDir, store.KeyFileName))
-	}
-	if boot.GeneratedKey != "" {
-		fmt.Fprintf(stdout, "\nAdmin API key (shown once, store it now): %s\n"+
-			"Set GATEWAY_ADMIN_API_KEY on first start to choose it yourself.\n\n", boot.GeneratedKey)
-	}
 
 	secretResolver := secrets.NewResolver(st, cipher, secrets.Options{})
 
@@ -230,10 +208,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	defer stopLimits()
 	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host,
 		Cipher: cipher, Managed: managed, SecretResolver: secretResolver, Limits: engine, PublicURL: publicURL, Now: time.Now, Audit: audit})
-	// Expiry, scheduled rotation and key alerts; stopped before the store closes.
-	keyWorkerCtx, stopKeyWorker := context.WithCancel(ctx)
+	stopKeyWorker := startKeyWorker(ctx, st, keys, logger)
 	defer stopKeyWorker()
-	keyWorkerDone := adminsvc.NewKeyWorker(st, keys, time.Now, logger).Start(keyWorkerCtx, time.Minute)
 	app := server.New(server.Options{
 		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Managed: managed, Limiter: engine, Admin: admin.Register, Public: admin.RegisterPublic,
 		BodyLimit: cfg.MaxBodyBytes, Logger: logger, OnAuthFailure: audit.AuthFailed,
@@ -250,21 +226,13 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 			return err
 		}
 	}
-	fmt.Fprintf(stdout, "gateway listening on http://%s\n", ln.Addr())
-	served := make(chan error, 1)
-	go func() { served <- app.Listener(ln) }()
-
-	select {
-	case err := <-served:
-		return fmt.Errorf("serve: %w", err)
-	case <-ctx.Done():
+	if err := serve(ctx, app, ln, cfg.ShutdownTimeout, stdout, logger); err != nil {
+		return err
 	}
-	logger.Info("shutting down: draining in-flight requests", "timeout", cfg.ShutdownTimeout)
-	if err := app.ShutdownWithTimeout(cfg.ShutdownTimeout); err != nil && !strings.Contains(err.Error(), "closed") {
-		logger.Warn("shutdown did not drain every request in time", "error", err)
-	}
+	// Everything that writes to the store stops, once, before it closes. The
+	// deferred calls above do the same on an early return; here they find
+	// each component already stopped.
 	stopKeyWorker()
-	<-keyWorkerDone
 	logs.Close()
 	stopAlerts()
 	stopLimits()
@@ -276,8 +244,73 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	return nil
 }
 
-// startAlerts starts the e-mail sender when SMTP is configured; stop waits
-// for a send in progress and may be called more than once.
+// openStore loads the encryption key, opens the store (applying its
+// migrations) and bootstraps it on first start, telling the operator about
+// a new key file and a generated admin key.
+func openStore(cfg config, logger *slog.Logger, stdout io.Writer) (*store.Cipher, store.Store, error) {
+	cipher, keyCreated, err := store.LoadCipher(cfg.DataDir, cfg.EncryptionKey)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := store.Open(cfg.DataDir, store.OnMigration(func(m store.Migration) {
+		logger.Info("applied a store migration", "schema_version", m.Version, "name", m.Name)
+	}))
+	if err != nil {
+		return nil, nil, err
+	}
+	boot, err := adminsvc.Bootstrap(st, cfg.AdminKey, time.Now())
+	if err != nil {
+		st.Close()
+		return nil, nil, err
+	}
+	if boot.Created {
+		logger.Info("created a new store", "data_dir", cfg.DataDir, "organisation_id", boot.OrganisationID, "default_workspace_id", boot.WorkspaceID)
+	}
+	if keyCreated {
+		msg := "created a new encryption key file: back it up with the data dir; losing it makes the stored provider keys unreadable (or set GATEWAY_ENCRYPTION_KEY)"
+		if !boot.Created {
+			msg += "; the store already existed: if it holds secrets sealed under an earlier key file, stop and restore that file"
+		}
+		logger.Warn(msg, "path", filepath.Join(cfg.DataDir, store.KeyFileName))
+	}
+	if boot.GeneratedKey != "" {
+		fmt.Fprintf(stdout, "\nAdmin API key (shown once, store it now): %s\n"+
+			"Set GATEWAY_ADMIN_API_KEY on first start to choose it yourself.\n\n", boot.GeneratedKey)
+	}
+	return cipher, st, nil
+}
+
+// serve answers on ln until ctx is cancelled, then drains in-flight
+// requests for up to timeout.
+func serve(ctx context.Context, app *fiber.App, ln net.Listener, timeout time.Duration, stdout io.Writer, logger *slog.Logger) error {
+	fmt.Fprintf(stdout, "gateway listening on http://%s\n", ln.Addr())
+	served := make(chan error, 1)
+	go func() { served <- app.Listener(ln) }()
+
+	select {
+	case err := <-served:
+		return fmt.Errorf("serve: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down: draining in-flight requests", "timeout", timeout)
+	if err := app.ShutdownWithTimeout(timeout); err != nil && !strings.Contains(err.Error(), "closed") {
+		logger.Warn("shutdown did not drain every request in time", "error", err)
+	}
+	return nil
+}
+
+// startKeyWorker runs key expiry, scheduled rotation and key alerts every
+// minute; the returned stop, safe to call twice, waits for a run in
+// progress, so it must run before the store closes.
+func startKeyWorker(ctx context.Context, st store.Store, keys *adminsvc.Keys, logger *slog.Logger) (stop func()) {
+	wctx, cancel := context.WithCancel(ctx)
+	done := adminsvc.NewKeyWorker(st, keys, time.Now, logger).Start(wctx, time.Minute)
+	return sync.OnceFunc(func() {
+		cancel()
+		<-done
+	})
+}
+
 // startLimits builds the limit counter (Redis when redisURL is set, else
 // embedded and saved to st) and the limits engine with its periodic-reset
 // worker; the returned stop, safe to call twice, waits for the worker and
@@ -316,6 +349,8 @@ func startLimits(ctx context.Context, st store.Store, redisURL string, logger *s
 	}), nil
 }
 
+// startAlerts starts the e-mail sender when SMTP is configured; stop waits
+// for a send in progress and may be called more than once.
 func startAlerts(ctx context.Context, st store.Store, cfg alerts.Config, logger *slog.Logger) (stop func(), err error) {
 	if !cfg.Enabled() {
 		logger.Info("e-mail alerts are kept in the outbox until SMTP is configured (" + alerts.EnvAddr + ")")
