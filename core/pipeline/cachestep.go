@@ -15,9 +15,6 @@ import (
 	"github.com/llm-gateway/gateway/plugins/cache"
 )
 
-// Cache statuses returned in x-gateway-cache-status.
-const cacheDisabled = "DISABLED"
-
 // cacheable are the endpoints whose answers may be cached; files, batches,
 // fine-tunes, uploads and the generic proxy are not.
 var cacheable = map[core.Endpoint]bool{
@@ -31,7 +28,6 @@ const maxCachedStream = 8 << 20
 
 // cacheStep is one leaf's use of the cache.
 type cacheStep struct {
-	p      *Pipeline
 	status string
 	// hit is the cached answer, when there is one.
 	hit *core.Response
@@ -41,7 +37,7 @@ type cacheStep struct {
 
 // cacheLookup looks the request up under its leaf's cache settings.
 func (w *walk) cacheLookup(ctx context.Context, req *core.Request, l *config.Leaf, u *url.URL) *cacheStep {
-	cs := &cacheStep{p: w.p, status: cacheDisabled}
+	cs := &cacheStep{status: string(cache.StatusDisabled)}
 	if l.Cache == nil || w.p.cache == nil || !cacheable[req.Endpoint] || req.Method != http.MethodPost {
 		return cs
 	}

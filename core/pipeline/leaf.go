@@ -2,7 +2,6 @@ package pipeline
 
 import (
 	"bufio"
-	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -266,8 +265,6 @@ func applyOverrides(body []byte, params map[string]any) ([]byte, string, error) 
 	model, _ := params["model"].(string)
 	return out, model, nil
 }
-
-func bytesReader(b []byte) io.Reader { return bytes.NewReader(b) }
 
 // maxSizedRead is the largest Content-Length read into a buffer of exactly
 // that size; larger or unknown lengths grow as they are read.

@@ -1,6 +1,7 @@
 package pipeline
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"net/http"
@@ -161,7 +162,7 @@ func (w *walk) queryData() config.QueryData {
 			return
 		}
 		var params map[string]any
-		dec := json.NewDecoder(bytesReader(w.req.Body))
+		dec := json.NewDecoder(bytes.NewReader(w.req.Body))
 		dec.UseNumber()
 		if dec.Decode(&params) == nil {
 			w.query.Params = params
