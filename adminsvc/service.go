@@ -126,15 +126,6 @@ func unknownRoute(c *fiber.Ctx) error {
 		Message: fmt.Sprintf("no admin route %s %s; see docs/admin-api.md", c.Method(), c.Path())}
 }
 
-// notYet answers 501 for a route of the reference API that this version does
-// not implement.
-func notYet(what string) fiber.Handler {
-	return func(c *fiber.Ctx) error {
-		return &core.Error{Status: fiber.StatusNotImplemented, Type: "not_implemented_error",
-			Message: what + " is not supported by this version of the gateway yet"}
-	}
-}
-
 // requireScope answers 403 unless the caller holds one of scopes.
 func requireScope(p *core.Principal, scopes ...string) *core.Error {
 	for _, sc := range scopes {
