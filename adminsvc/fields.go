@@ -97,18 +97,9 @@ func objectField(fields map[string]json.RawMessage, name string, p *problems) js
 	return compactJSON(raw)
 }
 
-// knownOnly reports every field of fields not in known, sorted.
+// knownOnly reports every top-level field of fields not in known, sorted.
 func knownOnly(fields map[string]json.RawMessage, known []string, p *problems) {
-	var unknown []string
-	for k := range fields {
-		if !slices.Contains(known, k) {
-			unknown = append(unknown, k)
-		}
-	}
-	slices.Sort(unknown)
-	for _, k := range unknown {
-		p.add(k, "unknown field")
-	}
+	unknownFields(fields, "", known, p)
 }
 
 // slugTaken reports whether a record of bucket b has id or slug ref.
