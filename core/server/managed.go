@@ -42,12 +42,8 @@ func (s *Server) managedTarget(c *fiber.Ctx, p *core.Principal, provider, vk str
 	if isVK && provider != "" && !strings.EqualFold(provider, t.Provider) {
 		return core.Target{}, core.BadRequest("x-gateway-provider", "x-gateway-provider names %s, but virtual key %s is for %s; leave x-gateway-provider out", provider, ref, t.Provider)
 	}
-	if raw := gatewayHeader(c, "forward-headers"); raw != "" {
-		names, err := parseForwardHeaders(raw)
-		if err != nil {
-			return core.Target{}, err
-		}
-		t.ForwardHeaders = names
+	if t.ForwardHeaders, err = forwardHeaders(c); err != nil {
+		return core.Target{}, err
 	}
 	t.Managed = true
 	return t, nil

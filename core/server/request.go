@@ -154,11 +154,11 @@ func (s *Server) missingProvider() *core.Error {
 // everything kept in the target is cloned, since the request (and the log
 // record made from it) outlives the handler.
 func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal) (core.Target, *core.Error) {
-	var t core.Target
-	t.Provider = strings.Clone(strings.ToLower(strings.TrimSpace(gatewayHeader(c, "provider"))))
-	if vk := strings.TrimSpace(gatewayHeader(c, "virtual-key")); vk != "" || strings.HasPrefix(t.Provider, "@") {
-		return s.managedTarget(c, p, strings.TrimSpace(gatewayHeader(c, "provider")), vk)
+	provider := strings.TrimSpace(gatewayHeader(c, "provider"))
+	if vk := strings.TrimSpace(gatewayHeader(c, "virtual-key")); vk != "" || strings.HasPrefix(provider, "@") {
+		return s.managedTarget(c, p, provider, vk)
 	}
+	t := core.Target{Provider: strings.Clone(strings.ToLower(provider))}
 	if auth := c.Get(fiber.HeaderAuthorization); auth != "" {
 		scheme, token, ok := strings.Cut(auth, " ")
 		if !ok || !strings.EqualFold(scheme, "Bearer") || strings.TrimSpace(token) == "" {
@@ -175,19 +175,18 @@ func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal) (core.Target, *cor
 		}
 		t.BaseURL, t.CustomHost = u.String(), true
 	}
-	if raw := gatewayHeader(c, "forward-headers"); raw != "" {
-		names, err := parseForwardHeaders(raw)
-		if err != nil {
-			return t, err
-		}
-		t.ForwardHeaders = names
-	}
-	return t, nil
+	var err *core.Error
+	t.ForwardHeaders, err = forwardHeaders(c)
+	return t, err
 }
 
-// parseForwardHeaders reads x-gateway-forward-headers: a comma-separated
-// list of header names, or a JSON array of them.
-func parseForwardHeaders(raw string) ([]string, *core.Error) {
+// forwardHeaders reads x-gateway-forward-headers: a comma-separated list of
+// header names, or a JSON array of them; nil when it is absent.
+func forwardHeaders(c *fiber.Ctx) ([]string, *core.Error) {
+	raw := gatewayHeader(c, "forward-headers")
+	if raw == "" {
+		return nil, nil
+	}
 	var names []string
 	if strings.HasPrefix(strings.TrimSpace(raw), "[") {
 		if err := json.Unmarshal([]byte(raw), &names); err != nil {
