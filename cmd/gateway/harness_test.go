@@ -266,12 +266,17 @@ func expectError(t *testing.T, resp *http.Response, status int) apiError {
 
 // mockStats reads the mock's request counters.
 func (e *env) mockStats(t *testing.T) (total int, paths map[string]int) {
+	return mockStatsOf(t, e.mock)
+}
+
+// mockStatsOf reads the request counters of mock m.
+func mockStatsOf(t testing.TB, m *proc) (total int, paths map[string]int) {
 	t.Helper()
 	var s struct {
 		Total int            `json:"total"`
 		Paths map[string]int `json:"paths"`
 	}
-	if err := json.Unmarshal(readAll(t, do(t, "GET", e.mock.URL+"/_mock/stats", nil)), &s); err != nil {
+	if err := json.Unmarshal(readAll(t, do(t, "GET", m.URL+"/_mock/stats", nil)), &s); err != nil {
 		t.Fatal(err)
 	}
 	return s.Total, s.Paths
@@ -286,10 +291,13 @@ type mockLast struct {
 	Body    string            `json:"body"`
 }
 
-func (e *env) mockLast(t *testing.T) mockLast {
+func (e *env) mockLast(t *testing.T) mockLast { return mockLastOf(t, e.mock) }
+
+// mockLastOf is the last request mock m received.
+func mockLastOf(t testing.TB, m *proc) mockLast {
 	t.Helper()
 	var l mockLast
-	if err := json.Unmarshal(readAll(t, do(t, "GET", e.mock.URL+"/_mock/last", nil)), &l); err != nil {
+	if err := json.Unmarshal(readAll(t, do(t, "GET", m.URL+"/_mock/last", nil)), &l); err != nil {
 		t.Fatal(err)
 	}
 	return l

@@ -95,8 +95,7 @@ func TestWASMPlugins(t *testing.T) {
 		if body := readAll(t, resp); resp.StatusCode != 200 {
 			t.Fatalf("%d %s", resp.StatusCode, body)
 		}
-		var last mockLast
-		json.Unmarshal(readAll(t, do(t, "GET", m.URL+"/_mock/last", nil)), &last)
+		last := mockLastOf(t, m)
 		if strings.Contains(last.Body, "jane.doe") || !strings.Contains(last.Body, "[EMAIL]") {
 			t.Fatalf("the provider received %s", last.Body)
 		}

@@ -78,13 +78,8 @@ func (e *env) routed(t testing.TB, cfg any, body any, headers ...string) *http.R
 // chatHits is how many chat completions mock m has received.
 func chatHits(t testing.TB, m *proc) int {
 	t.Helper()
-	var s struct {
-		Paths map[string]int `json:"paths"`
-	}
-	if err := json.Unmarshal(readAll(t, do(t, "GET", m.URL+"/_mock/stats", nil)), &s); err != nil {
-		t.Fatal(err)
-	}
-	return s.Paths["/v1/chat/completions"]
+	_, paths := mockStatsOf(t, m)
+	return paths["/v1/chat/completions"]
 }
 
 // hitsOf reads chatHits of every mock of e.
@@ -142,10 +137,7 @@ func wantHeader(t testing.TB, resp *http.Response, name, want string) {
 // lastBody is the JSON body of the last request mock m received.
 func lastBody(t *testing.T, m *proc) map[string]any {
 	t.Helper()
-	var l mockLast
-	if err := json.Unmarshal(readAll(t, do(t, "GET", m.URL+"/_mock/last", nil)), &l); err != nil {
-		t.Fatal(err)
-	}
+	l := mockLastOf(t, m)
 	var body map[string]any
 	if err := json.Unmarshal([]byte(l.Body), &body); err != nil {
 		t.Fatalf("upstream body %q: %v", l.Body, err)
@@ -171,7 +163,7 @@ func TestRoutingStrategies(t *testing.T) {
 		wantHeader(t, resp, "x-gateway-provider", "openai")
 		wantHeader(t, resp, "x-gateway-retry-attempt-count", "0")
 		e.wantHits(t, map[int]int{mHealthy2: 1})
-		if last := e.mockLastOf(t, healthy2); last.Headers["authorization"] != "Bearer sk-e2e" {
+		if last := mockLastOf(t, healthy2); last.Headers["authorization"] != "Bearer sk-e2e" {
 			t.Fatalf("the caller's key did not reach the config's target: %v", last.Headers)
 		}
 	})
@@ -355,16 +347,6 @@ func TestRoutingStrategies(t *testing.T) {
 		wantHeader(t, resp, "x-gateway-retry-attempt-count", "0")
 		e.wantHits(t, map[int]int{mFailing: 3, mLimited: 1, mHealthy: 1})
 	})
-}
-
-// mockLastOf is the last request mock m received.
-func (e *env) mockLastOf(t *testing.T, m *proc) mockLast {
-	t.Helper()
-	var l mockLast
-	if err := json.Unmarshal(readAll(t, do(t, "GET", m.URL+"/_mock/last", nil)), &l); err != nil {
-		t.Fatal(err)
-	}
-	return l
 }
 
 // TestRoutingRetriesAndTimeouts covers retry.attempts, retry-after and
