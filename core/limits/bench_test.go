@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/limits/counters"
 )
 
 // benchCase is an engine and a request for the hot-path benchmarks: no
@@ -18,6 +19,15 @@ type benchCase struct {
 
 func newBenchCase(b *testing.B, policies bool) benchCase {
 	e := newEnv(b)
+	// The embedded counter the gateway runs, not the tests' memCounter.
+	ctr, err := counters.NewMemory(counters.MemoryOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { ctr.Close() })
+	if e.eng, err = New(Options{Store: e.st, Counter: ctr, Now: e.clk.Now, Logger: e.eng.o.Logger}); err != nil {
+		b.Fatal(err)
+	}
 	if policies {
 		e.put(b, ratePolicy("p1", "requests", "rpm", 1<<40, nil, "api_key"),
 			ratePolicy("p2", "tokens", "rph", 1<<50, cond("metadata.team", "red")),
