@@ -28,11 +28,19 @@ func newKeySecret() string {
 	return keyPrefix + base64.RawURLEncoding.EncodeToString(b[:])
 }
 
-// hashKey is how an API key is stored and looked up. Keys are 256-bit
-// random values, so a fast hash is as safe here as a slow one.
+// hashKey is how an API key is stored: the hex of its keySum. Keys are
+// 256-bit random values, so a fast hash is as safe here as a slow one.
 func hashKey(secret string) string {
-	sum := sha256.Sum256([]byte(secret))
+	sum := keySum(secret)
 	return hex.EncodeToString(sum[:])
+}
+
+// keySum is the SHA-256 of an API key, what the snapshot is keyed by. The
+// secret is copied into a stack buffer, so a lookup does not allocate (a
+// secret longer than the buffer still hashes the same, on the heap).
+func keySum(secret string) [sha256.Size]byte {
+	var buf [128]byte
+	return sha256.Sum256(append(buf[:0], secret...))
 }
 
 // maskKey keeps enough of a key to recognise it: "gw-A****wxyz". A short
@@ -61,7 +69,7 @@ type Keys struct {
 	// newer one, and a just-created key would not authenticate (or a
 	// deleted one would) until the next change.
 	reload sync.Mutex
-	snap   atomic.Pointer[map[string]keyEntry]
+	snap   atomic.Pointer[map[[sha256.Size]byte]keyEntry]
 	// ws indexes workspaces by id and slug, for JWT workspace claims.
 	ws atomic.Pointer[wsIndex]
 }
@@ -117,17 +125,29 @@ func (k *Keys) Reload() error {
 	for _, m := range members {
 		wsRole[store.MemberKey(m.WorkspaceID, m.UserID)] = m.Role
 	}
-	m := make(map[string]keyEntry, len(keys))
+	m := make(map[[sha256.Size]byte]keyEntry, len(keys))
 	for _, rec := range keys {
 		p := principalOf(rec, orgRole, wsRole, ws)
-		m[rec.Hash] = keyEntry{p: p, status: rec.Status}
-		if rec.PrevHash != "" && rec.TransitionExpiresAt != nil {
-			m[rec.PrevHash] = keyEntry{p: p, status: rec.Status, retiredAt: *rec.TransitionExpiresAt}
+		if sum, ok := storedSum(rec.Hash); ok {
+			m[sum] = keyEntry{p: p, status: rec.Status}
+		}
+		if sum, ok := storedSum(rec.PrevHash); ok && rec.TransitionExpiresAt != nil {
+			m[sum] = keyEntry{p: p, status: rec.Status, retiredAt: *rec.TransitionExpiresAt}
 		}
 	}
 	k.snap.Store(&m)
 	k.ws.Store(ws)
 	return nil
+}
+
+// storedSum decodes a stored hashKey; a hash that is not one (empty, or
+// not 64 hex digits) could match no secret, and is left out.
+func storedSum(hash string) (sum [sha256.Size]byte, ok bool) {
+	if len(hash) != hex.EncodedLen(len(sum)) {
+		return sum, false
+	}
+	_, err := hex.Decode(sum[:], []byte(hash))
+	return sum, err == nil
 }
 
 // principalOf is who key rec acts as. A workspace-user key acts as its user:
@@ -172,7 +192,7 @@ func (k *Keys) Authenticate(secret string) (*core.Principal, *core.Error) {
 	if secret == "" {
 		return nil, core.Unauthorized("missing API key: send it in the x-gateway-api-key header")
 	}
-	e, ok := (*k.snap.Load())[hashKey(secret)]
+	e, ok := (*k.snap.Load())[keySum(secret)]
 	if !ok {
 		return nil, core.Unauthorized("invalid API key: no key matches the x-gateway-api-key header")
 	}
