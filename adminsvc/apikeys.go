@@ -368,8 +368,7 @@ func (s *Service) listAPIKeys(c *fiber.Ctx) error {
 		return err
 	}
 	slices.SortFunc(out, func(a, b apiKeyView) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	lo, hi := pg.slice(len(out))
-	return c.JSON(listBody{Object: "list", Total: len(out), Data: nonNil(out[lo:hi])})
+	return sendList(c, pg, out)
 }
 
 // loadKey fetches a key the caller may see and act on with the scope that

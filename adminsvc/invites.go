@@ -277,8 +277,7 @@ func (s *Service) listInvites(c *fiber.Ctx) error {
 		}
 	}
 	slices.SortFunc(out, func(a, b inviteView) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	lo, hi := pg.slice(len(out))
-	return c.JSON(listBody{Object: "list", Total: len(out), Data: nonNil(out[lo:hi])})
+	return sendList(c, pg, out)
 }
 
 // loadInvite finds an invite of the caller's organisation.

@@ -256,8 +256,7 @@ func (s *Service) listMembers(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	lo, hi := pg.slice(len(out))
-	return c.JSON(listBody{Object: "list", Total: len(out), Data: nonNil(out[lo:hi])})
+	return sendList(c, pg, out)
 }
 
 // loadMember finds the membership a member route names.

@@ -94,8 +94,7 @@ func (s *Service) listRatePolicies(c *fiber.Ctx) error {
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	lo, hi := q.page.slice(len(out))
-	return c.JSON(listBody{Object: "list", Total: len(out), Data: nonNil(out[lo:hi])})
+	return sendList(c, q.page, out)
 }
 
 // getRatePolicy is GET /policies/rate-limits/{id}.

@@ -129,8 +129,7 @@ func (s *Service) listUsagePolicies(c *fiber.Ctx) error {
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
-	lo, hi := q.page.slice(len(out))
-	return c.JSON(listBody{Object: "list", Total: len(out), Data: nonNil(out[lo:hi])})
+	return sendList(c, q.page, out)
 }
 
 // usageStates is the usage of every group value of policy id; without an
@@ -343,8 +342,7 @@ func (s *Service) listUsageEntities(c *fiber.Ctx) error {
 		}
 	}
 	slices.SortFunc(out, func(a, b usageEntity) int { return strings.Compare(a.ValueKey, b.ValueKey) })
-	lo, hi := pg.slice(len(out))
-	return c.JSON(listBody{Object: "list", Total: len(out), Data: out[lo:hi]})
+	return sendList(c, pg, out)
 }
 
 // resetUsageEntity is PUT /policies/usage-limits/{id}/entities/{entityId}/reset:

@@ -115,8 +115,7 @@ func (s *Service) listUsers(c *fiber.Ctx) error {
 		return err
 	}
 	slices.SortFunc(out, func(a, b userView) int { return strings.Compare(a.Email, b.Email) })
-	lo, hi := pg.slice(len(out))
-	return c.JSON(listBody{Object: "list", Total: len(out), Data: nonNil(out[lo:hi])})
+	return sendList(c, pg, out)
 }
 
 // loadUser finds a user of the caller's organisation.

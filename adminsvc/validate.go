@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/gofiber/fiber/v2"
+
 	"github.com/llm-gateway/gateway/core"
 )
 
@@ -83,4 +85,11 @@ type listBody struct {
 	Object string `json:"object"`
 	Total  int    `json:"total"`
 	Data   any    `json:"data"`
+}
+
+// sendList answers page pg (a page or a policyPage) of every match out in
+// the list envelope; an empty page is [] rather than null.
+func sendList[T any](c *fiber.Ctx, pg interface{ slice(n int) (int, int) }, out []T) error {
+	lo, hi := pg.slice(len(out))
+	return c.JSON(listBody{Object: "list", Total: len(out), Data: nonNil(out[lo:hi])})
 }

@@ -339,8 +339,7 @@ func (s *Service) listWorkspaces(c *fiber.Ctx) error {
 		}
 		return strings.Compare(a.Slug, b.Slug)
 	})
-	lo, hi := pg.slice(len(out))
-	return c.JSON(listBody{Object: "list", Total: len(out), Data: nonNil(out[lo:hi])})
+	return sendList(c, pg, out)
 }
 
 func (s *Service) getWorkspace(c *fiber.Ctx) error {
