@@ -1,8 +1,7 @@
 package adminsvc
 
 import (
-	"slices"
-	"strings"
+	"encoding/json"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -96,14 +95,7 @@ func (s *Service) createVirtualKey(c *fiber.Ctx) error {
 	if rec.Configurations, err = sealConfig(s.cipher, cfg); err != nil {
 		return err
 	}
-	err = s.st.Update(func(tx store.Tx) error {
-		ws, err := s.resolveWorkspace(tx, caller, wsRef, true)
-		if err != nil {
-			return err
-		}
-		if err := canManageInWorkspace(caller, ws.ID, "virtual keys"); err != nil {
-			return err
-		}
+	return createManaged(s, c, virtualKeyKind, &rec, wsRef, func(tx store.Tx, _ store.Workspace) error {
 		var p problems
 		if err := checkSecretRefs(tx, rec.SecretMappings, "secret_mappings", &p); err != nil {
 			return err
@@ -111,200 +103,54 @@ func (s *Service) createVirtualKey(c *fiber.Ctx) error {
 		if err := p.err(); err != nil {
 			return err
 		}
-		rec.WorkspaceID = ws.ID
-		return tx.Put(store.BucketVirtualKeys, rec.ID, rec)
+		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadManaged(); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{"id": rec.ID, "slug": rec.Slug, "object": "virtual-key"})
-}
-
-// loadVirtualKey finds a virtual key by id or slug in a workspace the caller may see.
-func (s *Service) loadVirtualKey(tx store.Tx, caller *core.Principal, ref string) (store.VirtualKey, error) {
-	rec, ok, err := findBySlug(tx, store.BucketVirtualKeys, ref, virtualKeyIDSlug)
-	if err != nil {
-		return rec, err
-	}
-	if !ok || (!caller.IsOrganisationKey() && rec.WorkspaceID != caller.WorkspaceID) {
-		return rec, core.NotFound("no virtual key %q", ref)
-	}
-	return rec, nil
 }
 
 func (s *Service) listVirtualKeys(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, "virtual_keys.list"); err != nil {
-		return err
-	}
-	var p problems
-	pg := parsePage(c.Query, 50, 1000, &p)
-	if err := p.err(); err != nil {
-		return err
-	}
-	var out []virtualKeyView
-	err := s.st.View(func(tx store.Tx) error {
-		ws := ""
-		if ref := c.Query("workspace_id"); ref != "" || !caller.IsOrganisationKey() {
-			w, err := s.resolveWorkspace(tx, caller, ref, false)
-			if err != nil {
-				return err
-			}
-			ws = w.ID
-		}
-		all, err := store.List[store.VirtualKey](tx, store.BucketVirtualKeys)
-		for _, r := range all {
-			if ws == "" || r.WorkspaceID == ws {
-				out = append(out, s.virtualKeyViewOf(r, false))
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	slices.SortFunc(out, func(a, b virtualKeyView) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Slug, b.Slug)
-	})
-	lo, hi := pg.slice(len(out))
-	return c.JSON(listBody{Object: "list", Total: len(out), Data: nonNil(out[lo:hi])})
+	return listManaged(s, c, virtualKeyKind, func(store.VirtualKey) bool { return true },
+		func(r store.VirtualKey) virtualKeyView { return s.virtualKeyViewOf(r, false) },
+		func(v virtualKeyView) (time.Time, string) { return v.CreatedAt, v.Slug })
 }
 
 func (s *Service) getVirtualKey(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, "virtual_keys.read"); err != nil {
-		return err
-	}
-	var rec store.VirtualKey
-	err := s.st.View(func(tx store.Tx) (err error) { rec, err = s.loadVirtualKey(tx, caller, c.Params("slug")); return })
-	if err != nil {
-		return err
-	}
-	return c.JSON(s.virtualKeyViewOf(rec, true))
+	return getManaged(s, c, virtualKeyKind, func(r store.VirtualKey) virtualKeyView { return s.virtualKeyViewOf(r, true) })
 }
 
 // updateVirtualKey changes name, note, key, configurations, secret mappings,
 // limits and expiry; reset_usage: true makes an exhausted key active again.
 func (s *Service) updateVirtualKey(c *fiber.Ctx) error {
-	caller := principal(c)
-	var reset bool
-	var id string // of the record updated
-	if err := requireScope(caller, "virtual_keys.update"); err != nil {
-		return err
-	}
-	fields, cerr := decodeObject(c.Body())
-	if cerr != nil {
-		return cerr
-	}
-	now := s.now()
-	err := s.st.Update(func(tx store.Tx) error {
-		rec, err := s.loadVirtualKey(tx, caller, c.Params("slug"))
-		if err != nil {
-			return err
-		}
-		if err := canManageInWorkspace(caller, rec.WorkspaceID, "virtual keys"); err != nil {
-			return err
-		}
-		var p problems
-		for _, f := range []string{"provider", "workspace_id"} {
-			if _, ok := fields[f]; ok {
-				p.add(f, "cannot be changed after the virtual key is created")
+	return updateManaged(s, c, virtualKeyKind, virtualKeyFields, []string{"provider", "workspace_id"},
+		func(tx store.Tx, rec *store.VirtualKey, fields map[string]json.RawMessage, p *problems) (err error) {
+			if _, ok := fields["key"]; ok {
+				key, _ := strField(fields, "key", false, 4096, p)
+				if rec.Key, err = s.seal(key); err != nil {
+					return err
+				}
+				rec.MaskedKey = maskSecret(key)
 			}
-		}
-		knownOnly(fields, append(slices.Clone(virtualKeyFields), "reset_usage"), &p)
-		if v, ok := strField(fields, "name", false, 255, &p); ok {
-			if v == "" {
-				p.add("name", "must not be empty")
+			if raw, ok := fields["configurations"]; ok {
+				base, err := openConfig(s.cipher, rec.Configurations)
+				if err != nil {
+					return core.Internal(err, "the stored configuration of virtual key %s cannot be opened", rec.Slug)
+				}
+				if rec.Configurations, err = sealConfig(s.cipher, parseProviderConfig(raw, "configurations", base, p)); err != nil {
+					return err
+				}
 			}
-			rec.Name = v
-		}
-		if v, ok := strField(fields, "note", false, 1024, &p); ok {
-			rec.Note = v
-		}
-		if _, ok := fields["key"]; ok {
-			key, _ := strField(fields, "key", false, 4096, &p)
-			if rec.Key, err = s.seal(key); err != nil {
-				return err
+			if raw, ok := fields["secret_mappings"]; ok {
+				rec.SecretMappings = parseSecretMappings(raw, "secret_mappings", p)
+				if err := checkSecretRefs(tx, rec.SecretMappings, "secret_mappings", p); err != nil {
+					return err
+				}
 			}
-			rec.MaskedKey = maskSecret(key)
-		}
-		if raw, ok := fields["configurations"]; ok {
-			base, err := openConfig(s.cipher, rec.Configurations)
-			if err != nil {
-				return core.Internal(err, "the stored configuration of virtual key %s cannot be opened", rec.Slug)
+			if _, ok := fields["deploymentConfig"]; ok {
+				p.add("deploymentConfig", "is not supported; set configurations.azure_deployment_id and azure_api_version instead")
 			}
-			if rec.Configurations, err = sealConfig(s.cipher, parseProviderConfig(raw, "configurations", base, &p)); err != nil {
-				return err
-			}
-		}
-		if raw, ok := fields["secret_mappings"]; ok {
-			rec.SecretMappings = parseSecretMappings(raw, "secret_mappings", &p)
-			if err := checkSecretRefs(tx, rec.SecretMappings, "secret_mappings", &p); err != nil {
-				return err
-			}
-		}
-		if _, ok := fields["deploymentConfig"]; ok {
-			p.add("deploymentConfig", "is not supported; set configurations.azure_deployment_id and azure_api_version instead")
-		}
-		if raw, ok := fields["usage_limits"]; ok {
-			rec.UsageLimits = parseUsageLimits(raw, "usage_limits", &p)
-		}
-		if raw, ok := fields["rate_limits"]; ok {
-			rec.RateLimits = parseRateLimits(raw, "rate_limits", &p)
-		}
-		if exp, set := expiresField(fields, now, &p); set {
-			rec.ExpiresAt = exp
-		}
-		id = rec.ID
-		if reset = resetUsage(fields, &p); reset {
-			rec.Status = store.StatusActive
-		}
-		if err := p.err(); err != nil {
-			return err
-		}
-		rec.LastUpdatedAt = now
-		return tx.Put(store.BucketVirtualKeys, rec.ID, rec)
-	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadManaged(); err != nil {
-		return err
-	}
-	if reset {
-		if err := s.resetEntityUsage(c.UserContext(), "virtual_key", id); err != nil {
-			return err
-		}
-	}
-	return c.JSON(fiber.Map{})
+			return nil
+		})
 }
 
 func (s *Service) deleteVirtualKey(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, "virtual_keys.delete"); err != nil {
-		return err
-	}
-	err := s.st.Update(func(tx store.Tx) error {
-		rec, err := s.loadVirtualKey(tx, caller, c.Params("slug"))
-		if err != nil {
-			return err
-		}
-		if err := canManageInWorkspace(caller, rec.WorkspaceID, "virtual keys"); err != nil {
-			return err
-		}
-		return tx.Delete(store.BucketVirtualKeys, rec.ID)
-	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadManaged(); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{})
+	return deleteManaged(s, c, virtualKeyKind)
 }
