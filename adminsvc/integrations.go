@@ -297,13 +297,9 @@ func (s *Service) listIntegrations(c *fiber.Ctx) error {
 	}
 	var out []integrationView
 	err := s.st.View(func(tx store.Tx) error {
-		ws := ""
-		if ref := c.Query("workspace_id"); ref != "" || !caller.IsOrganisationKey() {
-			w, err := s.resolveWorkspace(tx, caller, ref, false)
-			if err != nil {
-				return err
-			}
-			ws = w.ID
+		ws, err := s.listWorkspace(tx, caller, c.Query("workspace_id"))
+		if err != nil {
+			return err
 		}
 		all, err := store.List[store.Integration](tx, store.BucketIntegrations)
 		for _, r := range all {
@@ -319,14 +315,7 @@ func (s *Service) listIntegrations(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(out, func(a, b integrationView) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.Slug, b.Slug)
-	})
-	lo, hi := pg.slice(len(out))
-	return c.JSON(listBody{Object: "list", Total: len(out), Data: nonNil(out[lo:hi])})
+	return newestFirst(c, pg, out, func(v integrationView) (time.Time, string) { return v.CreatedAt, v.Slug })
 }
 
 func (s *Service) getIntegration(c *fiber.Ctx) error {

@@ -216,14 +216,7 @@ func (s *Service) listSecretRefs(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(out, func(a, b secretRefView) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	lo, hi := pg.slice(len(out))
-	return c.JSON(listBody{Object: "list", Total: len(out), Data: nonNil(out[lo:hi])})
+	return newestFirst(c, pg, out, func(v secretRefView) (time.Time, string) { return v.CreatedAt, v.ID })
 }
 
 // parseTagFilter reads the tags query parameter: a JSON object of strings,
