@@ -168,8 +168,7 @@ func (s *Service) getIntegrationModels(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	lo, hi := pg.slice(len(rec.Models))
-	return c.JSON(listBody{Object: "list", Total: len(rec.Models), Data: nonNil(rec.Models[lo:hi])})
+	return sendList(c, pg, rec.Models)
 }
 
 // putIntegrationModels merges {models:[{slug*, enabled, is_custom,

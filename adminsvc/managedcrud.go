@@ -171,8 +171,7 @@ func newestFirst[V any](c *fiber.Ctx, pg page, out []V, order func(V) (time.Time
 		}
 		return strings.Compare(ka, kb)
 	})
-	lo, hi := pg.slice(len(out))
-	return c.JSON(listBody{Object: "list", Total: len(out), Data: nonNil(out[lo:hi])})
+	return sendList(c, pg, out)
 }
 
 // getManaged answers one record as a view.
