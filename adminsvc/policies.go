@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -207,14 +208,21 @@ type policyRecord interface {
 	store.RateLimitPolicy | store.UsageLimitPolicy
 }
 
-func policyWorkspaceID[T policyRecord](rec T) string {
+// policyHead points at the fields both kinds of policy record have, for
+// the code the two kinds share.
+type policyHead struct {
+	id, workspaceID, status  *string
+	createdAt, lastUpdatedAt *time.Time
+}
+
+func headOf[T policyRecord](rec *T) policyHead {
 	switch r := any(rec).(type) {
-	case store.RateLimitPolicy:
-		return r.WorkspaceID
-	case store.UsageLimitPolicy:
-		return r.WorkspaceID
+	case *store.RateLimitPolicy:
+		return policyHead{&r.ID, &r.WorkspaceID, &r.Status, &r.CreatedAt, &r.LastUpdatedAt}
+	case *store.UsageLimitPolicy:
+		return policyHead{&r.ID, &r.WorkspaceID, &r.Status, &r.CreatedAt, &r.LastUpdatedAt}
 	}
-	return ""
+	panic("unreachable: a policy record is a rate or a usage limit")
 }
 
 // loadPolicy reads policy id of bucket b that the caller may see (a
@@ -223,14 +231,15 @@ func policyWorkspaceID[T policyRecord](rec T) string {
 func loadPolicy[T policyRecord](tx store.Tx, b store.Bucket, caller *core.Principal, id string, write bool) (T, error) {
 	var rec T
 	err := tx.Get(b, id, &rec)
-	if errors.Is(err, store.ErrNotFound) || (err == nil && !caller.IsOrganisationKey() && policyWorkspaceID(rec) != caller.WorkspaceID) {
+	ws := *headOf(&rec).workspaceID
+	if errors.Is(err, store.ErrNotFound) || (err == nil && !caller.IsOrganisationKey() && ws != caller.WorkspaceID) {
 		return rec, core.NotFound("no policy %q", id)
 	}
 	if err != nil {
 		return rec, err
 	}
 	if write {
-		if err := canManageInWorkspace(caller, policyWorkspaceID(rec), "policies"); err != nil {
+		if err := canManageInWorkspace(caller, ws, "policies"); err != nil {
 			return rec, err
 		}
 	}
@@ -275,6 +284,83 @@ func parsePolicyQuery(c *fiber.Ctx, enums map[string][]string, p *problems) poli
 	}
 	q.page = parsePolicyPage(c, p)
 	return q
+}
+
+// allows reports whether value passes the enum filter name (absent: any).
+func (q policyQuery) allows(name, value string) bool {
+	v, ok := q.enums[name]
+	return !ok || v == value
+}
+
+// listPolicies is GET of a policy list, spec §4.1: the records of bucket b
+// in the workspace filter with the status asked for, that match the kind's
+// enum filters (enums, checked by match), newest first, paged.
+func listPolicies[T policyRecord, V any](s *Service, c *fiber.Ctx, b store.Bucket, enums map[string][]string,
+	match func(T, policyQuery) bool, view func(T) V) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePoliciesList); err != nil {
+		return err
+	}
+	var p problems
+	q := parsePolicyQuery(c, enums, &p)
+	var all []T
+	err := s.st.View(func(tx store.Tx) error {
+		ws, err := s.workspaceFilter(tx, caller, q.workspace, &p)
+		if err != nil {
+			return err
+		}
+		if err := p.err(); err != nil {
+			return err
+		}
+		if all, err = store.List[T](tx, b); err != nil {
+			return err
+		}
+		all = slices.DeleteFunc(all, func(r T) bool {
+			h := headOf(&r)
+			return (ws != "" && *h.workspaceID != ws) || *h.status != q.status || !match(r, q)
+		})
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	slices.SortFunc(all, func(a, b T) int {
+		ha, hb := headOf(&a), headOf(&b)
+		if c := hb.createdAt.Compare(*ha.createdAt); c != 0 {
+			return c
+		}
+		return strings.Compare(*ha.id, *hb.id)
+	})
+	out := make([]V, len(all))
+	for i, r := range all {
+		out[i] = view(r)
+	}
+	return sendList(c, q.page, out)
+}
+
+// archivePolicy is DELETE of a policy of bucket b: it archives the policy
+// (again is harmless); the limits engine skips archived policies.
+func archivePolicy[T policyRecord](s *Service, c *fiber.Ctx, b store.Bucket) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePoliciesDelete); err != nil {
+		return err
+	}
+	err := s.st.Update(func(tx store.Tx) error {
+		rec, err := loadPolicy[T](tx, b, caller, c.Params("id"), true)
+		h := headOf(&rec)
+		if err != nil || *h.status == store.StatusArchived {
+			return err
+		}
+		*h.status, *h.lastUpdatedAt = store.StatusArchived, s.now()
+		return tx.Put(b, *h.id, rec)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadLimits(); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{})
 }
 
 // queryValue is a query parameter and whether it was sent at all.

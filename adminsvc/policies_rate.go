@@ -2,7 +2,6 @@ package adminsvc
 
 import (
 	"slices"
-	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -61,40 +60,11 @@ func (s *Service) createRatePolicy(c *fiber.Ctx) error {
 
 // listRatePolicies is GET /policies/rate-limits, spec §4.1.
 func (s *Service) listRatePolicies(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePoliciesList); err != nil {
-		return err
-	}
-	var p problems
-	q := parsePolicyQuery(c, map[string][]string{"type": rateLimitTypes, "unit": ratePolicyUnits}, &p)
-	var out []ratePolicyView
-	err := s.st.View(func(tx store.Tx) error {
-		ws, err := s.workspaceFilter(tx, caller, q.workspace, &p)
-		if err != nil {
-			return err
-		}
-		if err := p.err(); err != nil {
-			return err
-		}
-		all, err := store.List[store.RateLimitPolicy](tx, store.BucketRateLimitPolicies)
-		for _, r := range all {
-			if (ws == "" || r.WorkspaceID == ws) && r.Status == q.status &&
-				(q.enums["type"] == "" || r.Type == q.enums["type"]) && (q.enums["unit"] == "" || r.Unit == q.enums["unit"]) {
-				out = append(out, ratePolicyViewOf(r))
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	slices.SortFunc(out, func(a, b ratePolicyView) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	return sendList(c, q.page, out)
+	return listPolicies(s, c, store.BucketRateLimitPolicies, map[string][]string{"type": rateLimitTypes, "unit": ratePolicyUnits},
+		func(r store.RateLimitPolicy, q policyQuery) bool {
+			return q.allows("type", r.Type) && q.allows("unit", r.Unit)
+		},
+		ratePolicyViewOf)
 }
 
 // getRatePolicy is GET /policies/rate-limits/{id}.
@@ -173,23 +143,5 @@ func (s *Service) updateRatePolicy(c *fiber.Ctx) error {
 // deleteRatePolicy is DELETE /policies/rate-limits/{id}: it archives the
 // policy (again is harmless).
 func (s *Service) deleteRatePolicy(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePoliciesDelete); err != nil {
-		return err
-	}
-	err := s.st.Update(func(tx store.Tx) error {
-		rec, err := loadPolicy[store.RateLimitPolicy](tx, store.BucketRateLimitPolicies, caller, c.Params("id"), true)
-		if err != nil || rec.Status == store.StatusArchived {
-			return err
-		}
-		rec.Status, rec.LastUpdatedAt = store.StatusArchived, s.now()
-		return tx.Put(store.BucketRateLimitPolicies, rec.ID, rec)
-	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadLimits(); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{})
+	return archivePolicy[store.RateLimitPolicy](s, c, store.BucketRateLimitPolicies)
 }

@@ -97,39 +97,9 @@ func (s *Service) createUsagePolicy(c *fiber.Ctx) error {
 // listUsagePolicies is GET /policies/usage-limits: the filters and paging
 // of the rate-limit list, with type cost or tokens.
 func (s *Service) listUsagePolicies(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePoliciesList); err != nil {
-		return err
-	}
-	var p problems
-	q := parsePolicyQuery(c, map[string][]string{"type": usageLimitTypes}, &p)
-	var out []usagePolicyView
-	err := s.st.View(func(tx store.Tx) error {
-		ws, err := s.workspaceFilter(tx, caller, q.workspace, &p)
-		if err != nil {
-			return err
-		}
-		if err := p.err(); err != nil {
-			return err
-		}
-		all, err := store.List[store.UsageLimitPolicy](tx, store.BucketUsageLimitPolicies)
-		for _, r := range all {
-			if (ws == "" || r.WorkspaceID == ws) && r.Status == q.status && (q.enums["type"] == "" || r.Type == q.enums["type"]) {
-				out = append(out, usagePolicyViewOf(r))
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	slices.SortFunc(out, func(a, b usagePolicyView) int {
-		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
-			return c
-		}
-		return strings.Compare(a.ID, b.ID)
-	})
-	return sendList(c, q.page, out)
+	return listPolicies(s, c, store.BucketUsageLimitPolicies, map[string][]string{"type": usageLimitTypes},
+		func(r store.UsageLimitPolicy, q policyQuery) bool { return q.allows("type", r.Type) },
+		usagePolicyViewOf)
 }
 
 // usageStates is the usage of every group value of policy id; without an
@@ -282,25 +252,7 @@ func mergeUsageRules(rec store.UsageLimitPolicy, body map[string]json.RawMessage
 // deleteUsagePolicy is DELETE /policies/usage-limits/{id}: it archives the
 // policy (again is harmless); archived policies are skipped by the engine.
 func (s *Service) deleteUsagePolicy(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePoliciesDelete); err != nil {
-		return err
-	}
-	err := s.st.Update(func(tx store.Tx) error {
-		rec, err := loadPolicy[store.UsageLimitPolicy](tx, store.BucketUsageLimitPolicies, caller, c.Params("id"), true)
-		if err != nil || rec.Status == store.StatusArchived {
-			return err
-		}
-		rec.Status, rec.LastUpdatedAt = store.StatusArchived, s.now()
-		return tx.Put(store.BucketUsageLimitPolicies, rec.ID, rec)
-	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadLimits(); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{})
+	return archivePolicy[store.UsageLimitPolicy](s, c, store.BucketUsageLimitPolicies)
 }
 
 // listUsageEntities is GET /policies/usage-limits/{id}/entities: the
