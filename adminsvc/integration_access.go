@@ -21,12 +21,7 @@ type workspaceAccess struct {
 }
 
 func (s *Service) getIntegrationWorkspaces(c *fiber.Ctx) error {
-	caller := principal(c)
-	var rec store.Integration
-	err := s.st.View(func(tx store.Tx) (err error) {
-		rec, err = s.loadIntegration(tx, caller, c.Params("slug"), "read")
-		return err
-	})
+	rec, err := s.readIntegration(c)
 	if err != nil {
 		return err
 	}
@@ -49,19 +44,11 @@ func (s *Service) putIntegrationWorkspaces(c *fiber.Ctx) error {
 	if cerr != nil {
 		return cerr
 	}
-	err := s.st.Update(func(tx store.Tx) error {
-		rec, err := s.loadIntegration(tx, caller, c.Params("slug"), "update")
-		if err != nil {
-			return err
-		}
-		if err := canManageIntegration(caller, rec.WorkspaceID); err != nil {
-			return err
-		}
+	err := s.changeIntegration(c, caller, func(tx store.Tx, rec *store.Integration, p *problems) error {
 		if rec.WorkspaceID != "" {
 			return core.ValidationError("workspaces", "workspaces: integration %s belongs to one workspace; only organisation integrations are shared with workspaces", rec.Slug)
 		}
-		var p problems
-		knownOnly(fields, []string{"workspaces", "global_workspace_access", "override_existing_workspace_access"}, &p)
+		knownOnly(fields, []string{"workspaces", "global_workspace_access", "override_existing_workspace_access"}, p)
 		override := false
 		if raw, ok := fields["override_existing_workspace_access"]; ok && json.Unmarshal(raw, &override) != nil {
 			p.add("override_existing_workspace_access", "must be true or false")
@@ -71,21 +58,18 @@ func (s *Service) putIntegrationWorkspaces(c *fiber.Ctx) error {
 			if json.Unmarshal(raw, &g) != nil || g == nil {
 				p.add("global_workspace_access", "must be an object {enabled}")
 			} else {
-				unknownFields(g, "global_workspace_access", []string{"enabled"}, &p)
+				unknownFields(g, "global_workspace_access", []string{"enabled"}, p)
 				if v, ok := g["enabled"]; !ok || json.Unmarshal(v, &rec.AllWorkspaces) != nil {
 					p.add("global_workspace_access.enabled", "is required: true or false")
 				}
 			}
 		}
-		entries, err := parseWorkspaceEntries(tx, fields["workspaces"], &p)
+		entries, err := parseWorkspaceEntries(tx, fields["workspaces"], p)
 		if err != nil {
 			return err
 		}
 		if _, ok := fields["workspaces"]; !ok && fields["global_workspace_access"] == nil {
 			p.add("workspaces", "is required (or global_workspace_access)")
-		}
-		if err := p.err(); err != nil {
-			return err
 		}
 		if override {
 			rec.Workspaces = nil
@@ -97,8 +81,7 @@ func (s *Service) putIntegrationWorkspaces(c *fiber.Ctx) error {
 				rec.Workspaces = append(rec.Workspaces, e)
 			}
 		}
-		rec.LastUpdatedAt = s.now()
-		return tx.Put(store.BucketIntegrations, rec.ID, rec)
+		return nil
 	})
 	if err != nil {
 		return err
@@ -154,17 +137,12 @@ func parseWorkspaceEntries(tx store.Tx, raw json.RawMessage, p *problems) ([]sto
 }
 
 func (s *Service) getIntegrationModels(c *fiber.Ctx) error {
-	caller := principal(c)
 	var p problems
 	pg := parsePage(c.Query, 100, 1000, &p)
 	if err := p.err(); err != nil {
 		return err
 	}
-	var rec store.Integration
-	err := s.st.View(func(tx store.Tx) (err error) {
-		rec, err = s.loadIntegration(tx, caller, c.Params("slug"), "read")
-		return err
-	})
+	rec, err := s.readIntegration(c)
 	if err != nil {
 		return err
 	}
@@ -179,13 +157,13 @@ func (s *Service) putIntegrationModels(c *fiber.Ctx) error {
 	if cerr != nil {
 		return cerr
 	}
-	return s.changeModels(c, caller, func(rec *store.Integration, p *problems) {
+	err := s.changeIntegration(c, caller, func(_ store.Tx, rec *store.Integration, p *problems) error {
 		knownOnly(fields, []string{"models"}, p)
 		raw, ok := fields["models"]
 		var items []map[string]json.RawMessage
 		if !ok || json.Unmarshal(raw, &items) != nil || items == nil {
 			p.add("models", "is required: an array of {slug, enabled, is_custom, pricing_config} objects")
-			return
+			return nil
 		}
 		for i, it := range items {
 			at := fmt.Sprintf("models[%d]", i)
@@ -214,17 +192,22 @@ func (s *Service) putIntegrationModels(c *fiber.Ctx) error {
 				rec.Models = append(rec.Models, m)
 			}
 		}
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{})
 }
 
 // deleteIntegrationModels removes the models named in ?slugs=a,b.
 func (s *Service) deleteIntegrationModels(c *fiber.Ctx) error {
 	caller := principal(c)
 	slugs := strings.Split(c.Query("slugs"), ",")
-	return s.changeModels(c, caller, func(rec *store.Integration, p *problems) {
+	err := s.changeIntegration(c, caller, func(_ store.Tx, rec *store.Integration, p *problems) error {
 		if c.Query("slugs") == "" {
 			p.add("slugs", "is required: a comma-separated list of model slugs")
-			return
+			return nil
 		}
 		for _, sl := range slugs {
 			sl = strings.TrimSpace(sl)
@@ -235,12 +218,19 @@ func (s *Service) deleteIntegrationModels(c *fiber.Ctx) error {
 			}
 			rec.Models = slices.Delete(rec.Models, j, j+1)
 		}
+		return nil
 	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{})
 }
 
-// changeModels loads the integration for update, applies change and stores it.
-func (s *Service) changeModels(c *fiber.Ctx, caller *core.Principal, change func(*store.Integration, *problems)) error {
-	err := s.st.Update(func(tx store.Tx) error {
+// changeIntegration loads the integration of the route for update, checks
+// that the caller may manage it, applies change (which reports the body's
+// problems into p) and stores it.
+func (s *Service) changeIntegration(c *fiber.Ctx, caller *core.Principal, change func(store.Tx, *store.Integration, *problems) error) error {
+	return s.st.Update(func(tx store.Tx) error {
 		rec, err := s.loadIntegration(tx, caller, c.Params("slug"), "update")
 		if err != nil {
 			return err
@@ -249,15 +239,22 @@ func (s *Service) changeModels(c *fiber.Ctx, caller *core.Principal, change func
 			return err
 		}
 		var p problems
-		change(&rec, &p)
+		if err := change(tx, &rec, &p); err != nil {
+			return err
+		}
 		if err := p.err(); err != nil {
 			return err
 		}
 		rec.LastUpdatedAt = s.now()
 		return tx.Put(store.BucketIntegrations, rec.ID, rec)
 	})
-	if err != nil {
+}
+
+// readIntegration loads the integration of the route for reading.
+func (s *Service) readIntegration(c *fiber.Ctx) (rec store.Integration, err error) {
+	err = s.st.View(func(tx store.Tx) error {
+		rec, err = s.loadIntegration(tx, principal(c), c.Params("slug"), "read")
 		return err
-	}
-	return c.JSON(fiber.Map{})
+	})
+	return rec, err
 }

@@ -319,12 +319,7 @@ func (s *Service) listIntegrations(c *fiber.Ctx) error {
 }
 
 func (s *Service) getIntegration(c *fiber.Ctx) error {
-	caller := principal(c)
-	var rec store.Integration
-	err := s.st.View(func(tx store.Tx) (err error) {
-		rec, err = s.loadIntegration(tx, caller, c.Params("slug"), "read")
-		return err
-	})
+	rec, err := s.readIntegration(c)
 	if err != nil {
 		return err
 	}
@@ -337,36 +332,25 @@ func (s *Service) updateIntegration(c *fiber.Ctx) error {
 	if cerr != nil {
 		return cerr
 	}
-	err := s.st.Update(func(tx store.Tx) error {
-		rec, err := s.loadIntegration(tx, caller, c.Params("slug"), "update")
-		if err != nil {
-			return err
-		}
-		if err := canManageIntegration(caller, rec.WorkspaceID); err != nil {
-			return err
-		}
-		var p problems
+	err := s.changeIntegration(c, caller, func(tx store.Tx, rec *store.Integration, p *problems) (err error) {
 		for _, f := range immutableIntegrationFields {
 			if _, ok := fields[f]; ok {
 				p.add(f, "cannot be changed after the integration is created")
 			}
 		}
 		known := append(slices.Clone(integrationUpdateFields), immutableIntegrationFields...)
-		knownOnly(fields, known, &p)
-		if v, ok := strField(fields, "name", false, 255, &p); ok {
+		knownOnly(fields, known, p)
+		if v, ok := strField(fields, "name", false, 255, p); ok {
 			if v == "" {
 				p.add("name", "must not be empty")
 			}
 			rec.Name = v
 		}
-		if v, ok := strField(fields, "description", false, 1024, &p); ok {
+		if v, ok := strField(fields, "description", false, 1024, p); ok {
 			rec.Description = v
 		}
-		if raw, ok := fields["key"]; ok {
-			key, _ := strField(fields, "key", false, 4096, &p)
-			if string(raw) == "null" {
-				key = ""
-			}
+		if _, ok := fields["key"]; ok {
+			key, _ := strField(fields, "key", false, 4096, p) // "" for null: the key is removed
 			if rec.Key, err = s.seal(key); err != nil {
 				return err
 			}
@@ -377,7 +361,7 @@ func (s *Service) updateIntegration(c *fiber.Ctx) error {
 			if err != nil {
 				return core.Internal(err, "the stored configuration of integration %s cannot be opened", rec.Slug)
 			}
-			cfg := parseProviderConfig(raw, "configurations", base, &p)
+			cfg := parseProviderConfig(raw, "configurations", base, p)
 			if string(raw) == "null" {
 				cfg = store.ProviderConfig{}
 			}
@@ -386,22 +370,18 @@ func (s *Service) updateIntegration(c *fiber.Ctx) error {
 			}
 		}
 		if _, ok := fields["secret_mappings"]; ok {
-			rec.SecretMappings = parseSecretMappings(fields["secret_mappings"], "secret_mappings", &p)
-			if err := checkSecretRefs(tx, rec.SecretMappings, "secret_mappings", &p); err != nil {
+			rec.SecretMappings = parseSecretMappings(fields["secret_mappings"], "secret_mappings", p)
+			if err := checkSecretRefs(tx, rec.SecretMappings, "secret_mappings", p); err != nil {
 				return err
 			}
 		}
 		if _, ok := fields["tags"]; ok {
-			rec.Tags = parseTags(fields, &p)
+			rec.Tags = parseTags(fields, p)
 		}
 		if _, ok := fields["pricing_adjustments"]; ok {
-			rec.PricingAdjustments = objectField(fields, "pricing_adjustments", &p)
+			rec.PricingAdjustments = objectField(fields, "pricing_adjustments", p)
 		}
-		if err := p.err(); err != nil {
-			return err
-		}
-		rec.LastUpdatedAt = s.now()
-		return tx.Put(store.BucketIntegrations, rec.ID, rec)
+		return nil
 	})
 	if err != nil {
 		return err
