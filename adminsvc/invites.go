@@ -253,13 +253,7 @@ func (s *Service) listInvites(c *fiber.Ctx) error {
 	}
 	var p problems
 	pg := userPage(c, &p)
-	role, status := c.Query("role"), c.Query("status")
-	if role != "" && !slices.Contains(inviteRoles, role) {
-		p.add("role", "must be one of %v, got %q", inviteRoles, role)
-	}
-	if status != "" && !slices.Contains(inviteStatuses, status) {
-		p.add("status", "must be one of %v, got %q", inviteStatuses, status)
-	}
+	role, status := queryEnum(c, "role", inviteRoles, &p), queryEnum(c, "status", inviteStatuses, &p)
 	if err := p.err(); err != nil {
 		return err
 	}

@@ -231,10 +231,7 @@ func (s *Service) listMembers(c *fiber.Ctx) error {
 	}
 	var p problems
 	pg := parsePage(c.Query, 50, 1000, &p)
-	role := c.Query("role")
-	if role != "" && !slices.Contains(workspaceRoles, role) {
-		p.add("role", "must be one of %v, got %q", workspaceRoles, role)
-	}
+	role := queryEnum(c, "role", workspaceRoles, &p)
 	if err := p.err(); err != nil {
 		return err
 	}

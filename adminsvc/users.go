@@ -90,10 +90,7 @@ func (s *Service) listUsers(c *fiber.Ctx) error {
 	}
 	var p problems
 	pg := userPage(c, &p)
-	role := c.Query("role")
-	if role != "" && !slices.Contains(orgRoles, role) {
-		p.add("role", "must be one of %v, got %q", orgRoles, role)
-	}
+	role := queryEnum(c, "role", orgRoles, &p)
 	if err := p.err(); err != nil {
 		return err
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -85,6 +86,16 @@ type listBody struct {
 	Object string `json:"object"`
 	Total  int    `json:"total"`
 	Data   any    `json:"data"`
+}
+
+// queryEnum reads the optional list filter name: "" when absent, else one
+// of allowed (anything else is a problem).
+func queryEnum(c *fiber.Ctx, name string, allowed []string, p *problems) string {
+	v := c.Query(name)
+	if v != "" && !slices.Contains(allowed, v) {
+		p.add(name, "must be one of %v, got %q", allowed, v)
+	}
+	return v
 }
 
 // sendList answers page pg (a page or a policyPage) of every match out in
