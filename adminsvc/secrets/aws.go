@@ -7,12 +7,10 @@ import (
 	"encoding/json"
 	"encoding/xml"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -27,8 +25,7 @@ type AWS struct {
 	Now    func() time.Time
 	Getenv func(string) string
 
-	mu    sync.Mutex
-	roles map[string]awsCredentials
+	roles credCache[awsCredentials]
 }
 
 func (a *AWS) now() time.Time {
@@ -99,20 +96,18 @@ func (a *AWS) Fetch(ctx context.Context, ref Reference) (string, error) {
 	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
 	req.Header.Set("X-Amz-Target", "secretsmanager.GetSecretValue")
 	signV4(req, body, creds, region, "secretsmanager", a.now())
-	res, err := a.Client.Do(req)
+	res, err := send(a.Client, req, "aws: GetSecretValue "+ref.SecretPath)
 	if err != nil {
-		return "", fmt.Errorf("aws: GetSecretValue %s: %w", ref.SecretPath, err)
+		return "", err
 	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	if res.StatusCode != http.StatusOK {
-		return "", awsError("GetSecretValue "+ref.SecretPath, res.StatusCode, raw)
+	if res.status != http.StatusOK {
+		return "", awsError("GetSecretValue "+ref.SecretPath, res.status, res.body)
 	}
 	var out struct {
 		SecretString *string `json:"SecretString"`
 		SecretBinary *string `json:"SecretBinary"`
 	}
-	if err := json.Unmarshal(raw, &out); err != nil {
+	if err := json.Unmarshal(res.body, &out); err != nil {
 		return "", fmt.Errorf("aws: GetSecretValue %s: the answer is not JSON", ref.SecretPath)
 	}
 	switch {
@@ -168,71 +163,58 @@ func awsError(what string, status int, raw []byte) error {
 // the base credentials (the auth_config's access key, else the
 // environment's), and caches them until shortly before they expire.
 func (a *AWS) assumeRole(ctx context.Context, auth map[string]string, region string) (awsCredentials, error) {
-	key := cacheKey(auth)
 	now := a.now()
-	a.mu.Lock()
-	c, ok := a.roles[key]
-	a.mu.Unlock()
-	if ok && now.Before(c.Expires) {
-		return c, nil
-	}
-	base := awsCredentials{AccessKeyID: auth["access_key_id"], SecretAccessKey: auth["secret_access_key"], SessionToken: auth["session_token"]}
-	if base.AccessKeyID == "" {
-		var err error
-		if base, err = a.envCredentials(); err != nil {
-			return base, err
+	return a.roles.get(cacheKey(auth), func(c awsCredentials) bool { return now.Before(c.Expires) }, func() (awsCredentials, error) {
+		base := awsCredentials{AccessKeyID: auth["access_key_id"], SecretAccessKey: auth["secret_access_key"], SessionToken: auth["session_token"]}
+		if base.AccessKeyID == "" {
+			var err error
+			if base, err = a.envCredentials(); err != nil {
+				return base, err
+			}
 		}
-	}
-	endpoint := auth["sts_endpoint"]
-	if endpoint == "" {
-		endpoint = "https://sts." + region + ".amazonaws.com"
-	}
-	q := url.Values{"Action": {"AssumeRole"}, "Version": {"2011-06-15"}, "RoleArn": {auth["role_arn"]}}
-	session := auth["role_session_name"]
-	if session == "" {
-		session = "llm-gateway"
-	}
-	q.Set("RoleSessionName", session)
-	if auth["external_id"] != "" {
-		q.Set("ExternalId", auth["external_id"])
-	}
-	body := []byte(q.Encode())
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(endpoint, "/")+"/", bytes.NewReader(body))
-	if err != nil {
-		return c, fmt.Errorf("aws: bad sts_endpoint: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
-	signV4(req, body, base, region, "sts", now)
-	res, err := a.Client.Do(req)
-	if err != nil {
-		return c, fmt.Errorf("aws: STS AssumeRole %s: %w", auth["role_arn"], err)
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
-	if res.StatusCode != http.StatusOK {
-		return c, awsError("STS AssumeRole "+auth["role_arn"], res.StatusCode, raw)
-	}
-	var out struct {
-		Creds struct {
-			AccessKeyID     string    `xml:"AccessKeyId"`
-			SecretAccessKey string    `xml:"SecretAccessKey"`
-			SessionToken    string    `xml:"SessionToken"`
-			Expiration      time.Time `xml:"Expiration"`
-		} `xml:"AssumeRoleResult>Credentials"`
-	}
-	if err := xml.Unmarshal(raw, &out); err != nil || out.Creds.AccessKeyID == "" {
-		return c, fmt.Errorf("aws: STS AssumeRole %s answered no credentials", auth["role_arn"])
-	}
-	c = awsCredentials{AccessKeyID: out.Creds.AccessKeyID, SecretAccessKey: out.Creds.SecretAccessKey, SessionToken: out.Creds.SessionToken}
-	c.Expires = expiryAfter(now, out.Creds.Expiration.Sub(now))
-	if c.Expires.IsZero() {
-		c.Expires = now // already expired: use once, never cache
-	}
-	a.mu.Lock()
-	if a.roles == nil {
-		a.roles = map[string]awsCredentials{}
-	}
-	a.roles[key] = c
-	a.mu.Unlock()
-	return c, nil
+		endpoint := auth["sts_endpoint"]
+		if endpoint == "" {
+			endpoint = "https://sts." + region + ".amazonaws.com"
+		}
+		q := url.Values{"Action": {"AssumeRole"}, "Version": {"2011-06-15"}, "RoleArn": {auth["role_arn"]}}
+		session := auth["role_session_name"]
+		if session == "" {
+			session = "llm-gateway"
+		}
+		q.Set("RoleSessionName", session)
+		if auth["external_id"] != "" {
+			q.Set("ExternalId", auth["external_id"])
+		}
+		body := []byte(q.Encode())
+		req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(endpoint, "/")+"/", bytes.NewReader(body))
+		if err != nil {
+			return awsCredentials{}, fmt.Errorf("aws: bad sts_endpoint: %w", err)
+		}
+		req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
+		signV4(req, body, base, region, "sts", now)
+		res, err := send(a.Client, req, "aws: STS AssumeRole "+auth["role_arn"])
+		if err != nil {
+			return awsCredentials{}, err
+		}
+		if res.status != http.StatusOK {
+			return awsCredentials{}, awsError("STS AssumeRole "+auth["role_arn"], res.status, res.body)
+		}
+		var out struct {
+			Creds struct {
+				AccessKeyID     string    `xml:"AccessKeyId"`
+				SecretAccessKey string    `xml:"SecretAccessKey"`
+				SessionToken    string    `xml:"SessionToken"`
+				Expiration      time.Time `xml:"Expiration"`
+			} `xml:"AssumeRoleResult>Credentials"`
+		}
+		if err := xml.Unmarshal(res.body, &out); err != nil || out.Creds.AccessKeyID == "" {
+			return awsCredentials{}, fmt.Errorf("aws: STS AssumeRole %s answered no credentials", auth["role_arn"])
+		}
+		c := awsCredentials{AccessKeyID: out.Creds.AccessKeyID, SecretAccessKey: out.Creds.SecretAccessKey, SessionToken: out.Creds.SessionToken}
+		c.Expires = expiryAfter(now, out.Creds.Expiration.Sub(now))
+		if c.Expires.IsZero() {
+			c.Expires = now // already expired: use once, never cache
+		}
+		return c, nil
+	})
 }

@@ -4,13 +4,11 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"strconv"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -32,8 +30,7 @@ type Azure struct {
 	Now    func() time.Time
 	Getenv func(string) string
 
-	mu     sync.Mutex
-	tokens map[string]cachedToken
+	tokens credCache[cachedToken]
 }
 
 func (z *Azure) now() time.Time {
@@ -63,11 +60,10 @@ func (z *Azure) Fetch(ctx context.Context, ref Reference) (string, error) {
 		return "", fmt.Errorf("azure: bad vault_url: %w", err)
 	}
 	req.Header.Set("Authorization", "Bearer "+token)
-	res, err := z.Client.Do(req)
+	res, err := send(z.Client, req, "azure: get secret "+ref.SecretPath)
 	if err != nil {
-		return "", fmt.Errorf("azure: get secret %s: %w", ref.SecretPath, err)
+		return "", err
 	}
-	defer res.Body.Close()
 	var out struct {
 		Value *string `json:"value"`
 		Error *struct {
@@ -75,19 +71,19 @@ func (z *Azure) Fetch(ctx context.Context, ref Reference) (string, error) {
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	_ = json.NewDecoder(io.LimitReader(res.Body, 1<<20)).Decode(&out)
+	_ = res.decode(&out)
 	code := ""
 	if out.Error != nil {
 		code = " " + out.Error.Code
 	}
 	switch {
-	case res.StatusCode == http.StatusNotFound:
+	case res.status == http.StatusNotFound:
 		return "", managerError(ErrSecretNotFound, "azure: no secret %s in the key vault (HTTP 404%s)", ref.SecretPath, code)
-	case res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden:
-		z.forget(ref.Auth)
-		return "", managerError(ErrDenied, "azure: reading secret %s was refused (HTTP %d%s): the identity needs the Get secret permission", ref.SecretPath, res.StatusCode, code)
-	case res.StatusCode != http.StatusOK:
-		return "", fmt.Errorf("azure: get secret %s: HTTP %d%s", ref.SecretPath, res.StatusCode, code)
+	case res.status == http.StatusUnauthorized || res.status == http.StatusForbidden:
+		z.tokens.forget(cacheKey(ref.Auth))
+		return "", managerError(ErrDenied, "azure: reading secret %s was refused (HTTP %d%s): the identity needs the Get secret permission", ref.SecretPath, res.status, code)
+	case res.status != http.StatusOK:
+		return "", fmt.Errorf("azure: get secret %s: HTTP %d%s", ref.SecretPath, res.status, code)
 	case out.Value == nil:
 		return "", managerError(ErrSecretNotFound, "azure: secret %s has no value", ref.SecretPath)
 	}
@@ -96,43 +92,27 @@ func (z *Azure) Fetch(ctx context.Context, ref Reference) (string, error) {
 
 // token returns a cached token or gets a new one for the auth_type.
 func (z *Azure) token(ctx context.Context, a map[string]string) (string, error) {
-	key := cacheKey(a)
 	now := z.now()
-	z.mu.Lock()
-	t, ok := z.tokens[key]
-	z.mu.Unlock()
-	if ok && t.valid(now) {
-		return t.value, nil
-	}
-	var err error
-	switch a["auth_type"] {
-	case "entra":
-		t, err = z.clientCredentials(ctx, a["authority_host"], a["tenant_id"], a["client_id"], a["client_secret"])
-	case "default":
-		tenant, client, secret := z.getenv("AZURE_TENANT_ID"), z.getenv("AZURE_CLIENT_ID"), z.getenv("AZURE_CLIENT_SECRET")
-		if tenant == "" || client == "" || secret == "" {
-			return "", fmt.Errorf("azure: auth_type default needs AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET in the gateway's environment")
+	t, err := z.tokens.get(cacheKey(a), func(t cachedToken) bool { return t.valid(now) }, func() (cachedToken, error) {
+		switch a["auth_type"] {
+		case "entra":
+			return z.clientCredentials(ctx, a["authority_host"], a["tenant_id"], a["client_id"], a["client_secret"])
+		case "default":
+			tenant, client, secret := z.getenv("AZURE_TENANT_ID"), z.getenv("AZURE_CLIENT_ID"), z.getenv("AZURE_CLIENT_SECRET")
+			if tenant == "" || client == "" || secret == "" {
+				return cachedToken{}, fmt.Errorf("azure: auth_type default needs AZURE_TENANT_ID, AZURE_CLIENT_ID and AZURE_CLIENT_SECRET in the gateway's environment")
+			}
+			host := a["authority_host"]
+			if host == "" {
+				host = z.getenv("AZURE_AUTHORITY_HOST")
+			}
+			return z.clientCredentials(ctx, host, tenant, client, secret)
+		case "managed":
+			return z.managed(ctx, a)
 		}
-		host := a["authority_host"]
-		if host == "" {
-			host = z.getenv("AZURE_AUTHORITY_HOST")
-		}
-		t, err = z.clientCredentials(ctx, host, tenant, client, secret)
-	case "managed":
-		t, err = z.managed(ctx, a)
-	default:
-		return "", fmt.Errorf("azure: auth_type %q is not supported", a["auth_type"])
-	}
-	if err != nil {
-		return "", err
-	}
-	z.mu.Lock()
-	if z.tokens == nil {
-		z.tokens = map[string]cachedToken{}
-	}
-	z.tokens[key] = t
-	z.mu.Unlock()
-	return t.value, nil
+		return cachedToken{}, fmt.Errorf("azure: auth_type %q is not supported", a["auth_type"])
+	})
+	return t.value, err
 }
 
 // tokenAnswer is the token endpoints' answer; IMDS sends expires_in as a
@@ -186,26 +166,18 @@ func (z *Azure) managed(ctx context.Context, a map[string]string) (cachedToken, 
 
 func (z *Azure) fetchToken(req *http.Request, what string) (cachedToken, error) {
 	now := z.now()
-	res, err := z.Client.Do(req)
+	res, err := send(z.Client, req, "azure: "+what)
 	if err != nil {
-		return cachedToken{}, fmt.Errorf("azure: %s: %w", what, err)
+		return cachedToken{}, err
 	}
-	defer res.Body.Close()
 	var out tokenAnswer
-	dec := json.NewDecoder(io.LimitReader(res.Body, 1<<20))
 	switch {
-	case res.StatusCode == http.StatusBadRequest || res.StatusCode == http.StatusUnauthorized || res.StatusCode == http.StatusForbidden:
-		return cachedToken{}, managerError(ErrDenied, "azure: %s refused (HTTP %d): check the tenant, client id and secret", what, res.StatusCode)
-	case res.StatusCode != http.StatusOK:
-		return cachedToken{}, fmt.Errorf("azure: %s: HTTP %d", what, res.StatusCode)
-	case dec.Decode(&out) != nil || out.AccessToken == "":
+	case res.status == http.StatusBadRequest || res.status == http.StatusUnauthorized || res.status == http.StatusForbidden:
+		return cachedToken{}, managerError(ErrDenied, "azure: %s refused (HTTP %d): check the tenant, client id and secret", what, res.status)
+	case res.status != http.StatusOK:
+		return cachedToken{}, fmt.Errorf("azure: %s: HTTP %d", what, res.status)
+	case res.decode(&out) != nil || out.AccessToken == "":
 		return cachedToken{}, fmt.Errorf("azure: %s: the answer has no access_token", what)
 	}
 	return cachedToken{value: out.AccessToken, expires: expiryAfter(now, out.ttl())}, nil
-}
-
-func (z *Azure) forget(a map[string]string) {
-	z.mu.Lock()
-	delete(z.tokens, cacheKey(a))
-	z.mu.Unlock()
 }

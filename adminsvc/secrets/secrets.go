@@ -6,10 +6,14 @@
 package secrets
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net/http"
+	"sync"
 	"time"
 )
 
@@ -86,4 +90,66 @@ func expiryAfter(now time.Time, ttl time.Duration) time.Time {
 		return time.Time{}
 	}
 	return now.Add(ttl - min(ttl/10, time.Minute))
+}
+
+// credCache keeps credentials got from a login or a token endpoint, under
+// the cacheKey of the auth_config they were got with.
+type credCache[T any] struct {
+	mu sync.Mutex
+	m  map[string]T
+}
+
+// get returns the credential cached under key while usable accepts it,
+// else the one fetch gets, which is cached.
+func (c *credCache[T]) get(key string, usable func(T) bool, fetch func() (T, error)) (T, error) {
+	c.mu.Lock()
+	v, ok := c.m[key]
+	c.mu.Unlock()
+	if ok && usable(v) {
+		return v, nil
+	}
+	v, err := fetch()
+	if err != nil {
+		return v, err
+	}
+	c.mu.Lock()
+	if c.m == nil {
+		c.m = map[string]T{}
+	}
+	c.m[key] = v
+	c.mu.Unlock()
+	return v, nil
+}
+
+// forget drops the credential cached under key.
+func (c *credCache[T]) forget(key string) {
+	c.mu.Lock()
+	delete(c.m, key)
+	c.mu.Unlock()
+}
+
+// maxAnswer bounds what is read of a secret manager's answer.
+const maxAnswer = 1 << 20
+
+// answer is a secret manager's answer: its status and (at most maxAnswer
+// of) its body.
+type answer struct {
+	status int
+	body   []byte
+}
+
+// decode reads the first JSON value of the body into v, ignoring what
+// follows it.
+func (a answer) decode(v any) error { return json.NewDecoder(bytes.NewReader(a.body)).Decode(v) }
+
+// send makes one call to a secret manager; a call that gets no answer is
+// reported as "what: err".
+func send(client *http.Client, req *http.Request, what string) (answer, error) {
+	res, err := client.Do(req)
+	if err != nil {
+		return answer{}, fmt.Errorf("%s: %w", what, err)
+	}
+	defer res.Body.Close()
+	body, _ := io.ReadAll(io.LimitReader(res.Body, maxAnswer))
+	return answer{status: res.StatusCode, body: body}, nil
 }

@@ -7,14 +7,12 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
-	"io"
 	"net/http"
 	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
-	"sync"
 	"time"
 )
 
@@ -33,8 +31,7 @@ type Vault struct {
 	// not be able to name any file on the gateway's host.
 	JWTDirs []string
 
-	mu     sync.Mutex
-	tokens map[string]cachedToken
+	tokens credCache[cachedToken]
 }
 
 // vaultPath splits a secret path "mount/path" into its mount and its path
@@ -59,7 +56,7 @@ func (v *Vault) Fetch(ctx context.Context, ref Reference) (string, error) {
 	if status == http.StatusForbidden && login {
 		// A cached login token may have been revoked before its lease
 		// ended: log in again once.
-		v.forget(a)
+		v.tokens.forget(cacheKey(a))
 		if token, _, err = v.token(ctx, a); err != nil {
 			return "", err
 		}
@@ -80,12 +77,10 @@ func (v *Vault) read(ctx context.Context, a map[string]string, token, secretPath
 	if ns := a["namespace"]; ns != "" {
 		req.Header.Set("X-Vault-Namespace", ns)
 	}
-	res, err := v.Client.Do(req)
+	res, err := send(v.Client, req, "vault: read "+mount+"/"+path)
 	if err != nil {
-		return "", 0, fmt.Errorf("vault: read %s/%s: %w", mount, path, err)
+		return "", 0, err
 	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(io.LimitReader(res.Body, 1<<20))
 	var body struct {
 		Data *struct {
 			Data     map[string]any `json:"data"`
@@ -96,24 +91,24 @@ func (v *Vault) read(ctx context.Context, a map[string]string, token, secretPath
 			} `json:"metadata"`
 		} `json:"data"`
 	}
-	_ = json.Unmarshal(raw, &body)
+	_ = json.Unmarshal(res.body, &body)
 	where := mount + "/" + path
 	switch {
-	case res.StatusCode == http.StatusForbidden:
-		return "", res.StatusCode, managerError(ErrDenied, "vault: permission denied reading %s (the token is invalid or its policy does not allow it)", where)
-	case res.StatusCode == http.StatusNotFound && body.Data != nil && body.Data.Metadata.Destroyed:
-		return "", res.StatusCode, managerError(ErrSecretNotFound, "vault: version %d of %s is destroyed", body.Data.Metadata.Version, where)
-	case res.StatusCode == http.StatusNotFound && body.Data != nil && body.Data.Metadata.DeletionTime != "":
-		return "", res.StatusCode, managerError(ErrSecretNotFound, "vault: version %d of %s was deleted at %s", body.Data.Metadata.Version, where, body.Data.Metadata.DeletionTime)
-	case res.StatusCode == http.StatusNotFound:
-		return "", res.StatusCode, managerError(ErrSecretNotFound, "vault: no secret %s (is the mount a KV version 2 engine?)", where)
-	case res.StatusCode != http.StatusOK:
-		return "", res.StatusCode, fmt.Errorf("vault: read %s: HTTP %d", where, res.StatusCode)
+	case res.status == http.StatusForbidden:
+		return "", res.status, managerError(ErrDenied, "vault: permission denied reading %s (the token is invalid or its policy does not allow it)", where)
+	case res.status == http.StatusNotFound && body.Data != nil && body.Data.Metadata.Destroyed:
+		return "", res.status, managerError(ErrSecretNotFound, "vault: version %d of %s is destroyed", body.Data.Metadata.Version, where)
+	case res.status == http.StatusNotFound && body.Data != nil && body.Data.Metadata.DeletionTime != "":
+		return "", res.status, managerError(ErrSecretNotFound, "vault: version %d of %s was deleted at %s", body.Data.Metadata.Version, where, body.Data.Metadata.DeletionTime)
+	case res.status == http.StatusNotFound:
+		return "", res.status, managerError(ErrSecretNotFound, "vault: no secret %s (is the mount a KV version 2 engine?)", where)
+	case res.status != http.StatusOK:
+		return "", res.status, fmt.Errorf("vault: read %s: HTTP %d", where, res.status)
 	case body.Data == nil || body.Data.Data == nil:
-		return "", res.StatusCode, managerError(ErrSecretNotFound, "vault: %s has no data", where)
+		return "", res.status, managerError(ErrSecretNotFound, "vault: %s has no data", where)
 	}
 	out, err := json.Marshal(body.Data.Data)
-	return string(out), res.StatusCode, err
+	return string(out), res.status, err
 }
 
 // escapePath escapes each segment of a slash-separated path.
@@ -131,42 +126,31 @@ func (v *Vault) token(ctx context.Context, a map[string]string) (string, bool, e
 	if a["auth_type"] == "token" {
 		return a["token"], false, nil
 	}
-	key := cacheKey(a)
 	now := v.now()
-	v.mu.Lock()
-	t, ok := v.tokens[key]
-	v.mu.Unlock()
-	if ok && t.valid(now) {
-		return t.value, true, nil
-	}
-	var body map[string]string
-	method := a["auth_type"]
-	switch method {
-	case "approle":
-		body = map[string]string{"role_id": a["role_id"], "secret_id": a["secret_id"]}
-	case "kubernetes":
-		jwt, err := v.jwt(a)
-		if err != nil {
-			return "", false, err
+	t, err := v.tokens.get(cacheKey(a), func(t cachedToken) bool { return t.valid(now) }, func() (cachedToken, error) {
+		var body map[string]string
+		method := a["auth_type"]
+		switch method {
+		case "approle":
+			body = map[string]string{"role_id": a["role_id"], "secret_id": a["secret_id"]}
+		case "kubernetes":
+			jwt, err := v.jwt(a)
+			if err != nil {
+				return cachedToken{}, err
+			}
+			body = map[string]string{"role": a["role"], "jwt": jwt}
+		default:
+			return cachedToken{}, fmt.Errorf("vault: auth_type %q is not supported", method)
 		}
-		body = map[string]string{"role": a["role"], "jwt": jwt}
-	default:
-		return "", false, fmt.Errorf("vault: auth_type %q is not supported", method)
-	}
-	mount := a["auth_mount"]
-	if mount == "" {
-		mount = method
-	}
-	t, err := v.login(ctx, a, mount, body)
+		mount := a["auth_mount"]
+		if mount == "" {
+			mount = method
+		}
+		return v.login(ctx, a, mount, body)
+	})
 	if err != nil {
 		return "", false, err
 	}
-	v.mu.Lock()
-	if v.tokens == nil {
-		v.tokens = map[string]cachedToken{}
-	}
-	v.tokens[key] = t
-	v.mu.Unlock()
 	return t.value, true, nil
 }
 
@@ -184,24 +168,22 @@ func (v *Vault) login(ctx context.Context, a map[string]string, mount string, bo
 		req.Header.Set("X-Vault-Namespace", ns)
 	}
 	now := v.now()
-	res, err := v.Client.Do(req)
+	res, err := send(v.Client, req, "vault: "+a["auth_type"]+" login")
 	if err != nil {
-		return cachedToken{}, fmt.Errorf("vault: %s login: %w", a["auth_type"], err)
+		return cachedToken{}, err
 	}
-	defer res.Body.Close()
 	var out struct {
 		Auth *struct {
 			ClientToken   string `json:"client_token"`
 			LeaseDuration int64  `json:"lease_duration"`
 		} `json:"auth"`
 	}
-	dec := json.NewDecoder(io.LimitReader(res.Body, 1<<20))
 	switch {
-	case res.StatusCode == http.StatusBadRequest || res.StatusCode == http.StatusForbidden || res.StatusCode == http.StatusUnauthorized:
-		return cachedToken{}, managerError(ErrDenied, "vault: %s login at auth/%s refused (HTTP %d): check the role and its credentials", a["auth_type"], mount, res.StatusCode)
-	case res.StatusCode != http.StatusOK:
-		return cachedToken{}, fmt.Errorf("vault: %s login at auth/%s: HTTP %d", a["auth_type"], mount, res.StatusCode)
-	case dec.Decode(&out) != nil || out.Auth == nil || out.Auth.ClientToken == "":
+	case res.status == http.StatusBadRequest || res.status == http.StatusForbidden || res.status == http.StatusUnauthorized:
+		return cachedToken{}, managerError(ErrDenied, "vault: %s login at auth/%s refused (HTTP %d): check the role and its credentials", a["auth_type"], mount, res.status)
+	case res.status != http.StatusOK:
+		return cachedToken{}, fmt.Errorf("vault: %s login at auth/%s: HTTP %d", a["auth_type"], mount, res.status)
+	case res.decode(&out) != nil || out.Auth == nil || out.Auth.ClientToken == "":
 		return cachedToken{}, fmt.Errorf("vault: %s login at auth/%s answered no client token", a["auth_type"], mount)
 	}
 	return cachedToken{value: out.Auth.ClientToken, expires: expiryAfter(now, time.Duration(out.Auth.LeaseDuration)*time.Second)}, nil
@@ -236,12 +218,6 @@ func (v *Vault) jwt(a map[string]string) (string, error) {
 		return "", fmt.Errorf("vault: read the kubernetes token file: %w", err)
 	}
 	return strings.TrimSpace(string(raw)), nil
-}
-
-func (v *Vault) forget(a map[string]string) {
-	v.mu.Lock()
-	delete(v.tokens, cacheKey(a))
-	v.mu.Unlock()
 }
 
 func (v *Vault) now() time.Time {
