@@ -3,16 +3,12 @@ package adminsvc
 import (
 	"encoding/json"
 	"fmt"
-	"regexp"
 	"slices"
 	"strings"
 
 	"github.com/llm-gateway/gateway/adminsvc/secrets"
 	"github.com/llm-gateway/gateway/store"
 )
-
-// slugPattern is what a user-chosen slug may look like.
-var slugPattern = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 
 // secretRefBody is a parsed POST or PUT /secret-references body; a nil
 // pointer is a field that was not sent.
@@ -54,7 +50,7 @@ func parseSecretRefBody(fields map[string]json.RawMessage, create bool, p *probl
 		case "secret_path":
 			b.secretPath = str(k, raw, 2048, false)
 		case "slug":
-			if b.slug = str(k, raw, 255, false); b.slug != nil && !slugPattern.MatchString(*b.slug) {
+			if b.slug = str(k, raw, 255, false); b.slug != nil && !reSlug.MatchString(*b.slug) {
 				p.add(k, "must match ^[a-zA-Z0-9_-]+$")
 				b.slug = nil
 			}
