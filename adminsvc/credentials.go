@@ -3,6 +3,7 @@ package adminsvc
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"regexp"
 	"slices"
@@ -80,7 +81,7 @@ var reservedHeaders = map[string]bool{
 // the stored one, null removes it.
 func parseProviderConfig(raw json.RawMessage, param string, base store.ProviderConfig, p *problems) store.ProviderConfig {
 	cfg := base
-	cfg.CustomHeaders = cloneHeaders(base.CustomHeaders)
+	cfg.CustomHeaders = maps.Clone(base.CustomHeaders)
 	if len(raw) == 0 || string(raw) == "null" {
 		return cfg
 	}
@@ -184,17 +185,6 @@ func validHeaderName(n string) bool {
 		}
 	}
 	return true
-}
-
-func cloneHeaders(h map[string]string) map[string]string {
-	if h == nil {
-		return nil
-	}
-	out := make(map[string]string, len(h))
-	for k, v := range h {
-		out[k] = v
-	}
-	return out
 }
 
 // Secret mapping vocabulary.

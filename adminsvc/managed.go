@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -211,7 +212,7 @@ func (m *Managed) applySecret(ctx context.Context, t *core.Target, mp store.Secr
 		if json.Unmarshal([]byte(v), &h) != nil {
 			return fail(nil, "is not a JSON object of strings")
 		}
-		merged := cloneHeaders(t.Headers)
+		merged := maps.Clone(t.Headers)
 		if merged == nil {
 			merged = make(map[string]string, len(h))
 		}
