@@ -157,7 +157,7 @@ func parseCustomHeaders(raw json.RawMessage, at string, p *problems) map[string]
 		s, ok := m[k].(string)
 		canon := http.CanonicalHeaderKey(k)
 		switch {
-		case !validHeaderName(k):
+		case !core.ValidHeaderName(k):
 			p.add(at+"."+k, "is not a valid header name")
 		case core.IsGatewayHeader(k):
 			p.add(at+"."+k, "gateway headers never reach the provider")
@@ -172,19 +172,6 @@ func parseCustomHeaders(raw json.RawMessage, at string, p *problems) map[string]
 		}
 	}
 	return out
-}
-
-func validHeaderName(n string) bool {
-	if n == "" {
-		return false
-	}
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // Secret mapping vocabulary.

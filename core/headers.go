@@ -81,3 +81,18 @@ var hopByHop = map[string]bool{
 // IsHopByHop reports whether a response header must not be copied from the
 // upstream's answer to the client's.
 func IsHopByHop(name string) bool { return hopByHop[http.CanonicalHeaderKey(name)] }
+
+// ValidHeaderName reports whether n is a non-empty HTTP header name: an
+// RFC 9110 token (letters, digits and !#$%&'*+-.^_`|~).
+func ValidHeaderName(n string) bool {
+	if n == "" {
+		return false
+	}
+	for i := 0; i < len(n); i++ {
+		c := n[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
+			return false
+		}
+	}
+	return true
+}

@@ -608,7 +608,7 @@ func (p *problems) headerNames(path string, v any) []string {
 			continue
 		}
 		switch {
-		case !validHeaderName(s):
+		case !core.ValidHeaderName(s):
 			p.add(ep, "%q is not a valid header name", s)
 		case core.IsGatewayHeader(s):
 			p.add(ep, "gateway headers such as %q never reach the provider", s)
@@ -619,19 +619,6 @@ func (p *problems) headerNames(path string, v any) []string {
 		}
 	}
 	return out
-}
-
-func validHeaderName(n string) bool {
-	if n == "" {
-		return false
-	}
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }
 
 // unknown reports the fields of obj not in known, in sorted order.

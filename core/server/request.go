@@ -201,7 +201,7 @@ func forwardHeaders(c *fiber.Ctx) ([]string, *core.Error) {
 		switch {
 		case n == "":
 			continue
-		case !validHeaderName(n):
+		case !core.ValidHeaderName(n):
 			return nil, core.BadRequest("x-gateway-forward-headers", "x-gateway-forward-headers: %q is not a valid header name", n)
 		case core.IsGatewayHeader(n):
 			return nil, core.BadRequest("x-gateway-forward-headers", "x-gateway-forward-headers: gateway headers such as %q never reach the provider", n)
@@ -211,14 +211,4 @@ func forwardHeaders(c *fiber.Ctx) ([]string, *core.Error) {
 		out = append(out, strings.Clone(n))
 	}
 	return out, nil
-}
-
-func validHeaderName(n string) bool {
-	for i := 0; i < len(n); i++ {
-		c := n[i]
-		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0) {
-			return false
-		}
-	}
-	return true
 }

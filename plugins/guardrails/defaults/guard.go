@@ -15,6 +15,7 @@ import (
 	"strings"
 	"sync/atomic"
 
+	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/netguard"
 )
 
@@ -181,7 +182,7 @@ func (p *params) headersParam(name string) http.Header {
 	for _, k := range slices.Sorted(maps.Keys(m)) {
 		val, isStr := m[k].(string)
 		switch {
-		case !validHeaderName(k):
+		case !core.ValidHeaderName(k):
 			p.add(name+"."+k, "not a valid header name")
 		case !isStr:
 			p.add(name+"."+k, "must be a string")
@@ -194,19 +195,6 @@ func (p *params) headersParam(name string) http.Header {
 		}
 	}
 	return h
-}
-
-func validHeaderName(s string) bool {
-	if s == "" {
-		return false
-	}
-	for i := 0; i < len(s); i++ {
-		c := s[i]
-		if c <= ' ' || c >= 0x7f || strings.IndexByte("\"(),/:;<=>?@[\\]{}", c) >= 0 {
-			return false
-		}
-	}
-	return true
 }
 
 func jsonMarshal(v any) ([]byte, error) { return json.Marshal(v) }

@@ -22,6 +22,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/hooks"
 )
 
@@ -296,7 +297,7 @@ func parseJWT(p *params) jwtCfg {
 		cacheMaxAge:    time.Duration(p.integer("cacheMaxAge", defaultJWKSCacheAge, 0, 7*86400)) * time.Second,
 		maxTokenAge:    24 * time.Hour,
 	}
-	if c.headerKey == "" || !validHeaderName(c.headerKey) {
+	if c.headerKey == "" || !core.ValidHeaderName(c.headerKey) {
 		p.add("headerKey", "must be a header name")
 	}
 	if v, ok := p.get("maxTokenAge"); ok {
