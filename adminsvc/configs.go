@@ -383,8 +383,7 @@ func (s *Service) listConfigs(c *fiber.Ctx) error {
 		return err
 	}
 	slices.SortFunc(out, func(a, b configView) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	lo, hi := pg.slice(len(out))
-	return c.JSON(listBody{Object: "list", Total: len(out), Data: nonNil(out[lo:hi])})
+	return sendList(c, pg, out)
 }
 
 func (s *Service) getConfig(c *fiber.Ctx) error {
@@ -525,8 +524,7 @@ func (s *Service) listConfigVersions(c *fiber.Ctx) error {
 		return err
 	}
 	slices.Reverse(versions) // newest first
-	lo, hi := pg.slice(len(versions))
-	return c.JSON(listBody{Object: "list", Total: len(versions), Data: nonNil(versions[lo:hi])})
+	return sendList(c, pg, versions)
 }
 
 // maskConfigSecrets masks every "api_key" string in a config, at any depth,

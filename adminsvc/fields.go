@@ -97,11 +97,6 @@ func objectField(fields map[string]json.RawMessage, name string, p *problems) js
 	return compactJSON(raw)
 }
 
-// knownOnly reports every top-level field of fields not in known, sorted.
-func knownOnly(fields map[string]json.RawMessage, known []string, p *problems) {
-	unknownFields(fields, "", known, p)
-}
-
 // slugTaken reports whether a record of bucket b has id or slug ref.
 func slugTaken[T any](tx store.Tx, b store.Bucket, ref string, idSlug func(T) (string, string)) (bool, error) {
 	all, err := store.List[T](tx, b)

@@ -242,8 +242,7 @@ func (s *Service) listGuardrails(c *fiber.Ctx) error {
 		return err
 	}
 	slices.SortFunc(out, func(a, b guardrailView) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	lo, hi := pg.slice(len(out))
-	return c.JSON(listBody{Object: "list", Total: len(out), Data: nonNil(out[lo:hi])})
+	return sendList(c, pg, out)
 }
 
 func (s *Service) getGuardrail(c *fiber.Ctx) error {

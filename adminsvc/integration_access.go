@@ -48,7 +48,7 @@ func (s *Service) putIntegrationWorkspaces(c *fiber.Ctx) error {
 		if rec.WorkspaceID != "" {
 			return core.ValidationError("workspaces", "workspaces: integration %s belongs to one workspace; only organisation integrations are shared with workspaces", rec.Slug)
 		}
-		knownOnly(fields, []string{"workspaces", "global_workspace_access", "override_existing_workspace_access"}, p)
+		unknownFields(fields, "", []string{"workspaces", "global_workspace_access", "override_existing_workspace_access"}, p)
 		override := false
 		if raw, ok := fields["override_existing_workspace_access"]; ok && json.Unmarshal(raw, &override) != nil {
 			p.add("override_existing_workspace_access", "must be true or false")
@@ -158,7 +158,7 @@ func (s *Service) putIntegrationModels(c *fiber.Ctx) error {
 		return cerr
 	}
 	err := s.changeIntegration(c, caller, func(_ store.Tx, rec *store.Integration, p *problems) error {
-		knownOnly(fields, []string{"models"}, p)
+		unknownFields(fields, "", []string{"models"}, p)
 		raw, ok := fields["models"]
 		var items []map[string]json.RawMessage
 		if !ok || json.Unmarshal(raw, &items) != nil || items == nil {

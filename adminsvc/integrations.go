@@ -109,7 +109,7 @@ func (s *Service) createIntegration(c *fiber.Ctx) error {
 		return cerr
 	}
 	var p problems
-	knownOnly(fields, integrationFields, &p)
+	unknownFields(fields, "", integrationFields, &p)
 	name, _ := strField(fields, "name", true, 255, &p)
 	provider, _ := strField(fields, "ai_provider_id", true, 64, &p)
 	if provider != "" && !knownProvider(provider) {
@@ -339,7 +339,7 @@ func (s *Service) updateIntegration(c *fiber.Ctx) error {
 			}
 		}
 		known := append(slices.Clone(integrationUpdateFields), immutableIntegrationFields...)
-		knownOnly(fields, known, p)
+		unknownFields(fields, "", known, p)
 		if v, ok := strField(fields, "name", false, 255, p); ok {
 			if v == "" {
 				p.add("name", "must not be empty")

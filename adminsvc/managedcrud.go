@@ -222,7 +222,7 @@ func updateManaged[T any](s *Service, c *fiber.Ctx, k managedKind[T], known, imm
 				p.add(name, "cannot be changed after the %s is created", k.noun)
 			}
 		}
-		knownOnly(fields, slices.Concat(known, immutable, []string{"reset_usage"}), &p)
+		unknownFields(fields, "", slices.Concat(known, immutable, []string{"reset_usage"}), &p)
 		if v, ok := strField(fields, "name", false, 255, &p); ok {
 			if v == "" {
 				p.add("name", "must not be empty")

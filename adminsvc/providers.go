@@ -56,7 +56,7 @@ func (s *Service) createProvider(c *fiber.Ctx) error {
 	}
 	now := s.now()
 	var p problems
-	knownOnly(fields, providerFields, &p)
+	unknownFields(fields, "", providerFields, &p)
 	name, _ := strField(fields, "name", true, 255, &p)
 	integRef, _ := strField(fields, "integration_id", true, 255, &p)
 	wsRef, _ := strField(fields, "workspace_id", false, 255, &p)

@@ -65,7 +65,7 @@ func (s *Service) createVirtualKey(c *fiber.Ctx) error {
 	}
 	now := s.now()
 	var p problems
-	knownOnly(fields, virtualKeyFields, &p)
+	unknownFields(fields, "", virtualKeyFields, &p)
 	if _, ok := fields["deploymentConfig"]; ok {
 		p.add("deploymentConfig", "is not supported; set configurations.azure_deployment_id and azure_api_version instead")
 	}
