@@ -214,8 +214,7 @@ func (s *Service) listPlugins(c *fiber.Ctx) error {
 	for _, r := range recs {
 		out = append(out, s.viewPlugin(r))
 	}
-	lo, hi := pg.slice(len(out))
-	return c.JSON(listBody{Object: "list", Total: len(out), Data: out[lo:hi]})
+	return sendList(c, pg, out)
 }
 
 func (s *Service) getPlugin(c *fiber.Ctx) error {

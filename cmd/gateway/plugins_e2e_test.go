@@ -47,6 +47,13 @@ func TestWASMPlugins(t *testing.T) {
 	piiManifest, piiModule := example(t, "go-pii", "go-pii.wasm")
 	watManifest, watModule := example(t, "wat-minimal", "minimal.wasm")
 
+	t.Run("empty list", func(t *testing.T) {
+		resp := e.call(t, "GET", "/v1/plugins", nil)
+		if body := readAll(t, resp); resp.StatusCode != 200 || !strings.Contains(string(body), `"data":[]`) {
+			t.Fatalf("%d %s", resp.StatusCode, body)
+		}
+	})
+
 	t.Run("bad uploads", func(t *testing.T) {
 		body, status := upload(t, e.gw.URL, "POST", "/v1/plugins", `{"id":"Bad Id","functions":[]}`, []byte("not wasm"))
 		if status != 400 || !strings.Contains(string(body), "AB01") || !strings.Contains(string(body), "manifest.") {
