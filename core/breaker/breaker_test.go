@@ -481,6 +481,8 @@ func TestRegistryEviction(t *testing.T) {
 	}
 }
 
+// TestConcurrentUse drives one registry from many goroutines (the race
+// detector checks the locking) and then checks nothing was duplicated.
 func TestConcurrentUse(t *testing.T) {
 	clk := newClock()
 	r := NewRegistry(clk.Now)
@@ -502,6 +504,14 @@ func TestConcurrentUse(t *testing.T) {
 		}()
 	}
 	wg.Wait()
+	// Concurrent Gets of one target share one breaker: 7 targets, 7 breakers.
+	if got := r.Len(); got != 7 {
+		t.Fatalf("Len = %d after concurrent use of 7 targets, want 7", got)
+	}
+	cfg := config.CircuitBreaker{FailureThreshold: 3, CooldownMs: 10}
+	if r.Get("target-0", cfg) != r.Get("target-0", cfg) {
+		t.Fatal("one target got two breakers")
+	}
 }
 
 func TestStateString(t *testing.T) {
