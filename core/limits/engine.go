@@ -2,7 +2,7 @@
 // rate_limits / usage_limits of API keys, workspaces and providers, on
 // data-plane requests. Engine implements core.Limiter over a snapshot of the
 // active policies, reloaded after every admin change, and counts through a
-// counters.Counter. See docs/policies/engine.md.
+// counters.Counter. See docs/policies.md.
 package limits
 
 import (
