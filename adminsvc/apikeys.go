@@ -260,6 +260,17 @@ func (s *Service) resolveWorkspace(tx store.Tx, caller *core.Principal, ref stri
 	return ws, nil
 }
 
+// listWorkspace is the workspace a list is narrowed to: ref, else a
+// workspace key's own; "" (every workspace) for an organisation key
+// without ref.
+func (s *Service) listWorkspace(tx store.Tx, caller *core.Principal, ref string) (string, error) {
+	if ref == "" && caller.IsOrganisationKey() {
+		return "", nil
+	}
+	w, err := s.resolveWorkspace(tx, caller, ref, false)
+	return w.ID, err
+}
+
 // apiKeyView is the API-key shape returned by the admin API; the secret is
 // never part of it, only its mask.
 type apiKeyView struct {

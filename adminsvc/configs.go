@@ -363,13 +363,9 @@ func (s *Service) listConfigs(c *fiber.Ctx) error {
 	}
 	var out []configView
 	err := s.st.View(func(tx store.Tx) error {
-		wsFilter := ""
-		if ref := c.Query("workspace_id"); ref != "" || !caller.IsOrganisationKey() {
-			ws, err := s.resolveWorkspace(tx, caller, ref, false)
-			if err != nil {
-				return err
-			}
-			wsFilter = ws.ID
+		wsFilter, err := s.listWorkspace(tx, caller, c.Query("workspace_id"))
+		if err != nil {
+			return err
 		}
 		all, err := store.List[store.SavedConfig](tx, store.BucketConfigs)
 		for _, r := range all {

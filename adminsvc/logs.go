@@ -43,14 +43,10 @@ func (s *Service) listLogs(c *fiber.Ctx) error {
 	var page []core.LogRecord
 	var total int
 	err := s.st.View(func(tx store.Tx) error {
-		if ref := c.Query("workspace_id"); ref != "" || !caller.IsOrganisationKey() {
-			ws, err := s.resolveWorkspace(tx, caller, ref, false)
-			if err != nil {
-				return err
-			}
-			f.WorkspaceID = ws.ID
-		}
 		var err error
+		if f.WorkspaceID, err = s.listWorkspace(tx, caller, c.Query("workspace_id")); err != nil {
+			return err
+		}
 		if f.APIKeyIDs, err = ownKeysOnly(tx, caller); err != nil {
 			return err
 		}

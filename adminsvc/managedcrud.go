@@ -149,17 +149,6 @@ func listManaged[T, V any](s *Service, c *fiber.Ctx, k managedKind[T], keep func
 	return newestFirst(c, pg, out, order)
 }
 
-// listWorkspace is the workspace a list is narrowed to: ref, else a
-// workspace key's own; "" (every workspace) for an organisation key
-// without ref.
-func (s *Service) listWorkspace(tx store.Tx, caller *core.Principal, ref string) (string, error) {
-	if ref == "" && caller.IsOrganisationKey() {
-		return "", nil
-	}
-	w, err := s.resolveWorkspace(tx, caller, ref, false)
-	return w.ID, err
-}
-
 // newestFirst sorts out newest first, then by key (a slug or an id), and
 // answers page pg of it in the list envelope.
 func newestFirst[V any](c *fiber.Ctx, pg page, out []V, order func(V) (time.Time, string)) error {
