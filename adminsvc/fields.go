@@ -2,6 +2,7 @@ package adminsvc
 
 import (
 	"encoding/json"
+	"errors"
 	"net/mail"
 	"slices"
 	"strings"
@@ -108,22 +109,11 @@ func slugTaken[T any](tx store.Tx, b store.Bucket, ref string, idSlug func(T) (s
 
 // findBySlug finds the record of bucket b with id or slug ref.
 func findBySlug[T any](tx store.Tx, b store.Bucket, ref string, idSlug func(T) (string, string)) (T, bool, error) {
-	var zero T
-	if err := tx.Get(b, ref, &zero); err == nil {
-		return zero, true, nil
-	} else if err != store.ErrNotFound {
-		return zero, false, err
+	r, err := store.ByIDOrSlug(tx, b, ref, func(v T) string { _, slug := idSlug(v); return slug })
+	if errors.Is(err, store.ErrNotFound) {
+		return r, false, nil
 	}
-	all, err := store.List[T](tx, b)
-	if err != nil {
-		return zero, false, err
-	}
-	for _, r := range all {
-		if _, slug := idSlug(r); slug == ref {
-			return r, true, nil
-		}
-	}
-	return zero, false, nil
+	return r, err == nil, err
 }
 
 // autoSlug is a slug made from name when the caller sends none.

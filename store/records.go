@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"errors"
 	"time"
 )
 
@@ -99,24 +100,28 @@ func List[T any](tx Tx, b Bucket) ([]T, error) {
 	return out, err
 }
 
-// WorkspaceByIDOrSlug finds a workspace by its id or its slug.
-func WorkspaceByIDOrSlug(tx Tx, ref string) (Workspace, error) {
-	var w Workspace
-	if err := tx.Get(BucketWorkspaces, ref, &w); err == nil {
-		return w, nil
-	} else if err != ErrNotFound {
-		return w, err
+// ByIDOrSlug finds a record of bucket b whose key (its id) or slug is ref,
+// or returns ErrNotFound. slugOf reads a record's slug.
+func ByIDOrSlug[T any](tx Tx, b Bucket, ref string, slugOf func(T) string) (T, error) {
+	var v T
+	if err := tx.Get(b, ref, &v); !errors.Is(err, ErrNotFound) {
+		return v, err
 	}
-	all, err := List[Workspace](tx, BucketWorkspaces)
+	all, err := List[T](tx, b)
 	if err != nil {
-		return w, err
+		return v, err
 	}
-	for _, ws := range all {
-		if ws.Slug == ref {
-			return ws, nil
+	for _, r := range all {
+		if slugOf(r) == ref {
+			return r, nil
 		}
 	}
-	return w, ErrNotFound
+	return v, ErrNotFound
+}
+
+// WorkspaceByIDOrSlug finds a workspace by its id or its slug.
+func WorkspaceByIDOrSlug(tx Tx, ref string) (Workspace, error) {
+	return ByIDOrSlug(tx, BucketWorkspaces, ref, func(w Workspace) string { return w.Slug })
 }
 
 // SavedConfig is a routing config saved through the admin API. Config holds

@@ -1,8 +1,6 @@
 package store
 
 import (
-	"encoding/json"
-	"errors"
 	"time"
 )
 
@@ -33,29 +31,5 @@ type SecretReference struct {
 
 // SecretReferenceByIDOrSlug finds a secret reference by its id or its slug.
 func SecretReferenceByIDOrSlug(tx Tx, ref string) (SecretReference, error) {
-	var r SecretReference
-	if err := tx.Get(BucketSecretReferences, ref, &r); err == nil || !errors.Is(err, ErrNotFound) {
-		return r, err
-	}
-	var found *SecretReference
-	err := tx.ForEach(BucketSecretReferences, func(_ string, raw []byte) error {
-		if found != nil {
-			return nil
-		}
-		var c SecretReference
-		if err := json.Unmarshal(raw, &c); err != nil {
-			return err
-		}
-		if c.Slug == ref {
-			found = &c
-		}
-		return nil
-	})
-	if err != nil {
-		return r, err
-	}
-	if found == nil {
-		return r, ErrNotFound
-	}
-	return *found, nil
+	return ByIDOrSlug(tx, BucketSecretReferences, ref, func(r SecretReference) string { return r.Slug })
 }
