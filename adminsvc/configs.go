@@ -329,18 +329,9 @@ func nextVersionID(prev string, now time.Time) string {
 
 // loadConfig finds a saved config by id or slug that the caller may see.
 func (s *Service) loadConfig(tx store.Tx, caller *core.Principal, ref string) (store.SavedConfig, error) {
-	var rec store.SavedConfig
-	err := tx.Get(store.BucketConfigs, ref, &rec)
+	rec, err := store.ByIDOrSlug(tx, store.BucketConfigs, ref, func(r store.SavedConfig) string { return r.Slug })
 	if errors.Is(err, store.ErrNotFound) {
-		all, lerr := store.List[store.SavedConfig](tx, store.BucketConfigs)
-		if lerr != nil {
-			return rec, lerr
-		}
-		i := slices.IndexFunc(all, func(r store.SavedConfig) bool { return r.Slug == ref })
-		if i < 0 {
-			return rec, core.NotFound("no config %q", ref)
-		}
-		rec, err = all[i], nil
+		return rec, core.NotFound("no config %q", ref)
 	}
 	if err != nil {
 		return rec, err

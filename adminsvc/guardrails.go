@@ -199,18 +199,9 @@ func (s *Service) guardrailBody(c *fiber.Ctx, rec store.Guardrail, create bool) 
 
 // loadGuardrail finds a guardrail by id or slug that the caller may see.
 func (s *Service) loadGuardrail(tx store.Tx, caller *core.Principal, ref string) (store.Guardrail, error) {
-	var rec store.Guardrail
-	err := tx.Get(store.BucketGuardrails, ref, &rec)
+	rec, err := store.ByIDOrSlug(tx, store.BucketGuardrails, ref, func(g store.Guardrail) string { return g.Slug })
 	if errors.Is(err, store.ErrNotFound) {
-		all, lerr := store.List[store.Guardrail](tx, store.BucketGuardrails)
-		if lerr != nil {
-			return rec, lerr
-		}
-		i := slices.IndexFunc(all, func(g store.Guardrail) bool { return g.Slug == ref })
-		if i < 0 {
-			return rec, core.NotFound("no guardrail %q", ref)
-		}
-		rec, err = all[i], nil
+		return rec, core.NotFound("no guardrail %q", ref)
 	}
 	if err == nil && !caller.IsOrganisationKey() && rec.WorkspaceID != caller.WorkspaceID {
 		return rec, core.NotFound("no guardrail %q", ref)
