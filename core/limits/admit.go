@@ -161,7 +161,8 @@ func (a *admission) Done(u core.Usage, provider, model string) {
 }
 
 // cost prices usage: the integration's override for the model, else the
-// pricing table's list price; an unknown model costs nothing (logged).
+// pricing table's list price; an unknown model costs nothing (logged once
+// per provider and model).
 func (a *admission) cost(u core.Usage, provider, model string) float64 {
 	if p, ok := a.snap.prices[a.integ][model]; ok {
 		return p.Cost(u)
@@ -169,8 +170,14 @@ func (a *admission) cost(u core.Usage, provider, model string) float64 {
 	if p, ok := a.e.o.Pricing.Lookup(provider, model); ok {
 		return p.Cost(u)
 	}
-	a.e.o.Logger.Warn("limits: no price for the model; its cost is counted as 0 (set pricing_config on the integration's model)",
-		"provider", provider, "model", model)
+	if _, warned := a.e.unpriced.LoadOrStore(provider+"/"+model, struct{}{}); !warned {
+		if a.e.nUnpriced.Add(1) > maxUnpriced {
+			a.e.unpriced.Clear()
+			a.e.nUnpriced.Store(0)
+		}
+		a.e.o.Logger.Warn("limits: no price for the model; its cost is counted as 0 (set pricing_config on the integration's model)",
+			"provider", provider, "model", model)
+	}
 	return 0
 }
 

@@ -61,7 +61,15 @@ type Engine struct {
 	// are queued once; reading them takes the read lock.
 	mu     sync.RWMutex
 	states map[string]*valueState // stateKey(rule, value)
+
+	// unpriced remembers the provider/model pairs already warned about, so
+	// an unpriced model is logged once, not on every request. Model names
+	// come from clients, so it starts over past maxUnpriced entries.
+	unpriced  sync.Map
+	nUnpriced atomic.Int64
 }
+
+const maxUnpriced = 1024
 
 // valueState is the persisted state of one group value of a usage limit;
 // its usage lives in the counter.

@@ -1,6 +1,7 @@
 package limits
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"io"
@@ -655,4 +656,38 @@ func TestNoLimitsNoAdmission(t *testing.T) {
 	if a != nil || err != nil {
 		t.Fatalf("got %v %v", a, err)
 	}
+}
+
+// A model without a price costs nothing and is warned about once, not on every
+// request (model names come from clients).
+func TestUnpricedModelWarnedOnce(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	var logs bytes.Buffer
+	e.eng.o.Logger = slog.New(slog.NewTextHandler(&logs, nil))
+	e.put(t, usagePolicy("u1", "cost", 1, nil))
+	for range 3 {
+		a, err := e.eng.Admit(ctx, request())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Done(core.Usage{PromptTokens: 10, CompletionTokens: 10, TotalTokens: 20}, "openai", "no-such-model")
+	}
+	if n := strings.Count(logs.String(), "no price for the model"); n != 1 {
+		t.Fatalf("%d warnings, want 1:\n%s", n, logs.String())
+	}
+	for _, st := range mustStates(t, e, "u1") {
+		if st.CurrentUsage != 0 {
+			t.Fatalf("usage %v, want 0 for an unpriced model", st.CurrentUsage)
+		}
+	}
+}
+
+func mustStates(t *testing.T, e *env, policy string) []UsageState {
+	t.Helper()
+	sts, err := e.eng.UsageStates(context.Background(), policy)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return sts
 }
