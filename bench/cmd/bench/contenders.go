@@ -35,6 +35,8 @@ type contender struct {
 	med map[string]float64
 	// memory, KiB
 	rssIdle, rssPeak, rssAfter, hwm int64
+	// pprofAddr is where a gateway serves its profiles (with -profile).
+	pprofAddr string
 }
 
 func (c *contender) procFor(slow bool) *process {
@@ -208,19 +210,27 @@ func (b *bench) startContenders(ctx context.Context, bins map[string]string) err
 		c.slow = endpoint{hostPort(proc.url), "/slow" + chatPath, auth}
 	}
 
-	gateway := func(key string) (*process, error) {
-		dataDir := filepath.Join(b.runDir, key+"-data")
+	gateway := func(c *contender) (*process, error) {
+		dataDir := filepath.Join(b.runDir, c.key+"-data")
 		env := []string{
 			"GATEWAY_ADMIN_API_KEY=" + adminKey,
 			"GATEWAY_TRUSTED_HOSTS=" + hostPort(fastURL) + "," + hostPort(slowURL),
 			"GATEWAY_LOG_LEVEL=info",
 		}
-		return startProcess(ctx, key, bins["gateway"], []string{"--addr", "127.0.0.1:0", "--data-dir", dataDir}, env, b.root, logs, listeningLine)
+		if b.opts.profile > 0 {
+			port, err := freeLoopbackPort()
+			if err != nil {
+				return nil, err
+			}
+			c.pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
+			env = append(env, "GATEWAY_PPROF_ADDR="+c.pprofAddr)
+		}
+		return startProcess(ctx, c.key, bins["gateway"], []string{"--addr", "127.0.0.1:0", "--data-dir", dataDir}, env, b.root, logs, listeningLine)
 	}
 
 	min := &contender{key: "gw-min", name: "gateway minimal", what: "key auth + `x-gateway-provider` + custom host; request logging on"}
 	b.contenders = append(b.contenders, min)
-	if proc, err := gateway("gw-min"); err != nil {
+	if proc, err := gateway(min); err != nil {
 		min.unavailable = err.Error()
 	} else {
 		b.procs = append(b.procs, proc)
@@ -237,7 +247,7 @@ func (b *bench) startContenders(ctx context.Context, bins map[string]string) err
 		"input guardrails `default.wordCount` (built-in) and `wat-minimal.nonEmpty` (WASM, uploaded through `/v1/plugins`), " +
 		"a requests rate-limit policy per key (embedded counter) on a workspace key"}
 	b.contenders = append(b.contenders, full)
-	if proc, err := gateway("gw-full"); err != nil {
+	if proc, err := gateway(full); err != nil {
 		full.unavailable = err.Error()
 	} else {
 		b.procs = append(b.procs, proc)

@@ -53,6 +53,9 @@ type options struct {
 	nodeVersion   string
 	out           string
 	keep          bool
+	// profile, when set, replaces the rounds: each gateway is profiled
+	// (pprof CPU and allocations) under this long a load at c=16.
+	profile time.Duration
 }
 
 func parseFlags(args []string) (options, error) {
@@ -71,6 +74,7 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.nodeVersion, "node-version", "1.15.2", "version of "+nodeGatewayPackage+" to install")
 	fs.StringVar(&o.out, "out", "", "where to write the report (default bench/RESULTS.md in the repository)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the run's data dirs under bench/.work/run (logs are always kept there)")
+	fs.DurationVar(&o.profile, "profile", 0, "instead of the rounds, profile each gateway contender for this long at c=16 (CPU and allocations, into bench/.work/run/profiles; no report)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -108,6 +112,8 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("-streams must be 1..1000")
 	case o.maxTime < time.Minute || o.maxTime > 2*time.Hour:
 		return o, errors.New("-max-time must be 1m..2h")
+	case o.profile != 0 && (o.profile < time.Second || o.profile > 5*time.Minute):
+		return o, errors.New("-profile must be 1s..5m")
 	}
 	return o, nil
 }
@@ -237,6 +243,9 @@ func (b *bench) run(ctx context.Context) error {
 	defer stopSampler()
 
 	b.warmUp(ctx)
+	if b.opts.profile > 0 {
+		return b.profileGateways(ctx)
+	}
 	for round := range b.opts.rounds {
 		if ctx.Err() != nil {
 			break
