@@ -19,6 +19,7 @@ import (
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
+	"github.com/llm-gateway/gateway/core/transport"
 	"github.com/llm-gateway/gateway/hooks"
 	"github.com/llm-gateway/gateway/store"
 )
@@ -49,7 +50,7 @@ func (c *clock) Advance(d time.Duration) {
 
 // testPipeline is shared: the data plane is not under test here.
 var testPipeline = sync.OnceValues(func() (*pipeline.Pipeline, error) {
-	return pipeline.New(pipeline.Options{Client: pipeline.NewProviderClient(), GuardedClient: pipeline.NewProviderClient()})
+	return pipeline.New(pipeline.Options{Client: upstreamClient(), GuardedClient: upstreamClient()})
 })
 
 // env is one gateway over a real bbolt store in a temp dir.
@@ -308,4 +309,9 @@ func mustGuardrails(t *testing.T, st store.Store) *adminsvc.Guardrails {
 	}
 	hooks.SetGuardrailSource(g.Lookup)
 	return g
+}
+
+// upstreamClient is the gateway's provider client.
+func upstreamClient() *http.Client {
+	return &http.Client{Transport: transport.New(transport.Provider())}
 }

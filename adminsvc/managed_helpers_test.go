@@ -103,7 +103,7 @@ func (m *mgEnv) startManaged() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	pl, err := pipeline.New(pipeline.Options{Client: pipeline.NewProviderClient(), GuardedClient: pipeline.NewProviderClient(), Managed: m.managed})
+	pl, err := pipeline.New(pipeline.Options{Client: upstreamClient(), GuardedClient: upstreamClient(), Managed: m.managed})
 	if err != nil {
 		e.t.Fatal(err)
 	}

@@ -36,6 +36,7 @@ import (
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
+	"github.com/llm-gateway/gateway/core/transport"
 	"github.com/llm-gateway/gateway/hooks"
 	"github.com/llm-gateway/gateway/hooks/wasm"
 	_ "github.com/llm-gateway/gateway/plugins/all"
@@ -98,12 +99,12 @@ func startGateway() (g *gw, err error) {
 		return nil, err
 	}
 	closers = append(closers, func() { os.RemoveAll(dir) })
-	upstream := httptest.NewServer(mock.New(mock.Options{}))
-	closers = append(closers, upstream.Close)
+	mockSrv := httptest.NewServer(mock.New(mock.Options{}))
+	closers = append(closers, mockSrv.Close)
 
 	ctx := context.Background()
 	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	policy, err := netguard.ParseTrusted(strings.TrimPrefix(upstream.URL, "http://"))
+	policy, err := netguard.ParseTrusted(strings.TrimPrefix(mockSrv.URL, "http://"))
 	if err != nil {
 		return nil, err
 	}
@@ -145,8 +146,8 @@ func startGateway() (g *gw, err error) {
 	logs := store.NewLogWriter(st, store.LogWriterOptions{Logger: logger})
 	closers = append(closers, logs.Close)
 	pipe, err := pipeline.New(pipeline.Options{
-		Client:        pipeline.NewProviderClient(),
-		GuardedClient: &http.Client{Transport: policy.NewTransport()},
+		Client:        &http.Client{Transport: transport.New(transport.Provider())},
+		GuardedClient: &http.Client{Transport: transport.New(policy.NewTransport())},
 		Cache:         responses,
 	})
 	if err != nil {
@@ -163,7 +164,7 @@ func startGateway() (g *gw, err error) {
 
 	g = &gw{
 		url:     "http://" + ln.Addr().String(),
-		mockURL: upstream.URL,
+		mockURL: mockSrv.URL,
 		client:  &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 30 * time.Second},
 		close:   closeAll,
 	}

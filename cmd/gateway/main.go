@@ -33,6 +33,7 @@ import (
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
+	"github.com/llm-gateway/gateway/core/transport"
 	"github.com/llm-gateway/gateway/hooks"
 	"github.com/llm-gateway/gateway/hooks/wasm"
 	_ "github.com/llm-gateway/gateway/plugins/all"
@@ -176,8 +177,8 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	logs := store.NewLogWriter(st, store.LogWriterOptions{Logger: logger})
 	defer logs.Close()
 	pipe, err := pipeline.New(pipeline.Options{
-		Client:        pipeline.NewProviderClient(),
-		GuardedClient: &http.Client{Transport: policy.NewTransport()},
+		Client:        &http.Client{Transport: transport.New(transport.Provider())},
+		GuardedClient: &http.Client{Transport: transport.New(policy.NewTransport())},
 		Cache:         responses,
 		Managed:       managed,
 	})

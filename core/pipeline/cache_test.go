@@ -170,7 +170,7 @@ func TestStreamCache(t *testing.T) {
 	e := newEnv(t)
 	a := newUpstream(t, sse(events, 0, 0, false))
 	root := route(t, `{"custom_host":"$A","cache":{"mode":"simple"}}`, "$A", a.URL())
-	req := func() *core.Request { r := chat("stream please"); r.Stream = true; return r }
+	req := func() *core.Request { return streamChat("stream please") }
 
 	first := e.mustDo(t, root, req())
 	if first.Stream == nil || !first.SSE || first.CacheStatus != "MISS" {
@@ -198,7 +198,7 @@ func TestStreamCache(t *testing.T) {
 
 	// A stream that breaks is not cached; nor is one the client leaves.
 	a.set(sse(events, 0, 0, true))
-	broken := chat("this one breaks")
+	broken := streamChat("this one breaks")
 	for i := range 2 {
 		resp := e.mustDo(t, root, broken)
 		if resp.CacheStatus != "MISS" {
@@ -211,7 +211,7 @@ func TestStreamCache(t *testing.T) {
 		}
 	}
 	a.set(sse(events, 0, 0, false))
-	left := chat("the client leaves")
+	left := streamChat("the client leaves")
 	resp := e.mustDo(t, root, left)
 	buf := make([]byte, 4)
 	io.ReadFull(resp.Stream, buf)
@@ -226,7 +226,7 @@ func TestStreamCache(t *testing.T) {
 
 // embedder is an embedding upstream: a bag-of-words hashing embedding, so
 // texts sharing most words are close and unrelated ones are not.
-func embedder(t *testing.T) *upstream {
+func embedder(t *testing.T) *scripted {
 	return newUpstream(t, func(_ int, w http.ResponseWriter, r *http.Request) {
 		var req struct{ Input string }
 		json.NewDecoder(r.Body).Decode(&req)

@@ -22,6 +22,7 @@ import (
 	"github.com/llm-gateway/gateway/core/config"
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/core/pipeline"
+	"github.com/llm-gateway/gateway/core/transport"
 	"github.com/llm-gateway/gateway/plugins/cache"
 
 	// Providers, strategies and cache modes, as the gateway binary has them.
@@ -86,8 +87,8 @@ type seen struct {
 	body   []byte
 }
 
-// upstream is a scriptable provider that counts and records its requests.
-type upstream struct {
+// scripted is a scriptable provider that counts and records its requests.
+type scripted struct {
 	srv  *httptest.Server
 	hits atomic.Int64
 
@@ -96,9 +97,9 @@ type upstream struct {
 	reqs   []seen
 }
 
-func newUpstream(t *testing.T, s script) *upstream {
+func newUpstream(t *testing.T, s script) *scripted {
 	t.Helper()
-	u := &upstream{script: s}
+	u := &scripted{script: s}
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		body, _ := io.ReadAll(r.Body)
 		r.Body = io.NopCloser(bytes.NewReader(body)) // scripts may read it too
@@ -117,18 +118,18 @@ func newUpstream(t *testing.T, s script) *upstream {
 }
 
 // URL is the upstream's base URL for custom_host.
-func (u *upstream) URL() string { return u.srv.URL + "/v1" }
+func (u *scripted) URL() string { return u.srv.URL + "/v1" }
 
-func (u *upstream) Hits() int64 { return u.hits.Load() }
+func (u *scripted) Hits() int64 { return u.hits.Load() }
 
-func (u *upstream) set(s script) {
+func (u *scripted) set(s script) {
 	u.mu.Lock()
 	defer u.mu.Unlock()
 	u.script = s
 }
 
 // last is the last request received.
-func (u *upstream) last(t *testing.T) seen {
+func (u *scripted) last(t *testing.T) seen {
 	t.Helper()
 	u.mu.Lock()
 	defer u.mu.Unlock()
@@ -232,7 +233,7 @@ func deadURL(t *testing.T) string {
 // refuses any destination outside 127/8, so no test reaches the internet.
 type loopbackOnly struct {
 	trips, idleCloses atomic.Int64
-	next              *http.Transport
+	next              *transport.Transport
 }
 
 func (l *loopbackOnly) RoundTrip(r *http.Request) (*http.Response, error) {
@@ -274,11 +275,11 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plainTr := pipeline.NewProviderClient().Transport.(*http.Transport)
+	plainTr := transport.Provider()
 	plainTr.Proxy = nil
-	e.plain = &loopbackOnly{next: plainTr}
-	e.guarded = &loopbackOnly{next: policy.NewTransport()}
-	t.Cleanup(func() { plainTr.CloseIdleConnections(); e.guarded.next.CloseIdleConnections() })
+	e.plain = &loopbackOnly{next: transport.New(plainTr)}
+	e.guarded = &loopbackOnly{next: transport.New(policy.NewTransport())}
+	t.Cleanup(func() { e.plain.next.CloseIdleConnections(); e.guarded.next.CloseIdleConnections() })
 	e.store, err = cache.OpenBolt(t.TempDir()+"/c.db", cache.BoltOptions{Now: e.clock.Now})
 	if err != nil {
 		t.Fatal(err)
@@ -317,6 +318,13 @@ func route(t *testing.T, js string, vars ...string) *config.Node {
 // headers as openai with key "k".
 func chat(prompt string) *core.Request {
 	return chatModel("m", prompt)
+}
+
+// streamChat is a chat completion whose client asks for a stream.
+func streamChat(prompt string) *core.Request {
+	r := chat(prompt)
+	r.Stream = true
+	return r
 }
 
 func chatModel(model, prompt string) *core.Request {

@@ -13,6 +13,7 @@ import (
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/breaker"
 	"github.com/llm-gateway/gateway/core/config"
+	"github.com/llm-gateway/gateway/core/transport"
 )
 
 // target is where leaf n sends the request: the config's provider (a
@@ -141,6 +142,9 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 		deadline = time.Now().Add(lreq.Timeout)
 		timer = time.AfterFunc(lreq.Timeout, func() { cancel(errTimeout) })
 	}
+	if readWhole(w.req) {
+		ctx = transport.WholeAnswer(ctx, deadline)
+	}
 	// stop disarms the timeout; false means it has already fired.
 	stop := func() bool { return timer == nil || timer.Stop() }
 	// done reports the call's outcome to the circuit breaker, if any.
@@ -240,6 +244,22 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 	}
 	res.resp = resp
 	return res
+}
+
+// readWhole reports whether req's answer is read whole, so the fast
+// upstream client may send it: a JSON endpoint of the unified API whose
+// client did not ask for a stream. Images, audio and the generic proxy may
+// answer with large or streamed bodies and keep the standard client. (An
+// upstream that answers a non-stream request with an event stream anyway
+// has it delivered at once, when it ends.)
+func readWhole(req *core.Request) bool {
+	switch req.Endpoint {
+	case core.EndpointChatComplete, core.EndpointComplete, core.EndpointResponses, core.EndpointMessages:
+		return !req.Stream
+	case core.EndpointEmbed, core.EndpointRerank, core.EndpointModeration, core.EndpointMessagesCount, core.EndpointResponseItems:
+		return true
+	}
+	return false
 }
 
 func ok2xx(status int) bool { return status >= 200 && status <= 299 }

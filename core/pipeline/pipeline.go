@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"net"
 	"net/http"
 	"slices"
 	"time"
@@ -216,20 +215,4 @@ func (s *streamBody) Close() error {
 	err := s.body.Close()
 	s.cancel()
 	return err
-}
-
-// NewProviderClient returns the HTTP client for the providers' own base
-// URLs, which the operator trusts: keep-alive connections pooled per host,
-// and no overall timeout (x-gateway-request-timeout bounds a request).
-func NewProviderClient() *http.Client {
-	return &http.Client{Transport: &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: time.Second,
-	}}
 }

@@ -16,6 +16,7 @@ import (
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/core/pipeline"
+	"github.com/llm-gateway/gateway/core/transport"
 	"github.com/llm-gateway/gateway/plugins/providers/openai"
 )
 
@@ -69,9 +70,9 @@ func newFixture(t *testing.T, h http.HandlerFunc) *fixture {
 	if err != nil {
 		t.Fatal(err)
 	}
-	plainTr := pipeline.NewProviderClient().Transport.(*http.Transport)
-	plainTr.Proxy = nil
-	guardedTr := policy.NewTransport()
+	plainStd := transport.Provider()
+	plainStd.Proxy = nil
+	plainTr, guardedTr := transport.New(plainStd), transport.New(policy.NewTransport())
 	t.Cleanup(func() { plainTr.CloseIdleConnections(); guardedTr.CloseIdleConnections() })
 	f.plain = &countingTransport{next: plainTr}
 	f.guarded = &countingTransport{next: guardedTr}
@@ -185,7 +186,7 @@ func TestErrorMapping(t *testing.T) {
 			edit:   func(r *core.Request) { r.Timeout = 50 * time.Millisecond },
 			status: 408, errType: core.TypeTimeout, message: []string{"50 ms"}},
 		{name: "timeout before a stream's first byte", provider: "fake", endpoint: core.EndpointChatComplete, path: "/slow-stream",
-			edit:   func(r *core.Request) { r.Timeout = 50 * time.Millisecond },
+			edit:   func(r *core.Request) { r.Timeout, r.Stream = 50*time.Millisecond, true },
 			status: 408, errType: core.TypeTimeout},
 		{name: "timeout while reading a JSON body", provider: "fake", endpoint: core.EndpointChatComplete, path: "/slow-body",
 			edit:   func(r *core.Request) { r.Timeout = 50 * time.Millisecond },
@@ -337,7 +338,7 @@ func TestStreamTimeoutCoversFirstByteOnly(t *testing.T) {
 		io.WriteString(w, "data: [DONE]\n\n")
 	})
 	req := f.request("fake", core.EndpointChatComplete, "/chat/completions")
-	req.Timeout = 50 * time.Millisecond
+	req.Timeout, req.Stream = 50*time.Millisecond, true
 	resp, err := f.pipe.Do(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
@@ -369,7 +370,9 @@ func TestStreamCloseReleasesUpstream(t *testing.T) {
 		case <-time.After(5 * time.Second):
 		}
 	})
-	resp, err := f.pipe.Do(context.Background(), f.request("fake", core.EndpointChatComplete, "/chat/completions"))
+	req := f.request("fake", core.EndpointChatComplete, "/chat/completions")
+	req.Stream = true
+	resp, err := f.pipe.Do(context.Background(), req)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -152,6 +152,7 @@ func TestTimeouts(t *testing.T) {
 		a, b    script
 		config  string
 		header  time.Duration // x-gateway-request-timeout
+		stream  bool          // the client asks for a stream
 		status  int
 		errCode int
 		path    string
@@ -170,13 +171,13 @@ func TestTimeouts(t *testing.T) {
 		{name: "the timeout is per target", a: slow(5*time.Second, ok("a")), b: slow(150*time.Millisecond, ok("b")),
 			config: `{"strategy":{"mode":"fallback"},"targets":[{"custom_host":"$A","request_timeout":100},{"custom_host":"$B","request_timeout":5000}]}`,
 			status: 200, path: "config.targets[1]", hits: [2]int64{1, 1}},
-		{name: "a stream is bounded only until its first byte",
+		{name: "a stream is bounded only until its first byte", stream: true,
 			a:      sse([]string{`{"i":0}`, `{"i":1}`, `{"i":2}`, `{"i":3}`}, 0, 60*time.Millisecond, false),
 			config: `{"custom_host":"$A","request_timeout":100}`, status: 200, path: "config", hits: [2]int64{1, 0}},
-		{name: "a stream whose first byte is late is a 408",
+		{name: "a stream whose first byte is late is a 408", stream: true,
 			a:      sse([]string{`{"i":0}`}, 5*time.Second, 0, false),
 			config: `{"custom_host":"$A","request_timeout":100}`, errCode: 408, hits: [2]int64{1, 0}},
-		{name: "fallback moves on from a late stream",
+		{name: "fallback moves on from a late stream", stream: true,
 			a:      sse([]string{`{"i":0}`}, 5*time.Second, 0, false),
 			config: `{"strategy":{"mode":"fallback"},"request_timeout":100,"targets":[{"custom_host":"$A"},{"custom_host":"$B"}]}`,
 			status: 200, path: "config.targets[1]", hits: [2]int64{1, 1}},
@@ -190,7 +191,7 @@ func TestTimeouts(t *testing.T) {
 			}
 			a, b := newUpstream(t, tc.a), newUpstream(t, tc.b)
 			req := chat("hi")
-			req.Timeout = tc.header
+			req.Timeout, req.Stream = tc.header, tc.stream
 			resp, ce := e.do(t, route(t, tc.config, "$A", a.URL(), "$B", b.URL()), req)
 			if tc.errCode != 0 {
 				if ce == nil || ce.Status != tc.errCode || ce.Type != core.TypeTimeout {

@@ -112,7 +112,7 @@ func TestStrategies(t *testing.T) {
 			t.Parallel()
 			e := newEnv(t)
 			scripts := [3]script{tc.a, tc.b, tc.c}
-			var ups [3]*upstream
+			var ups [3]*scripted
 			for i, tag := range []string{"a", "b", "c"} {
 				s := scripts[i]
 				if s == nil {
@@ -405,7 +405,7 @@ func TestFallbackReleasesAbandonedStream(t *testing.T) {
 	})
 	b := newUpstream(t, ok("b"))
 	resp := e.mustDo(t, route(t, `{"strategy":{"mode":"fallback"},"targets":[{"custom_host":"$A"},{"custom_host":"$B"}]}`,
-		"$A", a.URL(), "$B", b.URL()), chat("hi"))
+		"$A", a.URL(), "$B", b.URL()), streamChat("hi"))
 	if resp.Status != 200 || resp.OptionPath != "config.targets[1]" {
 		t.Fatalf("got %d from %s", resp.Status, resp.OptionPath)
 	}

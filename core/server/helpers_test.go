@@ -22,6 +22,7 @@ import (
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
+	"github.com/llm-gateway/gateway/core/transport"
 	_ "github.com/llm-gateway/gateway/plugins/all"
 )
 
@@ -206,13 +207,12 @@ func newGateway(t *testing.T, h http.Handler, opts ...func(*gatewayConfig)) *gat
 	if err != nil {
 		t.Fatal(err)
 	}
-	client := pipeline.NewProviderClient()
-	tr := client.Transport.(*http.Transport)
+	tr := transport.Provider()
 	tr.Proxy = nil
 	tr.DialContext = loopbackOnly(tr.DialContext)
 	guardedTr := policy.NewTransport()
 	guardedTr.DialContext = loopbackOnly(guardedTr.DialContext)
-	pipe, err := pipeline.New(pipeline.Options{Client: client, GuardedClient: &http.Client{Transport: guardedTr}})
+	pipe, err := pipeline.New(pipeline.Options{Client: &http.Client{Transport: transport.New(tr)}, GuardedClient: &http.Client{Transport: transport.New(guardedTr)}})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,236 @@
+// Package transport is the HTTP transport from the gateway to model
+// providers. Answers the gateway reads whole (a chat completion that is not
+// a stream, an embedding, ...) go through a fasthttp client: it writes and
+// reads on the caller's goroutine, with pooled buffers, which costs a
+// fraction of net/http's per-request CPU (no reader and writer goroutines
+// per connection, no channel hand-offs). Everything else — streams, the
+// generic proxy, requests through an HTTP proxy, a Host override — goes
+// through the standard *http.Transport it wraps, unchanged.
+//
+// Either way it is an http.RoundTripper, so http.Client's redirects and
+// go-retryablehttp's retries work on top of it as before.
+package transport
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net"
+	"net/http"
+	"strconv"
+	"time"
+
+	"github.com/valyala/fasthttp"
+)
+
+// Provider is the standard transport for the providers' own base
+// URLs, which the operator trusts: keep-alive connections pooled per host,
+// proxies from the environment, HTTP/2 where offered.
+func Provider() *http.Transport {
+	return &http.Transport{
+		Proxy:                 http.ProxyFromEnvironment,
+		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		ForceAttemptHTTP2:     true,
+		MaxIdleConns:          1024,
+		MaxIdleConnsPerHost:   256,
+		IdleConnTimeout:       90 * time.Second,
+		TLSHandshakeTimeout:   10 * time.Second,
+		ExpectContinueTimeout: time.Second,
+	}
+}
+
+// Transport sends a request through the fast client when its context was
+// marked by WholeAnswer, and through Std otherwise.
+type Transport struct {
+	// Std is the standard transport: it sends what the fast client does
+	// not, and lends it its dialer (so a netguard dial check applies to
+	// both), TLS settings and proxy choice.
+	Std  *http.Transport
+	fast *fasthttp.Client
+}
+
+// Limits of the fast client.
+const (
+	// maxConnsPerHost is far above any real concurrency; when reached, a
+	// request waits up to connWait for a connection to come free.
+	maxConnsPerHost = 16384
+	connWait        = 30 * time.Second
+	// idleConnTimeout closes a pooled connection unused this long: under
+	// the 5 s keep-alive timeout common in provider front ends, so the
+	// gateway rarely sends on a connection the other side is closing.
+	idleConnTimeout = 4 * time.Second
+	// readBufferSize bounds an answer's header block.
+	readBufferSize = 64 << 10
+)
+
+// New wraps std with a fast client that dials with std.DialContext and
+// uses std.TLSClientConfig.
+func New(std *http.Transport) *Transport {
+	dial := std.DialContext
+	if dial == nil {
+		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+	}
+	return &Transport{Std: std, fast: &fasthttp.Client{
+		Dial: func(addr string) (net.Conn, error) {
+			return dial(context.Background(), "tcp", addr)
+		},
+		TLSConfig:                std.TLSClientConfig,
+		NoDefaultUserAgentHeader: true,
+		DisablePathNormalizing:   true,
+		MaxConnsPerHost:          maxConnsPerHost,
+		MaxConnWaitTimeout:       connWait,
+		MaxIdleConnDuration:      idleConnTimeout,
+		ReadBufferSize:           readBufferSize,
+	}}
+}
+
+// CloseIdleConnections closes the idle connections of both clients.
+func (t *Transport) CloseIdleConnections() {
+	t.Std.CloseIdleConnections()
+	t.fast.CloseIdleConnections()
+}
+
+// wholeKey marks a context whose requests' answers are read whole.
+type wholeKey struct{}
+
+// WholeAnswer marks ctx: the caller reads every answer sent with it to the
+// end before using it, so the answer may be buffered (it is never used for
+// a stream). deadline, when not zero, is when the caller gives up; the
+// caller also cancels ctx then. Requests sent with an unmarked context use
+// the standard transport.
+func WholeAnswer(ctx context.Context, deadline time.Time) context.Context {
+	return context.WithValue(ctx, wholeKey{}, deadline)
+}
+
+// defaultUserAgent is what net/http sends when a request sets none; the
+// fast path sends the same, so an upstream sees one gateway.
+const defaultUserAgent = "Go-http-client/1.1"
+
+// RoundTrip implements http.RoundTripper.
+func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
+	deadline, ok := r.Context().Value(wholeKey{}).(time.Time)
+	if !ok || !t.fastCan(r) {
+		return t.Std.RoundTrip(r)
+	}
+	ctx := r.Context()
+	if err := ctx.Err(); err != nil {
+		closeBody(r)
+		return nil, err
+	}
+	freq := fasthttp.AcquireRequest()
+	defer fasthttp.ReleaseRequest(freq)
+	if err := copyRequest(freq, r); err != nil {
+		return nil, err
+	}
+	fresp := fasthttp.AcquireResponse()
+	var err error
+	if deadline.IsZero() {
+		err = t.fast.Do(freq, fresp)
+	} else {
+		err = t.fast.DoDeadline(freq, fresp, deadline)
+	}
+	if err != nil {
+		fasthttp.ReleaseResponse(fresp)
+		if !deadline.IsZero() && !time.Now().Before(deadline) {
+			// Timed out (as fasthttp.ErrTimeout or a connection's i/o
+			// timeout): the caller's own timer, set for the same instant,
+			// cancels ctx at any moment; answer with that, as net/http would.
+			select {
+			case <-ctx.Done():
+				return nil, ctx.Err()
+			case <-time.After(time.Until(deadline) + time.Second):
+			}
+		}
+		return nil, err
+	}
+	return toResponse(fresp, r), nil
+}
+
+// fastCan reports whether the fast client can send r exactly as the
+// standard transport would: plain HTTP/1.1 to the URL's own host, with no
+// proxy in between, no credentials in the URL, and an answer with a body.
+func (t *Transport) fastCan(r *http.Request) bool {
+	if r.URL.Scheme != "http" && r.URL.Scheme != "https" || r.URL.User != nil || r.Method == http.MethodHead {
+		return false
+	}
+	if r.Host != "" && r.Host != r.URL.Host {
+		return false
+	}
+	if t.Std.Proxy != nil {
+		if u, err := t.Std.Proxy(r); err != nil || u != nil {
+			return false
+		}
+	}
+	return true
+}
+
+// copyRequest fills freq from r and closes r's body.
+func copyRequest(freq *fasthttp.Request, r *http.Request) error {
+	defer closeBody(r)
+	freq.Header.SetMethod(r.Method)
+	freq.SetRequestURI(r.URL.String())
+	for name, values := range r.Header {
+		for _, v := range values {
+			freq.Header.Add(name, v)
+		}
+	}
+	if len(freq.Header.UserAgent()) == 0 && r.Header["User-Agent"] == nil {
+		freq.Header.SetUserAgent(defaultUserAgent)
+	}
+	if r.Body != nil && r.Body != http.NoBody {
+		if _, err := io.Copy(freq.BodyWriter(), r.Body); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func closeBody(r *http.Request) {
+	if r.Body != nil {
+		r.Body.Close()
+	}
+}
+
+// toResponse turns fresp into an *http.Response whose body reads fresp's
+// buffered body; closing it releases fresp.
+func toResponse(fresp *fasthttp.Response, r *http.Request) *http.Response {
+	// No made-up "text/plain" for an answer that named no type.
+	fresp.Header.SetNoDefaultContentType(true)
+	h := make(http.Header, fresp.Header.Len())
+	fresp.Header.VisitAll(func(k, v []byte) {
+		name := string(k)
+		if name == "Transfer-Encoding" {
+			return // framing: the body is whole
+		}
+		h[name] = append(h[name], string(v))
+	})
+	body := fresp.Body()
+	code := fresp.StatusCode()
+	return &http.Response{
+		Status:        strconv.Itoa(code) + " " + http.StatusText(code),
+		StatusCode:    code,
+		Proto:         "HTTP/1.1",
+		ProtoMajor:    1,
+		ProtoMinor:    1,
+		Header:        h,
+		Body:          &answerBody{Reader: bytes.NewReader(body), resp: fresp},
+		ContentLength: int64(len(body)),
+		Close:         fresp.ConnectionClose(),
+		Request:       r,
+	}
+}
+
+// answerBody is a buffered answer; Close gives its buffer back.
+type answerBody struct {
+	*bytes.Reader
+	resp *fasthttp.Response
+}
+
+func (b *answerBody) Close() error {
+	if b.resp != nil {
+		b.Reader.Reset(nil)
+		fasthttp.ReleaseResponse(b.resp)
+		b.resp = nil
+	}
+	return nil
+}
