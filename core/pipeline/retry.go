@@ -3,6 +3,7 @@ package pipeline
 import (
 	"context"
 	"errors"
+	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -77,7 +78,7 @@ func (p *Pipeline) sendWithRetries(ctx context.Context, client *http.Client, hr 
 		Backoff:      func(_, _ time.Duration, _ int, _ *http.Response) time.Duration { return wait },
 		ErrorHandler: retryablehttp.PassthroughErrorHandler,
 	}
-	rreq, err := retryablehttp.FromRequest(hr)
+	rreq, err := retryableRequest(hr)
 	if err != nil {
 		return nil, 0, err
 	}
@@ -89,6 +90,19 @@ func (p *Pipeline) sendWithRetries(ctx context.Context, client *http.Client, hr 
 		resp = nil
 	}
 	return resp, attempt, err
+}
+
+// retryableRequest wraps hr for go-retryablehttp. A body the request can
+// replay (GetBody, set by http.NewRequest for in-memory bodies) is replayed
+// for each attempt instead of being read into one more copy.
+func retryableRequest(hr *http.Request) (*retryablehttp.Request, error) {
+	if hr.GetBody == nil || hr.Body == nil || hr.Body == http.NoBody {
+		return retryablehttp.FromRequest(hr)
+	}
+	getBody := hr.GetBody // SetBody replaces it
+	rreq := &retryablehttp.Request{Request: hr}
+	err := rreq.SetBody(retryablehttp.ReaderFunc(func() (io.Reader, error) { return getBody() }))
+	return rreq, err
 }
 
 // keepIdle hides its transport's CloseIdleConnections from go-retryablehttp,

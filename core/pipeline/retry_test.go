@@ -91,7 +91,8 @@ func TestRetries(t *testing.T) {
 				cfg = strings.TrimSuffix(cfg, "}") + "," + tc.config + "}"
 			}
 			tripsBefore := e.guarded.trips.Load()
-			resp, ce := e.do(t, route(t, cfg), chat("hi"))
+			req := chat("hi")
+			resp, ce := e.do(t, route(t, cfg), req)
 			if tc.errCode != 0 {
 				if ce == nil || ce.Status != tc.errCode {
 					t.Fatalf("got %v %+v, want error %d", resp, ce, tc.errCode)
@@ -119,6 +120,13 @@ func TestRetries(t *testing.T) {
 			} else if u.Hits() != tc.hits {
 				t.Errorf("%d upstream hits, want %d", u.Hits(), tc.hits)
 			}
+			u.mu.Lock()
+			for i, r := range u.reqs {
+				if string(r.body) != string(req.Body) {
+					t.Errorf("attempt %d carried %q, want the request's body %q", i+1, r.body, req.Body)
+				}
+			}
+			u.mu.Unlock()
 			if tc.minGap > 0 {
 				first, second := <-arrivals, <-arrivals
 				if gap := second.Sub(first); gap < tc.minGap {
