@@ -314,8 +314,9 @@ func startKeyWorker(ctx context.Context, st store.Store, keys *adminsvc.Keys, lo
 
 // startLimits builds the limit counter (Redis when redisURL is set, else
 // embedded and saved to st) and the limits engine with its periodic-reset
-// worker; the returned stop, safe to call twice, waits for the worker and
-// closes the counter (saving it), so it must run before the store closes.
+// worker; the returned stop, safe to call twice, waits for the worker,
+// commits the engine's queued usage states and closes the counter (saving
+// it), so it must run before the store closes.
 func startLimits(ctx context.Context, st store.Store, redisURL string, logger *slog.Logger) (*limits.Engine, func(), error) {
 	counter, err := counters.FromEnv(func(string) string { return redisURL }, st, logger)
 	if err != nil {
@@ -344,6 +345,7 @@ func startLimits(ctx context.Context, st store.Store, redisURL string, logger *s
 	return eng, sync.OnceFunc(func() {
 		cancel()
 		<-done
+		eng.Close()
 		if err := counter.Close(); err != nil {
 			logger.Error("closing the limit counter failed", "error", err)
 		}

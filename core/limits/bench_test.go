@@ -28,6 +28,7 @@ func newBenchCase(b *testing.B, policies bool) benchCase {
 	if e.eng, err = New(Options{Store: e.st, Counter: ctr, Now: e.clk.Now, Logger: e.eng.o.Logger}); err != nil {
 		b.Fatal(err)
 	}
+	b.Cleanup(e.eng.Close)
 	if policies {
 		e.put(b, ratePolicy("p1", "requests", "rpm", 1<<40, nil, "api_key"),
 			ratePolicy("p2", "tokens", "rph", 1<<50, cond("metadata.team", "red")),

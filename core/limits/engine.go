@@ -57,10 +57,12 @@ type Engine struct {
 	// reload).
 	sched map[string]*schedule
 
-	// mu guards states and serialises writing them, so a value's alerts
-	// are queued once; reading them takes the read lock.
+	// mu guards states and serialises queueing their writes, so a value's
+	// alerts are queued once; reading them takes the read lock.
 	mu     sync.RWMutex
 	states map[string]*valueState // stateKey(rule, value)
+	// writer saves states off the request path, in order.
+	writer *stateWriter
 
 	// unpriced remembers the provider/model pairs already warned about, so
 	// an unpriced model is logged once, not on every request. Model names
@@ -133,8 +135,16 @@ func New(o Options) (*Engine, error) {
 	if err != nil {
 		return nil, fmt.Errorf("limits: load usage states: %w", err)
 	}
-	return e, e.Reload()
+	if err := e.Reload(); err != nil {
+		return nil, err
+	}
+	e.writer = newStateWriter(o.Store, o.Logger)
+	return e, nil
 }
+
+// Close commits the usage-state writes still queued. The engine must not be
+// used after it, and the store must still be open.
+func (e *Engine) Close() { e.writer.stop() }
 
 // Reload rebuilds the snapshot of active policies and entity limits from
 // the store. An entity's usage limit whose credit limit or threshold

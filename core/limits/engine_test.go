@@ -54,6 +54,7 @@ func newEnv(t testing.TB) *env {
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(eng.Close)
 	tt, _ := t.(*testing.T)
 	return &env{t: tt, st: st, clk: clk, ctr: ctr, eng: eng}
 }
@@ -100,6 +101,7 @@ func (e *env) put(t testing.TB, recs ...any) {
 
 func (e *env) outbox(t *testing.T) []alerts.Message {
 	t.Helper()
+	e.eng.writer.flush() // the states and alerts queued so far
 	var out []alerts.Message
 	err := e.st.View(func(tx store.Tx) (err error) {
 		out, err = store.List[alerts.Message](tx, store.BucketOutbox)
@@ -407,10 +409,12 @@ func TestAlertsOnceEachToTheRightPeople(t *testing.T) {
 		t.Fatalf("states %+v", sts)
 	}
 	// The state survives a restart.
+	e.eng.Close()
 	eng2, err := New(Options{Store: e.st, Counter: e.ctr, Now: e.clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(eng2.Close)
 	if sts2, _ := eng2.UsageStates(ctx, "u1"); !slices.Equal(sts, sts2) {
 		t.Fatalf("after restart %+v, want %+v", sts2, sts)
 	}
@@ -506,6 +510,7 @@ func TestPeriodicReset(t *testing.T) {
 		t.Fatalf("after the reset: %v", err)
 	}
 	var got store.UsageLimitPolicy
+	e.eng.writer.flush() // the reset found by Admit is saved in the background
 	e.st.View(func(tx store.Tx) error { return tx.Get(store.BucketUsageLimitPolicies, "u1", &got) })
 	if got.NextUsageResetAt == nil || !got.NextUsageResetAt.Equal(next.Add(24*time.Hour)) || got.LastResetAt == nil || !got.LastResetAt.Equal(e.clk.Now()) {
 		t.Fatalf("policy after reset: next %v last %v", got.NextUsageResetAt, got.LastResetAt)
@@ -539,10 +544,12 @@ func TestPeriodicResetWithoutDate(t *testing.T) {
 	a, _ := e.eng.Admit(ctx, request())
 	a.Done(core.Usage{TotalTokens: 100}, "openai", "gpt-4o")
 	// A restart keeps the schedule (a week from when it was first seen).
+	e.eng.Close()
 	eng2, err := New(Options{Store: e.st, Counter: e.ctr, Now: e.clk.Now})
 	if err != nil {
 		t.Fatal(err)
 	}
+	t.Cleanup(eng2.Close)
 	e.clk.add(7*24*time.Hour - time.Second)
 	if _, err := eng2.Admit(ctx, request()); err == nil {
 		t.Fatal("reset early")

@@ -42,7 +42,8 @@ func (st *valueState) due(r *usageRule, total float64) (threshold, exhausted boo
 // afterUsage applies the transitions of a value whose usage is now total:
 // the threshold alert once, exhausted (and its alert) once. A new value's
 // state is saved the first time it is seen; otherwise nothing is written.
-// Most calls find a known value with nothing due, under the read lock only.
+// Most calls find a known value with nothing due, under the read lock only;
+// a write is queued to the state writer, not waited for.
 func (e *Engine) afterUsage(r *usageRule, value string, total float64, now time.Time) {
 	e.mu.RLock()
 	st := e.states[stateKey(r.id, value)]
@@ -74,8 +75,9 @@ func (e *Engine) afterUsage(r *usageRule, value string, total float64, now time.
 	if !changed {
 		return
 	}
-	err := e.o.Store.Update(func(tx store.Tx) error {
-		if err := tx.Put(store.BucketUsageStates, stateKey(st.Rule, st.Value), st); err != nil {
+	saved := *st
+	e.writer.later(func(tx store.Tx) error {
+		if err := tx.Put(store.BucketUsageStates, stateKey(saved.Rule, saved.Value), saved); err != nil {
 			return err
 		}
 		for _, kind := range kinds {
@@ -85,9 +87,6 @@ func (e *Engine) afterUsage(r *usageRule, value string, total float64, now time.
 		}
 		return nil
 	})
-	if err != nil {
-		e.o.Logger.Error("limits: saving a usage state failed", "limit", r.id, "value", value, "error", err)
-	}
 }
 
 // enqueueAlert queues one usage alert to the workspace's admins and
@@ -174,7 +173,7 @@ func (e *Engine) resetIfDue(ctx context.Context, r *usageRule, now time.Time) {
 	if !r.sched.next.CompareAndSwap(n, next.UnixNano()) {
 		return
 	}
-	if err := e.resetRule(ctx, r.id, "", now, &next, r.policy); err != nil {
+	if err := e.resetRule(ctx, r.id, "", now, &next, r.policy, false); err != nil {
 		e.o.Logger.Error("limits: periodic reset failed", "limit", r.id, "error", err)
 	}
 }
@@ -195,14 +194,14 @@ func (e *Engine) RunOnce(ctx context.Context, now time.Time) {
 // reset by their ids too ("api_key:<id>#usage", "workspace:<id>#usage0",
 // "provider:<id>#usage", "virtual_key:<id>#usage").
 func (e *Engine) ResetUsage(ctx context.Context, policyID, valueKey string) error {
-	return e.resetRule(ctx, policyID, valueKey, e.o.Now(), nil, false)
+	return e.resetRule(ctx, policyID, valueKey, e.o.Now(), nil, false, true)
 }
 
 // resetRule zeroes rule's values (one, or all when value is ""), marks them
-// active with no alerts sent, and saves them; a periodic reset (next set)
-// also saves the schedule and, for a policy, its next_usage_reset_at and
-// last_reset_at.
-func (e *Engine) resetRule(ctx context.Context, rule, value string, now time.Time, next *time.Time, policy bool) error {
+// active with no alerts sent, and saves them, waiting for the disk when
+// wait is set; a periodic reset (next set) also saves the schedule and, for
+// a policy, its next_usage_reset_at and last_reset_at.
+func (e *Engine) resetRule(ctx context.Context, rule, value string, now time.Time, next *time.Time, policy, wait bool) error {
 	e.mu.Lock()
 	defer e.mu.Unlock()
 	var sts []*valueState
@@ -225,11 +224,10 @@ func (e *Engine) resetRule(ctx context.Context, rule, value string, now time.Tim
 		t := now
 		st.Status, st.ThresholdSent, st.ExhaustedSent, st.LastResetAt = StatusActive, false, false, &t
 	}
-	errs = append(errs, e.o.Store.Update(func(tx store.Tx) error {
-		for _, st := range sts {
-			if err := tx.Put(store.BucketUsageStates, stateKey(st.Rule, st.Value), st); err != nil {
-				return err
-			}
+	saved := copyStates(sts)
+	save := func(tx store.Tx) error {
+		if err := putStates(tx, saved); err != nil {
+			return err
 		}
 		if next == nil {
 			return nil
@@ -256,8 +254,33 @@ func (e *Engine) resetRule(ctx context.Context, rule, value string, now time.Tim
 			}
 		}
 		return tx.Put(store.BucketUsageStates, schedKey(rule), schedRecord{FP: fp, Next: *next, Last: now})
-	}))
+	}
+	if wait {
+		errs = append(errs, e.writer.now(save))
+	} else {
+		e.writer.later(save)
+	}
 	return errors.Join(errs...)
+}
+
+// copyStates copies states for a queued write, which must not see later
+// changes.
+func copyStates(sts []*valueState) []valueState {
+	out := make([]valueState, len(sts))
+	for i, st := range sts {
+		out[i] = *st
+	}
+	return out
+}
+
+// putStates saves states.
+func putStates(tx store.Tx, sts []valueState) error {
+	for _, st := range sts {
+		if err := tx.Put(store.BucketUsageStates, stateKey(st.Rule, st.Value), st); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // schedOf is rule's schedule in the current snapshot.
@@ -358,12 +381,6 @@ func (e *Engine) limitChanged(ctx context.Context, rule string, oldLimit, newLim
 	if len(changed) == 0 {
 		return nil
 	}
-	return e.o.Store.Update(func(tx store.Tx) error {
-		for _, st := range changed {
-			if err := tx.Put(store.BucketUsageStates, stateKey(st.Rule, st.Value), st); err != nil {
-				return err
-			}
-		}
-		return nil
-	})
+	saved := copyStates(changed)
+	return e.writer.now(func(tx store.Tx) error { return putStates(tx, saved) })
 }
