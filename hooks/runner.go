@@ -90,12 +90,13 @@ func (r *Runner) Run(ctx context.Context, stage Stage, specs []Spec, req *core.R
 			r.runAsync(stage, async, req, resp)
 		}
 	}
-	out := Outcome{Hooks: make([]HookResult, len(sync_))}
+	results := make([]HookResult, len(sync_))
 	if len(sync_) == 1 {
-		out.Hooks[0] = runHook(ctx, stage, &sync_[0], req, resp)
+		results[0] = runHook(ctx, stage, &sync_[0], req, resp)
 	} else {
-		parallel(len(sync_), func(i int) { out.Hooks[i] = runHook(ctx, stage, &sync_[i], req, resp) })
+		parallel(len(sync_), func(i int) { results[i] = runHook(ctx, stage, &sync_[i], req, resp) })
 	}
+	out := Outcome{Hooks: results}
 	for _, h := range out.Hooks {
 		if !h.Verdict {
 			out.Failed = true

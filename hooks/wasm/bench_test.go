@@ -2,6 +2,7 @@ package wasm
 
 import (
 	"context"
+	"encoding/json"
 	"os"
 	"path/filepath"
 	"testing"
@@ -39,9 +40,14 @@ func BenchmarkMinimal(b *testing.B) {
 		b.Fatal(probs)
 	}
 	ctx := context.Background()
+	// The pipeline's request arrives parsed (by the validator).
+	req := chatInput(hooks.BeforeRequest, nil).Request
+	if err := json.Unmarshal(req.Body, &req.JSON); err != nil {
+		b.Fatal(err)
+	}
 	b.Run("check", func(b *testing.B) {
 		c := mustCheck(b, h, "wat-minimal.nonEmpty")
-		base := chatInput(hooks.BeforeRequest, specs[0].Checks[0].Parameters)
+		base := &hooks.CheckInput{Stage: hooks.BeforeRequest, Request: req, Parameters: specs[0].Checks[0].Parameters}
 		b.ReportAllocs()
 		for b.Loop() {
 			in := &hooks.CheckInput{Stage: base.Stage, Request: base.Request, Parameters: base.Parameters}
@@ -52,7 +58,7 @@ func BenchmarkMinimal(b *testing.B) {
 	})
 	b.Run("prepared", func(b *testing.B) {
 		c := mustCheck(b, h, "wat-minimal.nonEmpty")
-		base := chatInput(hooks.BeforeRequest, specs[0].Checks[0].Parameters)
+		base := &hooks.CheckInput{Stage: hooks.BeforeRequest, Request: req, Parameters: specs[0].Checks[0].Parameters}
 		prep, probs := c.(hooks.ParamsPreparer).PrepareParams(base.Parameters)
 		if len(probs) > 0 || prep == nil {
 			b.Fatal(probs)
@@ -66,7 +72,6 @@ func BenchmarkMinimal(b *testing.B) {
 		}
 	})
 	b.Run("runner", func(b *testing.B) {
-		req := chatInput(hooks.BeforeRequest, nil).Request
 		var r hooks.Runner
 		b.ReportAllocs()
 		for b.Loop() {
