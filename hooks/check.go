@@ -26,6 +26,16 @@ type ParamsValidator interface {
 	ValidateParams(params map[string]any) []string
 }
 
+// ParamsPreparer is implemented by checks that also turn their parameters
+// into a ready form (parsed values, compiled patterns) when a config or a
+// saved guardrail is read. ParseList calls PrepareParams instead of
+// ValidateParams, keeps the result with the check's spec, and the runner
+// hands it back as CheckInput.Prepared, so Run need not read the
+// parameters again on every request. Problems are as for ValidateParams.
+type ParamsPreparer interface {
+	PrepareParams(params map[string]any) (prepared any, problems []string)
+}
+
 // CheckResult is a check's verdict.
 type CheckResult struct {
 	Verdict bool `json:"verdict"`
@@ -44,6 +54,11 @@ type CheckInput struct {
 	Request    *core.Request
 	Response   *core.Response
 	Parameters map[string]any
+	// Prepared is what the check's PrepareParams returned for these
+	// Parameters when the config was read, or nil (a spec built in code, a
+	// check that prepares nothing). A check must make sure the value is
+	// one of its own, and read Parameters when it is not.
+	Prepared any
 
 	reqOnce, respOnce sync.Once
 	reqJSON, respJSON map[string]any

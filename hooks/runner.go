@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"log/slog"
+	"slices"
 	"sync"
 	"time"
 
@@ -65,28 +66,37 @@ func (r *Runner) Run(ctx context.Context, stage Stage, specs []Spec, req *core.R
 	if len(specs) == 0 {
 		return Outcome{}
 	}
-	var sync_, async []Spec
-	for _, s := range specs {
-		if s.Ref != "" {
-			saved, ok := LookupGuardrail(s.Ref)
-			if !ok {
-				// Deleted since the config was read: report, do not block.
-				sync_ = append(sync_, Spec{ID: s.Ref, Type: TypeGuardrail, Ref: s.Ref})
-				continue
+	sync_ := specs
+	if needsResolving(specs) {
+		var async []Spec
+		sync_ = make([]Spec, 0, len(specs))
+		for _, s := range specs {
+			if s.Ref != "" {
+				saved, ok := LookupGuardrail(s.Ref)
+				if !ok {
+					// Deleted since the config was read: report, do not block.
+					sync_ = append(sync_, Spec{ID: s.Ref, Type: TypeGuardrail, Ref: s.Ref})
+					continue
+				}
+				s = saved
 			}
-			s = saved
+			if s.Async {
+				async = append(async, s)
+			} else {
+				sync_ = append(sync_, s)
+			}
 		}
-		if s.Async {
-			async = append(async, s)
-		} else {
-			sync_ = append(sync_, s)
+		if len(async) > 0 {
+			r.runAsync(stage, async, req, resp)
 		}
 	}
-	if len(async) > 0 {
-		r.runAsync(stage, async, req, resp)
+	results := make([]HookResult, len(sync_))
+	if len(sync_) == 1 {
+		results[0] = runHook(ctx, stage, &sync_[0], req, resp)
+	} else {
+		parallel(len(sync_), func(i int) { results[i] = runHook(ctx, stage, &sync_[i], req, resp) })
 	}
-	out := Outcome{Hooks: make([]HookResult, len(sync_))}
-	parallel(len(sync_), func(i int) { out.Hooks[i] = runHook(ctx, stage, &sync_[i], req, resp) })
+	out := Outcome{Hooks: results}
 	for _, h := range out.Hooks {
 		if !h.Verdict {
 			out.Failed = true
@@ -97,6 +107,17 @@ func (r *Runner) Run(ctx context.Context, stage Stage, specs []Spec, req *core.R
 		}
 	}
 	return out
+}
+
+// needsResolving reports whether a stage's specs name saved guardrails or
+// async hooks, which Run sets apart; the common case runs specs as given.
+func needsResolving(specs []Spec) bool {
+	for i := range specs {
+		if specs[i].Ref != "" || specs[i].Async {
+			return true
+		}
+	}
+	return false
 }
 
 // runAsync runs hooks after the fact, with their own time limit, logging
@@ -127,54 +148,73 @@ func (r *Runner) runAsync(stage Stage, specs []Spec, req *core.Request, resp *co
 
 func runHook(ctx context.Context, stage Stage, h *Spec, req *core.Request, resp *core.Response) HookResult {
 	start := time.Now()
-	res := HookResult{ID: h.ID, Type: h.Type, Deny: h.Deny, Async: h.Async, Verdict: true,
-		Checks: make([]CheckResultView, 0, len(h.Checks)), CreatedAt: start.UTC().Format(time.RFC3339Nano)}
-	if h.Ref != "" && len(h.Checks) == 0 {
+	res := HookResult{ID: h.ID, Type: h.Type, Deny: h.Deny, Async: h.Async, Verdict: true, CreatedAt: start.UTC().Format(time.RFC3339Nano)}
+	checks := enabledChecks(h.Checks)
+	missing := h.Ref != "" && len(h.Checks) == 0
+	res.Checks = make([]CheckResultView, 0, len(checks)+1)
+	if missing {
 		res.Checks = append(res.Checks, CheckResultView{ID: h.Ref, Verdict: true, Error: "saved guardrail " + h.Ref + " no longer exists",
 			CreatedAt: res.CreatedAt})
 	}
-	var checks []CheckSpec
-	for _, c := range h.Checks {
-		if !c.Disabled {
-			checks = append(checks, c)
-		}
-	}
-	views := make([]CheckResultView, len(checks))
-	bodies := make([][]byte, len(checks))
-	if h.Sequential {
-		cur := req
-		curResp := resp
-		for i, c := range checks {
-			views[i], bodies[i] = runCheck(ctx, stage, c, cur, curResp)
-			if bodies[i] != nil {
-				if stage == BeforeRequest {
-					next := *cur
-					next.Body = bodies[i]
-					cur = &next
-				} else {
-					next := *curResp
-					next.Body = bodies[i]
-					curResp = &next
-				}
+	res.Checks = res.Checks[:len(res.Checks)+len(checks)]
+	views := res.Checks[len(res.Checks)-len(checks):]
+	if h.Sequential || len(checks) == 1 {
+		// In order, each check seeing the previous one's transform.
+		cur, curResp := req, resp
+		for i := range checks {
+			var body []byte
+			views[i], body = runCheck(ctx, stage, &checks[i], cur, curResp)
+			if body == nil {
+				continue
+			}
+			res.body = body
+			if stage == BeforeRequest {
+				next := *cur
+				next.Body, next.JSON = body, nil
+				cur = &next
+			} else {
+				next := *curResp
+				next.Body, next.JSON = body, nil
+				curResp = &next
 			}
 		}
 	} else {
-		parallel(len(checks), func(i int) { views[i], bodies[i] = runCheck(ctx, stage, checks[i], req, resp) })
+		bodies := make([][]byte, len(checks))
+		parallel(len(checks), func(i int) { views[i], bodies[i] = runCheck(ctx, stage, &checks[i], req, resp) })
+		for _, b := range bodies {
+			if b != nil {
+				res.body = b // the last transform wins
+			}
+		}
 	}
-	for i, v := range views {
+	res.Transformed = res.body != nil
+	for _, v := range views {
 		if !v.Verdict {
 			res.Verdict = false
 		}
-		if bodies[i] != nil {
-			res.body, res.Transformed = bodies[i], true
-		}
 	}
-	res.Checks = append(res.Checks, views...)
 	if fb := feedbackOf(h, res.Verdict); fb != nil {
 		res.Feedback = fb
 	}
 	res.ExecutionTime = msSince(start)
 	return res
+}
+
+// enabledChecks is checks without the disabled ones (checks itself when
+// none is).
+func enabledChecks(checks []CheckSpec) []CheckSpec {
+	for i := range checks {
+		if checks[i].Disabled {
+			out := slices.Clone(checks[:i])
+			for _, c := range checks[i+1:] {
+				if !c.Disabled {
+					out = append(out, c)
+				}
+			}
+			return out
+		}
+	}
+	return checks
 }
 
 // feedbackOf picks on_success or on_fail's feedback.
@@ -197,7 +237,7 @@ func feedbackOf(h *Spec, verdict bool) json.RawMessage {
 
 // runCheck runs one check. A check that errors counts as passed unless its
 // parameters set failOnError; a check that panics is an error, never a crash.
-func runCheck(ctx context.Context, stage Stage, spec CheckSpec, req *core.Request, resp *core.Response) (out CheckResultView, body []byte) {
+func runCheck(ctx context.Context, stage Stage, spec *CheckSpec, req *core.Request, resp *core.Response) (out CheckResultView, body []byte) {
 	start := time.Now()
 	out = CheckResultView{ID: spec.ID, CreatedAt: start.UTC().Format(time.RFC3339Nano)}
 	failOnError, _ := spec.Parameters["failOnError"].(bool)
@@ -217,7 +257,7 @@ func runCheck(ctx context.Context, stage Stage, spec CheckSpec, req *core.Reques
 		fail(fmt.Errorf("unknown check %q", spec.ID))
 		return out, nil
 	}
-	r, err := c.Run(ctx, &CheckInput{Stage: stage, Request: req, Response: resp, Parameters: spec.Parameters})
+	r, err := c.Run(ctx, &CheckInput{Stage: stage, Request: req, Response: resp, Parameters: spec.Parameters, Prepared: spec.preparedFor()})
 	if err != nil {
 		fail(err)
 		return out, nil
@@ -232,21 +272,20 @@ func runCheck(ctx context.Context, stage Stage, spec CheckSpec, req *core.Reques
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
 
-// parallel runs f(0) … f(n-1) concurrently and waits for them; a single
-// call runs on the caller's goroutine (the common case of one hook with one
-// check costs no goroutine).
+// parallel runs f(0) … f(n-1) concurrently and waits for them. The last
+// call runs on the caller's goroutine, whose stack has already grown, so n
+// calls cost n-1 new goroutines (none for a single call).
 func parallel(n int, f func(i int)) {
-	if n == 1 {
-		f(0)
-		return
-	}
 	var wg sync.WaitGroup
-	for i := range n {
+	for i := range n - 1 {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
 			f(i)
 		}()
+	}
+	if n > 0 {
+		f(n - 1)
 	}
 	wg.Wait()
 }

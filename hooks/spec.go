@@ -3,6 +3,7 @@ package hooks
 import (
 	"encoding/json"
 	"fmt"
+	"reflect"
 	"sort"
 	"strconv"
 	"strings"
@@ -21,6 +22,30 @@ type CheckSpec struct {
 	Parameters map[string]any `json:"parameters,omitempty"`
 	// Disabled is the inverse of the wire field is_enabled (default true).
 	Disabled bool `json:"-"`
+
+	// prepared is the check's PrepareParams result, set by ParseList.
+	prepared *preparedParams
+}
+
+// preparedParams is a check's prepared parameters with the check id and
+// the parameters they were prepared from: a copy of a CheckSpec given
+// another id or other parameters does not use them. Like the rest of a
+// parsed spec, the parameters are shared by concurrent requests and never
+// changed.
+type preparedParams struct {
+	id     string
+	params map[string]any
+	value  any
+}
+
+// preparedFor returns the prepared parameters when they were prepared for
+// the spec's current check id and parameters, else nil.
+func (cs *CheckSpec) preparedFor() any {
+	pp := cs.prepared
+	if pp == nil || pp.id != cs.ID || reflect.ValueOf(pp.params).UnsafePointer() != reflect.ValueOf(cs.Parameters).UnsafePointer() {
+		return nil
+	}
+	return pp.value
 }
 
 // Spec is one hook: checks run together at a stage, and what a failure
@@ -217,10 +242,18 @@ func parseCheck(at, id string, params any, p *[]string) CheckSpec {
 		*p = append(*p, at+": unknown check "+strconv.Quote(id))
 		return cs
 	}
-	if v, ok := c.(ParamsValidator); ok {
-		for _, prob := range v.ValidateParams(cs.Parameters) {
-			*p = append(*p, at+"."+prob)
+	var probs []string
+	switch v := c.(type) {
+	case ParamsPreparer:
+		var prepared any
+		if prepared, probs = v.PrepareParams(cs.Parameters); len(probs) == 0 && prepared != nil {
+			cs.prepared = &preparedParams{id: id, params: cs.Parameters, value: prepared}
 		}
+	case ParamsValidator:
+		probs = v.ValidateParams(cs.Parameters)
+	}
+	for _, prob := range probs {
+		*p = append(*p, at+"."+prob)
 	}
 	return cs
 }

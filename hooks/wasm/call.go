@@ -18,6 +18,7 @@ import (
 	"github.com/tetratelabs/wazero/api"
 
 	"github.com/llm-gateway/gateway/hooks"
+	"github.com/llm-gateway/gateway/hooks/jsonschema"
 )
 
 // Input kinds of read_input.
@@ -61,6 +62,7 @@ type callState struct {
 	p        *plugin
 	function string
 	in       *hooks.CheckInput
+	params   []byte // the parameters as JSON, when prepared
 
 	inputs [3][]byte
 	built  [3]bool
@@ -87,14 +89,22 @@ func (cs *callState) input(kind int32) ([]byte, bool) {
 		cs.built[kind] = true
 		switch kind {
 		case kindEnvelope:
-			cs.inputs[kind] = buildEnvelope(cs.p, cs.function, cs.in)
+			cs.inputs[kind] = buildEnvelope(cs.p, cs.function, cs.in, cs.paramsJSON())
 		case kindText:
 			cs.inputs[kind] = []byte(cs.in.AllText())
 		case kindParams:
-			cs.inputs[kind] = paramsJSON(cs.in.Parameters)
+			cs.inputs[kind] = cs.paramsJSON()
 		}
 	}
 	return cs.inputs[kind], true
+}
+
+// paramsJSON is the call's parameters as JSON: prepared, or encoded now.
+func (cs *callState) paramsJSON() []byte {
+	if cs.params != nil {
+		return cs.params
+	}
+	return paramsJSON(cs.in.Parameters)
 }
 
 // hostReadInput is guardrail.read_input(kind, buf, limit) -> len: the
@@ -194,9 +204,10 @@ func asString(mem api.Memory, ptr uint32) string {
 	return string(utf16.Decode(u))
 }
 
-// run calls function on one instance with in and returns its result.
-func (p *plugin) run(ctx context.Context, function string, in *hooks.CheckInput) (hooks.CheckResult, error) {
-	cs := &callState{p: p, function: function, in: in, maxBytes: p.lim.output}
+// run calls function on one instance with in and returns its result;
+// params is the parameters' JSON when prepared, else nil.
+func (p *plugin) run(ctx context.Context, function string, in *hooks.CheckInput, params []byte) (hooks.CheckResult, error) {
+	cs := &callState{p: p, function: function, in: in, params: params, maxBytes: p.lim.output}
 	inst, err := p.get(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -380,8 +391,8 @@ func paramsJSON(p map[string]any) []byte {
 	return b
 }
 
-// buildEnvelope is input kind 0.
-func buildEnvelope(p *plugin, function string, in *hooks.CheckInput) []byte {
+// buildEnvelope is input kind 0; params is the parameters' JSON.
+func buildEnvelope(p *plugin, function string, in *hooks.CheckInput, params []byte) []byte {
 	var b bytes.Buffer
 	size := 512
 	if in.Request != nil {
@@ -400,7 +411,7 @@ func buildEnvelope(p *plugin, function string, in *hooks.CheckInput) []byte {
 	b.WriteString(`,"version":`)
 	b.WriteString(strconv.Itoa(p.version))
 	b.WriteString(`},"parameters":`)
-	b.Write(paramsJSON(in.Parameters))
+	b.Write(params)
 	meta := map[string]string{}
 	if r := in.Request; r != nil {
 		provider := r.Target.Provider
@@ -471,10 +482,12 @@ func (c *wasmCheck) Run(ctx context.Context, in *hooks.CheckInput) (hooks.CheckR
 		err = &callError{errUnsupported, fmt.Sprintf("version %d has no function %q", p.version, c.function)}
 	} else if !supports(f, in.Stage) {
 		err = &callError{errUnsupported, fmt.Sprintf("function %q does not support %s", c.function, in.Stage)}
+	} else if pp := c.preparedFor(p, in.Prepared); pp != nil {
+		res, err = p.run(ctx, c.function, in, pp.json)
 	} else if probs := p.validateParams(c.function, in.Parameters); len(probs) > 0 {
 		err = &callError{errParams, "invalid parameters: " + strings.Join(probs, "; ")}
 	} else {
-		res, err = p.run(ctx, c.function, in)
+		res, err = p.run(ctx, c.function, in, nil)
 	}
 	c.host.stats.record(c.plugin, c.function, time.Since(start), err)
 	if err != nil {
@@ -502,6 +515,44 @@ func (c *wasmCheck) ValidateParams(params map[string]any) []string {
 		return nil // reported as an unknown check when it runs
 	}
 	return p.validateParams(c.function, params)
+}
+
+// preparedParams are a function's parameters as a config gave them,
+// checked against the schema of the plugin version current then, and
+// encoded as JSON once.
+type preparedParams struct {
+	host             *Host
+	plugin, function string
+	schema           *jsonschema.Schema // nil: the function takes anything
+	json             []byte
+}
+
+// PrepareParams validates parameters like ValidateParams and, when they
+// pass, also returns them prepared (hooks.ParamsPreparer): Run then skips
+// the validation while the plugin's version has the same schema, and does
+// not encode them again.
+func (c *wasmCheck) PrepareParams(params map[string]any) (any, []string) {
+	c.host.mu.RLock()
+	p, ok := c.host.plugins[c.plugin]
+	c.host.mu.RUnlock()
+	if !ok {
+		return nil, nil // reported as an unknown check when it runs
+	}
+	if probs := p.validateParams(c.function, params); len(probs) > 0 {
+		return nil, probs
+	}
+	return &preparedParams{host: c.host, plugin: c.plugin, function: c.function,
+		schema: p.schemas[c.function], json: paramsJSON(params)}, nil
+}
+
+// preparedFor returns v when it is this check's parameters prepared
+// against the schema p has, else nil.
+func (c *wasmCheck) preparedFor(p *plugin, v any) *preparedParams {
+	pp, ok := v.(*preparedParams)
+	if !ok || pp.host != c.host || pp.plugin != c.plugin || pp.function != c.function || pp.schema != p.schemas[c.function] {
+		return nil
+	}
+	return pp
 }
 
 func (p *plugin) validateParams(function string, params map[string]any) []string {

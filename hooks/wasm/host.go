@@ -158,7 +158,7 @@ func (h *Host) Validate(ctx context.Context, m *Manifest, module []byte) []strin
 			}
 			done[stage] = true
 			in := sampleInput(stage, sampleParams(f.Parameters))
-			_, err := p.run(ctx, f.ID, in)
+			_, err := p.run(ctx, f.ID, in, nil)
 			var ce *callError
 			if err != nil && !(errors.As(err, &ce) && ce.kind == errReturnCode) {
 				probs = append(probs, fmt.Sprintf("functions.%s (%s): smoke call: %v", f.ID, name, err))

@@ -13,30 +13,56 @@ import (
 	"github.com/llm-gateway/gateway/hooks"
 )
 
-// check adapts a parse function and a run function to hooks.Check and
-// hooks.ParamsValidator. parse reads every parameter the check knows
-// (through params, which records problems and which names were read);
-// any other parameter is a problem, except failOnError, which every check
-// accepts. Run re-parses the parameters, so a check named by a config that
-// was never validated still refuses bad parameters (as a check error).
+// check adapts a parse function and a run function to hooks.Check,
+// hooks.ParamsValidator and hooks.ParamsPreparer. parse reads every
+// parameter the check knows (through params, which records problems and
+// which names were read); any other parameter is a problem, except
+// failOnError, which every check accepts. PrepareParams parses once, when a
+// config is read, and Run uses that result; without it (a check named by a
+// config that was never validated) Run parses the parameters itself, so
+// bad parameters are still refused (as a check error). A parsed C is
+// shared by concurrent calls: run must not change it.
 type check[C any] struct {
 	parse func(p *params) C
 	run   func(ctx context.Context, in *hooks.CheckInput, c C) (hooks.CheckResult, error)
 }
 
+// prepared is a check's parsed parameters, marked with the check they
+// belong to (several checks share a C).
+type prepared[C any] struct {
+	check *check[C]
+	cfg   C
+}
+
 func (c *check[C]) ValidateParams(m map[string]any) []string {
-	p := newParams(m)
-	c.parse(p)
-	return p.finish()
+	_, probs := c.parseParams(m)
+	return probs
+}
+
+func (c *check[C]) PrepareParams(m map[string]any) (any, []string) {
+	cfg, probs := c.parseParams(m)
+	if len(probs) > 0 {
+		return nil, probs
+	}
+	return &prepared[C]{check: c, cfg: cfg}, nil
 }
 
 func (c *check[C]) Run(ctx context.Context, in *hooks.CheckInput) (hooks.CheckResult, error) {
-	p := newParams(in.Parameters)
-	cfg := c.parse(p)
-	if probs := p.finish(); len(probs) > 0 {
+	if p, ok := in.Prepared.(*prepared[C]); ok && p.check == c {
+		return c.run(ctx, in, p.cfg)
+	}
+	cfg, probs := c.parseParams(in.Parameters)
+	if len(probs) > 0 {
 		return hooks.CheckResult{}, fmt.Errorf("invalid parameters: %s", strings.Join(probs, "; "))
 	}
 	return c.run(ctx, in, cfg)
+}
+
+// parseParams parses parameters and returns every problem.
+func (c *check[C]) parseParams(m map[string]any) (C, []string) {
+	p := newParams(m)
+	cfg := c.parse(p)
+	return cfg, p.finish()
 }
 
 // params reads a check's parameters, collecting problems as
