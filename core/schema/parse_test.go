@@ -88,4 +88,6 @@ func FuzzFastObject(f *testing.F) {
 
 func isUTF8(b []byte) bool { return strings.ToValidUTF8(string(b), "\ufffd") == string(b) }
 
-func deep(b []byte) bool { return strings.Count(string(b), "[")+strings.Count(string(b), "{") > maxFastDepth }
+func deep(b []byte) bool {
+	return strings.Count(string(b), "[")+strings.Count(string(b), "{") > maxFastDepth
+}
