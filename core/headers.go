@@ -22,7 +22,21 @@ const (
 // IsGatewayHeader reports whether name is one of the gateway's own headers,
 // which never reach an upstream.
 func IsGatewayHeader(name string) bool {
-	return hasPrefixFold(name, HeaderPrefix) || hasPrefixFold(name, HeaderPrefixCompat)
+	_, _, ok := CutGatewayPrefix(name)
+	return ok
+}
+
+// CutGatewayPrefix splits a gateway header's name into its name without
+// the prefix and whether the prefix was x-portkey-; ok is false for any
+// other header.
+func CutGatewayPrefix(name string) (rest string, compat, ok bool) {
+	switch {
+	case hasPrefixFold(name, HeaderPrefix):
+		return name[len(HeaderPrefix):], false, true
+	case hasPrefixFold(name, HeaderPrefixCompat):
+		return name[len(HeaderPrefixCompat):], true, true
+	}
+	return name, false, false
 }
 
 func hasPrefixFold(s, prefix string) bool {

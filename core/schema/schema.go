@@ -101,10 +101,20 @@ func (v *validator) err() *core.Error {
 }
 
 // parseObject parses body as one JSON object, numbers kept as json.Number.
+// A well-formed object takes fastObject's one pass; anything else is
+// decoded by encoding/json, whose errors the messages quote.
 func parseObject(body []byte) (map[string]any, *core.Error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, core.BadRequest("", "request body is not valid JSON: the body is empty")
 	}
+	if m, ok := fastObject(body); ok {
+		return m, nil
+	}
+	return decodeObject(body)
+}
+
+// decodeObject is parseObject with encoding/json alone.
+func decodeObject(body []byte) (map[string]any, *core.Error) {
 	dec := json.NewDecoder(bytes.NewReader(body))
 	dec.UseNumber()
 	var x any

@@ -7,6 +7,7 @@ import (
 	"strconv"
 	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -79,20 +80,32 @@ func (s *Server) knownProviders() string {
 }
 
 // copyHeaders copies the client's headers, with canonical names (fasthttp
-// has already made them so). The values of single-valued headers share one
-// backing array, so a request costs a few allocations fewer per header.
+// has already made them so). Every name and value is copied into one
+// buffer, and the values of single-valued headers share one backing array,
+// so the copy costs a few allocations whatever the number of headers.
 func copyHeaders(c *fiber.Ctx) http.Header {
 	rh := &c.Request().Header
-	n := rh.Len()
+	n, size := 0, 0
+	rh.VisitAll(func(k, v []byte) {
+		n++
+		size += len(k) + len(v)
+	})
+	// The strings point into buf, which is never written again: each is
+	// appended once, within the capacity computed above.
+	buf := make([]byte, 0, size)
+	str := func(b []byte) string {
+		buf = append(buf, b...)
+		return unsafe.String(unsafe.SliceData(buf[len(buf)-len(b):]), len(b))
+	}
 	h := make(http.Header, n)
 	vals := make([]string, 0, n)
 	rh.VisitAll(func(k, v []byte) {
-		name := http.CanonicalHeaderKey(string(k)) // no copy when already canonical
+		name := http.CanonicalHeaderKey(str(k)) // no copy when already canonical
 		if prev, ok := h[name]; ok {
-			h[name] = append(prev, string(v))
+			h[name] = append(prev, str(v))
 			return
 		}
-		vals = append(vals, string(v))
+		vals = append(vals, str(v))
 		h[name] = vals[len(vals)-1 : len(vals) : len(vals)]
 	})
 	return h

@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -69,7 +70,8 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 			adm.Done(usage, resp.Provider, req.Model)
 		}
 		if resp.HookResults != nil {
-			return c.Send(withHookResults(resp.Body, resp.HookResults))
+			sendWithHookResults(c, resp.Body, resp.HookResults)
+			return nil
 		}
 		return c.Send(resp.Body)
 	}
@@ -210,37 +212,59 @@ func forwardBytes(w *bufio.Writer, r io.Reader) error {
 	}
 }
 
-// withHookResults adds "hook_results" to a JSON object body; any other body
-// is returned unchanged.
-func withHookResults(body []byte, results any) []byte {
+// appendHookResults appends body to dst with "hook_results" spliced in as
+// the object's last member. ok is false, and dst unchanged, when body is
+// not a JSON object from end to end or results cannot be encoded.
+func appendHookResults(dst, body []byte, results any) ([]byte, bool) {
 	trimmed := bytes.TrimSpace(body)
 	// An object from end to end: the provider's JSON answer. (Its validity
 	// is the provider's; splicing does not make a valid answer invalid.)
 	if len(trimmed) < 2 || trimmed[0] != '{' || trimmed[len(trimmed)-1] != '}' {
-		return body
+		return dst, false
 	}
-	hr, err := json.Marshal(results)
-	if err != nil {
-		return body
-	}
-	out := make([]byte, 0, len(trimmed)+len(hr)+20)
-	out = append(out, trimmed[:len(trimmed)-1]...)
+	start := len(dst)
+	out := append(dst, trimmed[:len(trimmed)-1]...)
 	if len(bytes.TrimSpace(trimmed[1:len(trimmed)-1])) > 0 {
 		out = append(out, ',')
 	}
 	out = append(out, `"hook_results":`...)
-	out = append(out, hr...)
-	return append(out, '}')
+	out, err := appendJSON(out, results)
+	if err != nil {
+		return out[:start], false
+	}
+	return append(out, '}'), true
 }
+
+// sendWithHookResults sends body with the hook results spliced in (see
+// appendHookResults), built in a pooled buffer and copied into the
+// response's own.
+func sendWithHookResults(c *fiber.Ctx, body []byte, results any) {
+	bp := answerBufs.Get().(*[]byte)
+	out, ok := appendHookResults((*bp)[:0], body, results)
+	if !ok {
+		out = body
+	}
+	c.Response().SetBody(out)
+	if cap(out) <= maxPooledAnswer && ok {
+		*bp = out[:0]
+	}
+	answerBufs.Put(bp)
+}
+
+// answerBufs holds the buffers answers with hook results are built in;
+// buffers grown past maxPooledAnswer are left to the collector.
+var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
+
+const maxPooledAnswer = 1 << 20
 
 // writeHookResultsEvent starts a stream with the hooks' results.
 func writeHookResultsEvent(w *bufio.Writer, results any) {
-	hr, err := json.Marshal(map[string]any{"hook_results": results})
+	hr, err := appendJSON(append(make([]byte, 0, 512), `{"hook_results":`...), results)
 	if err != nil {
 		return
 	}
 	w.WriteString("data: ")
 	w.Write(hr)
-	w.WriteString("\n\n")
+	w.WriteString("}\n\n")
 	w.Flush()
 }

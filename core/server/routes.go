@@ -147,7 +147,8 @@ func (s *Server) serve(endpoint core.Endpoint, check bodyCheck) fiber.Handler {
 			if re.HookResults != nil {
 				// A guardrail's refusal says which hooks decided it.
 				c.Status(ce.Status).Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-				return c.Send(withHookResults(ce.Body(), re.HookResults))
+				sendWithHookResults(c, ce.Body(), re.HookResults)
+				return nil
 			}
 			return ce
 		}

@@ -144,6 +144,7 @@ func (s *Server) traceID(c *fiber.Ctx) (string, *core.Error) {
 // recoverPanics turns a panic in any handler into a 500 that carries the
 // trace id, and logs the stack; the process keeps serving.
 func (s *Server) recoverPanics(c *fiber.Ctx) (err error) {
+	defer releaseGatewayHeaders(c)
 	trace, bad := s.traceID(c)
 	if bad != nil {
 		return bad
@@ -208,12 +209,4 @@ func fiberError(fe *fiber.Error) *core.Error {
 		t = core.TypeAPI
 	}
 	return &core.Error{Status: fe.Code, Type: t, Message: fe.Message}
-}
-
-// gatewayHeader reads x-gateway-<name>, falling back to x-portkey-<name>.
-func gatewayHeader(c *fiber.Ctx, name string) string {
-	if v := c.Get(core.HeaderPrefix + name); v != "" {
-		return v
-	}
-	return c.Get(core.HeaderPrefixCompat + name)
 }

@@ -11,92 +11,207 @@ import (
 // output tokens); both are read.
 var usageKey = []byte(`"usage"`)
 
-// usageObject returns the JSON object that follows the last "usage" key of
-// a JSON document, without parsing the rest of it: answers end with their
-// usage, and an answer's text cannot hold the key (its quotes would be
-// escaped). It returns nil when there is none.
-func usageObject(b []byte) []byte {
-	i := bytes.LastIndex(b, usageKey)
-	if i < 0 {
-		return nil
-	}
-	rest := bytes.TrimLeft(b[i+len(usageKey):], " \t\r\n")
-	if len(rest) == 0 || rest[0] != ':' {
-		return nil
-	}
-	rest = bytes.TrimLeft(rest[1:], " \t\r\n")
-	if len(rest) == 0 || rest[0] != '{' {
-		return nil
-	}
-	depth, inString, escaped := 0, false, false
-	for j, c := range rest {
-		switch {
-		case escaped:
-			escaped = false
-		case inString && c == '\\':
-			escaped = true
-		case c == '"':
-			inString = !inString
-		case inString:
-		case c == '{':
-			depth++
-		case c == '}':
-			if depth--; depth == 0 {
-				return rest[:j+1]
-			}
-		}
-	}
-	return nil
-}
-
-// addUsage updates u from the usage object in a JSON document, if any. The
-// few counters are read straight from the object's bytes: decoding it with
-// encoding/json cost more than the rest of the accounting.
+// addUsage updates u from a JSON document's usage: its top-level "usage"
+// object, then that of its top-level "message" (Anthropic's message_start
+// event) and "response" (the Responses API's events). The document is only
+// scanned, not decoded: skipping the answer's text costs a fraction of
+// decoding it, and a "usage" key anywhere else is not taken.
 func addUsage(doc []byte, u *core.Usage) {
-	obj := usageObject(doc)
-	if obj == nil {
+	var top, message, response []byte
+	i := skipSpace(doc, 0)
+	if i >= len(doc) || doc[i] != '{' {
 		return
 	}
-	if p := intField(obj, "prompt_tokens") + intField(obj, "input_tokens"); p > 0 {
-		u.PromptTokens = p
+	// A repeated key's last value counts, as in decoders.
+	for m := (members{b: doc, i: i + 1}); m.next(); {
+		switch string(m.key) {
+		case "usage":
+			top = object(m.val)
+		case "message":
+			message = memberObject(m.val, "usage")
+		case "response":
+			response = memberObject(m.val, "usage")
+		}
 	}
-	if c := intField(obj, "completion_tokens") + intField(obj, "output_tokens"); c > 0 {
-		u.CompletionTokens = c
-	}
-	if t := intField(obj, "total_tokens"); t > 0 {
-		u.TotalTokens = t
+	for _, obj := range [...][]byte{top, message, response} {
+		if obj != nil {
+			addCounters(obj, u)
+		}
 	}
 	if u.TotalTokens < u.PromptTokens+u.CompletionTokens {
 		u.TotalTokens = u.PromptTokens + u.CompletionTokens
 	}
 }
 
-// intField reads the non-negative integer value of "key" in a JSON
-// object's bytes (the first occurrence of the quoted key followed by a
-// colon); 0 when it is absent or not an integer. The nested objects of a
-// usage object use other key names ("prompt_tokens_details").
-func intField(obj []byte, key string) int {
-	const space = " \t\r\n"
-	pattern := []byte(`"` + key + `"`)
-	for off := 0; ; {
-		i := bytes.Index(obj[off:], pattern)
-		if i < 0 {
-			return 0
+// addCounters sets the counters a usage object has and that are positive.
+func addCounters(obj []byte, u *core.Usage) {
+	var prompt, input, completion, output, total int
+	for m := (members{b: obj, i: 1}); m.next(); {
+		switch string(m.key) {
+		case "prompt_tokens":
+			prompt = count(m.val)
+		case "input_tokens":
+			input = count(m.val)
+		case "completion_tokens":
+			completion = count(m.val)
+		case "output_tokens":
+			output = count(m.val)
+		case "total_tokens":
+			total = count(m.val)
 		}
-		off += i + len(pattern)
-		v := bytes.TrimLeft(obj[off:], space)
-		if len(v) == 0 || v[0] != ':' {
-			continue
-		}
-		n := 0
-		for digits, c := range bytes.TrimLeft(v[1:], space) {
-			if c < '0' || c > '9' || digits > 12 {
-				break
-			}
-			n = n*10 + int(c-'0')
-		}
-		return n
 	}
+	if prompt+input > 0 {
+		u.PromptTokens = prompt + input
+	}
+	if completion+output > 0 {
+		u.CompletionTokens = completion + output
+	}
+	if total > 0 {
+		u.TotalTokens = total
+	}
+}
+
+// count reads the leading digits of a JSON number (at most 13); 0 when the
+// value does not start with one.
+func count(v []byte) int {
+	n := 0
+	for digits, c := range v {
+		if c < '0' || c > '9' || digits > 12 {
+			break
+		}
+		n = n*10 + int(c-'0')
+	}
+	return n
+}
+
+// memberObject returns the object value of key in v when v is an object;
+// nil when either is not one. A repeated key's last value counts.
+func memberObject(v []byte, key string) []byte {
+	var found []byte
+	if object(v) == nil {
+		return nil
+	}
+	for m := (members{b: v, i: 1}); m.next(); {
+		if string(m.key) == key {
+			found = object(m.val)
+		}
+	}
+	return found
+}
+
+// object returns v when it is a JSON object, else nil.
+func object(v []byte) []byte {
+	if len(v) == 0 || v[0] != '{' {
+		return nil
+	}
+	return v
+}
+
+// members walks the members of the JSON object in b starting at offset i
+// (just past its '{'). It checks only as much syntax as it needs to find
+// where each value ends; a malformed or truncated object ends the walk.
+// Keys are compared as written (escapes are not decoded).
+type members struct {
+	b        []byte
+	i        int
+	key, val []byte
+}
+
+// next moves to the next member; false at the object's end.
+func (m *members) next() bool {
+	b := m.b
+	i := skipSpace(b, m.i)
+	if i < len(b) && b[i] == ',' {
+		i = skipSpace(b, i+1)
+	}
+	if i >= len(b) || b[i] != '"' {
+		return false
+	}
+	end := stringEnd(b, i)
+	if end < 0 {
+		return false
+	}
+	m.key = b[i+1 : end-1]
+	i = skipSpace(b, end)
+	if i >= len(b) || b[i] != ':' {
+		return false
+	}
+	i = skipSpace(b, i+1)
+	if end = valueEnd(b, i); end < 0 {
+		return false
+	}
+	m.val, m.i = b[i:end], end
+	return true
+}
+
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+		i++
+	}
+	return i
+}
+
+// stringEnd returns the offset just past the JSON string starting at b[i]
+// (a '"'), or -1 when it is not closed. Long strings (an answer's text) are
+// skipped with bytes.IndexByte.
+func stringEnd(b []byte, i int) int {
+	j := i + 1
+	for {
+		q := bytes.IndexByte(b[j:], '"')
+		if q < 0 {
+			return -1
+		}
+		q += j
+		for {
+			k := bytes.IndexByte(b[j:q], '\\')
+			if k < 0 {
+				return q + 1
+			}
+			j += k + 2 // the backslash and the character it escapes
+			if j > q {
+				break // the quote at q was escaped
+			}
+		}
+	}
+}
+
+// valueEnd returns the offset just past the JSON value starting at b[i],
+// or -1 when it does not end.
+func valueEnd(b []byte, i int) int {
+	if i >= len(b) {
+		return -1
+	}
+	switch b[i] {
+	case '"':
+		return stringEnd(b, i)
+	case '{', '[':
+		depth := 0
+		for j := i; j < len(b); j++ {
+			switch b[j] {
+			case '"':
+				end := stringEnd(b, j)
+				if end < 0 {
+					return -1
+				}
+				j = end - 1
+			case '{', '[':
+				depth++
+			case '}', ']':
+				if depth--; depth == 0 {
+					return j + 1
+				}
+			}
+		}
+		return -1
+	}
+	j := i
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\r' && b[j] != '\n' {
+		j++
+	}
+	if j == i {
+		return -1
+	}
+	return j
 }
 
 // parseUsage reads the token usage of a JSON answer; zero when it has none.

@@ -1,6 +1,8 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
 	"testing"
 
 	"github.com/llm-gateway/gateway/core"
@@ -40,4 +42,88 @@ func TestParseUsage(t *testing.T) {
 	if u != (core.Usage{PromptTokens: 12, CompletionTokens: 30, TotalTokens: 42}) {
 		t.Fatalf("anthropic stream usage: %+v", u)
 	}
+}
+
+func TestParseUsageShapes(t *testing.T) {
+	cases := []struct {
+		name, body string
+		want       core.Usage
+	}{
+		{"nested elsewhere is not taken", `{"choices":[{"message":{"usage":{"prompt_tokens":99}}}],"meta":{"usage":{"total_tokens":5}},"usage":{"prompt_tokens":1,"completion_tokens":2}}`,
+			core.Usage{PromptTokens: 1, CompletionTokens: 2, TotalTokens: 3}},
+		{"only nested elsewhere", `{"meta":{"usage":{"prompt_tokens":9}}}`, core.Usage{}},
+		{"usage in the text after the real one", `{"usage":{"prompt_tokens":1},"note":"x\",\"usage\":{\"prompt_tokens\":7}"}`, core.Usage{PromptTokens: 1, TotalTokens: 1}},
+		{"escaped backslashes", `{"text":"a\\\\","usage":{"input_tokens":3,"output_tokens":4}}`, core.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}},
+		{"responses event", `{"type":"response.completed","response":{"id":"r","usage":{"input_tokens":2,"output_tokens":3,"total_tokens":5}}}`,
+			core.Usage{PromptTokens: 2, CompletionTokens: 3, TotalTokens: 5}},
+		{"message and top level", `{"message":{"usage":{"input_tokens":5,"output_tokens":1}},"usage":{"output_tokens":9}}`,
+			core.Usage{PromptTokens: 5, CompletionTokens: 1, TotalTokens: 6}},
+		{"details ignored", `{"usage":{"prompt_tokens_details":{"prompt_tokens":50},"prompt_tokens":4}}`, core.Usage{PromptTokens: 4, TotalTokens: 4}},
+		{"repeated key: the last counts", `{"usage":{"prompt_tokens":1},"usage":null}`, core.Usage{}},
+		{"not a number", `{"usage":{"prompt_tokens":"5","completion_tokens":-3}}`, core.Usage{}},
+		{"total larger than the sum", `{"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":10}}`, core.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 10}},
+		{"array document", `[{"usage":{"prompt_tokens":1}}]`, core.Usage{}},
+		{"unclosed string", `{"usage":{"prompt_tokens":1},"x":"abc`, core.Usage{PromptTokens: 1, TotalTokens: 1}},
+		{"empty", ``, core.Usage{}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := parseUsage([]byte(tc.body)); got != tc.want {
+				t.Fatalf("got %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+}
+
+// referenceUsage is parseUsage with encoding/json, for valid documents.
+func referenceUsage(doc []byte) core.Usage {
+	var u core.Usage
+	var top map[string]json.RawMessage
+	if json.Unmarshal(doc, &top) != nil {
+		return u
+	}
+	inner := func(v json.RawMessage) json.RawMessage {
+		var m map[string]json.RawMessage
+		if len(v) == 0 || v[0] != '{' || json.Unmarshal(v, &m) != nil {
+			return nil
+		}
+		return m["usage"]
+	}
+	for _, raw := range []json.RawMessage{top["usage"], inner(top["message"]), inner(top["response"])} {
+		var m map[string]json.RawMessage
+		if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
+			continue
+		}
+		if p := count(m["prompt_tokens"]) + count(m["input_tokens"]); p > 0 {
+			u.PromptTokens = p
+		}
+		if c := count(m["completion_tokens"]) + count(m["output_tokens"]); c > 0 {
+			u.CompletionTokens = c
+		}
+		if t := count(m["total_tokens"]); t > 0 {
+			u.TotalTokens = t
+		}
+	}
+	if u.TotalTokens < u.PromptTokens+u.CompletionTokens {
+		u.TotalTokens = u.PromptTokens + u.CompletionTokens
+	}
+	return u
+}
+
+// FuzzParseUsage checks the scanner against encoding/json on valid
+// documents (keys written with \u escapes aside: the scanner compares keys
+// as written), and that nothing panics on any input.
+func FuzzParseUsage(f *testing.F) {
+	f.Add([]byte(`{"id":"x","usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}`))
+	f.Add([]byte(`{"message":{"usage":{"input_tokens":12}},"usage":{"output_tokens":30}}`))
+	f.Add([]byte(`{"a":["\"usage\"",{"usage":{"prompt_tokens":1}}],"response":{"usage":{"input_tokens":2}}}`))
+	f.Fuzz(func(t *testing.T, doc []byte) {
+		got := parseUsage(doc)
+		if !json.Valid(doc) || bytes.Contains(doc, []byte(`\u`)) {
+			return
+		}
+		if want := referenceUsage(doc); got != want {
+			t.Fatalf("parseUsage(%q) = %+v, encoding/json: %+v", doc, got, want)
+		}
+	})
 }

@@ -1,0 +1,145 @@
+package server
+
+import (
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/pipeline"
+	"github.com/llm-gateway/gateway/hooks"
+)
+
+// The benchmarks below run the request path's pieces on the full-pipeline
+// benchmark's request (bench/): a chat completion with a workspace key, a
+// provider credential and an inline config, answered by a ~1.4 KB JSON body.
+
+const benchConfig = `{"strategy":{"mode":"fallback"},"retry":{"attempts":1},"input_guardrails":[{"default.wordCount":{"maxWords":1000}},{"wat-minimal.nonEmpty":{}}],"targets":[{"provider":"openai","custom_host":"http://127.0.0.1:1/v1"},{"provider":"openai","custom_host":"http://127.0.0.1:1/v1"}]}`
+
+var benchChat = []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello"}]}`)
+
+// benchAnswer is a chat completion answer of about 1.4 KB.
+var benchAnswer = []byte(`{"id":"chatcmpl-0123456789","object":"chat.completion","created":1700000000,"model":"gpt-4o-mini","choices":[{"index":0,"message":{"role":"assistant","content":"` +
+	strings.Repeat("Hello there, this is the mock. ", 36) +
+	`","refusal":null},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":11,"completion_tokens":277,"total_tokens":288,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":0}},"system_fingerprint":"fp_mock"}`)
+
+// benchHookResults are the results of the benchmark's two input guardrails.
+func benchHookResults() *pipeline.HookResults {
+	at := time.Date(2026, 1, 2, 3, 4, 5, 678900000, time.UTC).Format(time.RFC3339Nano)
+	return &pipeline.HookResults{
+		Before: []hooks.HookResult{
+			{ID: "input_guardrails[0]", Type: "guardrail", Verdict: true, Deny: false, ExecutionTime: 0.012, CreatedAt: at,
+				Checks: []hooks.CheckResultView{{ID: "default.wordCount", Verdict: true, ExecutionTime: 0.01, CreatedAt: at,
+					Data: map[string]any{"count": 2, "minWords": 0, "maxWords": 1000, "not": false, "explanation": "The text has 2 words, within 0 and 1000."}}}},
+			{ID: "input_guardrails[1]", Type: "guardrail", Verdict: true, ExecutionTime: 0.051, CreatedAt: at,
+				Checks: []hooks.CheckResultView{{ID: "wat-minimal.nonEmpty", Verdict: true, ExecutionTime: 0.049, CreatedAt: at}}},
+		},
+		After: []hooks.HookResult{},
+	}
+}
+
+// benchCtx runs f with a Fiber context holding the benchmark's request.
+func benchCtx(b *testing.B, f func(c *fiber.Ctx)) {
+	app := fiber.New()
+	fctx := &fasthttp.RequestCtx{}
+	r := &fctx.Request
+	r.Header.SetMethod(fiber.MethodPost)
+	r.SetRequestURI("/v1/chat/completions")
+	r.Header.SetHost("127.0.0.1:8787")
+	r.Header.SetContentType("application/json")
+	r.Header.Set("User-Agent", "bench")
+	r.Header.Set("X-Gateway-Api-Key", "gw-key-0123456789abcdef")
+	r.Header.Set("Authorization", "Bearer sk-provider-token-42")
+	r.Header.Set("X-Gateway-Config", benchConfig)
+	r.SetBody(benchChat)
+	c := app.AcquireCtx(fctx)
+	defer app.ReleaseCtx(c)
+	c.Locals(localTrace, core.NewID())
+	c.Locals(localPrincipal, &core.Principal{KeyID: "k", WorkspaceID: "w", OrganisationID: "o"})
+	f(c)
+}
+
+func BenchmarkNewRequest(b *testing.B) {
+	s := &Server{now: time.Now}
+	benchCtx(b, func(c *fiber.Ctx) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := s.newRequest(c, core.EndpointChatComplete); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func BenchmarkCopyHeaders(b *testing.B) {
+	benchCtx(b, func(c *fiber.Ctx) {
+		b.ReportAllocs()
+		for b.Loop() {
+			copyHeaders(c)
+		}
+	})
+}
+
+func BenchmarkStrictCompliance(b *testing.B) {
+	benchCtx(b, func(c *fiber.Ctx) {
+		b.ReportAllocs()
+		for b.Loop() {
+			strictCompliance(c, nil)
+		}
+	})
+}
+
+func BenchmarkWithHookResults(b *testing.B) {
+	res := benchHookResults()
+	var buf []byte
+	b.ReportAllocs()
+	for b.Loop() {
+		buf, _ = appendHookResults(buf[:0], benchAnswer, res)
+	}
+}
+
+func BenchmarkParseUsage(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		if u := parseUsage(benchAnswer); u.TotalTokens != 288 {
+			b.Fatal(u)
+		}
+	}
+}
+
+type discardSink struct{}
+
+func (discardSink) Enqueue(*core.LogRecord) {}
+
+func BenchmarkRecord(b *testing.B) {
+	s := &Server{now: time.Now, logs: discardSink{}}
+	req := &core.Request{TraceID: "t", Endpoint: core.EndpointChatComplete, Method: "POST", Path: "/chat/completions", Model: "gpt-4o-mini",
+		Principal: &core.Principal{KeyID: "k", WorkspaceID: "w", OrganisationID: "o"}, Target: core.Target{Provider: "openai"}, ReceivedAt: time.Now()}
+	resp := &core.Response{Status: 200, OptionPath: "config.targets[0]", CacheStatus: "DISABLED"}
+	b.ReportAllocs()
+	for b.Loop() {
+		s.record(req, resp, 200, core.Usage{}, nil)
+	}
+}
+
+// BenchmarkWriteResponse sends the answer with its headers and hook
+// results, as the handler does after the pipeline.
+func BenchmarkWriteResponse(b *testing.B) {
+	s := &Server{now: time.Now, logs: discardSink{}}
+	res := benchHookResults()
+	hdr := map[string][]string{"Content-Type": {"application/json"}, "Date": {"x"}, "X-Request-Id": {"req_1"}, "Openai-Processing-Ms": {"12"}, "Content-Length": {"1400"}}
+	benchCtx(b, func(c *fiber.Ctx) {
+		req := &core.Request{TraceID: "t", Endpoint: core.EndpointChatComplete, Method: "POST", Path: "/chat/completions", ReceivedAt: time.Now()}
+		b.ReportAllocs()
+		for b.Loop() {
+			resp := &core.Response{Status: 200, Header: hdr, Body: benchAnswer, Provider: "openai", OptionPath: "config.targets[0]", HookResults: res}
+			if err := s.writeResponse(c, req, resp, nil); err != nil {
+				b.Fatal(err)
+			}
+			c.Response().Reset()
+		}
+	})
+}
