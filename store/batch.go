@@ -193,16 +193,18 @@ func (b *batcher[T]) write(batch []T) {
 	slices.SortStableFunc(items, func(x, y batchItem) int {
 		return bytes.Compare(buf[x.start:x.val], buf[y.start:y.val])
 	})
-	err := b.st.Update(func(tx Tx) error {
-		for _, it := range items {
-			if err := tx.Append(b.bucket, buf[it.start:it.val:it.val], buf[it.val:it.end:it.end]); err != nil {
-				return err
+	if len(items) > 0 {
+		err := b.st.Update(func(tx Tx) error {
+			for _, it := range items {
+				if err := tx.Append(b.bucket, buf[it.start:it.val:it.val], buf[it.val:it.end:it.end]); err != nil {
+					return err
+				}
 			}
+			return nil
+		})
+		if err != nil {
+			b.log.Error("writing "+b.what+" records failed", "records", len(items), "error", err)
 		}
-		return nil
-	})
-	if err != nil {
-		b.log.Error("writing "+b.what+" records failed", "records", len(items), "error", err)
 	}
 	if cap(buf) > maxKeptBuffer {
 		buf = nil
