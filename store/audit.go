@@ -51,9 +51,12 @@ type AuditWriterOptions struct {
 
 // NewAuditWriter starts the background writer.
 func NewAuditWriter(st Store, o AuditWriterOptions) *AuditWriter {
-	return &AuditWriter{newBatcher(st, "audit log", batchOptions(o), func(tx Tx, rec *AuditRecord) error {
-		return tx.Put(BucketAuditLogs, rec.ID, rec)
-	})}
+	return &AuditWriter{newBatcher(st, "audit log", batchOptions(o), BucketAuditLogs,
+		func(rec *AuditRecord) string { return rec.ID },
+		func(rec *AuditRecord, b []byte) ([]byte, error) {
+			raw, err := json.Marshal(rec)
+			return append(b, raw...), err
+		})}
 }
 
 // AuditFilter selects audit records. From and To bound the scan; the other

@@ -1,7 +1,10 @@
 package store
 
 import (
+	"bytes"
+	"errors"
 	"log/slog"
+	"slices"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -12,19 +15,49 @@ import (
 // burst of records costs one fsync per batch, not one per record. When the
 // queue is full a record is dropped and counted rather than slowing
 // requests down.
+//
+// Enqueue appends to a slice under a mutex and wakes the writer only when a
+// batch is full, not once per record; the writer encodes a batch into one
+// reused buffer and stores it in key order (Tx.Append), so bbolt appends to
+// its last page instead of inserting and splitting at random.
 type batcher[T any] struct {
 	st       Store
 	what     string // "request log", "audit log": for the log lines
-	put      func(tx Tx, rec T) error
-	queue    chan T
-	flushReq chan chan struct{}
+	bucket   Bucket
+	key      func(T) string
+	encode   func(rec T, b []byte) ([]byte, error) // appends rec's JSON to b
 	interval time.Duration
 	maxBatch int
 	log      *slog.Logger
 	dropped  atomic.Int64
-	done     chan struct{}
-	stopOnce sync.Once
+
+	mu        sync.Mutex
+	queue     []T // records waiting for the writer, at most queueSize
+	queueSize int
+	wakeAt    int           // queue length that wakes the writer
+	wake      chan struct{} // buffered: the queue reached wakeAt
+	flushReq  chan chan struct{}
+	stop      chan struct{}
+	stopOnce  sync.Once
+	done      chan struct{}
+
+	// Used by the writer goroutine only.
+	spare   []T         // the previous queue, emptied, to swap in
+	buf     []byte      // the encoded keys and values of a batch
+	entries []batchItem // where they are in buf
 }
+
+// batchItem is one encoded record: its key is buf[start:val], its JSON
+// buf[val:end]. Offsets, not slices, because buf grows while a batch is
+// encoded.
+type batchItem struct{ start, val, end int }
+
+// errNoKey refuses a record with an empty key.
+var errNoKey = errors.New("the record has no id")
+
+// maxKeptBuffer bounds the encoding buffer kept between batches, so a batch
+// of unusually large records does not pin its memory for good.
+const maxKeptBuffer = 1 << 20
 
 // batchOptions tune a batcher; zero values get defaults.
 type batchOptions struct {
@@ -34,7 +67,10 @@ type batchOptions struct {
 	Logger    *slog.Logger
 }
 
-func newBatcher[T any](st Store, what string, o batchOptions, put func(Tx, T) error) *batcher[T] {
+// newBatcher starts a writer storing records in bucket under key(rec), as
+// the JSON encode appends.
+func newBatcher[T any](st Store, what string, o batchOptions, bucket Bucket, key func(T) string,
+	encode func(T, []byte) ([]byte, error)) *batcher[T] {
 	if o.QueueSize <= 0 {
 		o.QueueSize = 8192
 	}
@@ -47,19 +83,32 @@ func newBatcher[T any](st Store, what string, o batchOptions, put func(Tx, T) er
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	b := &batcher[T]{st: st, what: what, put: put, queue: make(chan T, o.QueueSize), flushReq: make(chan chan struct{}), interval: o.Interval,
-		maxBatch: o.MaxBatch, log: o.Logger, done: make(chan struct{})}
+	wakeAt := min(o.MaxBatch, o.QueueSize)
+	b := &batcher[T]{st: st, what: what, bucket: bucket, key: key, encode: encode, interval: o.Interval,
+		maxBatch: o.MaxBatch, log: o.Logger, queue: make([]T, 0, wakeAt), queueSize: o.QueueSize, wakeAt: wakeAt,
+		wake: make(chan struct{}, 1), flushReq: make(chan chan struct{}), stop: make(chan struct{}),
+		done: make(chan struct{}), spare: make([]T, 0, wakeAt)}
 	go b.run()
 	return b
 }
 
 // Enqueue hands a record to the writer without blocking.
 func (b *batcher[T]) Enqueue(rec T) {
-	select {
-	case b.queue <- rec:
-	default:
+	b.mu.Lock()
+	if len(b.queue) >= b.queueSize {
+		b.mu.Unlock()
 		if b.dropped.Add(1)%1000 == 1 {
 			b.log.Warn(b.what+" queue is full; dropping records", "dropped_total", b.dropped.Load())
+		}
+		return
+	}
+	b.queue = append(b.queue, rec)
+	full := len(b.queue) == b.wakeAt
+	b.mu.Unlock()
+	if full {
+		select {
+		case b.wake <- struct{}{}:
+		default: // already woken
 		}
 	}
 }
@@ -78,7 +127,7 @@ func (b *batcher[T]) Flush() {
 // Close writes every queued record and stops the writer. Enqueue must not be
 // called after Close.
 func (b *batcher[T]) Close() {
-	b.stopOnce.Do(func() { close(b.queue) })
+	b.stopOnce.Do(func() { close(b.stop) })
 	<-b.done
 }
 
@@ -86,59 +135,79 @@ func (b *batcher[T]) run() {
 	defer close(b.done)
 	tick := time.NewTicker(b.interval)
 	defer tick.Stop()
-	batch := make([]T, 0, b.maxBatch)
-	flush := func() {
-		if len(batch) == 0 {
-			return
-		}
-		if err := b.write(batch); err != nil {
-			b.log.Error("writing "+b.what+" records failed", "records", len(batch), "error", err)
-		}
-		clear(batch)
-		batch = batch[:0]
-	}
 	for {
 		select {
-		case rec, ok := <-b.queue:
-			if !ok {
-				flush()
-				if n := b.dropped.Load(); n > 0 {
-					b.log.Warn(b.what+" records were dropped because the queue was full", "dropped_total", n)
-				}
-				return
-			}
-			batch = append(batch, rec)
-			if len(batch) >= b.maxBatch {
-				flush()
-			}
-		case ack := <-b.flushReq:
-			for drained := false; !drained; {
-				select {
-				case rec, ok := <-b.queue:
-					if !ok {
-						drained = true
-						break
-					}
-					batch = append(batch, rec)
-				default:
-					drained = true
-				}
-			}
-			flush()
-			close(ack)
+		case <-b.wake:
+			b.writeQueued()
 		case <-tick.C:
-			flush()
+			b.writeQueued()
+		case ack := <-b.flushReq:
+			b.writeQueued()
+			close(ack)
+		case <-b.stop:
+			b.writeQueued()
+			if n := b.dropped.Load(); n > 0 {
+				b.log.Warn(b.what+" records were dropped because the queue was full", "dropped_total", n)
+			}
+			return
 		}
 	}
 }
 
-func (b *batcher[T]) write(batch []T) error {
-	return b.st.Update(func(tx Tx) error {
-		for _, rec := range batch {
-			if err := b.put(tx, rec); err != nil {
-				return err
-			}
+// writeQueued takes the whole queue, leaving the spare slice in its place,
+// and writes it, maxBatch records per transaction.
+func (b *batcher[T]) writeQueued() {
+	b.mu.Lock()
+	recs := b.queue
+	b.queue = b.spare
+	b.mu.Unlock()
+	for batch := range slices.Chunk(recs, b.maxBatch) {
+		b.write(batch)
+	}
+	clear(recs) // the records can be collected
+	b.spare = recs[:0]
+}
+
+// write stores one batch in one transaction. A record that cannot be
+// encoded (or has no key) is logged and left out, not the whole batch.
+func (b *batcher[T]) write(batch []T) {
+	buf, items := b.buf[:0], b.entries[:0]
+	for _, rec := range batch {
+		start := len(buf)
+		buf = append(buf, b.key(rec)...)
+		val := len(buf)
+		out, err := b.encode(rec, buf)
+		if err == nil && val == start {
+			err = errNoKey
 		}
-		return nil
+		if err != nil {
+			b.log.Error("encoding a "+b.what+" record failed; it is not stored", "id", string(buf[start:val]), "error", err)
+			buf = buf[:start]
+			continue
+		}
+		buf = out
+		items = append(items, batchItem{start, val, len(buf)})
+	}
+	// Stable: of two records with one key the later one is written last and
+	// wins, as in queue order.
+	slices.SortStableFunc(items, func(x, y batchItem) int {
+		return bytes.Compare(buf[x.start:x.val], buf[y.start:y.val])
 	})
+	if len(items) > 0 {
+		err := b.st.Update(func(tx Tx) error {
+			for _, it := range items {
+				if err := tx.Append(b.bucket, buf[it.start:it.val:it.val], buf[it.val:it.end:it.end]); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.log.Error("writing "+b.what+" records failed", "records", len(items), "error", err)
+		}
+	}
+	if cap(buf) > maxKeptBuffer {
+		buf = nil
+	}
+	b.buf, b.entries = buf, items
 }

@@ -92,6 +92,18 @@ func (t boltTx) Put(b Bucket, key string, v any) error {
 	return bk.Put([]byte(key), raw)
 }
 
+// Append packs the bucket's pages full (bbolt's FillPercent, 0.5 by
+// default, leaves split pages half empty, as suits random keys): a write
+// past the last key then leaves full pages behind it.
+func (t boltTx) Append(b Bucket, key, raw []byte) error {
+	bk, err := t.bucket(b)
+	if err != nil {
+		return err
+	}
+	bk.FillPercent = 1
+	return bk.Put(key, raw)
+}
+
 func (t boltTx) Delete(b Bucket, key string) error {
 	bk, err := t.bucket(b)
 	if err != nil {

@@ -26,9 +26,8 @@ type LogWriterOptions struct {
 
 // NewLogWriter starts the background writer.
 func NewLogWriter(st Store, o LogWriterOptions) *LogWriter {
-	return &LogWriter{newBatcher(st, "request log", batchOptions(o), func(tx Tx, rec *core.LogRecord) error {
-		return tx.Put(BucketLogs, rec.ID, rec)
-	})}
+	return &LogWriter{newBatcher(st, "request log", batchOptions(o), BucketLogs,
+		func(rec *core.LogRecord) string { return rec.ID }, (*core.LogRecord).AppendJSON)}
 }
 
 // LogFilter selects request logs. Zero fields do not filter.

@@ -76,6 +76,11 @@ type Tx interface {
 	Get(b Bucket, key string, v any) error
 	// Put stores v as JSON under key.
 	Put(b Bucket, key string, v any) error
+	// Append stores raw, already encoded JSON, under key, in a bucket whose
+	// keys mostly grow (the logs): the store may pack its pages for writes
+	// in key order. Other keys are stored all the same. key and raw must not
+	// change until the transaction has ended.
+	Append(b Bucket, key, raw []byte) error
 	// Delete removes key; deleting a missing key is not an error.
 	Delete(b Bucket, key string) error
 	// ForEach calls fn for every record in key order until fn returns an error.

@@ -47,6 +47,7 @@ func Run(t *testing.T, open func(t *testing.T, dir string) store.Store) {
 		{"PersistsAcrossReopen", s.persists},
 		{"ConcurrentReadersAndWriters", s.concurrent},
 		{"BigValues", s.bigValues},
+		{"Append", s.append},
 	} {
 		t.Run(tc.name, tc.fn)
 	}
@@ -395,5 +396,59 @@ func (s suite) bigValues(t *testing.T) {
 	var gotBlob []byte
 	if err := st.View(func(tx store.Tx) error { return tx.Get(bucketA, "blob", &gotBlob) }); err != nil || !bytes.Equal(gotBlob, blob) {
 		t.Fatalf("binary value: len %d, %v", len(gotBlob), err)
+	}
+}
+
+// append stores raw JSON with Append: ascending keys over many pages, then
+// keys before, between and equal to stored ones, which are stored (or
+// overwritten) all the same; Append inside View fails.
+func (s suite) append(t *testing.T) {
+	st := s.fresh(t)
+	appendRecs := func(ids ...string) {
+		t.Helper()
+		err := st.Update(func(tx store.Tx) error {
+			for _, id := range ids {
+				raw, err := json.Marshal(rec{ID: id, N: len(id), Data: strings.Repeat("x", 300)})
+				if err != nil {
+					return err
+				}
+				if err := tx.Append(bucketB, []byte(id), raw); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatalf("append: %v", err)
+		}
+	}
+	var want []string
+	for batch := range 4 {
+		var ids []string
+		for i := range 250 {
+			ids = append(ids, fmt.Sprintf("k%05d", 10*(batch*250+i)))
+		}
+		appendRecs(ids...)
+		want = append(want, ids...)
+	}
+	late := []string{"a", "k00005", "k05005", "k09985", "k09990", "z"} // k09990 is there already
+	appendRecs(late...)
+	want = append(want, late...)
+	slices.Sort(want)
+	want = slices.Compact(want)
+	if got := keys(t, st, bucketB); !slices.Equal(got, want) {
+		t.Fatalf("%d keys after appends, want %d", len(got), len(want))
+	}
+	for _, id := range []string{"a", "k00000", "k05005", "k09990", "z"} {
+		if got, err := get(st, bucketB, id); err != nil || got.ID != id || got.N != len(id) {
+			t.Fatalf("get %s: %+v %v", id, got, err)
+		}
+	}
+	var appendErr error
+	if err := st.View(func(tx store.Tx) error {
+		appendErr = tx.Append(bucketB, []byte("v"), []byte(`{"id":"v"}`))
+		return nil
+	}); err != nil || appendErr == nil {
+		t.Fatalf("Append inside View: %v, view %v; want an error", appendErr, err)
 	}
 }
