@@ -59,8 +59,9 @@ const (
 	// the 5 s keep-alive timeout common in provider front ends, so the
 	// gateway rarely sends on a connection the other side is closing.
 	idleConnTimeout = 4 * time.Second
-	// readBufferSize bounds an answer's header block.
-	readBufferSize = 64 << 10
+	// readBufferSize bounds an answer's header block (nginx allows 8 KiB by
+	// default; providers send about 2). Each request in flight holds one.
+	readBufferSize = 16 << 10
 )
 
 // New wraps std with a fast client that dials with std.DialContext and
