@@ -131,8 +131,8 @@ func TestProcReaders(t *testing.T) {
 	if _, err := cpuTime(pid); err != nil {
 		t.Skip("no /proc here:", err)
 	}
-	rss, hwm, err := memory(pid)
-	if err != nil || rss <= 0 || hwm < rss {
-		t.Fatalf("rss %d hwm %d err %v", rss, hwm, err)
+	m, err := memory(pid)
+	if err != nil || m.rss <= 0 || m.hwm < m.rss || m.anon <= 0 || m.anon > m.rss {
+		t.Fatalf("memory %+v err %v", m, err)
 	}
 }

@@ -33,8 +33,8 @@ type contender struct {
 	rounds []map[string]float64
 	// med is the median of each figure over the kept rounds.
 	med map[string]float64
-	// memory, KiB
-	rssIdle, rssPeak, rssAfter, hwm int64
+	// memory, KiB (anonPeak: the peak of RssAnon, private memory)
+	rssIdle, rssPeak, anonPeak, rssAfter, hwm int64
 	// pprofAddr is where a gateway serves its profiles (with -profile).
 	pprofAddr string
 }

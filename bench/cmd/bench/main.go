@@ -235,7 +235,9 @@ func (b *bench) run(ctx context.Context) error {
 			logf("%s: unavailable: %s", c.name, c.unavailable)
 			continue
 		}
-		c.rssIdle, _, _ = memory(c.proc.pid)
+		if m, err := memory(c.proc.pid); err == nil {
+			c.rssIdle = m.rss
+		}
 	}
 	sctx, stopSampler := context.WithCancel(ctx)
 	pids := b.pids()
@@ -260,8 +262,11 @@ func (b *bench) run(ctx context.Context) error {
 	logf("cool-down %s", b.opts.cooldown)
 	time.Sleep(b.opts.cooldown)
 	for _, c := range b.active() {
-		c.rssPeak = b.sampler.get(c.proc.pid)
-		c.rssAfter, c.hwm, _ = memory(c.proc.pid)
+		peak := b.sampler.get(c.proc.pid)
+		c.rssPeak, c.anonPeak = peak.rss, peak.anon
+		if m, err := memory(c.proc.pid); err == nil {
+			c.rssAfter, c.hwm = m.rss, m.hwm
+		}
 	}
 	b.checkLogs()
 	b.aggregate()

@@ -164,11 +164,17 @@ func cpuTime(pid int) (time.Duration, error) {
 	return time.Duration(ut+st) * time.Second / clockTicks, nil
 }
 
-// memory reads VmRSS and VmHWM (peak RSS) from /proc/<pid>/status, in KiB.
-func memory(pid int) (rss, hwm int64, err error) {
+// memStat is a process's memory from /proc/<pid>/status, in KiB: resident
+// (VmRSS), its kernel high-water mark (VmHWM), and the private part of the
+// resident memory (RssAnon: heap, stacks), without the file-backed pages
+// (the binary's code, a store's memory-mapped file) the kernel can drop.
+type memStat struct{ rss, hwm, anon int64 }
+
+func memory(pid int) (memStat, error) {
+	var m memStat
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid))
 	if err != nil {
-		return 0, 0, err
+		return m, err
 	}
 	for _, line := range strings.Split(string(raw), "\n") {
 		name, value, ok := strings.Cut(line, ":")
@@ -178,23 +184,25 @@ func memory(pid int) (rss, hwm int64, err error) {
 		kb, _ := strconv.ParseInt(strings.TrimSuffix(strings.TrimSpace(value), " kB"), 10, 64)
 		switch name {
 		case "VmRSS":
-			rss = kb
+			m.rss = kb
 		case "VmHWM":
-			hwm = kb
+			m.hwm = kb
+		case "RssAnon":
+			m.anon = kb
 		}
 	}
-	return rss, hwm, nil
+	return m, nil
 }
 
-// rssSampler records the largest VmRSS of each watched process, sampled
-// every 100 ms while load runs.
+// rssSampler records the largest VmRSS and RssAnon of each watched
+// process, sampled every 100 ms while load runs.
 type rssSampler struct {
 	mu   sync.Mutex
-	peak map[int]int64
+	peak map[int]memStat
 }
 
 func (s *rssSampler) run(ctx context.Context, pids func() []int) {
-	s.peak = map[int]int64{}
+	s.peak = map[int]memStat{}
 	t := time.NewTicker(100 * time.Millisecond)
 	defer t.Stop()
 	for {
@@ -204,18 +212,18 @@ func (s *rssSampler) run(ctx context.Context, pids func() []int) {
 		case <-t.C:
 		}
 		for _, pid := range pids() {
-			if rss, _, err := memory(pid); err == nil {
+			if m, err := memory(pid); err == nil {
 				s.mu.Lock()
-				if rss > s.peak[pid] {
-					s.peak[pid] = rss
-				}
+				p := s.peak[pid]
+				p.rss, p.anon = max(p.rss, m.rss), max(p.anon, m.anon)
+				s.peak[pid] = p
 				s.mu.Unlock()
 			}
 		}
 	}
 }
 
-func (s *rssSampler) get(pid int) int64 {
+func (s *rssSampler) get(pid int) memStat {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	return s.peak[pid]

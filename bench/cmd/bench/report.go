@@ -278,17 +278,18 @@ func (b *bench) report() string {
 	w("Only the contender's own process is counted (the mock's CPU is in the direct row). /proc counts in 10 ms ticks; each cell is total CPU over a phase ÷ answers in it, so *per stream* (%d streams a round) is coarse.\n\n", o.streams)
 
 	w("## Memory (RSS, MiB)\n\n")
-	t = &table{head: []string{"contender", "idle (started, before load)", "peak under load (sampled every 100 ms)", "after %s cool-down", "kernel high-water (VmHWM)", "peak vs fasthttp", "vs net/http"}}
-	t.head[3] = fmt.Sprintf("after %s cool-down", o.cooldown)
+	t = &table{head: []string{"contender", "idle (started, before load)", "peak under load (sampled every 100 ms)", "peak private (RssAnon)", "after %s cool-down", "kernel high-water (VmHWM)", "peak vs fasthttp", "vs net/http"}}
+	t.head[4] = fmt.Sprintf("after %s cool-down", o.cooldown)
 	for _, c := range cs {
 		fp, np := b.memRatios(c, func(x *contender) int64 { return x.rssPeak })
 		name := c.name
 		if c.key == "direct" {
 			name += " (the 0 ms mock)"
 		}
-		t.add(name, mib(c.rssIdle), mib(c.rssPeak), mib(c.rssAfter), mib(c.hwm), fp, np)
+		t.add(name, mib(c.rssIdle), mib(c.rssPeak), mib(c.anonPeak), mib(c.rssAfter), mib(c.hwm), fp, np)
 	}
 	w("%s\n", t)
+	w("RSS counts file-backed pages too: the binary's code and, for the gateways, the pages of their bbolt store's memory-mapped file that were read (the request log grows through the run, and each new page is read back once while it is the last). The kernel can drop those pages at any time; *private* is the process's own memory.\n\n")
 
 	w("## Goals (benchmarks design)\n\n")
 	for _, g := range b.goals() {
@@ -448,6 +449,9 @@ func (b *bench) goals() []string {
 	out = append(out, fmt.Sprintf("Added p99 at concurrency 1 under 1 ms: %s — %s", usec(p99), verdict(p99 < 1000, !math.IsNaN(p99))))
 	ttfb := full.get("sse_add_ttfb")
 	out = append(out, fmt.Sprintf("Added time to the first streamed chunk under 0.5 ms: %s — %s", usec(ttfb), verdict(ttfb < 500, !math.IsNaN(ttfb))))
+	peakMB, anonMB := float64(full.rssPeak)*1024/1e6, float64(full.anonPeak)*1024/1e6
+	out = append(out, fmt.Sprintf("Peak RSS under 100 MB over the run (c=64 included): %.1f MB, of which private %.1f MB — %s",
+		peakMB, anonMB, verdict(peakMB < 100, full.rssPeak > 0)))
 	if node == nil {
 		out = append(out, "An order of magnitude ahead of the Node gateway: not measurable in this run (Node gateway unavailable)")
 	} else {
