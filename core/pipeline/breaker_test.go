@@ -1,13 +1,16 @@
 package pipeline_test
 
 import (
+	"context"
 	"io"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/pipeline"
 )
 
 // TestBreaker walks one target's breaker through its states on the fake
@@ -187,5 +190,42 @@ func TestBreakerAndCache(t *testing.T) {
 	}
 	if _, ce := e.do(t, root, chat("bad")); ce == nil || ce.Status != 503 || a.Hits() != 4 {
 		t.Fatalf("after a failed probe: %+v, hits %d", ce, a.Hits())
+	}
+}
+
+// countingManaged resolves every managed reference to one upstream and
+// counts the lookups.
+type countingManaged struct {
+	url   string
+	calls atomic.Int64
+}
+
+func (m *countingManaged) Resolve(_ context.Context, ref string, _ bool, _ *core.Principal) (core.Target, *core.Error) {
+	m.calls.Add(1)
+	return core.Target{Provider: "openai", BaseURL: m.url, CustomHost: true, APIKey: "stored-" + ref}, nil
+}
+
+// TestManagedTargetResolvedOnce: a managed leaf with a circuit breaker is
+// looked up once per request, though both the breaker check and the call
+// need its target.
+func TestManagedTargetResolvedOnce(t *testing.T) {
+	t.Parallel()
+	a := newUpstream(t, ok("a"))
+	m := &countingManaged{url: a.URL()}
+	e := newEnv(t, func(o *pipeline.Options) { o.Managed = m })
+	root := route(t, `{"strategy":{"mode":"fallback"},"targets":[
+		{"provider":"@stored","circuit_breaker":{"failure_threshold":2,"cooldown_ms":30000}},
+		{"custom_host":"$A"}]}`, "$A", a.URL())
+	for i := range 3 {
+		resp := e.mustDo(t, root, chat("hi"))
+		if resp.Status != 200 || resp.OptionPath != "config.targets[0]" {
+			t.Fatalf("request %d: got %d from %s", i, resp.Status, resp.OptionPath)
+		}
+		if got := m.calls.Load(); got != int64(i+1) {
+			t.Fatalf("after %d requests: %d lookups, want %d", i+1, got, i+1)
+		}
+	}
+	if got := a.last(t).header.Get("Authorization"); got != "Bearer stored-stored" {
+		t.Fatalf("Authorization %q", got)
 	}
 }

@@ -20,8 +20,21 @@ import (
 // managed one resolved from the store), key, custom host and forward
 // headers, falling back to the request headers'. A stored credential is
 // never carried over to another provider nor sent to a custom host the
-// config names.
+// config names. It is worked out once per leaf and request.
 func (w *walk) target(ctx context.Context, n *config.Node) (core.Target, *core.Error) {
+	if r, ok := w.targets[n]; ok {
+		return r.t, r.err
+	}
+	t, err := w.resolveTarget(ctx, n)
+	if w.targets == nil {
+		w.targets = map[*config.Node]resolved{}
+	}
+	w.targets[n] = resolved{t, err}
+	return t, err
+}
+
+// resolveTarget works out leaf n's target (see target).
+func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, *core.Error) {
 	l, h := n.Leaf, w.req.Target
 	t := h
 	switch {

@@ -24,6 +24,17 @@ type walk struct {
 	// Results of the hooks run so far; softFail: a hook without deny failed.
 	before, after []hooks.HookResult
 	softFail      bool
+
+	// targets remembers each leaf's resolved target: a leaf with a circuit
+	// breaker needs it to check the breaker and again to be called, and a
+	// managed target costs a lookup (and maybe a secret) each time.
+	targets map[*config.Node]resolved
+}
+
+// resolved is a leaf's target or why it has none.
+type resolved struct {
+	t   core.Target
+	err *core.Error
 }
 
 // result is what routing to one node produced.
