@@ -19,18 +19,16 @@ import (
 // package's Resolver.Resolve has this shape).
 type SecretLookup func(ctx context.Context, referenceID, secretKey string) (string, error)
 
-// MaxSecretCacheTTL bounds how long a looked-up secret is reused.
-const MaxSecretCacheTTL = 60 * time.Second
-
 // ManagedOptions wire a Managed snapshot.
 type ManagedOptions struct {
 	Store  store.Store
 	Cipher *store.Cipher
-	// Lookup resolves secret mappings; nil makes a mapped target fail with 502.
+	// Lookup resolves secret mappings; nil makes a mapped target fail with
+	// 502. It is asked on every request that needs a mapped value, so it
+	// caches: secrets.Resolver keeps values a short time and forgets a
+	// reference as soon as it is changed or deleted.
 	Lookup SecretLookup
-	// CacheTTL keeps looked-up secrets (default and maximum 60 s).
-	CacheTTL time.Duration
-	Now      func() time.Time
+	Now    func() time.Time
 }
 
 // managedEntry is one provider or virtual key, ready to use: credentials
@@ -56,11 +54,6 @@ type managedSnap struct {
 	vkeys     map[string]*managedEntry
 }
 
-type cachedSecret struct {
-	value   string
-	expires time.Time
-}
-
 // Managed is the in-memory snapshot of providers and virtual keys that the
 // data plane resolves "@slug" and x-gateway-virtual-key against; it
 // implements core.ManagedTargets. Reload rebuilds it after every change made
@@ -70,9 +63,6 @@ type Managed struct {
 	o      ManagedOptions
 	reload sync.Mutex
 	snap   atomic.Pointer[managedSnap]
-
-	cacheMu sync.Mutex
-	cache   map[[2]string]cachedSecret
 }
 
 // NewManaged loads the snapshot from o.Store.
@@ -80,10 +70,7 @@ func NewManaged(o ManagedOptions) (*Managed, error) {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	if o.CacheTTL <= 0 || o.CacheTTL > MaxSecretCacheTTL {
-		o.CacheTTL = MaxSecretCacheTTL
-	}
-	m := &Managed{o: o, cache: map[[2]string]cachedSecret{}}
+	m := &Managed{o: o}
 	return m, m.Reload()
 }
 
@@ -241,24 +228,10 @@ func (m *Managed) applySecret(ctx context.Context, t *core.Target, mp store.Secr
 	return nil
 }
 
-// secret returns a looked-up secret, from the cache while it is fresh.
+// secret looks up a mapped secret.
 func (m *Managed) secret(ctx context.Context, ref, key string) (string, error) {
 	if m.o.Lookup == nil {
 		return "", fmt.Errorf("no secret resolver is configured")
 	}
-	k, now := [2]string{ref, key}, m.o.Now()
-	m.cacheMu.Lock()
-	c, ok := m.cache[k]
-	m.cacheMu.Unlock()
-	if ok && now.Before(c.expires) {
-		return c.value, nil
-	}
-	v, err := m.o.Lookup(ctx, ref, key)
-	if err != nil {
-		return "", err
-	}
-	m.cacheMu.Lock()
-	m.cache[k] = cachedSecret{value: v, expires: now.Add(m.o.CacheTTL)}
-	m.cacheMu.Unlock()
-	return v, nil
+	return m.o.Lookup(ctx, ref, key)
 }

@@ -11,7 +11,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"testing"
-	"time"
 
 	"github.com/llm-gateway/gateway/adminsvc"
 	"github.com/llm-gateway/gateway/core/pipeline"
@@ -99,7 +98,7 @@ func (m *mgEnv) startManaged() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	m.managed, err = adminsvc.NewManaged(adminsvc.ManagedOptions{Store: e.st, Cipher: m.cipher, Lookup: m.lookup, CacheTTL: 30 * time.Second, Now: e.clock.Now})
+	m.managed, err = adminsvc.NewManaged(adminsvc.ManagedOptions{Store: e.st, Cipher: m.cipher, Lookup: m.lookup, Now: e.clock.Now})
 	if err != nil {
 		e.t.Fatal(err)
 	}
