@@ -149,6 +149,50 @@ func parseConditions(fields map[string]json.RawMessage, p *problems) []store.Pol
 	return out
 }
 
+// resolveConditionRefs checks the conditions that name records against the
+// store, in the policy's workspace ws, and stores workspaces by id: the
+// engine compares ids, so a slug, an unknown id or a record the policy can
+// never meet (its requests all come from ws) would make a policy that
+// silently matches nothing. It reports every such condition.
+func resolveConditionRefs(tx store.Tx, ws store.Workspace, conds []store.PolicyCondition) error {
+	var p problems
+	for i := range conds {
+		c, at := &conds[i], fmt.Sprintf("conditions[%d].value", i)
+		switch c.Key {
+		case "workspace_id":
+			w, err := store.WorkspaceByIDOrSlug(tx, c.Value)
+			switch {
+			case errors.Is(err, store.ErrNotFound):
+				p.add(at, "no workspace %q (give its id or slug)", c.Value)
+			case err != nil:
+				return err
+			case w.ID != ws.ID:
+				p.add(at, "workspace %s is not the policy's workspace %s: the policy only sees requests made in its own workspace, so it would never match", c.Value, ws.Slug)
+			default:
+				c.Value = w.ID
+			}
+		case "api_key":
+			var k store.APIKey
+			switch err := tx.Get(store.BucketAPIKeys, c.Value, &k); {
+			case errors.Is(err, store.ErrNotFound):
+				p.add(at, "no API key with id %q", c.Value)
+			case err != nil:
+				return err
+			case k.WorkspaceID != ws.ID:
+				p.add(at, "API key %s does not belong to the policy's workspace %s, so it would never match", c.Value, ws.Slug)
+			}
+		case "organisation_id":
+			if c.Value != ws.OrganisationID {
+				p.add(at, "must be the id of the policy's organisation, %s", ws.OrganisationID)
+			}
+		}
+	}
+	if err := p.err(); err != nil {
+		return err
+	}
+	return nil
+}
+
 // parseGroupBy reads a policy's group_by: [{key}], each key at most once.
 func parseGroupBy(fields map[string]json.RawMessage, p *problems) []store.PolicyGroupBy {
 	items := policyItems(fields, "group_by", "{key}", []string{"key"}, p)
@@ -491,11 +535,14 @@ func numberField[T int64 | float64](fields map[string]json.RawMessage, name stri
 // createPolicy stores a new policy (place fills in the workspace the caller
 // named and returns the record), reloads the limits engine and answers
 // {id, object}.
-func (s *Service) createPolicy(c *fiber.Ctx, caller *core.Principal, wsRef string, b store.Bucket, id, object string,
+func (s *Service) createPolicy(c *fiber.Ctx, caller *core.Principal, wsRef string, conds []store.PolicyCondition, b store.Bucket, id, object string,
 	place func(ws store.Workspace) any) error {
 	err := s.st.Update(func(tx store.Tx) error {
 		ws, err := s.policyWorkspace(tx, caller, wsRef)
 		if err != nil {
+			return err
+		}
+		if err := resolveConditionRefs(tx, ws, conds); err != nil {
 			return err
 		}
 		return tx.Put(b, id, place(ws))

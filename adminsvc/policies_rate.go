@@ -52,7 +52,7 @@ func (s *Service) createRatePolicy(c *fiber.Ctx) error {
 	if err := p.err(); err != nil {
 		return err
 	}
-	return s.createPolicy(c, caller, wsRef, store.BucketRateLimitPolicies, rec.ID, "policy_rate_limits", func(ws store.Workspace) any {
+	return s.createPolicy(c, caller, wsRef, rec.Conditions, store.BucketRateLimitPolicies, rec.ID, "policy_rate_limits", func(ws store.Workspace) any {
 		rec.WorkspaceID, rec.OrganisationID = ws.ID, ws.OrganisationID
 		return rec
 	})

@@ -3,9 +3,11 @@ package adminsvc_test
 import (
 	"fmt"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/store"
 )
 
 const ratePath = "/v1/policies/rate-limits"
@@ -51,15 +53,40 @@ func TestRatePolicyValidation(t *testing.T) {
 			wantAllProblems(t, e.do(http.MethodPost, ratePath, adminKey, tc.body), tc.params...)
 		})
 	}
+	keyID, _ := e.wsKey("default", "completions.write")
 	t.Run("valid conditions", func(t *testing.T) {
 		body := with(valid, "conditions", []any{
 			map[string]any{"key": "endpoint_type", "value": "chatComplete"},
 			map[string]any{"key": "metadata.team", "value": "search"},
 			map[string]any{"key": "organisation_id", "value": e.orgID},
-			map[string]any{"key": "api_key", "value": "some-key-id"},
+			map[string]any{"key": "api_key", "value": keyID},
+			map[string]any{"key": "workspace_id", "value": "default"},
 		}, "group_by", []any{map[string]any{"key": "metadata.user"}, map[string]any{"key": "workspace_id"}}, "name", nil)
-		mustOK(t, e.do(http.MethodPost, ratePath, adminKey, body))
+		id := mustOK(t, e.do(http.MethodPost, ratePath, adminKey, body)).str("id")
+		var got store.RateLimitPolicy
+		e.st.View(func(tx store.Tx) error { return tx.Get(store.BucketRateLimitPolicies, id, &got) })
+		if c := got.Conditions[4]; c.Key != "workspace_id" || c.Value != e.wsID {
+			t.Fatalf("a workspace slug is stored as %+v, want its id %s", c, e.wsID)
+		}
 	})
+	// Conditions naming records the policy can never meet are refused,
+	// every one named.
+	other := e.addWorkspace("other")
+	otherKey, _ := e.wsKey(other, "completions.write")
+	r := e.do(http.MethodPost, ratePath, adminKey, with(valid, "conditions", []any{
+		map[string]any{"key": "workspace_id", "value": "nowhere"},
+		map[string]any{"key": "api_key", "value": "no-such-key"},
+		map[string]any{"key": "organisation_id", "value": "another-org"},
+	}))
+	wantAllProblems(t, r, "conditions[0].value", "conditions[1].value", "conditions[2].value")
+	r = e.do(http.MethodPost, ratePath, adminKey, with(valid, "conditions", []any{
+		map[string]any{"key": "workspace_id", "value": "other"},
+		map[string]any{"key": "api_key", "value": otherKey},
+	}))
+	wantAllProblems(t, r, "conditions[0].value", "conditions[1].value")
+	if msg := r.errField("message"); !strings.Contains(msg, "never match") {
+		t.Fatalf("message %q does not say why", msg)
+	}
 	wantErr(t, e.do(http.MethodPost, ratePath, adminKey, "[1]"), 400, "AB01")
 	wantErr(t, e.do(http.MethodPost, ratePath, adminKey, with(valid, "workspace_id", "nope")), 404, core.CodeNotFound)
 }

@@ -88,7 +88,7 @@ func (s *Service) createUsagePolicy(c *fiber.Ctx) error {
 	if err := p.err(); err != nil {
 		return err
 	}
-	return s.createPolicy(c, caller, wsRef, store.BucketUsageLimitPolicies, rec.ID, "policy_usage_limits", func(ws store.Workspace) any {
+	return s.createPolicy(c, caller, wsRef, rec.Conditions, store.BucketUsageLimitPolicies, rec.ID, "policy_usage_limits", func(ws store.Workspace) any {
 		rec.WorkspaceID, rec.OrganisationID = ws.ID, ws.OrganisationID
 		return rec
 	})
