@@ -53,20 +53,37 @@ type memberView struct {
 
 // memberViewOf joins a membership with its user and key scopes.
 func memberViewOf(tx store.Tx, m store.Member) (memberView, error) {
+	scopes, err := userKeyScopes(tx)
+	if err != nil {
+		return memberView{}, err
+	}
+	return memberViewWith(tx, m, scopes)
+}
+
+// userKeyScopes reads the scopes of every workspace-user key once, by
+// workspace and user, for the member views.
+func userKeyScopes(tx store.Tx) (map[[2]string][]string, error) {
+	keys, err := store.List[store.APIKey](tx, store.BucketAPIKeys)
+	if err != nil {
+		return nil, err
+	}
+	out := map[[2]string][]string{}
+	for _, k := range keys {
+		if k.Type == core.KeyTypeWorkspaceUser {
+			id := [2]string{k.WorkspaceID, k.UserID}
+			out[id] = append(out[id], k.Scopes...)
+		}
+	}
+	return out, nil
+}
+
+// memberViewWith is memberViewOf with the key scopes already read.
+func memberViewWith(tx store.Tx, m store.Member, keyScopes map[[2]string][]string) (memberView, error) {
 	var u store.User
 	if err := tx.Get(store.BucketUsers, m.UserID, &u); err != nil && !errors.Is(err, store.ErrNotFound) {
 		return memberView{}, err
 	}
-	keys, err := store.List[store.APIKey](tx, store.BucketAPIKeys)
-	if err != nil {
-		return memberView{}, err
-	}
-	var scopes []string
-	for _, k := range keys {
-		if k.Type == core.KeyTypeWorkspaceUser && k.WorkspaceID == m.WorkspaceID && k.UserID == m.UserID {
-			scopes = append(scopes, k.Scopes...)
-		}
-	}
+	scopes := slices.Clone(keyScopes[[2]string{m.WorkspaceID, m.UserID}])
 	slices.Sort(scopes)
 	return memberView{Object: "workspace-user", ID: m.UserID, FirstName: u.FirstName, LastName: u.LastName,
 		Email: u.Email, OrgRole: u.Role, Role: m.Role, Status: store.StatusActive, WorkspaceID: m.WorkspaceID,
@@ -90,9 +107,13 @@ func workspaceMembers(tx store.Tx, ws string) ([]memberView, error) {
 	if err != nil {
 		return nil, err
 	}
+	keyScopes, err := userKeyScopes(tx)
+	if err != nil {
+		return nil, err
+	}
 	out := make([]memberView, 0, len(ms))
 	for _, m := range ms {
-		v, err := memberViewOf(tx, m)
+		v, err := memberViewWith(tx, m, keyScopes)
 		if err != nil {
 			return nil, err
 		}
@@ -202,12 +223,16 @@ func (s *Service) addMembers(c *fiber.Ctx) error {
 				return err
 			}
 		}
+		keyScopes, err := userKeyScopes(tx)
+		if err != nil {
+			return err
+		}
 		for _, m := range in {
 			rec := store.Member{WorkspaceID: ws.ID, UserID: m.id, Role: m.role, CreatedAt: now, LastUpdatedAt: now}
 			if err := tx.Put(store.BucketMembers, store.MemberKey(ws.ID, m.id), rec); err != nil {
 				return err
 			}
-			v, err := memberViewOf(tx, rec)
+			v, err := memberViewWith(tx, rec, keyScopes)
 			if err != nil {
 				return err
 			}
