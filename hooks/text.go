@@ -60,15 +60,43 @@ func RequestAllText(body map[string]any) string {
 	if !ok {
 		return RequestText(body)
 	}
-	var s []string
+	// Two passes instead of collecting the texts: a message's text is
+	// usually its content string, so only the result is allocated (and
+	// nothing when a single message has text).
+	var first string
+	size, count := 0, 0
 	for _, x := range msgs {
-		if m, ok := x.(map[string]any); ok {
-			if t := contentText(m["content"]); t != "" {
-				s = append(s, t)
+		if t := messageText(x); t != "" {
+			if count == 0 {
+				first = t
 			}
+			size += len(t)
+			count++
 		}
 	}
-	return strings.Join(s, "\n")
+	if count <= 1 {
+		return first
+	}
+	var b strings.Builder
+	b.Grow(size + count - 1)
+	for _, x := range msgs {
+		if t := messageText(x); t != "" {
+			if b.Len() > 0 {
+				b.WriteByte('\n')
+			}
+			b.WriteString(t)
+		}
+	}
+	return b.String()
+}
+
+// messageText is the text of a message object's content ("" when x is not
+// an object).
+func messageText(x any) string {
+	if m, ok := x.(map[string]any); ok {
+		return contentText(m["content"])
+	}
+	return ""
 }
 
 // ResponseText is the text of an answer: the first choice's message

@@ -15,8 +15,9 @@ import (
 // uses it: named by a config with empty parameters, checked against its
 // parameters schema. "check" calls Run directly on a fresh input (the
 // parameters validated on every call), "prepared" the same with the
-// parameters prepared when the config was read; "runner" runs it as a
-// hook, through hooks.Runner.
+// parameters prepared when the config was read ("prepared-cancelable" with
+// a cancelable context, like a request's); "runner" runs it as a hook,
+// through hooks.Runner.
 func BenchmarkMinimal(b *testing.B) {
 	dir := filepath.Join("..", "..", "examples", "guardrails", "wat-minimal")
 	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
@@ -56,21 +57,29 @@ func BenchmarkMinimal(b *testing.B) {
 			}
 		}
 	})
-	b.Run("prepared", func(b *testing.B) {
-		c := mustCheck(b, h, "wat-minimal.nonEmpty")
-		base := &hooks.CheckInput{Stage: hooks.BeforeRequest, Request: req, Parameters: specs[0].Checks[0].Parameters}
-		prep, probs := c.(hooks.ParamsPreparer).PrepareParams(base.Parameters)
-		if len(probs) > 0 || prep == nil {
-			b.Fatal(probs)
-		}
-		b.ReportAllocs()
-		for b.Loop() {
-			in := &hooks.CheckInput{Stage: base.Stage, Request: base.Request, Parameters: base.Parameters, Prepared: prep}
-			if r, err := c.Run(ctx, in); err != nil || !r.Verdict {
-				b.Fatal(r, err)
+	prepared := func(ctx context.Context) func(b *testing.B) {
+		return func(b *testing.B) {
+			c := mustCheck(b, h, "wat-minimal.nonEmpty")
+			base := &hooks.CheckInput{Stage: hooks.BeforeRequest, Request: req, Parameters: specs[0].Checks[0].Parameters}
+			prep, probs := c.(hooks.ParamsPreparer).PrepareParams(base.Parameters)
+			if len(probs) > 0 || prep == nil {
+				b.Fatal(probs)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				in := &hooks.CheckInput{Stage: base.Stage, Request: base.Request, Parameters: base.Parameters, Prepared: prep}
+				if r, err := c.Run(ctx, in); err != nil || !r.Verdict {
+					b.Fatal(r, err)
+				}
 			}
 		}
-	})
+	}
+	b.Run("prepared", prepared(ctx))
+	// A request's context can be canceled, so the call's timeout is tied
+	// to it.
+	cctx, cancel := context.WithCancel(ctx)
+	defer cancel()
+	b.Run("prepared-cancelable", prepared(cctx))
 	b.Run("runner", func(b *testing.B) {
 		var r hooks.Runner
 		b.ReportAllocs()

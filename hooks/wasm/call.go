@@ -65,6 +65,7 @@ type callState struct {
 	params   []byte // the parameters as JSON, when prepared
 
 	inputs [3][]byte
+	text   string // input kind 1, written to memory without a copy to []byte
 	built  [3]bool
 
 	out      []byte
@@ -75,15 +76,30 @@ type callState struct {
 
 type callKey struct{}
 
+// callCtx is the context of one call: the caller's, with the call's
+// state as the value of callKey (one allocation for both).
+type callCtx struct {
+	context.Context
+	cs callState
+}
+
+func (c *callCtx) Value(key any) any {
+	if key == (callKey{}) {
+		return &c.cs
+	}
+	return c.Context.Value(key)
+}
+
 func stateOf(ctx context.Context) *callState {
 	cs, _ := ctx.Value(callKey{}).(*callState)
 	return cs
 }
 
-// input builds (once) and returns one input kind.
-func (cs *callState) input(kind int32) ([]byte, bool) {
+// input builds (once) one input kind and returns its length; ok is false
+// for an unknown kind.
+func (cs *callState) input(kind int32) (n int, ok bool) {
 	if kind < 0 || kind > 2 {
-		return nil, false
+		return 0, false
 	}
 	if !cs.built[kind] {
 		cs.built[kind] = true
@@ -91,12 +107,23 @@ func (cs *callState) input(kind int32) ([]byte, bool) {
 		case kindEnvelope:
 			cs.inputs[kind] = buildEnvelope(cs.p, cs.function, cs.in, cs.paramsJSON())
 		case kindText:
-			cs.inputs[kind] = []byte(cs.in.AllText())
+			cs.text = cs.in.AllText()
 		case kindParams:
 			cs.inputs[kind] = cs.paramsJSON()
 		}
 	}
-	return cs.inputs[kind], true
+	if kind == kindText {
+		return len(cs.text), true
+	}
+	return len(cs.inputs[kind]), true
+}
+
+// writeInput copies a built input kind to memory at buf.
+func (cs *callState) writeInput(mem api.Memory, kind int32, buf uint32) bool {
+	if kind == kindText {
+		return mem.WriteString(buf, cs.text)
+	}
+	return mem.Write(buf, cs.inputs[kind])
 }
 
 // paramsJSON is the call's parameters as JSON: prepared, or encoded now.
@@ -117,17 +144,17 @@ func hostReadInput(ctx context.Context, mod api.Module, stack []uint64) {
 		stack[0] = 0
 		return
 	}
-	data, ok := cs.input(kind)
+	n, ok := cs.input(kind)
 	if !ok {
 		stack[0] = api.EncodeI32(-1)
 		return
 	}
-	if len(data) > 0 && uint64(len(data)) <= uint64(limit) {
-		if !mod.Memory().Write(buf, data) {
-			panic(fmt.Errorf("read_input: buffer [%d, %d) is outside memory", buf, uint64(buf)+uint64(len(data))))
+	if n > 0 && uint64(n) <= uint64(limit) {
+		if !cs.writeInput(mod.Memory(), kind, buf) {
+			panic(fmt.Errorf("read_input: buffer [%d, %d) is outside memory", buf, uint64(buf)+uint64(n)))
 		}
 	}
-	stack[0] = api.EncodeI32(int32(len(data)))
+	stack[0] = api.EncodeI32(int32(n))
 }
 
 // hostWriteOutput is guardrail.write_output(ptr, len): the result JSON,
@@ -207,7 +234,6 @@ func asString(mem api.Memory, ptr uint32) string {
 // run calls function on one instance with in and returns its result;
 // params is the parameters' JSON when prepared, else nil.
 func (p *plugin) run(ctx context.Context, function string, in *hooks.CheckInput, params []byte) (hooks.CheckResult, error) {
-	cs := &callState{p: p, function: function, in: in, params: params, maxBytes: p.lim.output}
 	inst, err := p.get(ctx)
 	if err != nil {
 		if ctx.Err() != nil {
@@ -216,7 +242,9 @@ func (p *plugin) run(ctx context.Context, function string, in *hooks.CheckInput,
 		return hooks.CheckResult{}, &callError{errInstance, err.Error()}
 	}
 	cctx, cancel := context.WithTimeout(ctx, p.lim.timeout)
-	res, callErr := inst.check.Call(context.WithValue(cctx, callKey{}, cs))
+	call := &callCtx{Context: cctx, cs: callState{p: p, function: function, in: in, params: params, maxBytes: p.lim.output}}
+	cs := &call.cs
+	res, callErr := inst.check.Call(call)
 	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
 	cancel()
 	inst.uses++

@@ -496,3 +496,34 @@ func TestReplaceMatchesStdlib(t *testing.T) {
 		sameJSON(t, res.Transformed, chatAnswer(want))
 	}
 }
+
+// TestCountData checks the data of the count checks: the values, their
+// types and the explanation's wording.
+func TestCountData(t *testing.T) {
+	req := newRequest(chatBody("one two three"))
+	for _, c := range []struct {
+		id, params string
+		want       map[string]any
+	}{
+		{"default.wordCount", `{"maxWords": 1000}`, map[string]any{"count": int64(3), "minWords": int64(0), "maxWords": int64(1000), "not": false,
+			"explanation": "The text has 3 words, within the range 0 to 1000."}},
+		{"default.wordCount", `{"minWords": 5, "maxWords": 6, "not": true}`, map[string]any{"count": int64(3), "minWords": int64(5), "maxWords": int64(6), "not": true,
+			"explanation": "The text has 3 words, outside the range 5 to 6. With not, the count must be outside the range."}},
+		{"default.characterCount", `{"minCharacters": 2}`, map[string]any{"count": int64(13), "minCharacters": int64(2), "maxCharacters": int64(9999999), "not": false,
+			"explanation": "The text has 13 characters, within the range 2 to 9999999."}},
+	} {
+		r, err := runCheck(t, c.id, before(req, jparams(t, c.params)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, _ := r.Data.(map[string]any)
+		if len(got) != len(c.want) {
+			t.Errorf("%s %s: data %#v, want %#v", c.id, c.params, got, c.want)
+		}
+		for k, v := range c.want {
+			if got[k] != v {
+				t.Errorf("%s %s: %s = %#v (%T), want %#v (%T)", c.id, c.params, k, got[k], got[k], v, v)
+			}
+		}
+	}
+}

@@ -3,6 +3,7 @@ package defaults
 import (
 	"context"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -27,6 +28,9 @@ const maxCount = 1 << 40
 type rangeCfg struct {
 	min, max int64
 	not      bool
+	// minV and maxV are min and max as the result's data holds them,
+	// boxed once when the parameters are read.
+	minV, maxV any
 }
 
 // countCheck builds a check that counts something in the text and passes
@@ -39,6 +43,7 @@ func countCheck(minName, maxName string, defMax int64, unit string, count func(s
 				max: p.integer(maxName, defMax, 0, maxCount),
 				not: p.not(),
 			}
+			c.minV, c.maxV = c.min, c.max
 			if c.min > c.max {
 				p.add(maxName, "must not be less than %s (%d)", minName, c.min)
 			}
@@ -56,12 +61,19 @@ func countCheck(minName, maxName string, defMax int64, unit string, count func(s
 			if !inRange {
 				where = "outside"
 			}
-			expl := fmt.Sprintf("The text has %d %s, %s the range %d to %d.", n, unit, where, c.min, c.max)
+			// "The text has <n> <unit>, <where> the range <min> to <max>.",
+			// built without fmt.
+			var buf [160]byte
+			b := append(buf[:0], "The text has "...)
+			b = strconv.AppendInt(b, n, 10)
+			b = append(append(append(append(b, ' '), unit...), ", "...), where...)
+			b = strconv.AppendInt(append(b, " the range "...), c.min, 10)
+			b = append(strconv.AppendInt(append(b, " to "...), c.max, 10), '.')
 			if c.not {
-				expl += " With not, the count must be outside the range."
+				b = append(b, " With not, the count must be outside the range."...)
 			}
 			return hooks.CheckResult{Verdict: verdict, Data: map[string]any{
-				"count": n, minName: c.min, maxName: c.max, "not": c.not, "explanation": expl,
+				"count": n, minName: c.minV, maxName: c.maxV, "not": c.not, "explanation": string(b),
 			}}, nil
 		},
 	}
