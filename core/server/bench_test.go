@@ -143,3 +143,17 @@ func BenchmarkWriteResponse(b *testing.B) {
 		}
 	})
 }
+
+func BenchmarkTraceID(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		newTraceID()
+	}
+}
+
+func BenchmarkNewID(b *testing.B) {
+	b.ReportAllocs()
+	for b.Loop() {
+		core.NewID()
+	}
+}

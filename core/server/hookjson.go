@@ -6,6 +6,7 @@ import (
 	"math"
 	"slices"
 	"strconv"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/llm-gateway/gateway/core/pipeline"
@@ -191,26 +192,31 @@ func appendCheck(dst []byte, c *hooks.CheckResultView, depth int) ([]byte, error
 	return append(dst, '}'), nil
 }
 
-// appendMap writes a map with its keys sorted, as json.Marshal does.
+// appendMap writes a map with its keys sorted, as json.Marshal does. Its
+// members are read once, into an array on the stack for a small map.
 func appendMap(dst []byte, m map[string]any, depth int) ([]byte, error) {
 	if m == nil {
 		return append(dst, "null"...), nil
 	}
-	var buf [16]string
-	keys := buf[:0]
-	for k := range m {
-		keys = append(keys, k)
+	type member struct {
+		key string
+		val any
 	}
-	slices.Sort(keys)
+	var buf [16]member
+	members := buf[:0]
+	for k, v := range m {
+		members = append(members, member{k, v})
+	}
+	slices.SortFunc(members, func(a, b member) int { return strings.Compare(a.key, b.key) })
 	dst = append(dst, '{')
-	for i, k := range keys {
+	for i := range members {
 		if i > 0 {
 			dst = append(dst, ',')
 		}
-		dst = appendString(dst, k)
+		dst = appendString(dst, members[i].key)
 		dst = append(dst, ':')
 		var err error
-		if dst, err = appendValue(dst, m[k], depth); err != nil {
+		if dst, err = appendValue(dst, members[i].val, depth); err != nil {
 			return dst, err
 		}
 	}
@@ -222,6 +228,14 @@ func appendMap(dst []byte, m map[string]any, depth int) ([]byte, error) {
 func appendFloat(dst []byte, f float64) ([]byte, error) {
 	if math.IsInf(f, 0) || math.IsNaN(f) {
 		return dst, errUnsupportedFloat
+	}
+	if f > 0 && f < maxMicros {
+		// A whole number of millionths (execution times in milliseconds,
+		// measured in microseconds): its shortest form has at most six
+		// decimals, written without strconv's general algorithm.
+		if n := math.Round(f * 1e6); n/1e6 == f {
+			return appendMicros(dst, uint64(n)), nil
+		}
 	}
 	format := byte('f')
 	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
@@ -238,6 +252,33 @@ func appendFloat(dst []byte, f float64) ([]byte, error) {
 	return dst, nil
 }
 
+// maxMicros bounds the floats appendFloat writes as whole numbers of
+// millionths: below it, one float's neighbours are less than a millionth
+// apart, so no other number of millionths, nor a decimal with fewer digits,
+// reads back as the same float.
+const maxMicros = 1 << 32
+
+// appendMicros writes n millionths as a decimal, without trailing zeros.
+func appendMicros(dst []byte, n uint64) []byte {
+	dst = strconv.AppendUint(dst, n/1e6, 10)
+	frac := n % 1e6
+	if frac == 0 {
+		return dst
+	}
+	digits := 6
+	for frac%10 == 0 {
+		frac /= 10
+		digits--
+	}
+	var buf [6]byte
+	for i := digits - 1; i >= 0; i-- {
+		buf[i] = byte('0' + frac%10)
+		frac /= 10
+	}
+	dst = append(dst, '.')
+	return append(dst, buf[:digits]...)
+}
+
 // appendString writes s as a JSON string the way json.Marshal does: <, >
 // and & escaped for HTML, invalid UTF-8 as U+FFFD, U+2028 and U+2029
 // escaped.
@@ -246,11 +287,15 @@ func appendString(dst []byte, s string) []byte {
 	dst = append(dst, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i+8 <= len(s) && plainWord(s, i) {
+			i += 8
+			continue
+		}
+		if plainASCII[s[i]] {
+			i++
+			continue
+		}
 		if b := s[i]; b < utf8.RuneSelf {
-			if b >= ' ' && b != '"' && b != '\\' && b != '<' && b != '>' && b != '&' {
-				i++
-				continue
-			}
 			dst = append(dst, s[start:i]...)
 			switch b {
 			case '\\', '"':
@@ -291,4 +336,32 @@ func appendString(dst []byte, s string) []byte {
 	}
 	dst = append(dst, s[start:]...)
 	return append(dst, '"')
+}
+
+// plainASCII marks the ASCII bytes appendString copies as they are; its
+// 256 entries let any byte index it.
+var plainASCII = func() (t [256]bool) {
+	for b := ' '; b < utf8.RuneSelf; b++ {
+		t[b] = b != '"' && b != '\\' && b != '<' && b != '>' && b != '&'
+	}
+	return t
+}()
+
+// plainWord reports whether the 8 bytes of s from i on are all in
+// plainASCII, testing them at once in a word.
+func plainWord(s string, i int) bool {
+	_ = s[i+7]
+	w := uint64(s[i]) | uint64(s[i+1])<<8 | uint64(s[i+2])<<16 | uint64(s[i+3])<<24 |
+		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
+	// Each term flags (in its bytes' top bit) a byte that is, in order:
+	// not ASCII, a control character, or one of the bytes escaped.
+	bad := w | (w-lsb*' ')&^w | hasByte(w, '"') | hasByte(w, '\\') | hasByte(w, '<') | hasByte(w, '>') | hasByte(w, '&')
+	return bad&msb == 0
+}
+
+// hasByte flags, in their top bit, bytes of w equal to c (and possibly
+// bytes above one that is); it is zero when none is.
+func hasByte(w uint64, c byte) uint64 {
+	x := w ^ lsb*uint64(c)
+	return (x - lsb) &^ x
 }

@@ -5,14 +5,17 @@
 package server
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"runtime/debug"
 	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/google/uuid"
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/pipeline"
@@ -134,11 +137,24 @@ func (s *Server) traceID(c *fiber.Ctx) (string, *core.Error) {
 		id = ""
 	}
 	if id == "" {
-		id = core.NewID()
+		id = newTraceID()
 	}
 	c.Locals(localTrace, id)
 	c.Set(core.HeaderTraceID, id)
 	return id, bad
+}
+
+// newTraceID returns a random (version 4) UUID drawn from math/rand/v2's
+// generator: per thread, ChaCha8 seeded by the system, so ids are unique
+// and not guessable from earlier ones, without core.NewID's system call. A
+// trace id groups requests; it is no secret (clients choose their own).
+func newTraceID() string {
+	var id uuid.UUID
+	binary.LittleEndian.PutUint64(id[:8], rand.Uint64())
+	binary.LittleEndian.PutUint64(id[8:], rand.Uint64())
+	id[6] = id[6]&0x0f | 0x40 // version 4
+	id[8] = id[8]&0x3f | 0x80 // RFC 4122 variant
+	return id.String()
 }
 
 // recoverPanics turns a panic in any handler into a 500 that carries the

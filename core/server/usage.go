@@ -2,6 +2,8 @@ package server
 
 import (
 	"bytes"
+	"encoding/binary"
+	"math/bits"
 
 	"github.com/llm-gateway/gateway/core"
 )
@@ -152,11 +154,29 @@ func skipSpace(b []byte, i int) int {
 }
 
 // stringEnd returns the offset just past the JSON string starting at b[i]
-// (a '"'), or -1 when it is not closed. Long strings (an answer's text) are
-// skipped with bytes.IndexByte.
+// (a '"'), or -1 when it is not closed. Its first bytes are looked at eight
+// at a time in a word, which is quicker for the short strings (keys, most
+// values); the rest of a long string (an answer's text) is skipped with
+// bytes.IndexByte.
 func stringEnd(b []byte, i int) int {
 	j := i + 1
-	for {
+	for n := j + shortString; j+8 <= len(b) && j < n; {
+		// The lowest flagged byte of the word is its first '"' or '\\'
+		// (a borrow only flags bytes above a match).
+		w := binary.LittleEndian.Uint64(b[j:])
+		q, e := w^(lsb*'"'), w^(lsb*'\\')
+		m := ((q-lsb)&^q | (e-lsb)&^e) & msb
+		if m == 0 {
+			j += 8
+			continue
+		}
+		j += bits.TrailingZeros64(m) / 8
+		if b[j] == '"' {
+			return j + 1
+		}
+		j += 2 // the backslash and the character it escapes
+	}
+	for j < len(b) {
 		q := bytes.IndexByte(b[j:], '"')
 		if q < 0 {
 			return -1
@@ -173,7 +193,18 @@ func stringEnd(b []byte, i int) int {
 			}
 		}
 	}
+	return -1
 }
+
+// shortString is about how many bytes of a string stringEnd looks at a
+// word at a time.
+const shortString = 32
+
+// Every byte's lowest and highest bit, for stringEnd's word-wide search.
+const (
+	lsb = 0x0101010101010101
+	msb = 0x8080808080808080
+)
 
 // valueEnd returns the offset just past the JSON value starting at b[i],
 // or -1 when it does not end.

@@ -3,6 +3,7 @@ package server
 import (
 	"bytes"
 	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/llm-gateway/gateway/core"
@@ -126,4 +127,35 @@ func FuzzParseUsage(f *testing.F) {
 			t.Fatalf("parseUsage(%q) = %+v, encoding/json: %+v", doc, got, want)
 		}
 	})
+}
+
+// TestStringEnd covers strings ended within the bytes looked at one by one
+// and past them, with escapes on either side of the boundary.
+func TestStringEnd(t *testing.T) {
+	long := strings.Repeat("a", shortString)
+	for _, tc := range []struct {
+		doc  string
+		want int // -1: not closed
+	}{
+		{`""`, 2},
+		{`"abc",`, 5},
+		{`"a\"b"`, 6},
+		{`"a\\"b"`, 5},
+		{`"\`, -1},
+		{`"abc`, -1},
+		{`"` + long + `"`, shortString + 2},
+		{`"` + long + `x\"y"`, shortString + 6},
+		{`"` + long + `\\"`, shortString + 4},
+		{`"` + long[1:] + `\"x"`, shortString + 4},
+		{`"` + long[1:] + `\\"`, shortString + 3},
+		{`"` + long + `\n\n\"` + long + `"z`, 2*shortString + 8},
+		{`"` + long + `\"`, -1},
+		{`"` + long + `\`, -1},
+		{`"` + long[1:] + `\`, -1},
+		{`"` + long, -1},
+	} {
+		if got := stringEnd([]byte(tc.doc), 0); got != tc.want {
+			t.Errorf("stringEnd(%q) = %d, want %d", tc.doc, got, tc.want)
+		}
+	}
 }
