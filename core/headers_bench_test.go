@@ -13,9 +13,9 @@ func BenchmarkUpstreamHeader(b *testing.B) {
 		"Openai-Beta":       {"assistants=v2"},
 	}}
 	t := &Target{}
-	pass := []string{"OpenAI-Organization", "OpenAI-Project", "OpenAI-Beta"}
+	pass := ForwardableHeaders("OpenAI-Organization", "OpenAI-Project", "OpenAI-Beta")
 	b.ReportAllocs()
 	for b.Loop() {
-		UpstreamHeader(req, t, pass)
+		UpstreamHeader(make(http.Header), req, t, pass)
 	}
 }
