@@ -96,7 +96,7 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	var hr *http.Request
 	var err error
 	if u, ok := joinURL(parsed, req.Path, req.RawQuery); ok {
-		// As http.NewRequestWithContext does for the URL u would print as.
+		// The request http.NewRequestWithContext makes of u's text, unparsed.
 		if hr, err = http.NewRequestWithContext(ctx, req.Method, "", body); err == nil {
 			*hr.URL = u
 			hr.Host = u.Host
