@@ -43,9 +43,6 @@ func hasPrefixFold(s, prefix string) bool {
 	return len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix)
 }
 
-// defaultForwarded are the client headers every upstream request carries.
-var defaultForwarded = []string{"Content-Type", "Accept"}
-
 // neverForwarded are client headers the gateway replaces or that belong to
 // the client's own hop.
 var neverForwarded = map[string]bool{
@@ -54,34 +51,56 @@ var neverForwarded = map[string]bool{
 	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true, "Cookie": true,
 }
 
-// UpstreamHeader builds the headers of an upstream request from the client's:
-// Content-Type and Accept, the provider's pass-through headers, and the
-// target's forward_headers, then the target's own Headers. Gateway headers, the client's Authorization and
-// hop-by-hop headers are never copied; the provider adds its own auth.
-func UpstreamHeader(req *Request, t *Target, pass []string) http.Header {
-	h := make(http.Header, 4+len(pass)+len(t.ForwardHeaders))
-	copyHeader := func(name string) {
-		name = http.CanonicalHeaderKey(name)
-		if neverForwarded[name] || IsGatewayHeader(name) {
-			return
-		}
-		if v, ok := req.Header[name]; ok {
-			h[name] = v
+// HeaderNames are client header names UpstreamHeader may forward, prepared
+// once by ForwardableHeaders: canonical, without the names never forwarded.
+type HeaderNames struct{ names []string }
+
+// ForwardableHeaders prepares names for UpstreamHeader.
+func ForwardableHeaders(names ...string) HeaderNames {
+	var h HeaderNames
+	for _, n := range names {
+		if n, ok := forwardable(n); ok {
+			h.names = append(h.names, n)
 		}
 	}
-	for _, n := range defaultForwarded {
-		copyHeader(n)
-	}
-	for _, n := range pass {
-		copyHeader(n)
-	}
+	return h
+}
+
+// forwardable is name in canonical form, and whether a client's header of
+// that name may reach an upstream.
+func forwardable(name string) (string, bool) {
+	name = http.CanonicalHeaderKey(name)
+	return name, !neverForwarded[name] && !IsGatewayHeader(name)
+}
+
+// defaultForwarded are the client headers every upstream request carries.
+var defaultForwarded = ForwardableHeaders("Content-Type", "Accept")
+
+// UpstreamHeader adds to h, the headers of an upstream request, the
+// client's: Content-Type and Accept, the provider's pass-through headers,
+// and the target's forward_headers, then the target's own Headers. Gateway
+// headers, the client's Authorization and hop-by-hop headers are never
+// copied; the provider adds its own auth.
+func UpstreamHeader(h http.Header, req *Request, t *Target, pass HeaderNames) {
+	copyNamed(h, req.Header, defaultForwarded.names)
+	copyNamed(h, req.Header, pass.names)
 	for _, n := range t.ForwardHeaders {
-		copyHeader(n)
+		if n, ok := forwardable(n); ok {
+			copyNamed(h, req.Header, []string{n})
+		}
 	}
 	for k, v := range t.Headers {
 		h.Set(k, v)
 	}
-	return h
+}
+
+// copyNamed sets h's headers named in canonical names to from's.
+func copyNamed(h, from http.Header, names []string) {
+	for _, n := range names {
+		if v, ok := from[n]; ok {
+			h[n] = v
+		}
+	}
 }
 
 // hopByHop are response headers that describe one connection, not the answer.

@@ -18,6 +18,7 @@ import (
 	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
@@ -149,9 +150,12 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 
 // fastCan reports whether the fast client can send r exactly as the
 // standard transport would: plain HTTP/1.1 to the URL's own host, with no
-// proxy in between, no credentials in the URL, and an answer with a body.
+// proxy in between, no credentials in the URL, a request line fasthttp can
+// write (not opaque, not an empty query's lone "?"), and an answer with a
+// body.
 func (t *Transport) fastCan(r *http.Request) bool {
-	if r.URL.Scheme != "http" && r.URL.Scheme != "https" || r.URL.User != nil || r.Method == http.MethodHead {
+	u := r.URL
+	if u.Scheme != "http" && u.Scheme != "https" || u.Host == "" || u.Opaque != "" || u.ForceQuery || u.User != nil || r.Method == http.MethodHead {
 		return false
 	}
 	if r.Host != "" && r.Host != r.URL.Host {
@@ -169,7 +173,16 @@ func (t *Transport) fastCan(r *http.Request) bool {
 func copyRequest(freq *fasthttp.Request, r *http.Request) error {
 	defer closeBody(r)
 	freq.Header.SetMethod(r.Method)
-	freq.SetRequestURI(r.URL.String())
+	// The URL's parts, as r.URL.RequestURI() puts them in the request line.
+	uri := freq.URI()
+	uri.SetScheme(r.URL.Scheme)
+	uri.SetHost(r.URL.Host)
+	path := r.URL.EscapedPath()
+	if path == "" || path[0] != '/' {
+		path = "/" + path
+	}
+	uri.SetPath(path)
+	uri.SetQueryString(r.URL.RawQuery)
 	for name, values := range r.Header {
 		for _, v := range values {
 			freq.Header.Add(name, v)
@@ -197,33 +210,72 @@ func closeBody(r *http.Request) {
 func toResponse(fresp *fasthttp.Response, r *http.Request) *http.Response {
 	// No made-up "text/plain" for an answer that named no type.
 	fresp.Header.SetNoDefaultContentType(true)
-	h := make(http.Header, fresp.Header.Len())
+	// The names and values share one string, and the values one slice.
+	n, size := 0, 0
 	fresp.Header.VisitAll(func(k, v []byte) {
-		name := string(k)
-		if name == "Transfer-Encoding" {
+		n++
+		size += len(k) + len(v)
+	})
+	h := make(http.Header, n)
+	values := make([]string, 0, n)
+	var text strings.Builder
+	text.Grow(size)
+	fresp.Header.VisitAll(func(k, v []byte) {
+		if string(k) == "Transfer-Encoding" {
 			return // framing: the body is whole
 		}
-		h[name] = append(h[name], string(v))
+		// Substrings of what text holds so far stay valid as it grows.
+		start := text.Len()
+		text.Write(k)
+		text.Write(v)
+		name, value := text.String()[start:start+len(k)], text.String()[start+len(k):]
+		if vv, ok := h[name]; ok {
+			h[name] = append(vv, value)
+			return
+		}
+		values = append(values, value)
+		h[name] = values[len(values)-1 : len(values) : len(values)]
 	})
 	body := fresp.Body()
 	code := fresp.StatusCode()
-	return &http.Response{
-		Status:        strconv.Itoa(code) + " " + http.StatusText(code),
+	resp := &http.Response{
+		Status:        status(code),
 		StatusCode:    code,
 		Proto:         "HTTP/1.1",
 		ProtoMajor:    1,
 		ProtoMinor:    1,
 		Header:        h,
-		Body:          &answerBody{Reader: bytes.NewReader(body), resp: fresp},
 		ContentLength: int64(len(body)),
 		Close:         fresp.ConnectionClose(),
 		Request:       r,
 	}
+	ab := &answerBody{resp: fresp}
+	ab.Reader.Reset(body)
+	resp.Body = ab
+	return resp
+}
+
+// statusLines are the Status of the codes with a text, made once.
+var statusLines = func() (s [600]string) {
+	for code := range s {
+		if text := http.StatusText(code); text != "" {
+			s[code] = strconv.Itoa(code) + " " + text
+		}
+	}
+	return s
+}()
+
+// status is an answer's Status: its code and the code's text.
+func status(code int) string {
+	if code >= 0 && code < len(statusLines) && statusLines[code] != "" {
+		return statusLines[code]
+	}
+	return strconv.Itoa(code) + " " + http.StatusText(code)
 }
 
 // answerBody is a buffered answer; Close gives its buffer back.
 type answerBody struct {
-	*bytes.Reader
+	bytes.Reader
 	resp *fasthttp.Response
 }
 

@@ -307,3 +307,72 @@ func TestFastPathReusesAndRecovers(t *testing.T) {
 	}
 	wg.Wait()
 }
+
+// TestFastPathRequestTargets: the fast client sends the request line and
+// Host the standard transport does, for escaped, unicode and empty paths
+// and odd queries. An empty path with a query once went out as "?x=1".
+func TestFastPathRequestTargets(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("X-Request-Uri", r.RequestURI)
+		w.Header().Set("X-Host", r.Host)
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: newTransport(t)}
+	for _, tc := range []struct{ url, want string }{
+		{"/v1/chat/completions", "/v1/chat/completions"},
+		{"", "/"},
+		{"?x=1", "/?x=1"},
+		{"/?", "/?"},
+		{"/v1/files/a%2Fb/content?y=%2F&z=a+b", "/v1/files/a%2Fb/content?y=%2F&z=a+b"},
+		{"/v1/files/é€", "/v1/files/%C3%A9%E2%82%AC"},
+		{"/v1/files/%C3%A9", "/v1/files/%C3%A9"},
+		{"/v1/a+b;c=d,e:f@g$h&i!*'()", "/v1/a+b;c=d,e:f@g$h&i!*'()"},
+		{"/v1/a%20b?q=é", "/v1/a%20b?q=é"},
+		{"//double//slash/../x", "//double//slash/../x"},
+		{"/v1/x#fragment", "/v1/x"},
+	} {
+		var got [2]string
+		for i, ctx := range []context.Context{context.Background(), transport.WholeAnswer(context.Background(), time.Time{})} {
+			resp, _ := send(t, client, ctx, "GET", srv.URL+tc.url, "", nil)
+			got[i] = resp.Header.Get("X-Request-Uri") + " " + resp.Header.Get("X-Host")
+		}
+		if want := tc.want + " " + strings.TrimPrefix(srv.URL, "http://"); got[0] != want || got[1] != want {
+			t.Errorf("%q: standard sent %q, fast %q, want %q", tc.url, got[0], got[1], want)
+		}
+	}
+}
+
+// TestFastPathAnswerHeaders: the answer's headers are the standard
+// transport's, with repeated and empty values.
+func TestFastPathAnswerHeaders(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h := w.Header()
+		h["X-Multi"] = []string{"a", "b", "c"}
+		h["X-Empty"] = []string{""}
+		h["Set-Cookie"] = []string{"a=1", "b=2"}
+		h["X-Request-Id"] = []string{"req_1"}
+		h["Server"] = []string{"mock"}
+		h["Content-Type"] = []string{"application/json"}
+		h["Openai-Processing-Ms"] = []string{"7"}
+		w.WriteHeader(http.StatusTeapot)
+		io.WriteString(w, "{}")
+	}))
+	defer srv.Close()
+	client := &http.Client{Transport: newTransport(t)}
+	std, _ := send(t, client, context.Background(), "GET", srv.URL, "", nil)
+	fast, _ := send(t, client, transport.WholeAnswer(context.Background(), time.Time{}), "GET", srv.URL, "", nil)
+	delete(std.Header, "Date")
+	delete(fast.Header, "Date")
+	if fmt.Sprint(fast.Header) != fmt.Sprint(std.Header) {
+		t.Errorf("fast path headers %v, want %v", fast.Header, std.Header)
+	}
+	if fast.Status != std.Status || fast.Status != "418 I'm a teapot" {
+		t.Errorf("status %q, want %q", fast.Status, std.Status)
+	}
+	// Each name's values are its own: adding to one changes no other.
+	fast.Header.Add("X-Request-Id", "req_2")
+	fast.Header.Add("X-Empty", "x")
+	if got := fmt.Sprint(fast.Header["X-Multi"], fast.Header["X-Request-Id"], fast.Header["X-Empty"], fast.Header["Server"]); got != "[a b c] [req_1 req_2] [ x] [mock]" {
+		t.Errorf("after adding values: %s", got)
+	}
+}

@@ -9,7 +9,7 @@ import (
 	"context"
 	"io"
 	"net/http"
-	"strings"
+	"net/url"
 
 	"github.com/llm-gateway/gateway/core"
 )
@@ -33,10 +33,32 @@ type Spec struct {
 }
 
 // Provider is a core.Provider built from a Spec.
-type Provider struct{ spec Spec }
+type Provider struct {
+	spec Spec
+	// What a request needs of spec, prepared once: the base URL parsed
+	// (nil when it cannot be joined without parsing, see parseBase), header
+	// names in canonical form.
+	base   *url.URL
+	pass   core.HeaderNames
+	static []staticHeader
+	auth   string
+	// custom holds the custom hosts' base URLs parsed.
+	custom baseCache
+}
+
+type staticHeader struct{ name, value string }
 
 // New returns the provider described by spec.
-func New(spec Spec) *Provider { return &Provider{spec: spec} }
+func New(spec Spec) *Provider {
+	p := &Provider{spec: spec, base: parseBase(spec.BaseURL), pass: core.ForwardableHeaders(spec.PassHeaders...)}
+	for k, v := range spec.StaticHeaders {
+		p.static = append(p.static, staticHeader{http.CanonicalHeaderKey(k), v})
+	}
+	if spec.AuthHeader != "" {
+		p.auth = http.CanonicalHeaderKey(spec.AuthHeader)
+	}
+	return p
+}
 
 // Name is the provider's x-gateway-provider name.
 func (p *Provider) Name() string { return p.spec.Name }
@@ -63,30 +85,36 @@ func (p *Provider) Supports(e core.Endpoint) bool {
 // BuildRequest sends the client's body unchanged to the base URL plus the
 // request's provider-relative path, with the provider's authentication.
 func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.Target) (*http.Request, error) {
-	base := p.spec.BaseURL
+	base, parsed := p.spec.BaseURL, p.base
 	if t.BaseURL != "" {
-		base = t.BaseURL
-	}
-	u := strings.TrimRight(base, "/") + req.Path
-	if req.RawQuery != "" {
-		u += "?" + req.RawQuery
+		base, parsed = t.BaseURL, p.custom.get(t.BaseURL)
 	}
 	var body io.Reader = http.NoBody
 	if len(req.Body) > 0 {
 		body = bytes.NewReader(req.Body)
 	}
-	hr, err := http.NewRequestWithContext(ctx, req.Method, u, body)
+	var hr *http.Request
+	var err error
+	if u, ok := joinURL(parsed, req.Path, req.RawQuery); ok {
+		// The request http.NewRequestWithContext makes of u's text, unparsed.
+		if hr, err = http.NewRequestWithContext(ctx, req.Method, "", body); err == nil {
+			*hr.URL = u
+			hr.Host = u.Host
+		}
+	} else {
+		hr, err = http.NewRequestWithContext(ctx, req.Method, rawURL(base, req.Path, req.RawQuery), body)
+	}
 	if err != nil {
 		return nil, err
 	}
-	hr.Header = core.UpstreamHeader(req, t, p.spec.PassHeaders)
-	for k, v := range p.spec.StaticHeaders {
-		if hr.Header.Get(k) == "" {
-			hr.Header.Set(k, v)
+	core.UpstreamHeader(hr.Header, req, t, p.pass)
+	for _, s := range p.static {
+		if v := hr.Header[s.name]; len(v) == 0 || v[0] == "" {
+			hr.Header[s.name] = []string{s.value}
 		}
 	}
-	if t.APIKey != "" && p.spec.AuthHeader != "" {
-		hr.Header.Set(p.spec.AuthHeader, p.spec.AuthPrefix+t.APIKey)
+	if t.APIKey != "" && p.auth != "" {
+		hr.Header[p.auth] = []string{p.spec.AuthPrefix + t.APIKey}
 	}
 	return hr, nil
 }
