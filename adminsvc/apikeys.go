@@ -1,6 +1,7 @@
 package adminsvc
 
 import (
+	"context"
 	"errors"
 	"slices"
 	"strings"
@@ -9,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/limits"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -329,6 +331,25 @@ func viewOf(k store.APIKey, now time.Time) apiKeyView {
 	return v
 }
 
+// keyView is viewOf with the usage the limits engine has counted against
+// the key's usage_limits (current_usage), and status "exhausted" while
+// that usage is at its credit limit.
+func (s *Service) keyView(ctx context.Context, k store.APIKey, now time.Time) apiKeyView {
+	v := viewOf(k, now)
+	if s.limits == nil || v.UsageLimits == nil {
+		return v
+	}
+	sts, err := s.limits.UsageStates(ctx, limits.EntityUsageID("api_key", k.ID))
+	if err != nil || len(sts) == 0 {
+		return v // nothing counted yet (or the counter cannot say): the stored figure
+	}
+	v.UsageLimits.CurrentUsage = sts[0].CurrentUsage
+	if sts[0].Status == limits.StatusExhausted && v.Status == store.StatusActive {
+		v.Status = store.KeyStatusExhausted
+	}
+	return v
+}
+
 // visible reports whether caller may see and manage key k: organisation
 // keys every key; workspace keys only keys of their own workspace, and
 // among those a plain workspace member only its own user's keys.
@@ -370,7 +391,7 @@ func (s *Service) listAPIKeys(c *fiber.Ctx) error {
 		}
 		for _, k := range all {
 			if visible(caller, k) && caller.HasScope(kindOfType(k.Type).listSc) && (wsFilter == "" || k.WorkspaceID == wsFilter) {
-				out = append(out, viewOf(k, now))
+				out = append(out, s.keyView(c.UserContext(), k, now))
 			}
 		}
 		return nil
@@ -405,7 +426,7 @@ func (s *Service) getAPIKey(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(viewOf(k, s.now()))
+	return c.JSON(s.keyView(c.UserContext(), k, s.now()))
 }
 
 func (s *Service) deleteAPIKey(c *fiber.Ctx) error {

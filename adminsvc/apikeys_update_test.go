@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/limits"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -237,4 +238,39 @@ func (e *roleEnv) storedKeyIDWithScopes(t *testing.T, id string) string {
 		t.Fatal(err)
 	}
 	return id
+}
+
+// TestAPIKeyViewShowsCountedUsage: a key's current_usage is what the limits
+// engine has counted against its usage_limits, and the key reads as
+// exhausted while that usage is at the limit.
+func TestAPIKeyViewShowsCountedUsage(t *testing.T) {
+	e := newEnv(t)
+	f := e.withLimits()
+	id, _ := e.createKey(adminKey, "workspace/service", map[string]any{"name": "k", "workspace_id": "default", "scopes": []string{core.ScopeLogsList},
+		"usage_limits": map[string]any{"credit_limit": 10}})
+	check := func(name string, wantUsage float64, wantStatus string) {
+		t.Helper()
+		got := mustOK(t, e.do(http.MethodGet, "/v1/api-keys/"+id, adminKey, nil))
+		ul, _ := got.body["usage_limits"].(map[string]any)
+		if ul["current_usage"] != wantUsage || got.str("status") != wantStatus {
+			t.Fatalf("%s: current_usage %v status %q, want %v %q", name, ul["current_usage"], got.str("status"), wantUsage, wantStatus)
+		}
+		for _, k := range mustOK(t, e.do(http.MethodGet, "/v1/api-keys", adminKey, nil)).list() {
+			if k["id"] == id {
+				if ul, _ := k["usage_limits"].(map[string]any); ul["current_usage"] != wantUsage || k["status"] != wantStatus {
+					t.Fatalf("%s: listed as %v", name, k)
+				}
+			}
+		}
+	}
+	check("nothing counted", 0, store.StatusActive)
+	rule := limits.EntityUsageID("api_key", id)
+	f.mu.Lock()
+	f.states[rule] = []limits.UsageState{{CurrentUsage: 4.5, Status: limits.StatusActive}}
+	f.mu.Unlock()
+	check("some usage", 4.5, store.StatusActive)
+	f.mu.Lock()
+	f.states[rule] = []limits.UsageState{{CurrentUsage: 10, Status: limits.StatusExhausted}}
+	f.mu.Unlock()
+	check("at the limit", 10, store.KeyStatusExhausted)
 }
