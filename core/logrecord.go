@@ -2,11 +2,11 @@ package core
 
 import (
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"time"
-	"unicode/utf8"
+
+	"github.com/llm-gateway/gateway/core/jsonenc"
 )
 
 // LogRecord is what the gateway records about one request. Records are queued
@@ -52,14 +52,14 @@ type LogSink interface {
 // outside years 0–9999 and a LatencyMs that is NaN or infinite.
 func (r *LogRecord) AppendJSON(b []byte) ([]byte, error) {
 	b = append(b, `{"id":`...)
-	b = appendJSONString(b, r.ID)
+	b = jsonenc.AppendString(b, r.ID)
 	b = append(b, `,"created_at":"`...)
 	b, err := r.CreatedAt.AppendText(b)
 	if err != nil {
 		return nil, fmt.Errorf("log record %s: created_at: %w", r.ID, err)
 	}
 	b = append(b, `","trace_id":`...)
-	b = appendJSONString(b, r.TraceID)
+	b = jsonenc.AppendString(b, r.TraceID)
 	b = appendOmitEmpty(b, `,"span_id":`, r.SpanID)
 	b = appendOmitEmpty(b, `,"parent_span_id":`, r.ParentSpanID)
 	b = appendOmitEmpty(b, `,"span_name":`, r.SpanName)
@@ -74,16 +74,16 @@ func (r *LogRecord) AppendJSON(b []byte) ([]byte, error) {
 	b = appendOmitEmpty(b, `,"model":`, r.Model)
 	b = appendOmitEmpty(b, `,"endpoint":`, string(r.Endpoint))
 	b = append(b, `,"method":`...)
-	b = appendJSONString(b, r.Method)
+	b = jsonenc.AppendString(b, r.Method)
 	b = append(b, `,"path":`...)
-	b = appendJSONString(b, r.Path)
+	b = jsonenc.AppendString(b, r.Path)
 	b = append(b, `,"status":`...)
 	b = strconv.AppendInt(b, int64(r.Status), 10)
 	if r.Stream {
 		b = append(b, `,"stream":true`...)
 	}
 	b = append(b, `,"latency_ms":`...)
-	if b, err = appendJSONFloat(b, r.LatencyMs); err != nil {
+	if b, err = jsonenc.AppendFloat(b, r.LatencyMs); err != nil {
 		return nil, fmt.Errorf("log record %s: latency_ms: %w", r.ID, err)
 	}
 	b = append(b, `,"usage":{"prompt_tokens":`...)
@@ -109,7 +109,7 @@ func appendOmitEmpty(b []byte, key, s string) []byte {
 	if s == "" {
 		return b
 	}
-	return appendJSONString(append(b, key...), s)
+	return jsonenc.AppendString(append(b, key...), s)
 }
 
 // appendJSONStringMap appends m as a JSON object with sorted keys, as
@@ -126,80 +126,9 @@ func appendJSONStringMap(b []byte, m map[string]string) []byte {
 		if i > 0 {
 			b = append(b, ',')
 		}
-		b = appendJSONString(b, k)
+		b = jsonenc.AppendString(b, k)
 		b = append(b, ':')
-		b = appendJSONString(b, m[k])
+		b = jsonenc.AppendString(b, m[k])
 	}
 	return append(b, '}')
-}
-
-// appendJSONFloat appends f as json.Marshal formats a float64: like
-// JavaScript, plain decimals between 1e-6 and 1e21, exponents outside.
-func appendJSONFloat(b []byte, f float64) ([]byte, error) {
-	if math.IsInf(f, 0) || math.IsNaN(f) {
-		return nil, fmt.Errorf("unsupported value %v", f)
-	}
-	format := byte('f')
-	if abs := math.Abs(f); abs != 0 && (abs < 1e-6 || abs >= 1e21) {
-		format = 'e'
-	}
-	b = strconv.AppendFloat(b, f, format, -1, 64)
-	if n := len(b); format == 'e' && n >= 4 && b[n-4] == 'e' && b[n-3] == '-' && b[n-2] == '0' {
-		b[n-2] = b[n-1] // e-09 → e-9
-		b = b[:n-1]
-	}
-	return b, nil
-}
-
-// appendJSONString appends s quoted as json.Marshal quotes strings: HTML
-// characters, control characters, U+2028 and U+2029 escaped, invalid UTF-8
-// replaced by U+FFFD.
-func appendJSONString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		if c := s[i]; c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xf])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xf])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
-	}
-	b = append(b, s[start:]...)
-	return append(b, '"')
 }
