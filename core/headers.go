@@ -129,3 +129,58 @@ func ValidHeaderName(n string) bool {
 	}
 	return true
 }
+
+// HeaderCopy copies a fasthttp header into an http.Header with canonical
+// names, in two passes over its VisitAll:
+//
+//	var c core.HeaderCopy
+//	h.VisitAll(c.Count)
+//	h.VisitAll(c.Add)
+//	return c.Header()
+//
+// Every name and value is copied into one string, and the values of
+// single-valued headers share one backing array, so the copy costs a few
+// allocations whatever the number of headers; a repeated name keeps each of
+// its values. (Method values rather than a function taking VisitAll keep
+// the copy on the caller's stack.)
+type HeaderCopy struct {
+	n, size int
+	h       http.Header
+	values  []string
+	text    strings.Builder
+}
+
+// Count is the first pass: it sizes the copy.
+func (c *HeaderCopy) Count(k, v []byte) {
+	c.n++
+	c.size += len(k) + len(v)
+}
+
+// Add is the second pass: it copies one header.
+func (c *HeaderCopy) Add(k, v []byte) {
+	if c.h == nil {
+		c.h = make(http.Header, c.n)
+		c.values = make([]string, 0, c.n)
+		c.text.Grow(c.size)
+	}
+	// Substrings of what text holds so far stay valid as it grows.
+	start := c.text.Len()
+	c.text.Write(k)
+	c.text.Write(v)
+	name := http.CanonicalHeaderKey(c.text.String()[start : start+len(k)]) // no copy when already canonical
+	value := c.text.String()[start+len(k):]
+	if vv, ok := c.h[name]; ok {
+		c.h[name] = append(vv, value)
+		return
+	}
+	c.values = append(c.values, value)
+	c.h[name] = c.values[len(c.values)-1 : len(c.values) : len(c.values)]
+}
+
+// Header is the copy (empty, not nil, when there was no header).
+func (c *HeaderCopy) Header() http.Header {
+	if c.h == nil {
+		return http.Header{}
+	}
+	return c.h
+}

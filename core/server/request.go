@@ -7,7 +7,6 @@ import (
 	"strconv"
 	"strings"
 	"time"
-	"unsafe"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -80,35 +79,13 @@ func (s *Server) knownProviders() string {
 }
 
 // copyHeaders copies the client's headers, with canonical names (fasthttp
-// has already made them so). Every name and value is copied into one
-// buffer, and the values of single-valued headers share one backing array,
-// so the copy costs a few allocations whatever the number of headers.
+// has already made them so).
 func copyHeaders(c *fiber.Ctx) http.Header {
+	var hc core.HeaderCopy
 	rh := &c.Request().Header
-	n, size := 0, 0
-	rh.VisitAll(func(k, v []byte) {
-		n++
-		size += len(k) + len(v)
-	})
-	// The strings point into buf, which is never written again: each is
-	// appended once, within the capacity computed above.
-	buf := make([]byte, 0, size)
-	str := func(b []byte) string {
-		buf = append(buf, b...)
-		return unsafe.String(unsafe.SliceData(buf[len(buf)-len(b):]), len(b))
-	}
-	h := make(http.Header, n)
-	vals := make([]string, 0, n)
-	rh.VisitAll(func(k, v []byte) {
-		name := http.CanonicalHeaderKey(str(k)) // no copy when already canonical
-		if prev, ok := h[name]; ok {
-			h[name] = append(prev, str(v))
-			return
-		}
-		vals = append(vals, str(v))
-		h[name] = vals[len(vals)-1 : len(vals) : len(vals)]
-	})
-	return h
+	rh.VisitAll(hc.Count)
+	rh.VisitAll(hc.Add)
+	return hc.Header()
 }
 
 // parseMetadata reads x-gateway-metadata, a JSON object of strings, over the

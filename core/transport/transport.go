@@ -18,10 +18,11 @@ import (
 	"net"
 	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/valyala/fasthttp"
+
+	"github.com/llm-gateway/gateway/core"
 )
 
 // Provider is the standard transport for the providers' own base
@@ -210,32 +211,11 @@ func closeBody(r *http.Request) {
 func toResponse(fresp *fasthttp.Response, r *http.Request) *http.Response {
 	// No made-up "text/plain" for an answer that named no type.
 	fresp.Header.SetNoDefaultContentType(true)
-	// The names and values share one string, and the values one slice.
-	n, size := 0, 0
-	fresp.Header.VisitAll(func(k, v []byte) {
-		n++
-		size += len(k) + len(v)
-	})
-	h := make(http.Header, n)
-	values := make([]string, 0, n)
-	var text strings.Builder
-	text.Grow(size)
-	fresp.Header.VisitAll(func(k, v []byte) {
-		if string(k) == "Transfer-Encoding" {
-			return // framing: the body is whole
-		}
-		// Substrings of what text holds so far stay valid as it grows.
-		start := text.Len()
-		text.Write(k)
-		text.Write(v)
-		name, value := text.String()[start:start+len(k)], text.String()[start+len(k):]
-		if vv, ok := h[name]; ok {
-			h[name] = append(vv, value)
-			return
-		}
-		values = append(values, value)
-		h[name] = values[len(values)-1 : len(values) : len(values)]
-	})
+	var hc core.HeaderCopy
+	fresp.Header.VisitAll(hc.Count)
+	fresp.Header.VisitAll(hc.Add)
+	h := hc.Header()
+	delete(h, "Transfer-Encoding") // framing: the body is whole
 	body := fresp.Body()
 	code := fresp.StatusCode()
 	resp := &http.Response{
