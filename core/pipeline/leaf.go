@@ -20,8 +20,13 @@ import (
 // managed one resolved from the store), key, custom host and forward
 // headers, falling back to the request headers'. A stored credential is
 // never carried over to another provider nor sent to a custom host the
-// config names. It is worked out once per leaf and request.
+// config names. It is worked out once per leaf and request: a leaf with a
+// circuit breaker is asked for it twice (by the breaker check, then by the
+// call), so that answer is remembered.
 func (w *walk) target(ctx context.Context, n *config.Node) (core.Target, *core.Error) {
+	if n.Leaf.CircuitBreaker == nil {
+		return w.resolveTarget(ctx, n) // asked for once: by the call
+	}
 	if r, ok := w.targets[n]; ok {
 		return r.t, r.err
 	}

@@ -25,9 +25,9 @@ type walk struct {
 	before, after []hooks.HookResult
 	softFail      bool
 
-	// targets remembers each leaf's resolved target: a leaf with a circuit
-	// breaker needs it to check the breaker and again to be called, and a
-	// managed target costs a lookup (and maybe a secret) each time.
+	// targets remembers the resolved targets of leaves with a circuit
+	// breaker, which need them to check the breaker and again to be
+	// called; a managed target costs a lookup (and maybe a secret) each time.
 	targets map[*config.Node]resolved
 }
 
