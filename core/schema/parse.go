@@ -48,6 +48,23 @@ func (p *fastParser) space() {
 	}
 }
 
+// next reads what follows a member or an element: a comma (more follow),
+// or close (the object or array ends, end set); anything else is not ok.
+func (p *fastParser) next(close byte) (end, ok bool) {
+	if p.space(); p.i >= len(p.b) {
+		return false, false
+	}
+	switch p.b[p.i] {
+	case ',':
+		p.i++
+		return false, true
+	case close:
+		p.i++
+		return true, true
+	}
+	return false, false
+}
+
 func (p *fastParser) value(depth int) (any, bool) {
 	if p.i >= len(p.b) || depth > maxFastDepth {
 		return nil, false
@@ -77,17 +94,8 @@ func (p *fastParser) value(depth int) (any, bool) {
 				return nil, false
 			}
 			m[k] = v
-			if p.space(); p.i >= len(p.b) {
-				return nil, false
-			}
-			switch p.b[p.i] {
-			case ',':
-				p.i++
-			case '}':
-				p.i++
-				return m, true
-			default:
-				return nil, false
+			if end, ok := p.next('}'); !ok || end {
+				return m, ok
 			}
 		}
 	case c == '[':
@@ -105,17 +113,8 @@ func (p *fastParser) value(depth int) (any, bool) {
 				return nil, false
 			}
 			a = append(a, v)
-			if p.space(); p.i >= len(p.b) {
-				return nil, false
-			}
-			switch p.b[p.i] {
-			case ',':
-				p.i++
-			case ']':
-				p.i++
-				return a, true
-			default:
-				return nil, false
+			if end, ok := p.next(']'); !ok || end {
+				return a, ok
 			}
 		}
 	case c == '"':
