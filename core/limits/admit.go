@@ -171,10 +171,6 @@ func (a *admission) cost(u core.Usage, provider, model string) float64 {
 		return p.Cost(u)
 	}
 	if _, warned := a.e.unpriced.LoadOrStore(provider+"/"+model, struct{}{}); !warned {
-		if a.e.nUnpriced.Add(1) > maxUnpriced {
-			a.e.unpriced.Clear()
-			a.e.nUnpriced.Store(0)
-		}
 		a.e.o.Logger.Warn("limits: no price for the model; its cost is counted as 0 (set pricing_config on the integration's model)",
 			"provider", provider, "model", model)
 	}

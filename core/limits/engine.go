@@ -18,6 +18,7 @@ import (
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/limits/counters"
+	"github.com/llm-gateway/gateway/core/memo"
 	"github.com/llm-gateway/gateway/core/pricing"
 	"github.com/llm-gateway/gateway/store"
 )
@@ -66,9 +67,8 @@ type Engine struct {
 
 	// unpriced remembers the provider/model pairs already warned about, so
 	// an unpriced model is logged once, not on every request. Model names
-	// come from clients, so it starts over past maxUnpriced entries.
-	unpriced  sync.Map
-	nUnpriced atomic.Int64
+	// come from clients, so it is bounded.
+	unpriced *memo.Map[string, struct{}]
 }
 
 const maxUnpriced = 1024
@@ -118,7 +118,8 @@ func New(o Options) (*Engine, error) {
 	if o.Pricing == nil {
 		o.Pricing = pricing.Default()
 	}
-	e := &Engine{o: o, sched: map[string]*schedule{}, states: map[string]*valueState{}}
+	e := &Engine{o: o, sched: map[string]*schedule{}, states: map[string]*valueState{},
+		unpriced: memo.New[string, struct{}](maxUnpriced)}
 	err := o.Store.View(func(tx store.Tx) error {
 		return tx.ForEach(store.BucketUsageStates, func(key string, raw []byte) error {
 			if !strings.HasPrefix(key, "v|") {

@@ -2,8 +2,6 @@ package server
 
 import (
 	"strings"
-	"sync"
-	"sync/atomic"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -53,7 +51,7 @@ func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal, headerProvider string
 	case raw == "":
 		return route{node: singleTarget}, nil
 	case strings.HasPrefix(raw, "{"):
-		return s.inline.get(raw)
+		return s.inlineRoute(raw)
 	case s.configs == nil:
 		return route{}, core.BadRequest("x-gateway-config", "x-gateway-config names a saved config (%q), but saved configs are not available", raw)
 	}
@@ -67,29 +65,21 @@ func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal, headerProvider string
 // singleTarget routes to the target the request headers name.
 var singleTarget = config.Single(config.Leaf{})
 
-// inlineConfigs remembers parsed inline configs, so a client that sends the
-// same x-gateway-config on every request pays for parsing it once. It is
-// bounded: when full it starts over.
-type inlineConfigs struct {
-	m sync.Map // raw JSON → route
-	n atomic.Int64
-}
-
+// maxInlineConfigs bounds the inline configs remembered parsed
+// (Server.inline), so a client that sends the same x-gateway-config on every
+// request pays for parsing it once.
 const maxInlineConfigs = 1024
 
-func (ic *inlineConfigs) get(raw string) (route, *core.Error) {
-	if r, ok := ic.m.Load(raw); ok {
-		return r.(route), nil
+// inlineRoute is the route of an inline config, parsed once.
+func (s *Server) inlineRoute(raw string) (route, *core.Error) {
+	if r, ok := s.inline.Load(raw); ok {
+		return r, nil
 	}
 	cfg, err := config.Parse([]byte(raw))
 	if err != nil {
 		return route{}, err
 	}
 	r := route{cfg: cfg, node: config.Resolve(cfg)}
-	if ic.n.Add(1) > maxInlineConfigs {
-		ic.m.Clear()
-		ic.n.Store(1)
-	}
-	ic.m.Store(strings.Clone(raw), r)
+	s.inline.Store(strings.Clone(raw), r)
 	return r, nil
 }

@@ -18,6 +18,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/memo"
 	"github.com/llm-gateway/gateway/core/pipeline"
 )
 
@@ -60,7 +61,7 @@ type Server struct {
 	managed  core.ManagedTargets
 	limiter  core.Limiter
 	authFail func(c *fiber.Ctx, err *core.Error)
-	inline   inlineConfigs
+	inline   *memo.Map[string, route] // parsed inline configs
 	log      *slog.Logger
 	now      func() time.Time
 }
@@ -79,7 +80,8 @@ func New(o Options) *fiber.App {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, limiter: o.Limiter, authFail: o.OnAuthFailure, log: o.Logger, now: o.Now}
+	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, limiter: o.Limiter, authFail: o.OnAuthFailure, log: o.Logger, now: o.Now,
+		inline: memo.New[string, route](maxInlineConfigs)}
 	app := fiber.New(fiber.Config{
 		AppName:               "llm-gateway",
 		DisableStartupMessage: true,

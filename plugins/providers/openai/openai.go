@@ -12,6 +12,7 @@ import (
 	"net/url"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/memo"
 )
 
 // Spec describes one provider that speaks a pass-through wire format.
@@ -43,14 +44,15 @@ type Provider struct {
 	static []staticHeader
 	auth   string
 	// custom holds the custom hosts' base URLs parsed.
-	custom baseCache
+	custom *memo.Map[string, *url.URL]
 }
 
 type staticHeader struct{ name, value string }
 
 // New returns the provider described by spec.
 func New(spec Spec) *Provider {
-	p := &Provider{spec: spec, base: parseBase(spec.BaseURL), pass: core.ForwardableHeaders(spec.PassHeaders...)}
+	p := &Provider{spec: spec, base: parseBase(spec.BaseURL), pass: core.ForwardableHeaders(spec.PassHeaders...),
+		custom: memo.New[string, *url.URL](maxCustomBases)}
 	for k, v := range spec.StaticHeaders {
 		p.static = append(p.static, staticHeader{http.CanonicalHeaderKey(k), v})
 	}
@@ -87,7 +89,7 @@ func (p *Provider) Supports(e core.Endpoint) bool {
 func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.Target) (*http.Request, error) {
 	base, parsed := p.spec.BaseURL, p.base
 	if t.BaseURL != "" {
-		base, parsed = t.BaseURL, p.custom.get(t.BaseURL)
+		base, parsed = t.BaseURL, p.customBase(t.BaseURL)
 	}
 	var body io.Reader = http.NoBody
 	if len(req.Body) > 0 {

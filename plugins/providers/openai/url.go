@@ -3,8 +3,6 @@ package openai
 import (
 	"net/url"
 	"strings"
-	"sync"
-	"sync/atomic"
 )
 
 // rawURL is the upstream URL of a request: the base URL plus the
@@ -71,25 +69,16 @@ func plainQuery(q string) bool {
 	return true
 }
 
-// maxCustomBases bounds a baseCache: custom hosts come from requests.
+// maxCustomBases bounds the custom hosts' base URLs remembered parsed:
+// custom hosts come from requests.
 const maxCustomBases = 256
 
-// baseCache holds base URLs parsed by parseBase, keyed by the base URL.
-type baseCache struct {
-	m sync.Map // string → *url.URL
-	n atomic.Int64
-}
-
-func (c *baseCache) get(base string) *url.URL {
-	if u, ok := c.m.Load(base); ok {
-		return u.(*url.URL)
+// customBase is a custom host's base URL, parsed once.
+func (p *Provider) customBase(base string) *url.URL {
+	if u, ok := p.custom.Load(base); ok {
+		return u
 	}
 	u := parseBase(base)
-	if c.n.Add(1) > maxCustomBases {
-		// Start over: the hosts in use come back at their next request.
-		c.m.Clear()
-		c.n.Store(1)
-	}
-	c.m.Store(base, u)
+	p.custom.Store(base, u)
 	return u
 }
