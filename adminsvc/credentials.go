@@ -78,11 +78,15 @@ var reservedHeaders = map[string]bool{
 
 // parseProviderConfig reads a configurations object over base (the stored,
 // opened configuration on update; empty on create): a field sent replaces
-// the stored one, null removes it.
+// the stored one, a field's null removes it, and a null object removes them
+// all.
 func parseProviderConfig(raw json.RawMessage, param string, base store.ProviderConfig, p *problems) store.ProviderConfig {
+	if string(raw) == "null" {
+		return store.ProviderConfig{}
+	}
 	cfg := base
 	cfg.CustomHeaders = maps.Clone(base.CustomHeaders)
-	if len(raw) == 0 || string(raw) == "null" {
+	if len(raw) == 0 {
 		return cfg
 	}
 	var obj map[string]json.RawMessage

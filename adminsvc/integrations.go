@@ -361,11 +361,7 @@ func (s *Service) updateIntegration(c *fiber.Ctx) error {
 			if err != nil {
 				return core.Internal(err, "the stored configuration of integration %s cannot be opened", rec.Slug)
 			}
-			cfg := parseProviderConfig(raw, "configurations", base, p)
-			if string(raw) == "null" {
-				cfg = store.ProviderConfig{}
-			}
-			if rec.Configurations, err = sealConfig(s.cipher, cfg); err != nil {
+			if rec.Configurations, err = sealConfig(s.cipher, parseProviderConfig(raw, "configurations", base, p)); err != nil {
 				return err
 			}
 		}

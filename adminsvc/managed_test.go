@@ -303,3 +303,34 @@ func TestResolutionSecretMappings(t *testing.T) {
 		t.Fatalf("failed lookup: %d %s", r.status, r.raw)
 	}
 }
+
+// TestConfigurationsNullClears checks that `configurations: null` on update
+// removes every stored configuration field, for integrations and virtual
+// keys alike, and that an object merges field by field.
+func TestConfigurationsNullClears(t *testing.T) {
+	m := newMgEnv(t)
+	full := map[string]any{"custom_host": m.up.srv.URL + "/v1", "azure_api_version": "2024-10-21"}
+	for _, c := range []struct{ name, create, path string }{
+		{"integration", "/v1/integrations", "/v1/integrations/"},
+		{"virtual key", "/v1/virtual-keys", "/v1/virtual-keys/"},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			body := map[string]any{"name": "n", "key": providerKey, "configurations": full, "workspace_id": "default"}
+			if c.name == "integration" {
+				body["ai_provider_id"] = "openai"
+			} else {
+				body["provider"] = "openai"
+			}
+			slug := m.ok(http.MethodPost, c.create, adminKey, body).str("slug")
+			m.ok(http.MethodPut, c.path+slug, adminKey, map[string]any{"configurations": map[string]any{"azure_api_version": nil}})
+			cfg, _ := m.ok(http.MethodGet, c.path+slug, adminKey, nil).body["configurations"].(map[string]any)
+			if cfg["azure_api_version"] != nil || cfg["custom_host"] == nil {
+				t.Fatalf("after a field's null: %v", cfg)
+			}
+			m.ok(http.MethodPut, c.path+slug, adminKey, map[string]any{"configurations": nil})
+			if cfg, _ := m.ok(http.MethodGet, c.path+slug, adminKey, nil).body["configurations"].(map[string]any); len(cfg) != 0 {
+				t.Fatalf("after configurations: null: %v", cfg)
+			}
+		})
+	}
+}
