@@ -10,7 +10,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/core"
-	"github.com/llm-gateway/gateway/core/limits"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -301,12 +300,6 @@ type apiKeyView struct {
 	Object                 string                `json:"object"`
 }
 
-// usageLimitsView is a key's usage limits with what has been used so far.
-type usageLimitsView struct {
-	store.UsageLimits
-	CurrentUsage float64 `json:"current_usage"`
-}
-
 func viewOf(k store.APIKey, now time.Time) apiKeyView {
 	v := apiKeyView{ID: k.ID, Key: k.MaskedKey, Name: k.Name, Description: k.Description, Type: k.Type,
 		OrganisationID: k.OrganisationID, Status: k.Status, CreatedAt: k.CreatedAt, LastUpdatedAt: k.LastUpdatedAt,
@@ -319,9 +312,7 @@ func viewOf(k store.APIKey, now time.Time) apiKeyView {
 	if k.UserID != "" {
 		v.UserID = &k.UserID
 	}
-	if k.UsageLimits != nil {
-		v.UsageLimits = &usageLimitsView{UsageLimits: *k.UsageLimits, CurrentUsage: k.CurrentUsage}
-	}
+	v.UsageLimits = usageLimitsViewOf(k.UsageLimits, k.CurrentUsage)
 	if k.PrevHash != "" && k.TransitionExpiresAt != nil && now.Before(*k.TransitionExpiresAt) {
 		v.KeyTransitionExpiresAt = k.TransitionExpiresAt
 	}
@@ -331,23 +322,17 @@ func viewOf(k store.APIKey, now time.Time) apiKeyView {
 	return v
 }
 
-// keyView is viewOf with the usage the limits engine has counted against
-// the key's usage_limits (current_usage), and status "exhausted" while
-// that usage is at its credit limit.
-func (s *Service) keyView(ctx context.Context, k store.APIKey, now time.Time) apiKeyView {
-	v := viewOf(k, now)
-	if s.limits == nil || v.UsageLimits == nil {
-		return v
+// keyViews are the views of keys with the usage the limits engine has
+// counted against their usage_limits (see withUsage).
+func (s *Service) keyViews(ctx context.Context, keys []store.APIKey, now time.Time) []apiKeyView {
+	used := s.entityUsage(ctx, "api_key", limitedIDs(keys, func(k store.APIKey) (string, bool) { return k.ID, k.UsageLimits != nil }))
+	out := make([]apiKeyView, len(keys))
+	for i, k := range keys {
+		out[i] = viewOf(k, now)
+		st, counted := used[k.ID]
+		withUsage(out[i].UsageLimits, &out[i].Status, st, counted)
 	}
-	sts, err := s.limits.UsageStates(ctx, limits.EntityUsageID("api_key", k.ID))
-	if err != nil || len(sts) == 0 {
-		return v // nothing counted yet (or the counter cannot say): the stored figure
-	}
-	v.UsageLimits.CurrentUsage = sts[0].CurrentUsage
-	if sts[0].Status == limits.StatusExhausted && v.Status == store.StatusActive {
-		v.Status = store.KeyStatusExhausted
-	}
-	return v
+	return out
 }
 
 // visible reports whether caller may see and manage key k: organisation
@@ -374,8 +359,7 @@ func (s *Service) listAPIKeys(c *fiber.Ctx) error {
 	if err := requireScope(caller, core.ScopeOrgServiceKeysList, core.ScopeWsServiceKeysList, core.ScopeWsUserKeysList); err != nil {
 		return err
 	}
-	var out []apiKeyView
-	now := s.now()
+	var keys []store.APIKey
 	err := s.st.View(func(tx store.Tx) error {
 		wsFilter := ""
 		if ref := c.Query("workspace_id"); ref != "" {
@@ -391,7 +375,7 @@ func (s *Service) listAPIKeys(c *fiber.Ctx) error {
 		}
 		for _, k := range all {
 			if visible(caller, k) && caller.HasScope(kindOfType(k.Type).listSc) && (wsFilter == "" || k.WorkspaceID == wsFilter) {
-				out = append(out, s.keyView(c.UserContext(), k, now))
+				keys = append(keys, k)
 			}
 		}
 		return nil
@@ -399,6 +383,7 @@ func (s *Service) listAPIKeys(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	out := s.keyViews(c.UserContext(), keys, s.now())
 	slices.SortFunc(out, func(a, b apiKeyView) int { return b.CreatedAt.Compare(a.CreatedAt) })
 	return sendList(c, pg, out)
 }
@@ -426,7 +411,7 @@ func (s *Service) getAPIKey(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(s.keyView(c.UserContext(), k, s.now()))
+	return c.JSON(s.keyViews(c.UserContext(), []store.APIKey{k}, s.now())[0])
 }
 
 func (s *Service) deleteAPIKey(c *fiber.Ctx) error {

@@ -240,37 +240,72 @@ func (e *roleEnv) storedKeyIDWithScopes(t *testing.T, id string) string {
 	return id
 }
 
-// TestAPIKeyViewShowsCountedUsage: a key's current_usage is what the limits
-// engine has counted against its usage_limits, and the key reads as
+// TestViewsShowCountedUsage: the current_usage of an API key, a provider or
+// a virtual key is what the limits engine has counted against its
+// usage_limits, read in one batch for a listing, and the entity reads as
 // exhausted while that usage is at the limit.
-func TestAPIKeyViewShowsCountedUsage(t *testing.T) {
-	e := newEnv(t)
-	f := e.withLimits()
-	id, _ := e.createKey(adminKey, "workspace/service", map[string]any{"name": "k", "workspace_id": "default", "scopes": []string{core.ScopeLogsList},
-		"usage_limits": map[string]any{"credit_limit": 10}})
-	check := func(name string, wantUsage float64, wantStatus string) {
-		t.Helper()
-		got := mustOK(t, e.do(http.MethodGet, "/v1/api-keys/"+id, adminKey, nil))
-		ul, _ := got.body["usage_limits"].(map[string]any)
-		if ul["current_usage"] != wantUsage || got.str("status") != wantStatus {
-			t.Fatalf("%s: current_usage %v status %q, want %v %q", name, ul["current_usage"], got.str("status"), wantUsage, wantStatus)
-		}
-		for _, k := range mustOK(t, e.do(http.MethodGet, "/v1/api-keys", adminKey, nil)).list() {
-			if k["id"] == id {
-				if ul, _ := k["usage_limits"].(map[string]any); ul["current_usage"] != wantUsage || k["status"] != wantStatus {
-					t.Fatalf("%s: listed as %v", name, k)
+func TestViewsShowCountedUsage(t *testing.T) {
+	limited := map[string]any{"credit_limit": 10}
+	for _, c := range []struct {
+		kind, list string
+		create     func(e *env) (id, path string)
+	}{
+		{"api_key", "/v1/api-keys", func(e *env) (string, string) {
+			id, _ := e.createKey(adminKey, "workspace/service", map[string]any{"name": "k", "workspace_id": "default",
+				"scopes": []string{core.ScopeLogsList}, "usage_limits": limited})
+			return id, "/v1/api-keys/" + id
+		}},
+		{"provider", "/v1/providers", func(e *env) (string, string) {
+			integ := mustOK(t, e.do(http.MethodPost, "/v1/integrations", adminKey, map[string]any{"name": "i", "ai_provider_id": "openai", "key": "sk-0000000000000000"})).str("id")
+			r := mustOK(t, e.do(http.MethodPost, "/v1/providers", adminKey, map[string]any{"name": "p", "integration_id": integ,
+				"workspace_id": "default", "slug": "limited", "usage_limits": limited}))
+			return r.str("id"), "/v1/providers/limited"
+		}},
+		{"virtual_key", "/v1/virtual-keys", func(e *env) (string, string) {
+			r := mustOK(t, e.do(http.MethodPost, "/v1/virtual-keys", adminKey, map[string]any{"name": "v", "provider": "openai",
+				"key": "sk-0000000000000000", "workspace_id": "default", "usage_limits": limited}))
+			return r.str("id"), "/v1/virtual-keys/" + r.str("slug")
+		}},
+	} {
+		t.Run(c.kind, func(t *testing.T) {
+			e := newEnv(t)
+			f := e.withLimits()
+			id, path := c.create(e)
+			check := func(name string, wantUsage float64, wantStatus string) {
+				t.Helper()
+				got := mustOK(t, e.do(http.MethodGet, path, adminKey, nil))
+				ul, _ := got.body["usage_limits"].(map[string]any)
+				if ul["current_usage"] != wantUsage || got.str("status") != wantStatus {
+					t.Fatalf("%s: current_usage %v status %q, want %v %q", name, ul["current_usage"], got.str("status"), wantUsage, wantStatus)
+				}
+				f.mu.Lock()
+				reads := f.usageReads
+				f.mu.Unlock()
+				listed := false
+				for _, v := range mustOK(t, e.do(http.MethodGet, c.list, adminKey, nil)).list() {
+					if v["id"] == id {
+						listed = true
+						if ul, _ := v["usage_limits"].(map[string]any); ul["current_usage"] != wantUsage || v["status"] != wantStatus {
+							t.Fatalf("%s: listed as %v", name, v)
+						}
+					}
+				}
+				f.mu.Lock()
+				defer f.mu.Unlock()
+				if !listed || f.usageReads-reads != 1 {
+					t.Fatalf("%s: listed %v, with %d usage reads, want 1", name, listed, f.usageReads-reads)
 				}
 			}
-		}
+			check("nothing counted", 0, store.StatusActive)
+			rule := limits.EntityUsageID(c.kind, id)
+			f.mu.Lock()
+			f.states[rule] = []limits.UsageState{{CurrentUsage: 4.5, Status: limits.StatusActive}}
+			f.mu.Unlock()
+			check("some usage", 4.5, store.StatusActive)
+			f.mu.Lock()
+			f.states[rule] = []limits.UsageState{{CurrentUsage: 10, Status: limits.StatusExhausted}}
+			f.mu.Unlock()
+			check("at the limit", 10, store.StatusExhausted)
+		})
 	}
-	check("nothing counted", 0, store.StatusActive)
-	rule := limits.EntityUsageID("api_key", id)
-	f.mu.Lock()
-	f.states[rule] = []limits.UsageState{{CurrentUsage: 4.5, Status: limits.StatusActive}}
-	f.mu.Unlock()
-	check("some usage", 4.5, store.StatusActive)
-	f.mu.Lock()
-	f.states[rule] = []limits.UsageState{{CurrentUsage: 10, Status: limits.StatusExhausted}}
-	f.mu.Unlock()
-	check("at the limit", 10, store.KeyStatusExhausted)
 }

@@ -1,11 +1,13 @@
 package adminsvc
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
 	"time"
 
+	"github.com/llm-gateway/gateway/core/limits"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -146,4 +148,72 @@ func fieldPath(at, name string) string {
 		return name
 	}
 	return at + "." + name
+}
+
+// usageLimitsView is an entity's usage limits (an API key's, a provider's,
+// a virtual key's) with what has been used so far.
+type usageLimitsView struct {
+	store.UsageLimits
+	CurrentUsage float64 `json:"current_usage"`
+}
+
+// usageLimitsViewOf is ul as shown, with the stored usage figure; nil
+// without limits.
+func usageLimitsViewOf(ul *store.UsageLimits, stored float64) *usageLimitsView {
+	if ul == nil {
+		return nil
+	}
+	return &usageLimitsView{UsageLimits: *ul, CurrentUsage: stored}
+}
+
+// entityUsage reads, in one read of the limits engine's counter, what it
+// counted against the own usage_limits of the entities ids of kind
+// ("api_key", "provider" or "virtual_key"), by id. An entity nothing was
+// counted for has no entry; without an engine, or when its counter cannot
+// answer (Redis down), there are none, and views show the stored figures
+// rather than failing a listing.
+func (s *Service) entityUsage(ctx context.Context, kind string, ids []string) map[string]limits.UsageState {
+	if s.limits == nil || len(ids) == 0 {
+		return nil
+	}
+	rules := make([]string, len(ids))
+	for i, id := range ids {
+		rules[i] = limits.EntityUsageID(kind, id)
+	}
+	all, err := s.limits.UsageStatesOf(ctx, rules...)
+	if err != nil {
+		return nil
+	}
+	out := make(map[string]limits.UsageState, len(all))
+	for i, id := range ids {
+		if sts := all[rules[i]]; len(sts) > 0 {
+			out[id] = sts[0]
+		}
+	}
+	return out
+}
+
+// limitedIDs are the ids of the records that have usage limits; idOf
+// gives a record's id and whether it has.
+func limitedIDs[T any](recs []T, idOf func(T) (string, bool)) []string {
+	var ids []string
+	for _, r := range recs {
+		if id, ok := idOf(r); ok {
+			ids = append(ids, id)
+		}
+	}
+	return ids
+}
+
+// withUsage shows st, what the engine counted, in a view: its
+// current_usage, and a status "exhausted" (from active) while the engine
+// refuses the entity for it.
+func withUsage(ul *usageLimitsView, status *string, st limits.UsageState, counted bool) {
+	if ul == nil || !counted {
+		return
+	}
+	ul.CurrentUsage = st.CurrentUsage
+	if st.Status == limits.StatusExhausted && *status == store.StatusActive {
+		*status = store.StatusExhausted
+	}
 }

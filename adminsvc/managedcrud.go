@@ -1,6 +1,7 @@
 package adminsvc
 
 import (
+	"context"
 	"encoding/json"
 	"slices"
 	"strings"
@@ -119,7 +120,7 @@ func createManaged[T any](s *Service, c *fiber.Ctx, k managedKind[T], rec *T, ws
 
 // listManaged answers the records of the caller's workspace (or of
 // ?workspace_id) that keep accepts, as views, newest first.
-func listManaged[T, V any](s *Service, c *fiber.Ctx, k managedKind[T], keep func(T) bool, view func(T) V, order func(V) (time.Time, string)) error {
+func listManaged[T, V any](s *Service, c *fiber.Ctx, k managedKind[T], keep func(T) bool, views func(context.Context, []T) []V, order func(V) (time.Time, string)) error {
 	caller := principal(c)
 	if err := requireScope(caller, k.scope+".list"); err != nil {
 		return err
@@ -129,7 +130,7 @@ func listManaged[T, V any](s *Service, c *fiber.Ctx, k managedKind[T], keep func
 	if err := p.err(); err != nil {
 		return err
 	}
-	var out []V
+	var recs []T
 	err := s.st.View(func(tx store.Tx) error {
 		ws, err := s.listWorkspace(tx, caller, c.Query("workspace_id"))
 		if err != nil {
@@ -138,7 +139,7 @@ func listManaged[T, V any](s *Service, c *fiber.Ctx, k managedKind[T], keep func
 		all, err := store.List[T](tx, k.bucket)
 		for _, r := range all {
 			if (ws == "" || *k.fields(&r).workspaceID == ws) && keep(r) {
-				out = append(out, view(r))
+				recs = append(recs, r)
 			}
 		}
 		return err
@@ -146,7 +147,7 @@ func listManaged[T, V any](s *Service, c *fiber.Ctx, k managedKind[T], keep func
 	if err != nil {
 		return err
 	}
-	return newestFirst(c, pg, out, order)
+	return newestFirst(c, pg, views(c.UserContext(), recs), order)
 }
 
 // newestFirst sorts out newest first, then by key (a slug or an id), and
@@ -164,7 +165,7 @@ func newestFirst[V any](c *fiber.Ctx, pg page, out []V, order func(V) (time.Time
 }
 
 // getManaged answers one record as a view.
-func getManaged[T, V any](s *Service, c *fiber.Ctx, k managedKind[T], view func(T) V) error {
+func getManaged[T, V any](s *Service, c *fiber.Ctx, k managedKind[T], views func(context.Context, []T) []V) error {
 	caller := principal(c)
 	if err := requireScope(caller, k.scope+".read"); err != nil {
 		return err
@@ -174,7 +175,7 @@ func getManaged[T, V any](s *Service, c *fiber.Ctx, k managedKind[T], view func(
 	if err != nil {
 		return err
 	}
-	return c.JSON(view(rec))
+	return c.JSON(views(c.UserContext(), []T{rec})[0])
 }
 
 // updateManaged changes a record: name, note, usage_limits, rate_limits,

@@ -23,7 +23,7 @@ import (
 // workspaces and providers, and the usage of usage-limit policies.
 type LimitsEngine interface {
 	Reload() error
-	UsageStates(ctx context.Context, policyID string) ([]limits.UsageState, error)
+	UsageStatesOf(ctx context.Context, ruleIDs ...string) (map[string][]limits.UsageState, error)
 	ResetUsage(ctx context.Context, policyID, valueKey string) error
 	PolicyUpdated(ctx context.Context, old, updated store.UsageLimitPolicy) error
 }

@@ -18,9 +18,11 @@ import (
 type fakeLimits struct {
 	mu      sync.Mutex
 	reloads int
-	states  map[string][]limits.UsageState // by policy id
-	resets  [][2]string                    // policy id, value key
-	updates [][2]store.UsageLimitPolicy    // old, updated
+	// usageReads counts UsageStatesOf calls.
+	usageReads int
+	states     map[string][]limits.UsageState // by policy id
+	resets     [][2]string                    // policy id, value key
+	updates    [][2]store.UsageLimitPolicy    // old, updated
 }
 
 func (f *fakeLimits) Reload() error {
@@ -30,10 +32,17 @@ func (f *fakeLimits) Reload() error {
 	return nil
 }
 
-func (f *fakeLimits) UsageStates(_ context.Context, id string) ([]limits.UsageState, error) {
+func (f *fakeLimits) UsageStatesOf(_ context.Context, ids ...string) (map[string][]limits.UsageState, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	return append([]limits.UsageState(nil), f.states[id]...), nil
+	f.usageReads++
+	out := map[string][]limits.UsageState{}
+	for _, id := range ids {
+		if sts := f.states[id]; sts != nil {
+			out[id] = append([]limits.UsageState(nil), sts...)
+		}
+	}
+	return out, nil
 }
 
 func (f *fakeLimits) ResetUsage(_ context.Context, id, valueKey string) error {

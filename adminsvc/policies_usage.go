@@ -108,11 +108,11 @@ func (s *Service) usageStates(c *fiber.Ctx, id string) ([]limits.UsageState, err
 	if s.limits == nil {
 		return nil, nil
 	}
-	states, err := s.limits.UsageStates(c.UserContext(), id)
+	states, err := s.limits.UsageStatesOf(c.UserContext(), id)
 	if err != nil {
 		return nil, core.Internal(err, "the usage of policy %s could not be read", id)
 	}
-	return states, nil
+	return states[id], nil
 }
 
 // getUsagePolicy is GET /policies/usage-limits/{id}[?include_usage=true].

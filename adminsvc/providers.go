@@ -1,6 +1,7 @@
 package adminsvc
 
 import (
+	"context"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -21,26 +22,37 @@ func providerIDSlug(r store.Provider) (string, string) { return r.ID, r.Slug }
 
 // providerView is a provider as the admin API shows it.
 type providerView struct {
-	ID            string             `json:"id"`
-	Name          string             `json:"name"`
-	Slug          string             `json:"slug"`
-	IntegrationID string             `json:"integration_id"`
-	WorkspaceID   string             `json:"workspace_id"`
-	Note          string             `json:"note"`
-	Status        string             `json:"status"`
-	UsageLimits   *store.UsageLimits `json:"usage_limits"`
-	ResetUsage    *time.Time         `json:"reset_usage"`
-	RateLimits    []store.RateLimit  `json:"rate_limits"`
-	ExpiresAt     *time.Time         `json:"expires_at"`
-	CreatedAt     time.Time          `json:"created_at"`
-	LastUpdatedAt time.Time          `json:"last_updated_at"`
-	Object        string             `json:"object"`
+	ID            string            `json:"id"`
+	Name          string            `json:"name"`
+	Slug          string            `json:"slug"`
+	IntegrationID string            `json:"integration_id"`
+	WorkspaceID   string            `json:"workspace_id"`
+	Note          string            `json:"note"`
+	Status        string            `json:"status"`
+	UsageLimits   *usageLimitsView  `json:"usage_limits"`
+	ResetUsage    *time.Time        `json:"reset_usage"`
+	RateLimits    []store.RateLimit `json:"rate_limits"`
+	ExpiresAt     *time.Time        `json:"expires_at"`
+	CreatedAt     time.Time         `json:"created_at"`
+	LastUpdatedAt time.Time         `json:"last_updated_at"`
+	Object        string            `json:"object"`
 }
 
-func providerViewOf(r store.Provider, now time.Time) providerView {
-	return providerView{ID: r.ID, Name: r.Name, Slug: r.Slug, IntegrationID: r.IntegrationID, WorkspaceID: r.WorkspaceID,
-		Note: r.Note, Status: providerStatus(r.Status, r.ExpiresAt, now), UsageLimits: r.UsageLimits, ResetUsage: r.LastResetAt,
-		RateLimits: nonNil(r.RateLimits), ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt, LastUpdatedAt: r.LastUpdatedAt, Object: "provider"}
+// providerViews are the views of providers with the usage the limits
+// engine has counted against their usage_limits (see withUsage).
+func (s *Service) providerViews(ctx context.Context, recs []store.Provider) []providerView {
+	now := s.now()
+	used := s.entityUsage(ctx, "provider", limitedIDs(recs, func(r store.Provider) (string, bool) { return r.ID, r.UsageLimits != nil }))
+	out := make([]providerView, len(recs))
+	for i, r := range recs {
+		v := providerView{ID: r.ID, Name: r.Name, Slug: r.Slug, IntegrationID: r.IntegrationID, WorkspaceID: r.WorkspaceID,
+			Note: r.Note, Status: providerStatus(r.Status, r.ExpiresAt, now), UsageLimits: usageLimitsViewOf(r.UsageLimits, 0), ResetUsage: r.LastResetAt,
+			RateLimits: nonNil(r.RateLimits), ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt, LastUpdatedAt: r.LastUpdatedAt, Object: "provider"}
+		st, counted := used[r.ID]
+		withUsage(v.UsageLimits, &v.Status, st, counted)
+		out[i] = v
+	}
+	return out
 }
 
 var providerFields = []string{"name", "integration_id", "workspace_id", "slug", "note", "usage_limits", "rate_limits", "expires_at"}
@@ -96,15 +108,14 @@ func (s *Service) createProvider(c *fiber.Ctx) error {
 
 func (s *Service) listProviders(c *fiber.Ctx) error {
 	integ := c.Query("integration_id")
-	now := s.now()
 	return listManaged(s, c, providerKind,
 		func(r store.Provider) bool { return integ == "" || r.IntegrationID == integ },
-		func(r store.Provider) providerView { return providerViewOf(r, now) },
+		s.providerViews,
 		func(v providerView) (time.Time, string) { return v.CreatedAt, v.Slug })
 }
 
 func (s *Service) getProvider(c *fiber.Ctx) error {
-	return getManaged(s, c, providerKind, func(r store.Provider) providerView { return providerViewOf(r, s.now()) })
+	return getManaged(s, c, providerKind, s.providerViews)
 }
 
 // updateProvider changes name, note, limits and expiry; reset_usage: true

@@ -1,6 +1,7 @@
 package adminsvc
 
 import (
+	"context"
 	"encoding/json"
 	"time"
 
@@ -32,7 +33,7 @@ type virtualKeyView struct {
 	MaskedKey      *string               `json:"masked_key,omitempty"`
 	Configurations *store.ProviderConfig `json:"configurations,omitempty"`
 	SecretMappings []store.SecretMapping `json:"secret_mappings"`
-	UsageLimits    *store.UsageLimits    `json:"usage_limits"`
+	UsageLimits    *usageLimitsView      `json:"usage_limits"`
 	RateLimits     []store.RateLimit     `json:"rate_limits"`
 	ExpiresAt      *time.Time            `json:"expires_at"`
 	CreatedAt      time.Time             `json:"created_at"`
@@ -40,15 +41,26 @@ type virtualKeyView struct {
 	Object         string                `json:"object"`
 }
 
-func (s *Service) virtualKeyViewOf(r store.VirtualKey, detail bool) virtualKeyView {
-	v := virtualKeyView{ID: r.ID, Slug: r.Slug, Name: r.Name, Note: r.Note, Provider: r.AIProviderID, WorkspaceID: r.WorkspaceID,
-		Status: providerStatus(r.Status, r.ExpiresAt, s.now()), SecretMappings: nonNil(r.SecretMappings), UsageLimits: r.UsageLimits,
-		RateLimits: nonNil(r.RateLimits), ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt, LastUpdatedAt: r.LastUpdatedAt, Object: "virtual-key"}
-	if detail {
-		mk, cfg := r.MaskedKey, maskedConfig(s.cipher, r.Configurations)
-		v.MaskedKey, v.Configurations = &mk, &cfg
+// virtualKeyViews are the views of virtual keys, with the usage the limits
+// engine has counted against their usage_limits (see withUsage); detail
+// adds the masked key and configuration.
+func (s *Service) virtualKeyViews(ctx context.Context, recs []store.VirtualKey, detail bool) []virtualKeyView {
+	now := s.now()
+	used := s.entityUsage(ctx, "virtual_key", limitedIDs(recs, func(r store.VirtualKey) (string, bool) { return r.ID, r.UsageLimits != nil }))
+	out := make([]virtualKeyView, len(recs))
+	for i, r := range recs {
+		v := virtualKeyView{ID: r.ID, Slug: r.Slug, Name: r.Name, Note: r.Note, Provider: r.AIProviderID, WorkspaceID: r.WorkspaceID,
+			Status: providerStatus(r.Status, r.ExpiresAt, now), SecretMappings: nonNil(r.SecretMappings), UsageLimits: usageLimitsViewOf(r.UsageLimits, 0),
+			RateLimits: nonNil(r.RateLimits), ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt, LastUpdatedAt: r.LastUpdatedAt, Object: "virtual-key"}
+		if detail {
+			mk, cfg := r.MaskedKey, maskedConfig(s.cipher, r.Configurations)
+			v.MaskedKey, v.Configurations = &mk, &cfg
+		}
+		st, counted := used[r.ID]
+		withUsage(v.UsageLimits, &v.Status, st, counted)
+		out[i] = v
 	}
-	return v
+	return out
 }
 
 var virtualKeyFields = []string{"name", "provider", "key", "note", "workspace_id", "usage_limits", "rate_limits",
@@ -109,12 +121,16 @@ func (s *Service) createVirtualKey(c *fiber.Ctx) error {
 
 func (s *Service) listVirtualKeys(c *fiber.Ctx) error {
 	return listManaged(s, c, virtualKeyKind, func(store.VirtualKey) bool { return true },
-		func(r store.VirtualKey) virtualKeyView { return s.virtualKeyViewOf(r, false) },
+		func(ctx context.Context, recs []store.VirtualKey) []virtualKeyView {
+			return s.virtualKeyViews(ctx, recs, false)
+		},
 		func(v virtualKeyView) (time.Time, string) { return v.CreatedAt, v.Slug })
 }
 
 func (s *Service) getVirtualKey(c *fiber.Ctx) error {
-	return getManaged(s, c, virtualKeyKind, func(r store.VirtualKey) virtualKeyView { return s.virtualKeyViewOf(r, true) })
+	return getManaged(s, c, virtualKeyKind, func(ctx context.Context, recs []store.VirtualKey) []virtualKeyView {
+		return s.virtualKeyViews(ctx, recs, true)
+	})
 }
 
 // updateVirtualKey changes name, note, key, configurations, secret mappings,

@@ -630,6 +630,51 @@ func TestEntityLimitRaisedOnReload(t *testing.T) {
 	}
 }
 
+// TestUsageStatesOf reads several entities' usage in one counter read.
+func TestUsageStatesOf(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	for _, k := range []store.APIKey{
+		{ID: "key-1", Status: store.StatusActive, UsageLimits: &store.UsageLimits{Type: "tokens", CreditLimit: 10}},
+		{ID: "key-2", Status: store.StatusActive, UsageLimits: &store.UsageLimits{Type: "tokens", CreditLimit: 100}},
+		{ID: "key-3", Status: store.StatusActive, UsageLimits: &store.UsageLimits{Type: "tokens", CreditLimit: 100}},
+	} {
+		e.put(t, k)
+	}
+	for id, tokens := range map[string]int{"key-1": 20, "key-2": 5} {
+		a, err := e.eng.Admit(ctx, request(key(id)))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Done(core.Usage{TotalTokens: tokens}, "openai", "gpt-4o")
+	}
+	ids := []string{EntityUsageID("api_key", "key-1"), EntityUsageID("api_key", "key-2"), EntityUsageID("api_key", "key-3")}
+	reads := e.ctr.usageReads
+	all, err := e.eng.UsageStatesOf(ctx, ids...)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if n := e.ctr.usageReads - reads; n != 1 {
+		t.Errorf("%d counter reads, want 1", n)
+	}
+	want := map[string][]UsageState{
+		ids[0]: {{CurrentUsage: 20, Status: StatusExhausted}},
+		ids[1]: {{CurrentUsage: 5, Status: StatusActive}},
+	}
+	if len(all) != len(want) {
+		t.Fatalf("got %+v, want %+v", all, want)
+	}
+	for id, w := range want {
+		got := all[id]
+		if len(got) != 1 || got[0].CurrentUsage != w[0].CurrentUsage || got[0].Status != w[0].Status {
+			t.Errorf("%s: %+v, want %+v", id, got, w)
+		}
+		if one, _ := e.eng.UsageStates(ctx, id); !slices.Equal(one, got) {
+			t.Errorf("%s: UsageStates %+v, UsageStatesOf %+v", id, one, got)
+		}
+	}
+}
+
 func TestConcurrentAdmit(t *testing.T) {
 	e := newEnv(t)
 	e.put(t, ratePolicy("p1", "requests", "rpm", 50, nil))

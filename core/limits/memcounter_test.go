@@ -15,6 +15,8 @@ type memCounter struct {
 	mu      sync.Mutex
 	windows map[string][]entry
 	usage   map[string]float64
+	// usageReads counts calls of Usage (round trips, with Redis).
+	usageReads int
 }
 
 type entry struct {
@@ -94,6 +96,7 @@ func (c *memCounter) AddUsage(_ context.Context, key string, amount float64) (fl
 func (c *memCounter) Usage(_ context.Context, keys ...string) ([]float64, error) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.usageReads++
 	out := make([]float64, len(keys))
 	for i, k := range keys {
 		out[i] = c.usage[k]

@@ -297,35 +297,52 @@ func (e *Engine) schedOf(rule string) *schedule {
 // been used, sorted by value. A value over its (possibly lowered) credit
 // limit reads as exhausted.
 func (e *Engine) UsageStates(ctx context.Context, policyID string) ([]UsageState, error) {
+	all, err := e.UsageStatesOf(ctx, policyID)
+	return all[policyID], err
+}
+
+// UsageStatesOf is UsageStates for several rules at once, with one read of
+// the counter (one round trip to Redis), keyed by rule id; a rule nothing
+// was counted for has no entry.
+func (e *Engine) UsageStatesOf(ctx context.Context, ruleIDs ...string) (map[string][]UsageState, error) {
+	want := make(map[string]bool, len(ruleIDs))
+	for _, id := range ruleIDs {
+		want[id] = true
+	}
 	e.mu.RLock()
 	var sts []valueState
 	for _, st := range e.states {
-		if st.Rule == policyID {
+		if want[st.Rule] {
 			sts = append(sts, *st)
 		}
 	}
 	e.mu.RUnlock()
-	slices.SortFunc(sts, func(a, b valueState) int { return strings.Compare(a.Value, b.Value) })
+	if len(sts) == 0 {
+		return nil, nil
+	}
+	slices.SortFunc(sts, func(a, b valueState) int {
+		if c := strings.Compare(a.Rule, b.Rule); c != 0 {
+			return c
+		}
+		return strings.Compare(a.Value, b.Value)
+	})
 	keys := make([]string, len(sts))
 	for i, st := range sts {
-		keys[i] = usageKey(policyID, st.Value)
+		keys[i] = usageKey(st.Rule, st.Value)
 	}
 	used, err := e.o.Counter.Usage(ctx, keys...)
 	if err != nil {
 		return nil, err
 	}
-	var limit *float64
-	if s := e.snap.Load(); s != nil && s.byID[policyID] != nil {
-		limit = &s.byID[policyID].limit
-	}
-	out := make([]UsageState, len(sts))
+	snap := e.snap.Load()
+	out := make(map[string][]UsageState, len(ruleIDs))
 	for i, st := range sts {
 		status := st.Status
-		if limit != nil && used[i] >= *limit {
+		if snap != nil && snap.byID[st.Rule] != nil && used[i] >= snap.byID[st.Rule].limit {
 			status = StatusExhausted
 		}
-		out[i] = UsageState{ValueKey: st.Value, CurrentUsage: used[i], Status: status,
-			ThresholdAlertSent: st.ThresholdSent, ExhaustedAlertSent: st.ExhaustedSent}
+		out[st.Rule] = append(out[st.Rule], UsageState{ValueKey: st.Value, CurrentUsage: used[i], Status: status,
+			ThresholdAlertSent: st.ThresholdSent, ExhaustedAlertSent: st.ExhaustedSent})
 	}
 	return out, nil
 }
