@@ -8,6 +8,9 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/store"
 )
 
 // TestFirstStartAndRestart checks the first-start bootstrap (a random owner
@@ -149,4 +152,56 @@ func TestRequestLogs(t *testing.T) {
 		t.Fatalf("single record: %s", raw)
 	}
 	expectError(t, do(t, "GET", e.gw.URL+"/v1/logs?status=abc", nil, "x-gateway-api-key: "+adminKey), 400)
+}
+
+// TestLogRetention checks that the gateway prunes request logs older than
+// --log-retention (30 days by default) when it starts, and keeps the rest.
+func TestLogRetention(t *testing.T) {
+	e := startEnv(t)
+	readAll(t, e.call(t, "POST", "/v1/chat/completions", chatBody(nil), "x-gateway-trace-id: retention-fresh"))
+	total := func(trace string) int {
+		var list struct {
+			Total int `json:"total"`
+		}
+		raw := readAll(t, do(t, "GET", e.gw.URL+"/v1/logs?trace_id="+trace, nil, "x-gateway-api-key: "+adminKey))
+		if err := json.Unmarshal(raw, &list); err != nil {
+			t.Fatalf("%v: %s", err, raw)
+		}
+		return list.Total
+	}
+	waitFor(t, "the fresh record", func() bool { return total("retention-fresh") == 1 })
+	e.gw.stop(t)
+
+	st, err := store.Open(e.dataDir)
+	if err != nil {
+		t.Fatal(err)
+	}
+	old := time.Now().Add(-40 * 24 * time.Hour)
+	rec := core.LogRecord{ID: core.NewLogID(old), TraceID: "retention-old", CreatedAt: old, Status: 200}
+	if err := st.Update(func(tx store.Tx) error { return tx.Put(store.BucketLogs, rec.ID, rec) }); err != nil {
+		t.Fatal(err)
+	}
+	st.Close()
+
+	e.gw = e.startGateway(t, "GATEWAY_LOG_RETENTION=0") // kept for ever: the old record is there
+	if n := total("retention-old"); n != 1 {
+		t.Fatalf("the old record is not readable (%d)", n)
+	}
+	e.gw.stop(t)
+	e.gw = e.startGateway(t)
+	waitFor(t, "the 40-day-old record to be pruned", func() bool { return total("retention-old") == 0 })
+	if n := total("retention-fresh"); n != 1 {
+		t.Fatalf("the fresh record was pruned too (%d left)", n)
+	}
+}
+
+// waitFor polls cond for up to 5 s.
+func waitFor(t *testing.T, what string, cond func() bool) {
+	t.Helper()
+	for deadline := time.Now().Add(5 * time.Second); !cond(); {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
 }

@@ -17,6 +17,7 @@ import (
 	"os/signal"
 	"path/filepath"
 	"runtime/debug"
+	"strconv"
 	"strings"
 	"sync"
 	"syscall"
@@ -54,8 +55,11 @@ type config struct {
 	MaxBodyBytes    int
 	ShutdownTimeout time.Duration
 	LogLevel        string
-	PprofAddr       string
-	SMTP            alerts.Config
+	// LogRetention is how long request log records are kept; 0 keeps
+	// them for ever.
+	LogRetention time.Duration
+	PprofAddr    string
+	SMTP         alerts.Config
 	// JWT authentication (env GATEWAY_JWT_*); off when no JWKS is set.
 	JWT       adminsvc.JWTOptions
 	PublicURL string
@@ -99,6 +103,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.DurationVar(&cfg.ShutdownTimeout, "shutdown-timeout", 30*time.Second, "how long SIGTERM waits for in-flight requests and streams")
 	fs.StringVar(&cfg.LogLevel, "log-level", env("GATEWAY_LOG_LEVEL", "info"), "debug, info, warn or error (env GATEWAY_LOG_LEVEL)")
 	fs.StringVar(&cfg.PublicURL, "public-url", env("GATEWAY_PUBLIC_URL", ""), "URL clients reach the gateway at, the base of invite links (env GATEWAY_PUBLIC_URL; default http://<listen address>)")
+	retention := fs.String("log-retention", env("GATEWAY_LOG_RETENTION", "30d"), "how long request logs are kept, e.g. 30d or 12h; 0 keeps them for ever (env GATEWAY_LOG_RETENTION)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", env("GATEWAY_PPROF_ADDR", ""), "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -106,6 +111,11 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q; usage: gateway [serve] [flags]", fs.Arg(0))
 	}
+	logRetention, err := parseRetention(*retention)
+	if err != nil {
+		return cfg, fmt.Errorf("--log-retention (GATEWAY_LOG_RETENTION): %w", err)
+	}
+	cfg.LogRetention = logRetention
 	cfg.AdminKey = getenv("GATEWAY_ADMIN_API_KEY")
 	cfg.EncryptionKey = getenv("GATEWAY_ENCRYPTION_KEY")
 	cfg.TrustedHosts = getenv("GATEWAY_TRUSTED_HOSTS")
@@ -176,6 +186,10 @@ func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
 	defer responses.Close()
 	logs := store.NewLogWriter(st, store.LogWriterOptions{Logger: logger})
 	defer logs.Close()
+	if cfg.LogRetention > 0 {
+		pruner := store.StartLogPruner(st, store.LogPrunerOptions{Retention: cfg.LogRetention, Logger: logger})
+		defer pruner.Close()
+	}
 	pipe, err := pipeline.New(pipeline.Options{
 		Client:        &http.Client{Transport: transport.New(transport.Provider())},
 		GuardedClient: &http.Client{Transport: transport.New(policy.NewTransport())},
@@ -398,4 +412,24 @@ func tuneGC(getenv func(string) string) {
 	if getenv("GOMEMLIMIT") == "" {
 		debug.SetMemoryLimit(512 << 20)
 	}
+}
+
+// parseRetention reads a retention period: a whole number of days ("30d"),
+// a Go duration ("12h", "90m"), or 0 for no limit.
+func parseRetention(v string) (time.Duration, error) {
+	if v == "0" {
+		return 0, nil
+	}
+	if days, ok := strings.CutSuffix(v, "d"); ok {
+		n, err := strconv.Atoi(days)
+		if err != nil || n <= 0 || n > 100*365 {
+			return 0, fmt.Errorf("%q is not a number of days from 1 to 36500 (e.g. 30d)", v)
+		}
+		return time.Duration(n) * 24 * time.Hour, nil
+	}
+	d, err := time.ParseDuration(v)
+	if err != nil || d < time.Minute {
+		return 0, fmt.Errorf("%q is not a period of at least a minute (e.g. 30d, 12h, or 0 to keep logs for ever)", v)
+	}
+	return d, nil
 }
