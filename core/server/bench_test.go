@@ -115,7 +115,7 @@ type discardSink struct{}
 func (discardSink) Enqueue(*core.LogRecord) {}
 
 func BenchmarkRecord(b *testing.B) {
-	s := &Server{now: time.Now, logs: discardSink{}}
+	s := &Server{now: time.Now, logs: discardSink{}, logPaths: map[string]string{"/chat/completions": "/v1/chat/completions"}}
 	req := &core.Request{TraceID: "t", Endpoint: core.EndpointChatComplete, Method: "POST", Path: "/chat/completions", Model: "gpt-4o-mini",
 		Principal: &core.Principal{KeyID: "k", WorkspaceID: "w", OrganisationID: "o"}, Target: core.Target{Provider: "openai"}, ReceivedAt: time.Now()}
 	resp := &core.Response{Status: 200, OptionPath: "config.targets[0]", CacheStatus: "DISABLED"}

@@ -6,6 +6,9 @@ import (
 	"math"
 	"testing"
 
+	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
+
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/hooks"
 )
@@ -116,4 +119,24 @@ func FuzzAppendJSON(f *testing.F) {
 			}
 		}
 	})
+}
+
+// sendWithHookResults replaces whatever body the response held, with the
+// results spliced in, or with the answer as it is when it is no object.
+func TestSendWithHookResultsReplacesBody(t *testing.T) {
+	app := fiber.New()
+	c := app.AcquireCtx(&fasthttp.RequestCtx{})
+	defer app.ReleaseCtx(c)
+	for _, tc := range []struct{ body, want string }{
+		{`{"a":1}`, `{"a":1,"hook_results":["r"]}`},
+		{` {} `, `{"hook_results":["r"]}`},
+		{`[1,2]`, `[1,2]`},
+		{``, ``},
+	} {
+		c.Response().SetBodyString("earlier text, longer than the answers")
+		sendWithHookResults(c, []byte(tc.body), []string{"r"})
+		if got := string(c.Response().Body()); got != tc.want {
+			t.Errorf("%q: body %q, want %q", tc.body, got, tc.want)
+		}
+	}
 }

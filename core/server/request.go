@@ -23,7 +23,7 @@ func (s *Server) newRequest(c *fiber.Ctx, endpoint core.Endpoint) (*core.Request
 		ParentSpanID: strings.Clone(gatewayHeader(c, "parent-span-id")),
 		SpanName:     strings.Clone(gatewayHeader(c, "span-name")),
 		Endpoint:     endpoint,
-		Method:       strings.Clone(c.Method()),
+		Method:       requestMethod(c),
 		Path:         providerPath(c),
 		RawQuery:     string(c.Request().URI().QueryString()),
 		Header:       copyHeaders(c),
@@ -64,10 +64,25 @@ func parseCacheHeaders(c *fiber.Ctx) (string, bool, *core.Error) {
 // providerPath is the client's path without "/v1", as fasthttp decoded and
 // normalised it (no "..", no "//"), escaped again: providers append it to
 // their base URL as text, so a decoded "?", "#" or space must not reach them
-// raw ("/v1/files/a%3Fb" stays one path segment, not a query).
+// raw ("/v1/files/a%3Fb" stays one path segment, not a query). A path that
+// is its route's, as a static route's is, is taken from the route: the same
+// text without a copy.
 func providerPath(c *fiber.Ctx) string {
-	p := strings.TrimPrefix(string(c.Request().URI().Path()), "/v1")
-	return (&url.URL{Path: p}).EscapedPath()
+	raw := c.Request().URI().Path()
+	p := c.Route().Path
+	if string(raw) != p {
+		p = string(raw)
+	}
+	return (&url.URL{Path: strings.TrimPrefix(p, "/v1")}).EscapedPath()
+}
+
+// requestMethod is the client's method, the route's string when they are
+// the same (no copy).
+func requestMethod(c *fiber.Ctx) string {
+	if m := c.Route().Method; m == c.Method() {
+		return m
+	}
+	return strings.Clone(c.Method())
 }
 
 // knownProviders lists the providers x-gateway-provider may name.

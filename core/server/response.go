@@ -10,7 +10,6 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
-	"sync"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -236,26 +235,17 @@ func appendHookResults(dst, body []byte, results any) ([]byte, bool) {
 }
 
 // sendWithHookResults sends body with the hook results spliced in (see
-// appendHookResults), built in a pooled buffer and copied into the
-// response's own.
+// appendHookResults), built directly in the response's own body buffer, so
+// the answer is copied once.
 func sendWithHookResults(c *fiber.Ctx, body []byte, results any) {
-	bp := answerBufs.Get().(*[]byte)
-	out, ok := appendHookResults((*bp)[:0], body, results)
+	r := c.Response()
+	buf := r.SwapBody(nil)
+	out, ok := appendHookResults(buf[:0], body, results)
 	if !ok {
-		out = body
+		out = append(buf[:0], body...)
 	}
-	c.Response().SetBody(out)
-	if cap(out) <= maxPooledAnswer && ok {
-		*bp = out[:0]
-	}
-	answerBufs.Put(bp)
+	r.SwapBody(out)
 }
-
-// answerBufs holds the buffers answers with hook results are built in;
-// buffers grown past maxPooledAnswer are left to the collector.
-var answerBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4<<10); return &b }}
-
-const maxPooledAnswer = 1 << 20
 
 // writeHookResultsEvent starts a stream with the hooks' results.
 func writeHookResultsEvent(w *bufio.Writer, results any) {

@@ -93,8 +93,12 @@ func (s *Server) registerDataRoutes(v1 fiber.Router) {
 		{fiber.MethodPost, "/messages", core.EndpointMessages, nil},
 		{fiber.MethodPost, "/messages/count_tokens", core.EndpointMessagesCount, nil},
 	}
+	s.logPaths = make(map[string]string, len(routes))
 	for _, r := range routes {
 		v1.Add(r.method, r.path, s.serve(r.endpoint, r.check))
+		if !strings.ContainsAny(r.path, ":*") {
+			s.logPaths[r.path] = "/v1" + r.path
+		}
 	}
 	proxy := s.serve(core.EndpointProxy, nil)
 	for _, m := range []string{fiber.MethodPost, fiber.MethodGet, fiber.MethodPut, fiber.MethodDelete} {

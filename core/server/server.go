@@ -62,6 +62,7 @@ type Server struct {
 	limiter  core.Limiter
 	authFail func(c *fiber.Ctx, err *core.Error)
 	inline   *memo.Map[string, route] // parsed inline configs
+	logPaths map[string]string        // a static data route's provider path to its own
 	log      *slog.Logger
 	now      func() time.Time
 }

@@ -1130,3 +1130,29 @@ func TestAliasHeaders(t *testing.T) {
 	}
 	assertNoGatewayHeaders(t, g.up.last(t).Header)
 }
+
+// A request whose path or method differs from its route's text (another
+// case, a trailing slash) keeps its own in the upstream call and the log,
+// and a record's id is a log id of the time the request came in.
+func TestPathAndMethodAsSent(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, mockUpstream())
+	chat := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`)
+	for i, path := range []string{"/v1/chat/completions", "/v1/Chat/Completions", "/v1/chat/completions/"} {
+		trace := fmt.Sprintf("path-%d", i)
+		r := g.do(t, "POST", path, chat, "x-gateway-trace-id", trace)
+		if r.status != 200 {
+			t.Fatalf("%s: status %d: %s", path, r.status, r.body)
+		}
+		if got := g.up.last(t); got.Path != path || got.Method != "POST" {
+			t.Errorf("%s: upstream %s %s", path, got.Method, got.Path)
+		}
+		rec := g.logs.one(t, trace)
+		if rec.Path != path || rec.Method != "POST" {
+			t.Errorf("%s: log record %s %s", path, rec.Method, rec.Path)
+		}
+		if len(rec.ID) != core.LogIDLen || rec.ID[:16] != core.LogIDPrefix(rec.CreatedAt) {
+			t.Errorf("%s: log id %q for a record created at %v", path, rec.ID, rec.CreatedAt)
+		}
+	}
+}
