@@ -29,22 +29,13 @@ func putLogIDPrefix(b *[16]byte, t time.Time) {
 	}
 }
 
-// LogIDLen is the length of a log record id.
-const LogIDLen = 24
-
 // NewLogID returns a log record id for a record created at t: its time prefix
 // and 8 random hex digits.
 func NewLogID(t time.Time) string {
-	var id [LogIDLen]byte
-	PutLogID(&id, t)
-	return string(id[:])
-}
-
-// PutLogID writes into id what NewLogID returns, for a caller that keeps
-// the id in memory of its own.
-func PutLogID(id *[LogIDLen]byte, t time.Time) {
+	var id [24]byte
 	putLogIDPrefix((*[16]byte)(id[:16]), t)
 	var r [4]byte
 	_, _ = rand.Read(r[:])
 	hex.Encode(id[16:], r[:])
+	return string(id[:])
 }

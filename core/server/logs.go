@@ -1,17 +1,8 @@
 package server
 
 import (
-	"unsafe"
-
 	"github.com/llm-gateway/gateway/core"
 )
-
-// recordWithID is a log record and the bytes of its id, in one allocation.
-// The id is written once, before the record is handed on, and never again.
-type recordWithID struct {
-	rec core.LogRecord
-	id  [core.LogIDLen]byte
-}
 
 // logPath is the client's path of a request with provider path p: a
 // static route's from the table registerDataRoutes fills, else made.
@@ -28,11 +19,8 @@ func (s *Server) record(req *core.Request, resp *core.Response, status int, usag
 		return
 	}
 	now := s.now()
-	r := new(recordWithID)
-	core.PutLogID(&r.id, req.ReceivedAt)
-	rec := &r.rec
-	*rec = core.LogRecord{
-		ID: unsafe.String(&r.id[0], len(r.id)), CreatedAt: req.ReceivedAt,
+	rec := &core.LogRecord{
+		ID: core.NewLogID(req.ReceivedAt), CreatedAt: req.ReceivedAt,
 		TraceID: req.TraceID, SpanID: req.SpanID, ParentSpanID: req.ParentSpanID, SpanName: req.SpanName,
 		Metadata: req.Metadata, Provider: req.Target.Provider, Model: req.Model, Endpoint: req.Endpoint,
 		Method: req.Method, Path: s.logPath(req.Path), Status: status, Stream: req.Stream || (resp != nil && resp.SSE),

@@ -1151,7 +1151,7 @@ func TestPathAndMethodAsSent(t *testing.T) {
 		if rec.Path != path || rec.Method != "POST" {
 			t.Errorf("%s: log record %s %s", path, rec.Method, rec.Path)
 		}
-		if len(rec.ID) != core.LogIDLen || rec.ID[:16] != core.LogIDPrefix(rec.CreatedAt) {
+		if len(rec.ID) != 24 || rec.ID[:16] != core.LogIDPrefix(rec.CreatedAt) {
 			t.Errorf("%s: log id %q for a record created at %v", path, rec.ID, rec.CreatedAt)
 		}
 	}
