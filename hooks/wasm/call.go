@@ -531,6 +531,10 @@ func (c *wasmCheck) Run(ctx context.Context, in *hooks.CheckInput) (hooks.CheckR
 	return res, nil
 }
 
+// WaitsOnIO implements hooks.IOWaiter: a guest only computes (it has no
+// network and no files), bounded by its call timeout, so it runs inline.
+func (c *wasmCheck) WaitsOnIO() bool { return false }
+
 // ValidateParams checks parameters against the JSON Schema of the
 // function in the plugin's current version (hooks.ParamsValidator): a
 // config that names the check with bad parameters is refused. failOnError
