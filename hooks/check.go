@@ -17,6 +17,28 @@ type Check interface {
 	Run(ctx context.Context, in *CheckInput) (CheckResult, error)
 }
 
+// IOWaiter is implemented by checks that say whether they wait on I/O
+// (call out over the network, read files). The runner runs hooks, and the
+// checks of a hook, whose checks all compute locally (WaitsOnIO false: the
+// pure-CPU built-in checks, WASM checks, which are bounded by their own
+// time limit) inline on the caller's goroutine, one after the other, and
+// only the others concurrently: for a check of a few microseconds a
+// goroutine costs more than it saves. A check that does not implement
+// IOWaiter is assumed to wait.
+type IOWaiter interface {
+	WaitsOnIO() bool
+}
+
+// waitsOnIO reports whether c may wait on I/O; an unknown check (nil)
+// fails at once.
+func waitsOnIO(c Check) bool {
+	if c == nil {
+		return false
+	}
+	w, ok := c.(IOWaiter)
+	return !ok || w.WaitsOnIO()
+}
+
 // ParamsValidator is implemented by checks that validate their parameters
 // when a config or a saved guardrail is read, so bad parameters are a 400
 // AB01 there and not a surprise at request time. Each problem is

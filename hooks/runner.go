@@ -60,7 +60,8 @@ type Runner struct {
 // Run executes hooks at stage for a request (and, after the answer, its
 // response): hooks in parallel and, within a hook, checks in parallel (in
 // order, each seeing the previous one's transform, when the hook is
-// sequential). Async hooks run in the background on a copy of the input and
+// sequential). Only hooks and checks that may wait on I/O run on goroutines
+// of their own; those that compute locally run inline (see IOWaiter). Async hooks run in the background on a copy of the input and
 // only log their results. With no hooks it returns at once.
 func (r *Runner) Run(ctx context.Context, stage Stage, specs []Spec, req *core.Request, resp *core.Response) Outcome {
 	if len(specs) == 0 {
@@ -92,9 +93,11 @@ func (r *Runner) Run(ctx context.Context, stage Stage, specs []Spec, req *core.R
 	}
 	results := make([]HookResult, len(sync_))
 	if len(sync_) == 1 {
-		results[0] = runHook(ctx, stage, &sync_[0], req, resp)
+		results[0] = runHook(ctx, stage, bindHook(&sync_[0]), req, resp)
 	} else {
-		parallel(len(sync_), func(i int) { results[i] = runHook(ctx, stage, &sync_[i], req, resp) })
+		bound := bindHooks(sync_)
+		parallel(len(bound), func(i int) bool { return bound[i].waits },
+			func(i int) { results[i] = runHook(ctx, stage, bound[i], req, resp) })
 	}
 	out := Outcome{Hooks: results}
 	for _, h := range out.Hooks {
@@ -137,7 +140,7 @@ func (r *Runner) runAsync(stage Stage, specs []Spec, req *core.Request, resp *co
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		for i := range specs {
-			res := runHook(ctx, stage, &specs[i], &reqCopy, respCopy)
+			res := runHook(ctx, stage, bindHook(&specs[i]), &reqCopy, respCopy)
 			res.Async = true
 			b, _ := json.Marshal(res)
 			log.Info("async hook result", "trace_id", reqCopy.TraceID, "stage", string(stage), "hook", res.ID,
@@ -146,10 +149,62 @@ func (r *Runner) runAsync(stage Stage, specs []Spec, req *core.Request, resp *co
 	}()
 }
 
-func runHook(ctx context.Context, stage Stage, h *Spec, req *core.Request, resp *core.Response) HookResult {
+// boundHook is a hook with its enabled checks and, when the runner needs
+// to know which of them wait on I/O, their implementations.
+type boundHook struct {
+	spec   *Spec
+	checks []CheckSpec // the enabled checks
+	impls  []Check     // nil, or the checks' implementations (see lookupChecks)
+	waits  bool        // with impls: one of the checks waits on I/O
+}
+
+func bindHook(h *Spec) boundHook { return boundHook{spec: h, checks: enabledChecks(h.Checks)} }
+
+// bindHooks binds specs and looks their checks up, in one slice.
+func bindHooks(specs []Spec) []boundHook {
+	bound := make([]boundHook, len(specs))
+	n := 0
+	for i := range specs {
+		bound[i] = bindHook(&specs[i])
+		n += len(bound[i].checks)
+	}
+	impls := make([]Check, n)
+	for i := range bound {
+		b := &bound[i]
+		b.impls, b.waits = lookupChecks(b.checks, impls[:len(b.checks)])
+		impls = impls[len(b.checks):]
+	}
+	return bound
+}
+
+// lookupChecks looks checks up into impls (a new slice when impls is
+// nil): nil for an unknown check. waits is whether one of them may wait
+// on I/O (see IOWaiter).
+func lookupChecks(checks []CheckSpec, impls []Check) (_ []Check, waits bool) {
+	if impls == nil {
+		impls = make([]Check, len(checks))
+	}
+	for i := range checks {
+		impls[i] = lookupCheck(checks[i].ID)
+		waits = waits || waitsOnIO(impls[i])
+	}
+	return impls, waits
+}
+
+// lookupCheck is LookupCheck's check, or nil.
+func lookupCheck(id string) Check {
+	if c, ok := LookupCheck(id); ok {
+		return c
+	}
+	return nil
+}
+
+// runHook runs a hook, looking its checks up as they run unless b has
+// them already.
+func runHook(ctx context.Context, stage Stage, b boundHook, req *core.Request, resp *core.Response) HookResult {
 	start := time.Now()
+	h, checks := b.spec, b.checks
 	res := HookResult{ID: h.ID, Type: h.Type, Deny: h.Deny, Async: h.Async, Verdict: true, CreatedAt: start.UTC().Format(time.RFC3339Nano)}
-	checks := enabledChecks(h.Checks)
 	missing := h.Ref != "" && len(h.Checks) == 0
 	res.Checks = make([]CheckResultView, 0, len(checks)+1)
 	if missing {
@@ -163,7 +218,13 @@ func runHook(ctx context.Context, stage Stage, h *Spec, req *core.Request, resp 
 		cur, curResp := req, resp
 		for i := range checks {
 			var body []byte
-			views[i], body = runCheck(ctx, stage, &checks[i], cur, curResp)
+			var c Check
+			if b.impls != nil {
+				c = b.impls[i]
+			} else {
+				c = lookupCheck(checks[i].ID)
+			}
+			views[i], body = runCheck(ctx, stage, &checks[i], c, cur, curResp)
 			if body == nil {
 				continue
 			}
@@ -179,8 +240,13 @@ func runHook(ctx context.Context, stage Stage, h *Spec, req *core.Request, resp 
 			}
 		}
 	} else {
+		impls := b.impls
+		if impls == nil {
+			impls, _ = lookupChecks(checks, nil)
+		}
 		bodies := make([][]byte, len(checks))
-		parallel(len(checks), func(i int) { views[i], bodies[i] = runCheck(ctx, stage, &checks[i], req, resp) })
+		parallel(len(checks), func(i int) bool { return waitsOnIO(impls[i]) },
+			func(i int) { views[i], bodies[i] = runCheck(ctx, stage, &checks[i], impls[i], req, resp) })
 		for _, b := range bodies {
 			if b != nil {
 				res.body = b // the last transform wins
@@ -235,9 +301,10 @@ func feedbackOf(h *Spec, verdict bool) json.RawMessage {
 	return w.Feedback
 }
 
-// runCheck runs one check. A check that errors counts as passed unless its
-// parameters set failOnError; a check that panics is an error, never a crash.
-func runCheck(ctx context.Context, stage Stage, spec *CheckSpec, req *core.Request, resp *core.Response) (out CheckResultView, body []byte) {
+// runCheck runs one check, c (nil when spec names no known check). A check
+// that errors counts as passed unless its parameters set failOnError; a
+// check that panics is an error, never a crash.
+func runCheck(ctx context.Context, stage Stage, spec *CheckSpec, c Check, req *core.Request, resp *core.Response) (out CheckResultView, body []byte) {
 	start := time.Now()
 	out = CheckResultView{ID: spec.ID, CreatedAt: start.UTC().Format(time.RFC3339Nano)}
 	failOnError, _ := spec.Parameters["failOnError"].(bool)
@@ -252,8 +319,7 @@ func runCheck(ctx context.Context, stage Stage, spec *CheckSpec, req *core.Reque
 		}
 		out.ExecutionTime = msSince(start)
 	}()
-	c, ok := LookupCheck(spec.ID)
-	if !ok {
+	if c == nil {
 		fail(fmt.Errorf("unknown check %q", spec.ID))
 		return out, nil
 	}
@@ -272,20 +338,37 @@ func runCheck(ctx context.Context, stage Stage, spec *CheckSpec, req *core.Reque
 
 func msSince(t time.Time) float64 { return float64(time.Since(t).Microseconds()) / 1000 }
 
-// parallel runs f(0) … f(n-1) concurrently and waits for them. The last
-// call runs on the caller's goroutine, whose stack has already grown, so n
-// calls cost n-1 new goroutines (none for a single call).
-func parallel(n int, f func(i int)) {
-	var wg sync.WaitGroup
-	for i := range n - 1 {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
+// parallel runs f(0) … f(n-1) and waits for them: those for which waits
+// is true concurrently, the others (which compute locally, see IOWaiter)
+// inline on the caller's goroutine while the former run. The last call
+// that waits also runs on the caller's goroutine, whose stack has already
+// grown, so n calls cost at most n-1 new goroutines (none when at most one
+// waits).
+func parallel(n int, waits func(i int) bool, f func(i int)) {
+	var wg *sync.WaitGroup
+	last := -1
+	for i := range n {
+		if !waits(i) {
+			continue
+		}
+		if last >= 0 {
+			if wg == nil {
+				wg = new(sync.WaitGroup)
+			}
+			j := last
+			wg.Go(func() { f(j) })
+		}
+		last = i
+	}
+	for i := range n {
+		if !waits(i) {
 			f(i)
-		}()
+		}
 	}
-	if n > 0 {
-		f(n - 1)
+	if last >= 0 {
+		f(last)
 	}
-	wg.Wait()
+	if wg != nil {
+		wg.Wait()
+	}
 }

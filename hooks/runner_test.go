@@ -3,6 +3,8 @@ package hooks
 import (
 	"context"
 	"encoding/json"
+	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -130,5 +132,61 @@ func TestHooksAndChecksRunConcurrently(t *testing.T) {
 	out = r.Run(context.Background(), BeforeRequest, []Spec{checks}, chatReq("hi"), nil)
 	if ids := out.Hooks[0].Checks; len(ids) != 4 || ids[1].ID != "test.pass" || out.Failed {
 		t.Fatalf("%+v", out.Hooks)
+	}
+}
+
+// goroutineID is the current goroutine's id, read from its stack header.
+func goroutineID() string {
+	buf := make([]byte, 64)
+	buf = buf[:runtime.Stack(buf, false)]
+	id, _, _ := strings.Cut(strings.TrimPrefix(string(buf), "goroutine "), " ")
+	return id
+}
+
+// localCheck computes locally (IOWaiter) and records the goroutine it ran
+// on, in order.
+type localCheck struct {
+	mu   *sync.Mutex
+	ran  *[]string
+	name string
+}
+
+func (c localCheck) WaitsOnIO() bool { return false }
+
+func (c localCheck) Run(context.Context, *CheckInput) (CheckResult, error) {
+	c.mu.Lock()
+	*c.ran = append(*c.ran, c.name+"@"+goroutineID())
+	c.mu.Unlock()
+	return CheckResult{Verdict: true, Data: c.name}, nil
+}
+
+// TestLocalChecksRunInline: hooks and checks that compute locally run on
+// the caller's goroutine, in order; those that may wait (here two that
+// meet each other) still run concurrently, and the results keep their
+// order.
+func TestLocalChecksRunInline(t *testing.T) {
+	var mu sync.Mutex
+	var ran []string
+	RegisterCheck("test.local1", localCheck{&mu, &ran, "1"})
+	RegisterCheck("test.local2", localCheck{&mu, &ran, "2"})
+	meet := &sync.WaitGroup{}
+	RegisterCheck("test.meetLocal", rendezvousCheck{meet})
+	self := goroutineID()
+	want := []string{"1@" + self, "2@" + self}
+	r := &Runner{}
+
+	specs := []Spec{{ID: "a", Checks: []CheckSpec{{ID: "test.local1"}}}, {ID: "b", Checks: []CheckSpec{{ID: "test.local2"}}}}
+	out := r.Run(context.Background(), BeforeRequest, specs, chatReq("hi"), nil)
+	if out.Failed || out.Hooks[0].Checks[0].Data != "1" || out.Hooks[1].Checks[0].Data != "2" || !slices.Equal(ran, want) {
+		t.Fatalf("hooks: ran %v, want %v; %+v", ran, want, out.Hooks)
+	}
+
+	ran = nil
+	meet.Add(2)
+	checks := []CheckSpec{{ID: "test.meetLocal"}, {ID: "test.local1"}, {ID: "test.meetLocal"}, {ID: "test.local2"}}
+	out = r.Run(context.Background(), BeforeRequest, []Spec{{ID: "h", Checks: checks}}, chatReq("hi"), nil)
+	views := out.Hooks[0].Checks
+	if out.Failed || len(views) != 4 || views[1].Data != "1" || views[3].Data != "2" || views[0].ID != "test.meetLocal" || !slices.Equal(ran, want) {
+		t.Fatalf("checks: ran %v, want %v; %+v", ran, want, views)
 	}
 }

@@ -76,11 +76,21 @@ type callState struct {
 
 type callKey struct{}
 
-// callCtx is the context of one call: the caller's, with the call's
-// state as the value of callKey (one allocation for both).
+// keptOutputBytes bounds the output buffer an instance keeps between calls.
+const keptOutputBytes = 4 << 10
+
+// callCtx is the context of one call: the caller's values, the call's
+// state as the value of callKey (one allocation for both), and as Done the
+// instance's stop channel, closed when the call's time limit passes or the
+// caller's context ends (plugin.run). With the runtime's
+// WithCloseOnContextDone, wazero closes the module when Done is closed
+// (with Err as the exit code), and the call returns. wazero's watcher
+// goroutine may read Done after the call returned, so a callCtx is never
+// reused.
 type callCtx struct {
 	context.Context
-	cs callState
+	inst *instance
+	cs   callState
 }
 
 func (c *callCtx) Value(key any) any {
@@ -88,6 +98,18 @@ func (c *callCtx) Value(key any) any {
 		return &c.cs
 	}
 	return c.Context.Value(key)
+}
+
+func (c *callCtx) Done() <-chan struct{} { return c.inst.stop }
+
+func (c *callCtx) Err() error {
+	switch c.inst.ended.Load() {
+	case endTimeout:
+		return context.DeadlineExceeded
+	case endCanceled:
+		return context.Canceled
+	}
+	return nil
 }
 
 func stateOf(ctx context.Context) *callState {
@@ -241,12 +263,33 @@ func (p *plugin) run(ctx context.Context, function string, in *hooks.CheckInput,
 		}
 		return hooks.CheckResult{}, &callError{errInstance, err.Error()}
 	}
-	cctx, cancel := context.WithTimeout(ctx, p.lim.timeout)
-	call := &callCtx{Context: cctx, cs: callState{p: p, function: function, in: in, params: params, maxBytes: p.lim.output}}
+	// The time limit and the caller's context end the call through the
+	// instance (callCtx): its reused timer, and an AfterFunc only when the
+	// caller's context can end; neither starts a goroutine unless it fires
+	// nor, unlike a context.WithTimeout per call, allocates.
+	call := &callCtx{Context: ctx, inst: inst, cs: callState{p: p, function: function, in: in, params: params,
+		maxBytes: p.lim.output, out: inst.out[:0]}}
 	cs := &call.cs
+	if inst.timer == nil {
+		inst.timer = time.AfterFunc(p.lim.timeout, inst.timeUp)
+	} else {
+		inst.timer.Reset(p.lim.timeout)
+	}
+	var stopCancel func() bool
+	if ctx.Done() != nil {
+		stopCancel = context.AfterFunc(ctx, inst.canceled)
+		if ctx.Err() != nil {
+			inst.canceled() // at once, not when AfterFunc's goroutine runs
+		}
+	}
 	res, callErr := inst.check.Call(call)
-	timedOut := errors.Is(cctx.Err(), context.DeadlineExceeded) && ctx.Err() == nil
-	cancel()
+	// When either had started, it ends (or ended) the instance's stop
+	// channel: the instance is not used again.
+	ended := !inst.timer.Stop()
+	if stopCancel != nil && !stopCancel() {
+		ended = true
+	}
+	timedOut := inst.ended.Load() == endTimeout && ctx.Err() == nil
 	inst.uses++
 
 	var out hooks.CheckResult
@@ -271,7 +314,10 @@ func (p *plugin) run(ctx context.Context, function string, in *hooks.CheckInput,
 			err = &callError{errOutput, "invalid output: " + err.Error()}
 		}
 	}
-	healthy := err == nil && !inst.mod.IsClosed() && inst.uses < p.maxUses && !p.lim.perRequest
+	if cap(cs.out) <= keptOutputBytes {
+		inst.out = cs.out // for the next call
+	}
+	healthy := err == nil && !ended && !inst.mod.IsClosed() && inst.uses < p.maxUses && !p.lim.perRequest
 	if healthy {
 		if mem := inst.mod.Memory(); mem != nil && mem.Size() > max(p.watermark, inst.initialMem) {
 			healthy = false
@@ -530,6 +576,10 @@ func (c *wasmCheck) Run(ctx context.Context, in *hooks.CheckInput) (hooks.CheckR
 	}
 	return res, nil
 }
+
+// WaitsOnIO implements hooks.IOWaiter: a guest only computes (it has no
+// network and no files), bounded by its call timeout, so it runs inline.
+func (c *wasmCheck) WaitsOnIO() bool { return false }
 
 // ValidateParams checks parameters against the JSON Schema of the
 // function in the plugin's current version (hooks.ParamsValidator): a

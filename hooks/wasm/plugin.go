@@ -8,6 +8,7 @@ import (
 	"log/slog"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/llm-gateway/gateway/hooks/jsonschema"
 	"github.com/tetratelabs/wazero"
@@ -91,7 +92,32 @@ type instance struct {
 	uses           int
 	initialMem     uint32 // memory size after _initialize
 	stdout, stderr *lineWriter
+
+	// What ends the call in progress early (see plugin.run): the timer of
+	// its time limit, or the caller's context ending, sets ended and
+	// closes stop, the Done channel of the call's context; wazero then
+	// closes the module. An instance whose call was ended is discarded.
+	out   []byte // the output buffer of the last call, when small
+	timer *time.Timer
+	stop  chan struct{}
+	ended atomic.Int32 // 0, endTimeout or endCanceled
 }
+
+// Why a call was ended.
+const (
+	endTimeout = 1 + iota
+	endCanceled
+)
+
+// end ends the call in progress for why, once.
+func (i *instance) end(why int32) {
+	if i.ended.CompareAndSwap(0, why) {
+		close(i.stop)
+	}
+}
+
+func (i *instance) timeUp()   { i.end(endTimeout) }
+func (i *instance) canceled() { i.end(endCanceled) }
 
 func (i *instance) close(ctx context.Context) {
 	_ = i.mod.Close(ctx)
@@ -278,7 +304,7 @@ func (p *plugin) instantiate(ctx context.Context) (*instance, error) {
 	}
 	ictx, cancel := context.WithTimeout(ctx, instantiateTimeout)
 	defer cancel()
-	inst := &instance{stdout: p.newLineWriter("stdout"), stderr: p.newLineWriter("stderr")}
+	inst := &instance{stdout: p.newLineWriter("stdout"), stderr: p.newLineWriter("stderr"), stop: make(chan struct{})}
 	mod, err := p.rt.InstantiateModule(ictx, p.compiled, p.modCfg.WithStdout(inst.stdout).WithStderr(inst.stderr))
 	if err != nil {
 		return nil, fmt.Errorf("instantiate: %s", firstLine(err.Error()))

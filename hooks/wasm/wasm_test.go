@@ -477,6 +477,45 @@ func TestTimeout(t *testing.T) {
 	}
 }
 
+// TestCallerCanceled: canceling the caller's context ends a call in
+// flight (not as a timeout), as does a context canceled before the call;
+// the instance is discarded and the plugin keeps serving.
+func TestCallerCanceled(t *testing.T) {
+	h := newHost(t, Options{PoolSize: 1})
+	mustLoad(t, h, guestManifest("go-spin", Limits{TimeoutMs: 1000}), 1, guestWasm)
+	h.mu.RLock()
+	p := h.plugins["go-spin"]
+	h.mu.RUnlock()
+	loop := mustCheck(t, h, "go-spin.loop")
+	ctx, cancel := context.WithCancel(context.Background())
+	go func() {
+		for { // cancel once the call is in flight
+			p.mu.Lock()
+			n := p.inflight
+			p.mu.Unlock()
+			if n > 0 {
+				break
+			}
+			time.Sleep(time.Millisecond)
+		}
+		cancel()
+	}()
+	_, err := loop.Run(ctx, chatInput(hooks.BeforeRequest, nil))
+	if err == nil || IsTimeout(err) || !strings.Contains(err.Error(), "canceled: context canceled") {
+		t.Fatalf("canceled call: %v", err)
+	}
+	if _, err := loop.Run(ctx, chatInput(hooks.BeforeRequest, nil)); err == nil || IsTimeout(err) || !strings.Contains(err.Error(), "canceled") {
+		t.Fatalf("call with a canceled context: %v", err)
+	}
+	if d := p.discarded.Load(); d < 1 {
+		t.Errorf("%d instances discarded, want the canceled call's", d)
+	}
+	waitPool(t, h, "go-spin")
+	if res, err := mustCheck(t, h, "go-spin.pass").Run(context.Background(), chatInput(hooks.BeforeRequest, nil)); err != nil || !res.Verdict {
+		t.Errorf("after cancellation: %v %v", res, err)
+	}
+}
+
 // TestOutOfMemory: a guest that allocates without end under a small limit
 // fails, and the plugin keeps serving. The call may take the cap of 1 s
 // (not the default 100 ms), so that a loaded machine (-race, packages

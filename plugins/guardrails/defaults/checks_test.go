@@ -527,3 +527,19 @@ func TestCountData(t *testing.T) {
 		}
 	}
 }
+
+// TestWaitsOnIO: exactly the checks that call out are run concurrently
+// by the hook runner; the others run inline.
+func TestWaitsOnIO(t *testing.T) {
+	callOut := map[string]bool{"default.inlineImageUrls": true, "default.jwt": true, "default.webhook": true,
+		"default.log": true, "default.validUrls": true}
+	for _, id := range IDs() {
+		w, ok := checks[id].(hooks.IOWaiter)
+		if !ok {
+			t.Fatalf("%s does not implement hooks.IOWaiter", id)
+		}
+		if w.WaitsOnIO() != callOut[id] {
+			t.Errorf("%s: WaitsOnIO %v, want %v", id, w.WaitsOnIO(), callOut[id])
+		}
+	}
+}

@@ -130,6 +130,7 @@ func fetchImage(ctx context.Context, raw string, maxBytes int64) (mediaType, b64
 }
 
 var inlineImageUrls = &check[inlineImagesCfg]{
+	waits: true, // fetches the images
 	parse: func(p *params) inlineImagesCfg {
 		return inlineImagesCfg{
 			providers: p.stringList("providers", false, false),

@@ -448,6 +448,7 @@ func jwtFail(reason string) (hooks.CheckResult, error) {
 }
 
 var jwtCheck = &check[jwtCfg]{
+	waits: true, // may fetch a JWKS
 	parse: parseJWT,
 	run: func(ctx context.Context, in *hooks.CheckInput, c jwtCfg) (hooks.CheckResult, error) {
 		var raw string

@@ -21,11 +21,16 @@ import (
 // config is read, and Run uses that result; without it (a check named by a
 // config that was never validated) Run parses the parameters itself, so
 // bad parameters are still refused (as a check error). A parsed C is
-// shared by concurrent calls: run must not change it.
+// shared by concurrent calls: run must not change it. A check that calls
+// out sets waits (hooks.IOWaiter), so the runner keeps it concurrent.
 type check[C any] struct {
 	parse func(p *params) C
 	run   func(ctx context.Context, in *hooks.CheckInput, c C) (hooks.CheckResult, error)
+	waits bool
 }
+
+// WaitsOnIO implements hooks.IOWaiter.
+func (c *check[C]) WaitsOnIO() bool { return c.waits }
 
 // prepared is a check's parsed parameters, marked with the check they
 // belong to (several checks share a C).

@@ -151,6 +151,7 @@ type webhookAnswer struct {
 }
 
 var webhook = &check[remoteCfg]{
+	waits: true, // posts to a URL
 	parse: parseRemote("webhookURL"),
 	run: func(ctx context.Context, in *hooks.CheckInput, c remoteCfg) (hooks.CheckResult, error) {
 		res, err := post(ctx, "webhook", c, in)
@@ -195,6 +196,7 @@ var webhook = &check[remoteCfg]{
 // ---- log ----
 
 var logCheck = &check[remoteCfg]{
+	waits: true, // posts to a URL
 	parse: parseRemote("logURL"),
 	run: func(ctx context.Context, in *hooks.CheckInput, c remoteCfg) (hooks.CheckResult, error) {
 		if _, err := post(ctx, "log", c, in); err != nil {

@@ -113,6 +113,7 @@ type urlsCfg struct {
 }
 
 var validUrls = &check[urlsCfg]{
+	waits: true, // resolves the hosts
 	parse: func(p *params) urlsCfg {
 		return urlsCfg{onlyDNS: p.boolean("onlyDNS", false), not: p.not()}
 	},
