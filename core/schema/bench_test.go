@@ -13,3 +13,15 @@ func BenchmarkValidateSmallChat(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkValidateChatParams validates a small chat completion with a
+// system and a user message and a few scalar parameters.
+func BenchmarkValidateChatParams(b *testing.B) {
+	body := []byte(`{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello"}],"temperature":0.7,"max_tokens":256,"stream":false}`)
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := chatStrict(body); err != nil {
+			b.Fatal(err.Message)
+		}
+	}
+}
