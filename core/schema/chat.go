@@ -333,7 +333,7 @@ func validFunctionName(name string) bool {
 func (v *validator) toolChoice(x any, tools nameSet) {
 	switch t := x.(type) {
 	case string:
-		s, ok := v.enum("tool_choice", t, false, "none", "auto", "required")
+		s, ok := v.enum("tool_choice", x, false, "none", "auto", "required")
 		if ok && s == "required" && tools.empty() {
 			v.add("tool_choice", "\"required\" requires tools")
 		}
@@ -375,7 +375,7 @@ func (v *validator) toolChoice(x any, tools nameSet) {
 func (v *validator) functionCall(x any, functions nameSet) {
 	switch t := x.(type) {
 	case string:
-		v.enum("function_call", t, false, "none", "auto")
+		v.enum("function_call", x, false, "none", "auto")
 	case map[string]any:
 		nx, ok := t["name"]
 		if !ok {

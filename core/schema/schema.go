@@ -558,18 +558,19 @@ func (v *validator) logitBias(m map[string]any) {
 		return
 	}
 	var bad []problem
-	for k, val := range obj {
-		p := member("logit_bias", k)
+	for k, val := range obj { // a key's path is rendered only for a problem
 		if !isTokenID(k) {
-			bad = append(bad, problem{p, fmt.Sprintf("logit_bias keys must be integer token ids, got %s", shown(k))})
+			bad = append(bad, problem{member("logit_bias", k), fmt.Sprintf("logit_bias keys must be integer token ids, got %s", shown(k))})
 			continue
 		}
 		n, ok := val.(json.Number)
 		if !ok {
+			p := member("logit_bias", k)
 			bad = append(bad, problem{p, fmt.Sprintf("%s must be a number, got %s", p, kind(val))})
 			continue
 		}
 		if f, _ := strconv.ParseFloat(string(n), 64); !(f >= -100 && f <= 100) {
+			p := member("logit_bias", k)
 			bad = append(bad, problem{p, fmt.Sprintf("%s must be between -100 and 100, got %s", p, shown(n))})
 		}
 	}
