@@ -74,22 +74,22 @@ func (v *validator) messages(m map[string]any) {
 		return
 	}
 	for i, el := range arr {
-		p := index("messages", i)
-		msg, ok := v.object(p, el, false)
-		if !ok {
-			continue
+		v.enter("messages", i)
+		if msg, ok := v.object("", el, false); ok {
+			v.message(msg)
 		}
-		v.message(p, msg)
+		v.leave()
 	}
 }
 
-func (v *validator) message(p string, msg map[string]any) {
+// message checks one message; paths are relative to it.
+func (v *validator) message(msg map[string]any) {
 	rx, ok := msg["role"]
 	if !ok {
-		v.add(p+".role", "is required")
+		v.add(".role", "is required")
 		return
 	}
-	role, ok := v.enum(p+".role", rx, false, chatRoles...)
+	role, ok := v.enum(".role", rx, false, chatRoles...)
 	if !ok {
 		return
 	}
@@ -97,59 +97,61 @@ func (v *validator) message(p string, msg map[string]any) {
 	switch role {
 	case "system", "developer", "user":
 		if !hasContent {
-			v.add(p+".content", "is required for role %s", role)
+			v.add(".content", "is required for role %s", role)
 		} else {
-			v.content(p+".content", content)
+			v.content(".content", content)
 		}
 	case "assistant":
 		hasContent = hasContent && content != nil
 		if hasContent {
-			v.content(p+".content", content)
+			v.content(".content", content)
 		}
 		hasCalls := false
 		if tc, ok := msg["tool_calls"]; ok && tc != nil {
-			if calls, ok := v.array(p+".tool_calls", tc, true); ok {
+			if calls, ok := v.array(".tool_calls", tc, true); ok {
 				hasCalls = len(calls) > 0
 				for j, c := range calls {
-					v.object(index(p+".tool_calls", j), c, false)
+					v.enter(".tool_calls", j)
+					v.object("", c, false)
+					v.leave()
 				}
 			}
 		}
 		hasFunc := false
 		if fc, ok := msg["function_call"]; ok && fc != nil {
-			_, hasFunc = v.object(p+".function_call", fc, true)
+			_, hasFunc = v.object(".function_call", fc, true)
 		}
 		if !hasContent && !hasCalls && !hasFunc {
-			v.add(p+".content", "is required for role assistant unless tool_calls or function_call is given")
+			v.add(".content", "is required for role assistant unless tool_calls or function_call is given")
 		}
 	case "tool":
 		if id, ok := msg["tool_call_id"]; !ok {
-			v.add(p+".tool_call_id", "is required for role tool")
+			v.add(".tool_call_id", "is required for role tool")
 		} else {
-			v.str(p+".tool_call_id", id, false)
+			v.str(".tool_call_id", id, false)
 		}
 		if hasContent && content != nil {
-			v.content(p+".content", content)
+			v.content(".content", content)
 		}
 	case "function":
 		if name, ok := msg["name"]; !ok {
-			v.add(p+".name", "is required for role function")
+			v.add(".name", "is required for role function")
 		} else {
-			v.str(p+".name", name, false)
+			v.str(".name", name, false)
 		}
 		if hasContent && content != nil {
-			v.content(p+".content", content)
+			v.content(".content", content)
 		}
 	}
 	if role != "function" {
 		if name, ok := msg["name"]; ok {
-			v.str(p+".name", name, true)
+			v.str(".name", name, true)
 		}
 	}
 }
 
-// content checks message content: a string or a non-empty array of parts,
-// each an object with a string type.
+// content checks message content at p: a string or a non-empty array of
+// parts, each an object with a string type.
 func (v *validator) content(p string, c any) {
 	switch t := c.(type) {
 	case string:
@@ -159,16 +161,15 @@ func (v *validator) content(p string, c any) {
 			return
 		}
 		for j, part := range t {
-			pp := index(p, j)
-			obj, ok := v.object(pp, part, false)
-			if !ok {
-				continue
+			v.enter(p, j)
+			if obj, ok := v.object("", part, false); ok {
+				if typ, ok := obj["type"]; !ok {
+					v.add(".type", "is required")
+				} else {
+					v.str(".type", typ, false)
+				}
 			}
-			if typ, ok := obj["type"]; !ok {
-				v.add(pp+".type", "is required")
-			} else {
-				v.str(pp+".type", typ, false)
-			}
+			v.leave()
 		}
 	default:
 		v.add(p, "must be a string or an array of content parts, got %s", kind(c))
@@ -263,42 +264,56 @@ func (v *validator) namedList(m map[string]any, key string, asTools bool) nameSe
 	}
 	set.names = make(map[string]bool, len(arr))
 	for i, el := range arr {
-		p := index(key, i)
-		obj, ok := v.object(p, el, false)
-		if !ok {
-			continue
-		}
-		fp := p
-		fn := obj
-		if asTools {
-			if tx, ok := obj["type"]; !ok {
-				v.add(p+".type", "is required")
-			} else {
-				v.enum(p+".type", tx, false, "function")
-			}
-			fp = p + ".function"
-			fx, ok := obj["function"]
-			if !ok {
-				v.add(fp, "is required")
-				continue
-			}
-			if fn, ok = v.object(fp, fx, false); !ok {
-				continue
-			}
-		}
-		if nx, ok := fn["name"]; !ok {
-			v.add(fp+".name", "is required")
-		} else if name, ok := v.str(fp+".name", nx, false); ok {
-			if validFunctionName(name) {
-				set.names[name] = true
-			} else {
-				v.add(fp+".name", "must match ^[a-zA-Z0-9_-]{1,64}$, got %s", shown(name))
-			}
-		}
-		optional(fn, "description", func(d any) { v.str(fp+".description", d, false) })
-		optional(fn, "parameters", func(ps any) { v.object(fp+".parameters", ps, false) })
+		v.enter(key, i)
+		v.namedEntry(el, asTools, set.names)
+		v.leave()
 	}
 	return set
+}
+
+// namedEntry checks one element of tools or functions, adding the name of
+// the function it declares to names.
+func (v *validator) namedEntry(el any, asTools bool, names map[string]bool) {
+	fn, ok := v.object("", el, false)
+	if !ok {
+		return
+	}
+	if !asTools {
+		v.function(fn, names)
+		return
+	}
+	if tx, ok := fn["type"]; !ok {
+		v.add(".type", "is required")
+	} else {
+		v.enum(".type", tx, false, "function")
+	}
+	fx, ok := fn["function"]
+	if !ok {
+		v.add(".function", "is required")
+		return
+	}
+	if fn, ok = v.object(".function", fx, false); !ok {
+		return
+	}
+	v.enter(".function", -1)
+	v.function(fn, names)
+	v.leave()
+}
+
+// function checks a function declaration {name, description, parameters},
+// adding its name to names.
+func (v *validator) function(fn map[string]any, names map[string]bool) {
+	if nx, ok := fn["name"]; !ok {
+		v.add(".name", "is required")
+	} else if name, ok := v.str(".name", nx, false); ok {
+		if validFunctionName(name) {
+			names[name] = true
+		} else {
+			v.add(".name", "must match ^[a-zA-Z0-9_-]{1,64}$, got %s", shown(name))
+		}
+	}
+	optional(fn, "description", func(d any) { v.str(".description", d, false) })
+	optional(fn, "parameters", func(ps any) { v.object(".parameters", ps, false) })
 }
 
 // validFunctionName reports whether name matches ^[a-zA-Z0-9_-]{1,64}$.
@@ -318,7 +333,7 @@ func validFunctionName(name string) bool {
 func (v *validator) toolChoice(x any, tools nameSet) {
 	switch t := x.(type) {
 	case string:
-		s, ok := v.enum("tool_choice", t, false, "none", "auto", "required")
+		s, ok := v.enum("tool_choice", x, false, "none", "auto", "required")
 		if ok && s == "required" && tools.empty() {
 			v.add("tool_choice", "\"required\" requires tools")
 		}
@@ -360,7 +375,7 @@ func (v *validator) toolChoice(x any, tools nameSet) {
 func (v *validator) functionCall(x any, functions nameSet) {
 	switch t := x.(type) {
 	case string:
-		v.enum("function_call", t, false, "none", "auto")
+		v.enum("function_call", x, false, "none", "auto")
 	case map[string]any:
 		nx, ok := t["name"]
 		if !ok {

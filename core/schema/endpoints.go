@@ -79,7 +79,8 @@ var elementKinds = map[string]string{"string": "a string", "number": "a token id
 // tokensOrStrings checks a completions prompt or an embeddings input: a
 // string, an array of strings, an array of token ids, or an array of token-id
 // arrays, all non-empty arrays. For embeddings (nonEmpty) strings must not be
-// empty and maxItems bounds the number of strings or token arrays.
+// empty and maxItems bounds the number of strings or token arrays. p names
+// a top-level field.
 func (v *validator) tokensOrStrings(p string, x any, nonEmpty bool, maxItems int) {
 	const kinds = "a string, an array of strings, an array of token ids or an array of token-id arrays"
 	switch t := x.(type) {
@@ -110,25 +111,34 @@ func (v *validator) tokensOrStrings(p string, x any, nonEmpty bool, maxItems int
 		return
 	}
 	for i, el := range arr {
-		ep := index(p, i)
+		v.enter(p, i)
 		if k := kind(el); k != first {
-			v.add(ep, "must be %s like %s, got %s", elementKinds[first], index(p, 0), k)
-			continue
+			v.add("", "must be %s like %s, got %s", elementKinds[first], index(p, 0), k)
+		} else {
+			v.tokensOrString(el, nonEmpty)
 		}
-		switch t := el.(type) {
-		case string:
-			if nonEmpty && t == "" {
-				v.add(ep, "must not be empty")
-			}
-		case json.Number:
-			v.integer(ep, t, false, 0, math.MaxInt64)
-		case []any:
-			if len(t) == 0 {
-				v.add(ep, "must not be an empty array")
-			}
-			for j, tok := range t {
-				v.integer(index(ep, j), tok, false, 0, math.MaxInt64)
-			}
+		v.leave()
+	}
+}
+
+// tokensOrString checks one element of a prompt or an input array, of the
+// same kind as the first.
+func (v *validator) tokensOrString(el any, nonEmpty bool) {
+	switch t := el.(type) {
+	case string:
+		if nonEmpty && t == "" {
+			v.add("", "must not be empty")
+		}
+	case json.Number:
+		v.integer("", t, false, 0, math.MaxInt64)
+	case []any:
+		if len(t) == 0 {
+			v.add("", "must not be an empty array")
+		}
+		for j, tok := range t {
+			v.enter("", j)
+			v.integer("", tok, false, 0, math.MaxInt64)
+			v.leave()
 		}
 	}
 }
@@ -186,18 +196,19 @@ func ValidateRerank(body []byte) (Info, *core.Error) {
 			v.add("documents", "must contain at least 1 document, got 0")
 		}
 		for i, d := range docs {
-			p := index("documents", i)
+			v.enter("documents", i)
 			switch t := d.(type) {
 			case string:
 			case map[string]any:
 				if tx, ok := t["text"]; !ok {
-					v.add(p+".text", "is required")
+					v.add(".text", "is required")
 				} else {
-					v.str(p+".text", tx, false)
+					v.str(".text", tx, false)
 				}
 			default:
-				v.add(p, "must be a string or an object with a text field, got %s", kind(d))
+				v.add("", "must be a string or an object with a text field, got %s", kind(d))
 			}
+			v.leave()
 		}
 	}
 	optional(m, "top_n", func(x any) { v.integer("top_n", x, false, 1, math.MaxInt64) })

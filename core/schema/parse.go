@@ -2,6 +2,7 @@ package schema
 
 import (
 	"encoding/json"
+	"sync"
 	"unicode/utf8"
 )
 
@@ -12,7 +13,9 @@ import (
 // anything it does not handle itself (invalid or unusual input), leaving
 // the verdict and its message to encoding/json.
 func fastObject(body []byte) (m map[string]any, ok bool) {
-	p := fastParser{b: body, s: string(body)}
+	st := stacksPool.Get().(*stacks)
+	defer st.release()
+	p := fastParser{b: body, s: string(body), st: st}
 	p.space()
 	if p.i >= len(p.b) || p.b[p.i] != '{' {
 		return nil, false
@@ -32,9 +35,40 @@ func fastObject(body []byte) (m map[string]any, ok bool) {
 const maxFastDepth = 1000
 
 type fastParser struct {
-	b []byte
-	s string // b, copied once: unescaped strings are slices of it
-	i int
+	b  []byte
+	s  string // b, copied once: unescaped strings are slices of it
+	i  int
+	st *stacks
+}
+
+// stacks hold the elements and members read of the arrays and objects
+// still open, so that each is made once at its final size. Parses reuse
+// them through stacksPool; what is popped is cleared, so an idle one keeps
+// no body alive.
+type stacks struct {
+	elems   []any
+	members []keyValue
+}
+
+type keyValue struct {
+	key string
+	val any
+}
+
+var stacksPool = sync.Pool{New: func() any { return new(stacks) }}
+
+// maxPooledStack bounds the stacks kept for reuse, so that one huge body
+// does not pin its buffers.
+const maxPooledStack = 1024
+
+// release empties st (a failed parse leaves entries) and pools it.
+func (st *stacks) release() {
+	clear(st.elems)
+	clear(st.members)
+	st.elems, st.members = st.elems[:0], st.members[:0]
+	if cap(st.elems) <= maxPooledStack && cap(st.members) <= maxPooledStack {
+		stacksPool.Put(st)
+	}
 }
 
 func (p *fastParser) space() {
@@ -72,12 +106,12 @@ func (p *fastParser) value(depth int) (any, bool) {
 	switch c := p.b[p.i]; {
 	case c == '{':
 		p.i++
-		m := map[string]any{}
 		p.space()
 		if p.i < len(p.b) && p.b[p.i] == '}' {
 			p.i++
-			return m, true
+			return map[string]any{}, true
 		}
+		open := len(p.st.members)
 		for {
 			p.space()
 			k, ok := p.str()
@@ -93,33 +127,51 @@ func (p *fastParser) value(depth int) (any, bool) {
 			if !ok {
 				return nil, false
 			}
-			m[k] = v
+			p.st.members = append(p.st.members, keyValue{k, v})
 			if end, ok := p.next('}'); !ok || end {
-				return m, ok
+				if !ok {
+					return nil, false
+				}
+				read := p.st.members[open:]
+				m := make(map[string]any, len(read))
+				for _, e := range read {
+					m[e.key] = e.val // a repeated key keeps its last value, as in encoding/json
+				}
+				clear(read)
+				p.st.members = p.st.members[:open]
+				return m, true
 			}
 		}
 	case c == '[':
 		p.i++
-		a := []any{}
 		p.space()
 		if p.i < len(p.b) && p.b[p.i] == ']' {
 			p.i++
-			return a, true
+			return []any{}, true
 		}
+		open := len(p.st.elems)
 		for {
 			p.space()
 			v, ok := p.value(depth + 1)
 			if !ok {
 				return nil, false
 			}
-			a = append(a, v)
+			p.st.elems = append(p.st.elems, v)
 			if end, ok := p.next(']'); !ok || end {
-				return a, ok
+				if !ok {
+					return nil, false
+				}
+				read := p.st.elems[open:]
+				a := make([]any, len(read))
+				copy(a, read)
+				clear(read)
+				p.st.elems = p.st.elems[:open]
+				return a, true
 			}
 		}
 	case c == '"':
 		s, ok := p.str()
-		return s, ok
+		return boxString(s), ok
 	case c == '-' || c >= '0' && c <= '9':
 		return p.number()
 	case p.literal("true"):
@@ -130,6 +182,30 @@ func (p *fastParser) value(depth int) (any, bool) {
 		return nil, true
 	}
 	return nil, false
+}
+
+// commonStrings are string values nearly every chat body has (message
+// roles, content part types); commonBoxed holds each boxed once, as
+// putting any other string into an interface allocates.
+var (
+	commonStrings = append(append([]string(nil), chatRoles...), "text", "image_url")
+	commonBoxed   = func() []any {
+		b := make([]any, len(commonStrings))
+		for i, s := range commonStrings {
+			b[i] = s
+		}
+		return b
+	}()
+)
+
+// boxString returns s as an any, shared for the common strings.
+func boxString(s string) any {
+	for i, c := range commonStrings {
+		if s == c {
+			return commonBoxed[i]
+		}
+	}
+	return s
 }
 
 // literal consumes word when the input continues with it.

@@ -90,3 +90,18 @@ func FuzzFastObject(f *testing.F) {
 func deep(b []byte) bool {
 	return strings.Count(string(b), "[")+strings.Count(string(b), "{") > maxFastDepth
 }
+
+// TestStacksRelease checks that pooled stacks keep no values of the parse
+// that used them, even one that failed with arrays and objects still open.
+func TestStacksRelease(t *testing.T) {
+	st := &stacks{}
+	st.elems = append(st.elems, "left open")
+	st.members = append(st.members, keyValue{"k", "left open"})
+	st.release()
+	if len(st.elems) != 0 || len(st.members) != 0 {
+		t.Fatalf("released stacks not empty: %d elements, %d members", len(st.elems), len(st.members))
+	}
+	if st.elems[:1][0] != nil || st.members[:1][0] != (keyValue{}) {
+		t.Fatal("released stacks still hold values")
+	}
+}

@@ -64,17 +64,49 @@ type problem struct {
 // validator collects the problems of one body.
 type validator struct {
 	problems []problem
+	// at is where the values being checked are (messages[2], then
+	// .content[0]): the paths given to the checks and to add are relative to
+	// it. It is rendered only when a problem is recorded, so checking a valid
+	// body builds no path strings.
+	at    [2]step
+	depth int
 }
 
-// add records a problem at path; the message is the path followed by the
-// formatted rule, so every message names its field.
-func (v *validator) add(path, format string, args ...any) {
+// step is one level of a location: name, relative to the level above, then
+// [index] unless index is negative.
+type step struct {
+	name  string
+	index int
+}
+
+// enter makes name[index] (name alone when index < 0), relative to the
+// current location, the location of the checks until the matching leave.
+func (v *validator) enter(name string, index int) {
+	v.at[v.depth] = step{name, index}
+	v.depth++
+}
+
+// leave returns to the location enter was called at.
+func (v *validator) leave() { v.depth-- }
+
+// path renders rel at the current location.
+func (v *validator) path(rel string) string {
+	p := ""
+	for _, s := range v.at[:v.depth] {
+		p += s.name
+		if s.index >= 0 {
+			p = index(p, s.index)
+		}
+	}
+	return p + rel
+}
+
+// add records a problem at rel (a path relative to the current location);
+// the message is the path followed by the formatted rule, so every message
+// names its field.
+func (v *validator) add(rel, format string, args ...any) {
+	path := v.path(rel)
 	v.problems = append(v.problems, problem{param: path, msg: path + " " + fmt.Sprintf(format, args...)})
-}
-
-// addMsg records a problem whose message does not start with the path.
-func (v *validator) addMsg(path, format string, args ...any) {
-	v.problems = append(v.problems, problem{param: path, msg: fmt.Sprintf(format, args...)})
 }
 
 // err turns the collected problems into one 400, or nil.
@@ -526,18 +558,19 @@ func (v *validator) logitBias(m map[string]any) {
 		return
 	}
 	var bad []problem
-	for k, val := range obj {
-		p := member("logit_bias", k)
+	for k, val := range obj { // a key's path is rendered only for a problem
 		if !isTokenID(k) {
-			bad = append(bad, problem{p, fmt.Sprintf("logit_bias keys must be integer token ids, got %s", shown(k))})
+			bad = append(bad, problem{member("logit_bias", k), fmt.Sprintf("logit_bias keys must be integer token ids, got %s", shown(k))})
 			continue
 		}
 		n, ok := val.(json.Number)
 		if !ok {
+			p := member("logit_bias", k)
 			bad = append(bad, problem{p, fmt.Sprintf("%s must be a number, got %s", p, kind(val))})
 			continue
 		}
 		if f, _ := strconv.ParseFloat(string(n), 64); !(f >= -100 && f <= 100) {
+			p := member("logit_bias", k)
 			bad = append(bad, problem{p, fmt.Sprintf("%s must be between -100 and 100, got %s", p, shown(n))})
 		}
 	}
