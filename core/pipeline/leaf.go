@@ -203,13 +203,13 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 		}
 	}
 
-	client := w.p.client
+	client, retryClient := w.p.client, w.p.retryClient
 	if lreq.Target.CustomHost {
-		client = w.p.guarded
+		client, retryClient = w.p.guarded, w.p.retryGuarded
 	}
 	var hresp *http.Response
 	if l.Retry != nil && l.Retry.Attempts > 0 {
-		hresp, res.retries, err = w.p.sendWithRetries(ctx, client, hr, l.Retry, deadline)
+		hresp, res.retries, err = w.p.sendWithRetries(retryClient, hr, l.Retry, deadline)
 	} else {
 		hresp, err = client.Do(hr)
 	}
