@@ -217,11 +217,11 @@ func blockedReason(err error) error {
 type streamBody struct {
 	*bufio.Reader
 	body   io.Closer
-	cancel func()
+	cancel context.CancelCauseFunc
 }
 
 func (s *streamBody) Close() error {
 	err := s.body.Close()
-	s.cancel()
+	s.cancel(nil)
 	return err
 }
