@@ -233,7 +233,7 @@ func toResponse(fresp *fasthttp.Response, r *http.Request) *http.Response {
 	delete(h, "Transfer-Encoding") // framing: the body is whole
 	body := fresp.Body()
 	code := fresp.StatusCode()
-	resp := &http.Response{
+	a := &answer{Response: http.Response{
 		Status:        status(code),
 		StatusCode:    code,
 		Proto:         "HTTP/1.1",
@@ -243,11 +243,16 @@ func toResponse(fresp *fasthttp.Response, r *http.Request) *http.Response {
 		ContentLength: int64(len(body)),
 		Close:         fresp.ConnectionClose(),
 		Request:       r,
-	}
-	ab := &answerBody{resp: fresp}
-	ab.Reader.Reset(body)
-	resp.Body = ab
-	return resp
+	}, body: answerBody{resp: fresp}}
+	a.body.Reader.Reset(body)
+	a.Response.Body = &a.body
+	return &a.Response
+}
+
+// answer is an answer and its body, allocated together.
+type answer struct {
+	http.Response
+	body answerBody
 }
 
 // statusLines are the Status of the codes with a text, made once.
