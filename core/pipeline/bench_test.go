@@ -8,6 +8,7 @@ import (
 	"testing"
 
 	"github.com/valyala/fasthttp"
+	"github.com/valyala/fasthttp/fasthttputil"
 
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/core/pipeline"
@@ -15,14 +16,36 @@ import (
 )
 
 // BenchmarkDoRoute sends a chat completion along configs like the
-// full-pipeline benchmark's (custom hosts on loopback, the answer read
-// whole over the fast transport). The upstream is a fasthttp server, so
-// allocs/op are nearly all the pipeline's.
+// full-pipeline benchmark's (custom hosts, the answer read whole over the
+// fast transport). The upstream is a fasthttp server, so allocs/op are
+// nearly all the pipeline's; "loopback" reaches it over TCP, "pipe" over
+// an in-memory connection, which leaves out the syscalls' CPU.
 func BenchmarkDoRoute(b *testing.B) {
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		b.Fatal(err)
-	}
+	b.Run("loopback", func(b *testing.B) {
+		ln, err := net.Listen("tcp", "127.0.0.1:0")
+		if err != nil {
+			b.Fatal(err)
+		}
+		policy, err := netguard.ParseTrusted("127.0.0.1")
+		if err != nil {
+			b.Fatal(err)
+		}
+		plain := transport.Provider()
+		plain.Proxy = nil
+		benchDoRoute(b, ln, "http://"+ln.Addr().String()+"/v1", plain, policy.NewTransport())
+	})
+	b.Run("pipe", func(b *testing.B) {
+		ln := fasthttputil.NewInmemoryListener()
+		std := transport.Provider()
+		std.Proxy = nil
+		std.DialContext = func(context.Context, string, string) (net.Conn, error) { return ln.Dial() }
+		benchDoRoute(b, ln, "http://upstream.test/v1", std, std)
+	})
+}
+
+// benchDoRoute serves the answer on ln and routes to it at host through
+// the plain and guarded standard transports, wrapped by transport.New.
+func benchDoRoute(b *testing.B, ln net.Listener, host string, plain, guarded *http.Transport) {
 	answer := []byte(`{"id":"chatcmpl-1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"` +
 		strings.Repeat("x", 1300) + `"},"finish_reason":"stop"}]}`)
 	srv := &fasthttp.Server{Handler: func(c *fasthttp.RequestCtx) {
@@ -33,15 +56,7 @@ func BenchmarkDoRoute(b *testing.B) {
 	}}
 	go srv.Serve(ln)
 	defer srv.Shutdown()
-	host := "http://" + ln.Addr().String() + "/v1"
-
-	policy, err := netguard.ParseTrusted("127.0.0.1")
-	if err != nil {
-		b.Fatal(err)
-	}
-	plain := transport.Provider()
-	plain.Proxy = nil
-	pt, gt := transport.New(plain), transport.New(policy.NewTransport())
+	pt, gt := transport.New(plain), transport.New(guarded)
 	defer pt.CloseIdleConnections()
 	defer gt.CloseIdleConnections()
 	pipe, err := pipeline.New(pipeline.Options{Client: &http.Client{Transport: pt}, GuardedClient: &http.Client{Transport: gt}})
