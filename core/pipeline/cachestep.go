@@ -36,8 +36,8 @@ type cacheStep struct {
 }
 
 // cacheLookup looks the request up under its leaf's cache settings.
-func (w *walk) cacheLookup(ctx context.Context, req *core.Request, l *config.Leaf, u *url.URL) *cacheStep {
-	cs := &cacheStep{status: string(cache.StatusDisabled)}
+func (w *walk) cacheLookup(ctx context.Context, req *core.Request, l *config.Leaf, u *url.URL) cacheStep {
+	cs := cacheStep{status: string(cache.StatusDisabled)}
 	if l.Cache == nil || w.p.cache == nil || !cacheable[req.Endpoint] || req.Method != http.MethodPost {
 		return cs
 	}
@@ -87,13 +87,13 @@ func cachedHeader(h http.Header) map[string][]string {
 }
 
 // saveBody caches a complete answer.
-func (cs *cacheStep) saveBody(resp *core.Response) {
+func (cs cacheStep) saveBody(resp *core.Response) {
 	cs.save(&cache.Entry{Status: resp.Status, Header: cachedHeader(resp.Header), Body: resp.Body})
 }
 
 // teeStream passes a streamed answer through while keeping a copy, cached
 // only when the stream ends cleanly and fits the limit.
-func (cs *cacheStep) teeStream(stream io.ReadCloser, resp *core.Response) io.ReadCloser {
+func (cs cacheStep) teeStream(stream io.ReadCloser, resp *core.Response) io.ReadCloser {
 	return &teeSave{ReadCloser: stream, save: func(body []byte) {
 		cs.save(&cache.Entry{Status: resp.Status, Header: cachedHeader(resp.Header), Body: body, Stream: true})
 	}}

@@ -304,7 +304,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 
 // route parses and resolves a config; vars replace placeholders such as
 // "$A" (pairs: "$A", url, ...).
-func route(t *testing.T, js string, vars ...string) *config.Node {
+func route(t testing.TB, js string, vars ...string) *config.Node {
 	t.Helper()
 	js = strings.NewReplacer(vars...).Replace(js)
 	c, err := config.Parse([]byte(js))

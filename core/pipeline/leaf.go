@@ -152,13 +152,18 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 		}
 	}
 
-	ctx, cancel := context.WithCancelCause(ctx)
+	// The call's own context, cancelled by the request timeout (or when the
+	// call is over); without a timeout, the caller's serves.
+	cancel := noCancel
 	var timer *time.Timer
 	var deadline time.Time
 	if lreq.Timeout > 0 {
+		var cancelCall context.CancelCauseFunc
+		ctx, cancelCall = context.WithCancelCause(ctx)
+		cancel = cancelCall
 		// On the real clock, as the timer is: Options.Now may be a fake.
 		deadline = time.Now().Add(lreq.Timeout)
-		timer = time.AfterFunc(lreq.Timeout, func() { cancel(errTimeout) })
+		timer = time.AfterFunc(lreq.Timeout, func() { cancelCall(errTimeout) })
 	}
 	if readWhole(w.req) {
 		ctx = transport.WholeAnswer(ctx, deadline)
@@ -203,13 +208,13 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 		}
 	}
 
-	client := w.p.client
+	client, retryClient := w.p.client, w.p.retryClient
 	if lreq.Target.CustomHost {
-		client = w.p.guarded
+		client, retryClient = w.p.guarded, w.p.retryGuarded
 	}
 	var hresp *http.Response
 	if l.Retry != nil && l.Retry.Attempts > 0 {
-		hresp, res.retries, err = w.p.sendWithRetries(ctx, client, hr, l.Retry, deadline)
+		hresp, res.retries, err = w.p.sendWithRetries(retryClient, hr, l.Retry, deadline)
 	} else {
 		hresp, err = client.Do(hr)
 	}
@@ -241,7 +246,7 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 			hresp.Body.Close()
 			return fail(errTimeout)
 		}
-		var stream io.ReadCloser = &streamBody{Reader: br, body: hresp.Body, cancel: func() { cancel(nil) }}
+		var stream io.ReadCloser = &streamBody{Reader: br, body: hresp.Body, cancel: cancel}
 		if cs.save != nil && ok2xx(resp.Status) {
 			stream = cs.teeStream(stream, resp)
 		}
@@ -263,6 +268,9 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 	res.resp = resp
 	return res
 }
+
+// noCancel is the cancel function of a call without a timeout of its own.
+func noCancel(error) {}
 
 // readWhole reports whether req's answer is read whole, so the fast
 // upstream client may send it: a JSON endpoint of the unified API whose

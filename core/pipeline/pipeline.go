@@ -13,6 +13,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"sync"
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
@@ -27,7 +28,8 @@ import (
 type Options struct {
 	// Providers by name; nil means every registered provider plugin.
 	Providers map[string]core.Provider
-	// Client sends to the providers' own base URLs.
+	// Client sends to the providers' own base URLs. Neither client may be
+	// changed after New.
 	Client *http.Client
 	// GuardedClient sends to user-supplied custom hosts; its transport must
 	// refuse private and reserved addresses (netguard).
@@ -61,6 +63,10 @@ type Pipeline struct {
 	rand         func() float64
 	maxRetryWait time.Duration
 	managed      core.ManagedTargets
+	// The clients as retries send through them (see forRetries), and the
+	// pooled retriers.
+	retryClient, retryGuarded *http.Client
+	retriers                  sync.Pool
 }
 
 // New builds a pipeline.
@@ -91,8 +97,11 @@ func New(o Options) (*Pipeline, error) {
 		names = append(names, n)
 	}
 	slices.Sort(names)
-	return &Pipeline{providers: o.Providers, names: names, client: o.Client, guarded: o.GuardedClient,
-		hooks: o.Hooks, cache: o.Cache, breakers: o.Breakers, now: o.Now, rand: o.Rand, maxRetryWait: o.MaxRetryWait, managed: o.Managed}, nil
+	p := &Pipeline{providers: o.Providers, names: names, client: o.Client, guarded: o.GuardedClient,
+		hooks: o.Hooks, cache: o.Cache, breakers: o.Breakers, now: o.Now, rand: o.Rand, maxRetryWait: o.MaxRetryWait, managed: o.Managed,
+		retryClient: forRetries(o.Client), retryGuarded: forRetries(o.GuardedClient)}
+	p.retriers.New = func() any { return newRetrier(p) }
+	return p, nil
 }
 
 // ProviderNames returns the names of the providers the pipeline can call,
@@ -208,11 +217,11 @@ func blockedReason(err error) error {
 type streamBody struct {
 	*bufio.Reader
 	body   io.Closer
-	cancel func()
+	cancel context.CancelCauseFunc
 }
 
 func (s *streamBody) Close() error {
 	err := s.body.Close()
-	s.cancel()
+	s.cancel(nil)
 	return err
 }

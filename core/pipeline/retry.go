@@ -3,7 +3,6 @@ package pipeline
 import (
 	"context"
 	"errors"
-	"io"
 	"math/rand/v2"
 	"net/http"
 	"slices"
@@ -33,76 +32,134 @@ func retryable(r *config.Retry, status int) bool {
 	return slices.Contains(codes, status)
 }
 
-// sendWithRetries sends hr through go-retryablehttp: up to r.Attempts
-// retries on the configured statuses and on failed connections, waiting
-// with exponential backoff and jitter, or as the provider's retry-after
-// asks when r.UseRetryAfterHeader. A retry that would end after deadline
-// (its wait, plus as long as the attempt before it took) is not made: the
-// last answer is returned instead of a timeout. deadline is on the real
-// clock, as the request timeout's timer is. It returns the retries made.
-func (p *Pipeline) sendWithRetries(ctx context.Context, client *http.Client, hr *http.Request, r *config.Retry, deadline time.Time) (*http.Response, int, error) {
-	attempt := 0
-	var wait time.Duration
-	var started time.Time // of the attempt in flight
-	shared := *client
-	if shared.Transport == nil {
-		shared.Transport = http.DefaultTransport
-	}
-	shared.Transport = keepIdle{shared.Transport}
-	rc := &retryablehttp.Client{
-		HTTPClient:   &shared,
-		RetryMax:     r.Attempts,
-		RetryWaitMin: retryWaitMin,
-		RetryWaitMax: retryWaitMax,
-		RequestLogHook: func(_ retryablehttp.Logger, _ *http.Request, n int) {
-			attempt, started = n, time.Now()
-		},
-		CheckRetry: func(ctx context.Context, resp *http.Response, err error) (bool, error) {
-			if ctx.Err() != nil {
-				return false, context.Cause(ctx)
-			}
-			if err != nil {
-				if errors.Is(err, netguard.ErrBlocked) {
-					return false, err
-				}
-			} else if !retryable(r, resp.StatusCode) {
-				return false, nil
-			}
-			wait = p.backoff(attempt, resp, r.UseRetryAfterHeader)
-			took := time.Since(started)
-			if !deadline.IsZero() && time.Now().Add(wait+took).After(deadline) {
-				return false, err
-			}
-			return true, err
-		},
-		Backoff:      func(_, _ time.Duration, _ int, _ *http.Response) time.Duration { return wait },
-		ErrorHandler: retryablehttp.PassthroughErrorHandler,
-	}
-	rreq, err := retryableRequest(hr)
-	if err != nil {
+// sendWithRetries sends hr through go-retryablehttp with client (made
+// by forRetries): up to r.Attempts retries on the configured statuses and on
+// failed connections, waiting with exponential backoff and jitter, or as
+// the provider's retry-after asks when r.UseRetryAfterHeader. A retry that
+// would end after deadline (its wait, plus as long as the attempt before it
+// took) is not made: the last answer is returned instead of a timeout.
+// deadline is on the real clock, as the request timeout's timer is. It
+// returns the retries made.
+func (p *Pipeline) sendWithRetries(client *http.Client, hr *http.Request, r *config.Retry, deadline time.Time) (*http.Response, int, error) {
+	rt := p.retriers.Get().(*retrier)
+	defer rt.release()
+	rt.client.HTTPClient, rt.client.RetryMax = client, r.Attempts
+	rt.r, rt.deadline = r, deadline
+	if err := rt.setRequest(hr); err != nil {
 		return nil, 0, err
 	}
-	resp, err := rc.Do(rreq)
+	resp, err := rt.client.Do(&rt.req)
 	if err != nil && resp != nil {
 		// PassthroughErrorHandler hands back both when the request's
 		// context ended with an answer in hand: the caller uses the error.
 		resp.Body.Close()
 		resp = nil
 	}
-	return resp, attempt, err
+	return resp, rt.attempt, err
 }
 
-// retryableRequest wraps hr for go-retryablehttp. A body the request can
-// replay (GetBody, set by http.NewRequest for in-memory bodies) is replayed
-// for each attempt instead of being read into one more copy.
-func retryableRequest(hr *http.Request) (*retryablehttp.Request, error) {
-	if hr.GetBody == nil || hr.Body == nil || hr.Body == http.NoBody {
-		return retryablehttp.FromRequest(hr)
+// retrier is one series of attempts: a go-retryablehttp client whose hooks
+// are bound to the retrier once, and what they keep of the request in
+// flight. The pipeline pools them, so a request builds no client and no
+// closures.
+type retrier struct {
+	p      *Pipeline
+	client retryablehttp.Client
+	req    retryablehttp.Request
+	// replay: each retry rewinds the body with hr.GetBody (see setRequest).
+	replay bool
+
+	r        *config.Retry
+	deadline time.Time
+	attempt  int           // of the attempt in flight (0 is the first)
+	started  time.Time     // of the attempt in flight
+	wait     time.Duration // before the next attempt, as CheckRetry chose it
+}
+
+func newRetrier(p *Pipeline) *retrier {
+	rt := &retrier{p: p}
+	rt.client = retryablehttp.Client{
+		RetryWaitMin:   retryWaitMin,
+		RetryWaitMax:   retryWaitMax,
+		RequestLogHook: rt.logRequest,
+		CheckRetry:     rt.checkRetry,
+		Backoff:        rt.backoff,
+		PrepareRetry:   rt.prepareRetry,
+		ErrorHandler:   retryablehttp.PassthroughErrorHandler,
 	}
-	getBody := hr.GetBody // SetBody replaces it
-	rreq := &retryablehttp.Request{Request: hr}
-	err := rreq.SetBody(retryablehttp.ReaderFunc(func() (io.Reader, error) { return getBody() }))
-	return rreq, err
+	return rt
+}
+
+// setRequest wraps hr for go-retryablehttp. A body the request can replay
+// (GetBody, set by http.NewRequest for in-memory bodies) is sent as it is
+// and replayed for each retry; any other is read into memory first.
+func (rt *retrier) setRequest(hr *http.Request) error {
+	if hr.GetBody == nil || hr.Body == nil || hr.Body == http.NoBody {
+		rreq, err := retryablehttp.FromRequest(hr)
+		if err != nil {
+			return err
+		}
+		rt.req = *rreq
+		return nil
+	}
+	rt.req, rt.replay = retryablehttp.Request{Request: hr}, true
+	return nil
+}
+
+// release forgets the request and pools rt.
+func (rt *retrier) release() {
+	rt.client.HTTPClient, rt.req, rt.replay, rt.r = nil, retryablehttp.Request{}, false, nil
+	rt.attempt, rt.wait = 0, 0
+	rt.p.retriers.Put(rt)
+}
+
+// logRequest is the RequestLogHook: attempt n is being sent.
+func (rt *retrier) logRequest(_ retryablehttp.Logger, _ *http.Request, n int) {
+	rt.attempt, rt.started = n, time.Now()
+}
+
+// checkRetry is the CheckRetry hook; it chooses the wait before the retry.
+func (rt *retrier) checkRetry(ctx context.Context, resp *http.Response, err error) (bool, error) {
+	if ctx.Err() != nil {
+		return false, context.Cause(ctx)
+	}
+	if err != nil {
+		if errors.Is(err, netguard.ErrBlocked) {
+			return false, err
+		}
+	} else if !retryable(rt.r, resp.StatusCode) {
+		return false, nil
+	}
+	rt.wait = rt.p.backoff(rt.attempt, resp, rt.r.UseRetryAfterHeader)
+	took := time.Since(rt.started)
+	if !rt.deadline.IsZero() && time.Now().Add(rt.wait+took).After(rt.deadline) {
+		return false, err
+	}
+	return true, err
+}
+
+// backoff is the Backoff hook: the wait checkRetry chose.
+func (rt *retrier) backoff(_, _ time.Duration, _ int, _ *http.Response) time.Duration { return rt.wait }
+
+// prepareRetry is the PrepareRetry hook: a replayed body starts over.
+func (rt *retrier) prepareRetry(r *http.Request) error {
+	if !rt.replay {
+		return nil // go-retryablehttp rewinds the body it read
+	}
+	body, err := r.GetBody()
+	r.Body = body
+	return err
+}
+
+// forRetries is c as go-retryablehttp sends through it: the same client
+// but for keepIdle around its transport.
+func forRetries(c *http.Client) *http.Client {
+	rc := *c
+	if rc.Transport == nil {
+		rc.Transport = http.DefaultTransport
+	}
+	rc.Transport = keepIdle{rc.Transport}
+	return &rc
 }
 
 // keepIdle hides its transport's CloseIdleConnections from go-retryablehttp,

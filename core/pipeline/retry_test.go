@@ -1,13 +1,19 @@
 package pipeline_test
 
 import (
+	"bytes"
+	"context"
 	"fmt"
+	"io"
 	"net/http"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/pipeline"
+	"github.com/llm-gateway/gateway/plugins/providers/openai"
 )
 
 func TestRetries(t *testing.T) {
@@ -222,4 +228,93 @@ func TestTimeouts(t *testing.T) {
 			}
 		})
 	}
+}
+
+// oneShotBody is the openai provider with a request body that cannot be
+// replayed (no GetBody), as a provider streaming its body would build.
+type oneShotBody struct{ core.Provider }
+
+func (p oneShotBody) BuildRequest(ctx context.Context, req *core.Request, t *core.Target) (*http.Request, error) {
+	hr, err := p.Provider.BuildRequest(ctx, req, t)
+	if err == nil {
+		hr.Body, hr.GetBody = io.NopCloser(bytes.NewReader(req.Body)), nil
+	}
+	return hr, err
+}
+
+// TestRetriesCarryTheBody: every attempt, and a redirect during the
+// retries, sends the request's whole body, whether the request can replay
+// it (GetBody) or the retries must keep a copy.
+func TestRetriesCarryTheBody(t *testing.T) {
+	t.Parallel()
+	redirect := func(_ int, w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/v1/moved" {
+			ok("a")(0, w, r)
+			return
+		}
+		http.Redirect(w, r, "/v1/moved", http.StatusTemporaryRedirect)
+	}
+	for _, tc := range []struct {
+		name     string
+		oneShot  bool
+		script   script
+		hits     int64
+		lastPath string
+	}{
+		{"replayable", false, failFirst(2, fail(503), ok("a")), 3, "/v1/chat/completions"},
+		{"not replayable", true, failFirst(2, fail(503), ok("a")), 3, "/v1/chat/completions"},
+		{"redirected on the retry", false, failFirst(1, fail(503), redirect), 3, "/v1/moved"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			var opts []envOption
+			if tc.oneShot {
+				opts = append(opts, func(o *pipeline.Options) {
+					o.Providers = map[string]core.Provider{"openai": oneShotBody{openai.New(openai.Compatible[0])}}
+				})
+			}
+			e := newEnv(t, opts...)
+			u := newUpstream(t, tc.script)
+			req := chat("a prompt long enough to notice a body cut short")
+			resp := e.mustDo(t, route(t, `{"custom_host":"$A","retry":{"attempts":2}}`, "$A", u.URL()), req)
+			if resp.Status != 200 || answeredBy(string(resp.Body)) != "a" || u.Hits() != tc.hits {
+				t.Fatalf("got %d %s after %d hits, want 200 from a after %d", resp.Status, resp.Body, u.Hits(), tc.hits)
+			}
+			if last := u.last(t); last.path != tc.lastPath {
+				t.Errorf("last request to %s, want %s", last.path, tc.lastPath)
+			}
+			u.mu.Lock()
+			defer u.mu.Unlock()
+			for i, r := range u.reqs {
+				if !bytes.Equal(r.body, req.Body) {
+					t.Errorf("request %d carried %q, want %q", i+1, r.body, req.Body)
+				}
+			}
+		})
+	}
+}
+
+// TestRetriesConcurrent: requests retrying at the same time through one
+// pipeline keep their own attempts, retry settings and upstreams.
+func TestRetriesConcurrent(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	var wg sync.WaitGroup
+	for i := range 12 {
+		fails := i % 3 // 0, 1 or 2 failures, each retried
+		tag := fmt.Sprint("u", i)
+		u := newUpstream(t, failFirst(fails, fail(503), ok(tag)))
+		root := route(t, fmt.Sprintf(`{"custom_host":%q,"retry":{"attempts":%d}}`, u.URL(), fails+1))
+		wg.Go(func() {
+			resp, err := e.pipe.DoRoute(context.Background(), chat("hi"), root)
+			if err != nil {
+				t.Errorf("%s: %v", tag, err)
+				return
+			}
+			if resp.Status != 200 || resp.RetryCount != fails || answeredBy(string(resp.Body)) != tag || u.Hits() != int64(fails+1) {
+				t.Errorf("%s: got %d %s with %d retries after %d hits, want 200 with %d retries", tag, resp.Status, resp.Body, resp.RetryCount, u.Hits(), fails)
+			}
+		})
+	}
+	wg.Wait()
 }

@@ -25,6 +25,9 @@ type walk struct {
 	before, after []hooks.HookResult
 	softFail      bool
 
+	// in is what strategies plan with, made on the walk's first group.
+	in routing.Input
+
 	// targets remembers the resolved targets of leaves with a circuit
 	// breaker, which need them to check the breaker and again to be
 	// called; a managed target costs a lookup (and maybe a secret) each time.
@@ -112,7 +115,10 @@ func (w *walk) route(ctx context.Context, n *config.Node) result {
 	if err != nil {
 		return result{err: core.Internal(err, "routing strategy %q is not available", n.Strategy.Mode)}
 	}
-	plan, err := strat.Plan(ctx, &routing.Input{Query: w.queryData, Available: w.available, Rand: w.p.rand}, n)
+	if w.in.Query == nil {
+		w.in = routing.Input{Query: w.queryData, Available: w.available, Rand: w.p.rand}
+	}
+	plan, err := strat.Plan(ctx, &w.in, n)
 	if err != nil {
 		return result{err: asCoreError(err)}
 	}

@@ -93,8 +93,22 @@ func (t *Transport) CloseIdleConnections() {
 	t.fast.CloseIdleConnections()
 }
 
-// wholeKey marks a context whose requests' answers are read whole.
+// wholeKey is the key a wholeCtx answers to with itself.
 type wholeKey struct{}
+
+// wholeCtx is a context marked by WholeAnswer: one allocation, where
+// context.WithValue would take a second to box the deadline.
+type wholeCtx struct {
+	context.Context
+	deadline time.Time
+}
+
+func (c *wholeCtx) Value(key any) any {
+	if key == (wholeKey{}) {
+		return c
+	}
+	return c.Context.Value(key)
+}
 
 // WholeAnswer marks ctx: the caller reads every answer sent with it to the
 // end before using it, so the answer may be buffered (it is never used for
@@ -102,7 +116,7 @@ type wholeKey struct{}
 // caller also cancels ctx then. Requests sent with an unmarked context use
 // the standard transport.
 func WholeAnswer(ctx context.Context, deadline time.Time) context.Context {
-	return context.WithValue(ctx, wholeKey{}, deadline)
+	return &wholeCtx{ctx, deadline}
 }
 
 // defaultUserAgent is what net/http sends when a request sets none; the
@@ -111,10 +125,11 @@ const defaultUserAgent = "Go-http-client/1.1"
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	deadline, ok := r.Context().Value(wholeKey{}).(time.Time)
+	whole, ok := r.Context().Value(wholeKey{}).(*wholeCtx)
 	if !ok || !t.fastCan(r) {
 		return t.Std.RoundTrip(r)
 	}
+	deadline := whole.deadline
 	ctx := r.Context()
 	if err := ctx.Err(); err != nil {
 		closeBody(r)
@@ -218,7 +233,7 @@ func toResponse(fresp *fasthttp.Response, r *http.Request) *http.Response {
 	delete(h, "Transfer-Encoding") // framing: the body is whole
 	body := fresp.Body()
 	code := fresp.StatusCode()
-	resp := &http.Response{
+	a := &answer{Response: http.Response{
 		Status:        status(code),
 		StatusCode:    code,
 		Proto:         "HTTP/1.1",
@@ -228,11 +243,16 @@ func toResponse(fresp *fasthttp.Response, r *http.Request) *http.Response {
 		ContentLength: int64(len(body)),
 		Close:         fresp.ConnectionClose(),
 		Request:       r,
-	}
-	ab := &answerBody{resp: fresp}
-	ab.Reader.Reset(body)
-	resp.Body = ab
-	return resp
+	}, body: answerBody{resp: fresp}}
+	a.body.Reader.Reset(body)
+	a.Response.Body = &a.body
+	return &a.Response
+}
+
+// answer is an answer and its body, allocated together.
+type answer struct {
+	http.Response
+	body answerBody
 }
 
 // statusLines are the Status of the codes with a text, made once.

@@ -376,3 +376,28 @@ func TestFastPathAnswerHeaders(t *testing.T) {
 		t.Errorf("after adding values: %s", got)
 	}
 }
+
+// TestWholeAnswerContext: the marked context is its parent's in every
+// other way: values, deadline, cancellation and its cause.
+func TestWholeAnswerContext(t *testing.T) {
+	type key struct{}
+	cause := errors.New("cause")
+	deadline := time.Now().Add(time.Hour)
+	parent, cancel := context.WithDeadline(context.WithValue(context.Background(), key{}, "v"), deadline)
+	parent, cancelCause := context.WithCancelCause(parent)
+	defer cancel()
+	ctx := transport.WholeAnswer(parent, time.Time{})
+	if ctx.Value(key{}) != "v" {
+		t.Errorf("value %v, want the parent's", ctx.Value(key{}))
+	}
+	if d, ok := ctx.Deadline(); !ok || !d.Equal(deadline) {
+		t.Errorf("deadline %v %v, want the parent's", d, ok)
+	}
+	child, stop := context.WithCancel(ctx)
+	defer stop()
+	cancelCause(cause)
+	<-child.Done()
+	if ctx.Err() != context.Canceled || context.Cause(ctx) != cause || context.Cause(child) != cause {
+		t.Errorf("err %v, cause %v, child's cause %v", ctx.Err(), context.Cause(ctx), context.Cause(child))
+	}
+}

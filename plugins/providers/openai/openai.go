@@ -93,7 +93,7 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	}
 	var body io.Reader = http.NoBody
 	if len(req.Body) > 0 {
-		body = bytes.NewReader(req.Body)
+		body = newBody(req.Body)
 	}
 	var hr *http.Request
 	var err error
@@ -109,6 +109,12 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	if err != nil {
 		return nil, err
 	}
+	if len(req.Body) > 0 {
+		// What http.NewRequest sets for a body it knows (a *bytes.Reader).
+		b := req.Body
+		hr.ContentLength = int64(len(b))
+		hr.GetBody = func() (io.ReadCloser, error) { return newBody(b), nil }
+	}
 	core.UpstreamHeader(hr.Header, req, t, p.pass)
 	for _, s := range p.static {
 		if v := hr.Header[s.name]; len(v) == 0 || v[0] == "" {
@@ -120,6 +126,19 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	}
 	return hr, nil
 }
+
+// bodyReader is a request body in memory. It closes, so http.NewRequest
+// takes it as it is (a *bytes.Reader would be wrapped in a NopCloser and
+// copied once more for GetBody), and it keeps bytes.Reader's WriteTo.
+type bodyReader struct{ bytes.Reader }
+
+func newBody(b []byte) *bodyReader {
+	r := &bodyReader{}
+	r.Reset(b)
+	return r
+}
+
+func (*bodyReader) Close() error { return nil }
 
 func init() {
 	for _, spec := range Compatible {

@@ -10,6 +10,7 @@ import (
 
 	"github.com/llm-gateway/gateway/core/config"
 	"github.com/llm-gateway/gateway/core/routing"
+	"github.com/llm-gateway/gateway/plugins/strategies/internal/order"
 )
 
 type strategy struct{}
@@ -19,7 +20,7 @@ func (strategy) Plan(_ context.Context, in *routing.Input, g *config.Node) (rout
 	if err != nil {
 		return routing.Plan{}, err
 	}
-	return routing.Plan{Order: []int{slices.Index(g.Children, chosen)}}, nil
+	return routing.Plan{Order: order.One(slices.Index(g.Children, chosen))}, nil
 }
 
 func init() { routing.Register(config.ModeConditional, strategy{}) }

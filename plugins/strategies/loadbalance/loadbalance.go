@@ -9,13 +9,15 @@ import (
 
 	"github.com/llm-gateway/gateway/core/config"
 	"github.com/llm-gateway/gateway/core/routing"
+	"github.com/llm-gateway/gateway/plugins/strategies/internal/order"
 )
 
 type strategy struct{}
 
 func (strategy) Plan(_ context.Context, in *routing.Input, g *config.Node) (routing.Plan, error) {
 	total := 0.0
-	avail := make([]int, 0, len(g.Children))
+	var buf [16]int // the available targets, on the stack for most groups
+	avail := buf[:0]
 	for i, c := range g.Children {
 		if c.Weight > 0 && (in.Available == nil || in.Available(c)) {
 			avail = append(avail, i)
@@ -32,10 +34,10 @@ func (strategy) Plan(_ context.Context, in *routing.Input, g *config.Node) (rout
 	x := r() * total
 	for _, i := range avail {
 		if x -= g.Children[i].Weight; x < 0 {
-			return routing.Plan{Order: []int{i}}, nil
+			return routing.Plan{Order: order.One(i)}, nil
 		}
 	}
-	return routing.Plan{Order: []int{avail[len(avail)-1]}}, nil
+	return routing.Plan{Order: order.One(avail[len(avail)-1])}, nil
 }
 
 func init() { routing.Register(config.ModeLoadbalance, strategy{}) }

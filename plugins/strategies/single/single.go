@@ -7,6 +7,7 @@ import (
 
 	"github.com/llm-gateway/gateway/core/config"
 	"github.com/llm-gateway/gateway/core/routing"
+	"github.com/llm-gateway/gateway/plugins/strategies/internal/order"
 )
 
 type strategy struct{}
@@ -15,7 +16,7 @@ func (strategy) Plan(_ context.Context, _ *routing.Input, g *config.Node) (routi
 	if len(g.Children) == 0 {
 		return routing.Plan{}, nil
 	}
-	return routing.Plan{Order: []int{0}}, nil
+	return routing.Plan{Order: order.One(0)}, nil
 }
 
 func init() { routing.Register(config.ModeSingle, strategy{}) }
