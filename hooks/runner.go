@@ -20,7 +20,8 @@ type CheckResultView struct {
 	Error         string  `json:"error,omitempty"`
 	ExecutionTime float64 `json:"execution_time"`
 	Transformed   bool    `json:"transformed"`
-	CreatedAt     string  `json:"created_at"`
+	// CreatedAt is in UTC; it is formatted (RFC 3339) only when encoded.
+	CreatedAt time.Time `json:"created_at"`
 }
 
 // HookResult is one hook's result as reported in hook_results.
@@ -34,7 +35,7 @@ type HookResult struct {
 	Feedback      json.RawMessage   `json:"feedback,omitempty"`
 	Transformed   bool              `json:"transformed"`
 	ExecutionTime float64           `json:"execution_time"`
-	CreatedAt     string            `json:"created_at"`
+	CreatedAt     time.Time         `json:"created_at"` // in UTC
 
 	body []byte // the transformed body, when Transformed
 }
@@ -204,7 +205,7 @@ func lookupCheck(id string) Check {
 func runHook(ctx context.Context, stage Stage, b boundHook, req *core.Request, resp *core.Response) HookResult {
 	start := time.Now()
 	h, checks := b.spec, b.checks
-	res := HookResult{ID: h.ID, Type: h.Type, Deny: h.Deny, Async: h.Async, Verdict: true, CreatedAt: start.UTC().Format(time.RFC3339Nano)}
+	res := HookResult{ID: h.ID, Type: h.Type, Deny: h.Deny, Async: h.Async, Verdict: true, CreatedAt: start.UTC()}
 	missing := h.Ref != "" && len(h.Checks) == 0
 	res.Checks = make([]CheckResultView, 0, len(checks)+1)
 	if missing {
@@ -306,7 +307,7 @@ func feedbackOf(h *Spec, verdict bool) json.RawMessage {
 // check that panics is an error, never a crash.
 func runCheck(ctx context.Context, stage Stage, spec *CheckSpec, c Check, req *core.Request, resp *core.Response) (out CheckResultView, body []byte) {
 	start := time.Now()
-	out = CheckResultView{ID: spec.ID, CreatedAt: start.UTC().Format(time.RFC3339Nano)}
+	out = CheckResultView{ID: spec.ID, CreatedAt: start.UTC()}
 	failOnError, _ := spec.Parameters["failOnError"].(bool)
 	fail := func(err error) {
 		out.Error = err.Error()

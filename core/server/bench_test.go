@@ -28,7 +28,7 @@ var benchAnswer = []byte(`{"id":"chatcmpl-0123456789","object":"chat.completion"
 
 // benchHookResults are the results of the benchmark's two input guardrails.
 func benchHookResults() *pipeline.HookResults {
-	at := time.Date(2026, 1, 2, 3, 4, 5, 678900000, time.UTC).Format(time.RFC3339Nano)
+	at := time.Date(2026, 1, 2, 3, 4, 5, 678900000, time.UTC)
 	return &pipeline.HookResults{
 		Before: []hooks.HookResult{
 			{ID: "input_guardrails[0]", Type: "guardrail", Verdict: true, Deny: false, ExecutionTime: 0.012, CreatedAt: at,

@@ -2,9 +2,11 @@ package server
 
 import (
 	"encoding/json"
+	"errors"
 	"slices"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llm-gateway/gateway/core/jsonenc"
 	"github.com/llm-gateway/gateway/core/pipeline"
@@ -155,8 +157,21 @@ func appendHook(dst []byte, h *hooks.HookResult, depth int) ([]byte, error) {
 		return dst, err
 	}
 	dst = append(dst, `,"created_at":`...)
-	dst = jsonenc.AppendString(dst, h.CreatedAt)
+	if dst, err = appendTime(dst, h.CreatedAt); err != nil {
+		return dst, err
+	}
 	return append(dst, '}'), nil
+}
+
+// appendTime writes t as json.Marshal does: quoted RFC 3339 with
+// nanoseconds, an error for a year it cannot write.
+func appendTime(dst []byte, t time.Time) ([]byte, error) {
+	if y := t.Year(); y < 0 || y > 9999 {
+		return dst, errors.New("hook results: created_at year outside [0,9999]")
+	}
+	dst = append(dst, '"')
+	dst = t.AppendFormat(dst, time.RFC3339Nano)
+	return append(dst, '"'), nil
 }
 
 // appendCheck writes one hooks.CheckResultView.
@@ -183,7 +198,9 @@ func appendCheck(dst []byte, c *hooks.CheckResultView, depth int) ([]byte, error
 	dst = append(dst, `,"transformed":`...)
 	dst = strconv.AppendBool(dst, c.Transformed)
 	dst = append(dst, `,"created_at":`...)
-	dst = jsonenc.AppendString(dst, c.CreatedAt)
+	if dst, err = appendTime(dst, c.CreatedAt); err != nil {
+		return dst, err
+	}
 	return append(dst, '}'), nil
 }
 

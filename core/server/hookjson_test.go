@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"math"
 	"testing"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
@@ -62,7 +63,7 @@ func hookResultsSample() *pipeline.HookResults {
 	return &pipeline.HookResults{
 		Before: []hooks.HookResult{{
 			ID: "input_guardrails[0]", Type: "guardrail", Verdict: true, Deny: true, Async: false, Transformed: true,
-			ExecutionTime: 1e-7, CreatedAt: "2026-01-02T03:04:05.6789Z", Feedback: json.RawMessage(` {"msg": "<b>&</b>"} `),
+			ExecutionTime: 1e-7, CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 678900000, time.UTC), Feedback: json.RawMessage(` {"msg": "<b>&</b>"} `),
 			Checks: []hooks.CheckResultView{
 				{ID: "default.wordCount", Verdict: true, ExecutionTime: 0.0123, Data: map[string]any{
 					"count": 2, "big": int64(1) << 60, "ratio": 1e21, "small": -2.5e-9, "zero": 0.0, "words": []string{"a", "<b>"},
@@ -70,7 +71,7 @@ func hookResultsSample() *pipeline.HookResults {
 					"nilList": []any(nil), "nilMap": map[string]any(nil), "text": "tab\t\"q\" \\ \x01 \x7f é \xff",
 					"other": struct{ A int }{3},
 				}},
-				{ID: "wat.nonEmpty", Verdict: false, Error: "failed: <x>", CreatedAt: "now"},
+				{ID: "wat.nonEmpty", Verdict: false, Error: "failed: <x>", CreatedAt: time.Date(2026, 1, 2, 3, 4, 5, 0, time.FixedZone("", 3600))},
 			},
 		}},
 		After: nil,
@@ -109,7 +110,7 @@ func FuzzAppendJSON(f *testing.F) {
 		if json.Unmarshal(data, &v) != nil {
 			v = s
 		}
-		hr := &pipeline.HookResults{Before: []hooks.HookResult{{ID: s, ExecutionTime: x, CreatedAt: s,
+		hr := &pipeline.HookResults{Before: []hooks.HookResult{{ID: s, ExecutionTime: x, CreatedAt: time.Unix(0, int64(x)).UTC(),
 			Checks: []hooks.CheckResultView{{ID: s, Data: v, Error: s, ExecutionTime: x}}}}}
 		for _, val := range []any{v, hr, map[string]any{s: v, "k": x}} {
 			want, werr := json.Marshal(val)
@@ -137,6 +138,25 @@ func TestSendWithHookResultsReplacesBody(t *testing.T) {
 		sendWithHookResults(c, []byte(tc.body), []string{"r"})
 		if got := string(c.Response().Body()); got != tc.want {
 			t.Errorf("%q: body %q, want %q", tc.body, got, tc.want)
+		}
+	}
+}
+
+// TestAppendTimeMatchesMarshal checks created_at against json.Marshal of a
+// time.Time, errors included.
+func TestAppendTimeMatchesMarshal(t *testing.T) {
+	for _, at := range []time.Time{
+		{},
+		time.Date(2026, 11, 22, 3, 4, 5, 0, time.UTC),
+		time.Date(2026, 11, 22, 3, 4, 5, 120000000, time.UTC),
+		time.Date(2026, 11, 22, 3, 4, 5, 1, time.FixedZone("", -5*3600-30*60)),
+		time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC),
+		time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC),
+	} {
+		want, werr := json.Marshal(at)
+		got, gerr := appendTime(nil, at)
+		if (werr != nil) != (gerr != nil) || (werr == nil && !bytes.Equal(got, want)) {
+			t.Errorf("%v: appendTime = %s, %v; json.Marshal: %s, %v", at, got, gerr, want, werr)
 		}
 	}
 }
