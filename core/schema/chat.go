@@ -282,22 +282,29 @@ func (v *validator) namedEntry(el any, asTools bool, names map[string]bool) {
 		v.function(fn, names)
 		return
 	}
-	if tx, ok := fn["type"]; !ok {
-		v.add(".type", "is required")
-	} else {
-		v.enum(".type", tx, false, "function")
-	}
-	fx, ok := fn["function"]
-	if !ok {
-		v.add(".function", "is required")
-		return
-	}
-	if fn, ok = v.object(".function", fx, false); !ok {
+	if fn, ok = v.typedFunction(fn); !ok {
 		return
 	}
 	v.enter(".function", -1)
 	v.function(fn, names)
 	v.leave()
+}
+
+// typedFunction checks {type: "function", function: {...}} at the current
+// location (a tool, or a tool_choice naming one) and returns the function
+// object.
+func (v *validator) typedFunction(obj map[string]any) (map[string]any, bool) {
+	if tx, ok := obj["type"]; !ok {
+		v.add(".type", "is required")
+	} else {
+		v.enum(".type", tx, false, "function")
+	}
+	fx, ok := obj["function"]
+	if !ok {
+		v.add(".function", "is required")
+		return nil, false
+	}
+	return v.object(".function", fx, false)
 }
 
 // function checks a function declaration {name, description, parameters},
@@ -338,17 +345,9 @@ func (v *validator) toolChoice(x any, tools nameSet) {
 			v.add("tool_choice", "\"required\" requires tools")
 		}
 	case map[string]any:
-		if tx, ok := t["type"]; !ok {
-			v.add("tool_choice.type", "is required")
-		} else {
-			v.enum("tool_choice.type", tx, false, "function")
-		}
-		fx, ok := t["function"]
-		if !ok {
-			v.add("tool_choice.function", "is required")
-			return
-		}
-		fn, ok := v.object("tool_choice.function", fx, false)
+		v.enter("tool_choice", -1)
+		fn, ok := v.typedFunction(t)
+		v.leave()
 		if !ok {
 			return
 		}

@@ -489,15 +489,7 @@ func TestCallerCanceled(t *testing.T) {
 	loop := mustCheck(t, h, "go-spin.loop")
 	ctx, cancel := context.WithCancel(context.Background())
 	go func() {
-		for { // cancel once the call is in flight
-			p.mu.Lock()
-			n := p.inflight
-			p.mu.Unlock()
-			if n > 0 {
-				break
-			}
-			time.Sleep(time.Millisecond)
-		}
+		waitInflight(p) // cancel once the call is in flight
 		cancel()
 	}()
 	_, err := loop.Run(ctx, chatInput(hooks.BeforeRequest, nil))
@@ -612,15 +604,7 @@ func TestLoadReplaceUnload(t *testing.T) {
 		_, err := c.Run(ctx, chatInput(hooks.BeforeRequest, nil))
 		errc <- err
 	}()
-	for { // wait until the call is in flight
-		v3.mu.Lock()
-		n := v3.inflight
-		v3.mu.Unlock()
-		if n > 0 {
-			break
-		}
-		time.Sleep(time.Millisecond)
-	}
+	waitInflight(v3)
 	mustLoad(t, h, tinyManifest("acme", Limits{}), 4, pass)
 	if v3.closed.Load() {
 		t.Error("v3 closed while a call runs on it")
@@ -980,5 +964,18 @@ func BenchmarkCheck(b *testing.B) {
 				}
 			})
 		}
+	}
+}
+
+// waitInflight returns once a call of p is in flight.
+func waitInflight(p *plugin) {
+	for {
+		p.mu.Lock()
+		n := p.inflight
+		p.mu.Unlock()
+		if n > 0 {
+			return
+		}
+		time.Sleep(time.Millisecond)
 	}
 }
