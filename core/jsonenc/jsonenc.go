@@ -20,6 +20,10 @@ const (
 	msb = 0x8080808080808080
 )
 
+// HighBits is the top bit of every byte of a word: it masks what HasByte
+// flags.
+const HighBits = msb
+
 // AppendFloat appends f as json.Marshal writes a float64: like %g, but
 // with ES6's exponent cutoffs and an unpadded exponent. NaN and infinities
 // are refused, as json.Marshal refuses them, and dst is returned unchanged.
@@ -153,13 +157,14 @@ func plainWord(s string, i int) bool {
 		uint64(s[i+4])<<32 | uint64(s[i+5])<<40 | uint64(s[i+6])<<48 | uint64(s[i+7])<<56
 	// Each term flags (in its bytes' top bit) a byte that is, in order:
 	// not ASCII, a control character, or one of the bytes escaped.
-	bad := w | (w-lsb*' ')&^w | hasByte(w, '"') | hasByte(w, '\\') | hasByte(w, '<') | hasByte(w, '>') | hasByte(w, '&')
+	bad := w | (w-lsb*' ')&^w | HasByte(w, '"') | HasByte(w, '\\') | HasByte(w, '<') | HasByte(w, '>') | HasByte(w, '&')
 	return bad&msb == 0
 }
 
-// hasByte flags, in their top bit, bytes of w equal to c (and possibly
-// bytes above one that is); it is zero when none is.
-func hasByte(w uint64, c byte) uint64 {
+// HasByte flags, in their top bit, the bytes of w equal to c, and possibly
+// bytes above one that is (a borrow): in a little-endian word the lowest
+// flagged byte is the first match. It is zero when none is.
+func HasByte(w uint64, c byte) uint64 {
 	x := w ^ lsb*uint64(c)
 	return (x - lsb) &^ x
 }

@@ -6,6 +6,7 @@ import (
 	"math/bits"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/jsonenc"
 )
 
 // Usage comes in the shapes of OpenAI chat and completions (prompt /
@@ -161,11 +162,9 @@ func skipSpace(b []byte, i int) int {
 func stringEnd(b []byte, i int) int {
 	j := i + 1
 	for n := j + shortString; j+8 <= len(b) && j < n; {
-		// The lowest flagged byte of the word is its first '"' or '\\'
-		// (a borrow only flags bytes above a match).
+		// The lowest flagged byte of the word is its first '"' or '\\'.
 		w := binary.LittleEndian.Uint64(b[j:])
-		q, e := w^(lsb*'"'), w^(lsb*'\\')
-		m := ((q-lsb)&^q | (e-lsb)&^e) & msb
+		m := (jsonenc.HasByte(w, '"') | jsonenc.HasByte(w, '\\')) & jsonenc.HighBits
 		if m == 0 {
 			j += 8
 			continue
@@ -199,12 +198,6 @@ func stringEnd(b []byte, i int) int {
 // shortString is about how many bytes of a string stringEnd looks at a
 // word at a time.
 const shortString = 32
-
-// Every byte's lowest and highest bit, for stringEnd's word-wide search.
-const (
-	lsb = 0x0101010101010101
-	msb = 0x8080808080808080
-)
 
 // valueEnd returns the offset just past the JSON value starting at b[i],
 // or -1 when it does not end.
