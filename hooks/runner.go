@@ -62,8 +62,9 @@ type Runner struct {
 // response): hooks in parallel and, within a hook, checks in parallel (in
 // order, each seeing the previous one's transform, when the hook is
 // sequential). Only hooks and checks that may wait on I/O run on goroutines
-// of their own; those that compute locally run inline (see IOWaiter). Async hooks run in the background on a copy of the input and
-// only log their results. With no hooks it returns at once.
+// of their own; those that compute locally run inline (see IOWaiter).
+// Async hooks run in the background on a copy of the input and only log
+// their results. With no hooks it returns at once.
 func (r *Runner) Run(ctx context.Context, stage Stage, specs []Spec, req *core.Request, resp *core.Response) Outcome {
 	if len(specs) == 0 {
 		return Outcome{}
