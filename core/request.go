@@ -118,10 +118,6 @@ type Response struct {
 	Status int
 	Header http.Header
 	Body   []byte
-	// JSON is Body already parsed (numbers as json.Number), when a stage has
-	// parsed it; nil otherwise. Whoever replaces Body sets JSON to nil.
-	// Read-only.
-	JSON map[string]any
 	// Stream is the still-open upstream body of a streamed answer; whoever
 	// writes it to the client closes it.
 	Stream io.ReadCloser

@@ -237,7 +237,7 @@ func runHook(ctx context.Context, stage Stage, b boundHook, req *core.Request, r
 				cur = &next
 			} else {
 				next := *curResp
-				next.Body, next.JSON = body, nil
+				next.Body = body
 				curResp = &next
 			}
 		}
