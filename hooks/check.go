@@ -69,8 +69,11 @@ type CheckResult struct {
 }
 
 // CheckInput is what a check sees: the request, and in afterResponseHook the
-// answer, plus the check's own parameters. The parsed forms are computed
-// once and shared by the checks of a stage; treat them as read-only.
+// answer, plus the check's own parameters. Each check gets its own input,
+// whose parsed forms are computed at most once for that check: the request's
+// is the validator's Request.JSON when it has one, shared by every check;
+// the answer's is parsed by each check that asks for it. Treat them as
+// read-only.
 type CheckInput struct {
 	Stage      Stage
 	Request    *core.Request
