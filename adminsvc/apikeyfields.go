@@ -136,9 +136,6 @@ func parseKeyFields(fields map[string]json.RawMessage, now time.Time, create boo
 		}
 	}
 	unknownFields(fields, "", known, &p)
-	for i := range p {
-		p[i].param = strings.TrimPrefix(p[i].param, ".")
-	}
 	slices.SortStableFunc(p, func(a, b problem) int { return strings.Compare(a.param, b.param) })
 	return b, p
 }

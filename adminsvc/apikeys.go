@@ -313,7 +313,7 @@ func viewOf(k store.APIKey, now time.Time) apiKeyView {
 		v.UserID = &k.UserID
 	}
 	v.UsageLimits = usageLimitsViewOf(k.UsageLimits, k.CurrentUsage)
-	if k.PrevHash != "" && k.TransitionExpiresAt != nil && now.Before(*k.TransitionExpiresAt) {
+	if inTransition(k, now) {
 		v.KeyTransitionExpiresAt = k.TransitionExpiresAt
 	}
 	if k.ExpiresAt != nil && !now.Before(*k.ExpiresAt) {

@@ -97,9 +97,6 @@ func (s *Service) rotateAPIKey(c *fiber.Ctx) error {
 				p.add("key_transition_period_ms", "must be a whole number of milliseconds ≥ %d (30 minutes)", minTransitionMS)
 			}
 		}
-		for i := range p {
-			p[i].param = strings.TrimPrefix(p[i].param, ".")
-		}
 		if err := p.err(); err != nil {
 			return err
 		}

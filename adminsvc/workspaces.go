@@ -441,7 +441,7 @@ func workspaceDependents(tx store.Tx, ws string) ([]string, error) {
 				WorkspaceID string `json:"workspace_id"`
 				Status      string `json:"status"`
 			}
-			if json.Unmarshal(raw, &r) == nil && r.WorkspaceID == ws && r.Status != store.StatusArchived && r.Status != "deleted" {
+			if json.Unmarshal(raw, &r) == nil && r.WorkspaceID == ws && r.Status != store.StatusArchived {
 				n++
 			}
 			return nil
