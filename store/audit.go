@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/json"
-	"log/slog"
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
@@ -42,16 +41,11 @@ type AuditWriter struct {
 }
 
 // AuditWriterOptions tune the batcher; zero values get defaults.
-type AuditWriterOptions struct {
-	QueueSize int           // default 8192
-	MaxBatch  int           // default 512
-	Interval  time.Duration // default 200ms
-	Logger    *slog.Logger
-}
+type AuditWriterOptions = BatchOptions
 
 // NewAuditWriter starts the background writer.
 func NewAuditWriter(st Store, o AuditWriterOptions) *AuditWriter {
-	return &AuditWriter{newBatcher(st, "audit log", batchOptions(o), BucketAuditLogs,
+	return &AuditWriter{newBatcher(st, "audit log", o, BucketAuditLogs,
 		func(rec *AuditRecord) string { return rec.ID },
 		func(rec *AuditRecord, b []byte) ([]byte, error) {
 			raw, err := json.Marshal(rec)

@@ -59,8 +59,9 @@ var errNoKey = errors.New("the record has no id")
 // of unusually large records does not pin its memory for good.
 const maxKeptBuffer = 1 << 20
 
-// batchOptions tune a batcher; zero values get defaults.
-type batchOptions struct {
+// BatchOptions tune the batcher of a log writer (LogWriterOptions,
+// AuditWriterOptions); zero values get defaults.
+type BatchOptions struct {
 	QueueSize int           // default 8192
 	MaxBatch  int           // default 512
 	Interval  time.Duration // default 200ms
@@ -69,7 +70,7 @@ type batchOptions struct {
 
 // newBatcher starts a writer storing records in bucket under key(rec), as
 // the JSON encode appends.
-func newBatcher[T any](st Store, what string, o batchOptions, bucket Bucket, key func(T) string,
+func newBatcher[T any](st Store, what string, o BatchOptions, bucket Bucket, key func(T) string,
 	encode func(T, []byte) ([]byte, error)) *batcher[T] {
 	if o.QueueSize <= 0 {
 		o.QueueSize = 8192

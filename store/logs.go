@@ -2,7 +2,6 @@ package store
 
 import (
 	"encoding/json"
-	"log/slog"
 	"slices"
 	"time"
 
@@ -17,16 +16,11 @@ type LogWriter struct {
 }
 
 // LogWriterOptions tune the batcher; zero values get defaults.
-type LogWriterOptions struct {
-	QueueSize int           // default 8192
-	MaxBatch  int           // default 512
-	Interval  time.Duration // default 200ms
-	Logger    *slog.Logger
-}
+type LogWriterOptions = BatchOptions
 
 // NewLogWriter starts the background writer.
 func NewLogWriter(st Store, o LogWriterOptions) *LogWriter {
-	return &LogWriter{newBatcher(st, "request log", batchOptions(o), BucketLogs,
+	return &LogWriter{newBatcher(st, "request log", o, BucketLogs,
 		func(rec *core.LogRecord) string { return rec.ID }, (*core.LogRecord).AppendJSON)}
 }
 

@@ -135,7 +135,7 @@ func (r *Resolver) value(ctx context.Context, ref string) (string, string, error
 	if ok && e.id == rec.ID && now.Before(e.expires) {
 		return e.value, rec.SecretKey, nil
 	}
-	auth, err := r.openAuth(rec)
+	auth, err := OpenAuth(r.cipher, rec.AuthConfig)
 	if err != nil {
 		return "", "", err
 	}
@@ -159,11 +159,6 @@ func (r *Resolver) load(ref string) (store.SecretReference, error) {
 		return rec, fmt.Errorf("%w: %q", ErrReferenceNotFound, ref)
 	}
 	return rec, err
-}
-
-// openAuth decrypts the reference's auth_config.
-func (r *Resolver) openAuth(rec store.SecretReference) (map[string]string, error) {
-	return OpenAuth(r.cipher, rec.AuthConfig)
 }
 
 // OpenAuth decrypts a sealed auth_config.

@@ -59,7 +59,7 @@ func (e *Engine) Admit(ctx context.Context, req *core.Request) (core.Admission, 
 			return nil, e.counterErr(err)
 		}
 		if w.Count >= r.limit {
-			return nil, tooMany(&r.scope, v, r, w.Count, w.Reset, now)
+			return nil, tooMany(r, v, w.Count, w.Reset, now)
 		}
 		a.tokens = append(a.tokens, hit[*rateRule]{r, v, k})
 	}
@@ -73,7 +73,7 @@ func (e *Engine) Admit(ctx context.Context, req *core.Request) (core.Admission, 
 			return nil, e.counterErr(err)
 		}
 		if !w.Allowed {
-			return nil, tooMany(&r.scope, v, r, w.Count, w.Reset, now)
+			return nil, tooMany(r, v, w.Count, w.Reset, now)
 		}
 		if rem := max(r.limit-w.Count, 0); !a.hasHdr || rem < a.remaining {
 			a.hasHdr, a.limit, a.remaining, a.resetSecs = true, r.limit, rem, ceilSeconds(w.Reset, now)
@@ -183,13 +183,13 @@ func (e *Engine) counterErr(err error) *core.Error {
 }
 
 // tooMany is the 429 of a rate limit, with retry-after and x-ratelimit-*.
-func tooMany(sc *scope, value string, r *rateRule, count int64, reset, now time.Time) *core.Error {
+func tooMany(r *rateRule, value string, count int64, reset, now time.Time) *core.Error {
 	secs := ceilSeconds(reset, now)
 	what := "requests"
 	if r.tokens {
 		what = "tokens"
 	}
-	msg := fmt.Sprintf("rate limit exceeded: %s allows %d %s per %s", sc.label, r.limit, what, unitNames[r.unit])
+	msg := fmt.Sprintf("rate limit exceeded: %s allows %d %s per %s", r.label, r.limit, what, unitNames[r.unit])
 	if value != "" {
 		msg += " for " + value
 	}

@@ -32,6 +32,17 @@ func (e *Engine) stateLocked(rule, value string) (*valueState, bool) {
 	return st, true
 }
 
+// statesLocked returns the states of rule's values. e.mu must be held.
+func (e *Engine) statesLocked(rule string) []*valueState {
+	var sts []*valueState
+	for _, st := range e.states {
+		if st.Rule == rule {
+			sts = append(sts, st)
+		}
+	}
+	return sts
+}
+
 // due reports the transitions a usage of total brings st to: the threshold
 // alert, and exhaustion.
 func (st *valueState) due(r *usageRule, total float64) (threshold, exhausted bool) {
@@ -209,11 +220,7 @@ func (e *Engine) resetRule(ctx context.Context, rule, value string, now time.Tim
 		st, _ := e.stateLocked(rule, value)
 		sts = append(sts, st)
 	} else {
-		for _, st := range e.states {
-			if st.Rule == rule {
-				sts = append(sts, st)
-			}
-		}
+		sts = e.statesLocked(rule)
 	}
 	var errs []error
 	for _, st := range sts {
@@ -365,12 +372,7 @@ func (e *Engine) limitChanged(ctx context.Context, rule string, oldLimit, newLim
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
-	var sts []*valueState
-	for _, st := range e.states {
-		if st.Rule == rule {
-			sts = append(sts, st)
-		}
-	}
+	sts := e.statesLocked(rule)
 	if len(sts) == 0 {
 		return nil
 	}
