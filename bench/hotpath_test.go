@@ -2,8 +2,9 @@ package bench_test
 
 // The hot path, in process: the real gateway app (server.New over the real
 // store, keys, pipeline, request-log writer, built-in guardrails and the
-// WASM host, wired as cmd/gateway does) on a loopback listener, in front
-// of the mock provider on an httptest server. Each scenario is a Test (run
+// WASM host, wired as cmd/gateway does, but without its limits engine,
+// managed providers, JWT and audit) on a loopback listener, in front of
+// the mock provider on an httptest server. Each scenario is a Test (run
 // a few times, checked, quick enough for `go test -race ./...`) and a
 // Benchmark (no thresholds):
 //
@@ -81,7 +82,8 @@ func gateway(tb testing.TB) *gw {
 }
 
 // startGateway wires the gateway as cmd/gateway's run does, in a
-// temporary data dir.
+// temporary data dir, leaving out the limits engine (server.Options.Limiter),
+// managed providers, JWT and the audit log.
 func startGateway() (g *gw, err error) {
 	var closers []func()
 	closeAll := func() {

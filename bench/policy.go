@@ -8,6 +8,8 @@ import (
 	"io"
 	"net/http"
 	"time"
+
+	"github.com/llm-gateway/gateway/sdk/client"
 )
 
 // RateLimitedKey prepares the full pipeline's rate limit through the admin
@@ -15,23 +17,26 @@ import (
 // rate-limit policy on that workspace's chat completions, counted per key,
 // with a limit no benchmark reaches. It returns the key's secret; requests
 // made with it pass the policy check on every call.
-func RateLimitedKey(ctx context.Context, client *http.Client, gatewayURL, adminKey string) (string, error) {
-	var key struct{ Key string }
-	if err := adminPost(ctx, client, gatewayURL+"/v1/api-keys/workspace/service", adminKey, map[string]any{
-		"name": "bench", "workspace_id": "default", "scopes": []string{"completions.write"},
-	}, &key); err != nil {
+func RateLimitedKey(ctx context.Context, hc *http.Client, gatewayURL, adminKey string) (string, error) {
+	kctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+	defer cancel()
+	key, err := admin(hc, gatewayURL, adminKey).APIKeys.Create(kctx, client.WorkspaceService, client.CreateAPIKey{
+		Name: "bench", WorkspaceID: "default", Scopes: []string{"completions.write"},
+	})
+	if err != nil {
 		return "", err
 	}
-	err := adminPost(ctx, client, gatewayURL+"/v1/policies/rate-limits", adminKey, map[string]any{
+	// The Go client has no policy routes: this one is plain HTTP.
+	err = adminPost(ctx, hc, gatewayURL+"/v1/policies/rate-limits", adminKey, map[string]any{
 		"name": "bench chat per key", "workspace_id": "default", "type": "requests", "unit": "rpm", "value": 1 << 40,
 		"conditions": []any{map[string]any{"key": "endpoint_type", "value": "chatComplete"}},
 		"group_by":   []any{map[string]any{"key": "api_key"}},
-	}, nil)
+	})
 	return key.Key, err
 }
 
-// adminPost sends one admin API request and decodes its answer into out.
-func adminPost(ctx context.Context, client *http.Client, url, adminKey string, body, out any) error {
+// adminPost sends one admin API request and checks that it succeeded.
+func adminPost(ctx context.Context, hc *http.Client, url, adminKey string, body any) error {
 	raw, err := json.Marshal(body)
 	if err != nil {
 		return err
@@ -44,7 +49,7 @@ func adminPost(ctx context.Context, client *http.Client, url, adminKey string, b
 	}
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("x-gateway-api-key", adminKey)
-	resp, err := client.Do(req)
+	resp, err := hc.Do(req)
 	if err != nil {
 		return err
 	}
@@ -52,9 +57,6 @@ func adminPost(ctx context.Context, client *http.Client, url, adminKey string, b
 	answer, _ := io.ReadAll(io.LimitReader(resp.Body, 1<<20))
 	if resp.StatusCode != http.StatusOK {
 		return fmt.Errorf("POST %s: %d %.300s", url, resp.StatusCode, answer)
-	}
-	if out != nil {
-		return json.Unmarshal(answer, out)
 	}
 	return nil
 }

@@ -52,6 +52,19 @@ func (x *expected) check(status int, body []byte) error {
 	if bytes.Contains(body, x.quoted) {
 		return nil // the exact bytes of the expected content are there
 	}
+	content, ok, err := firstContent(body)
+	if err != nil {
+		return fmt.Errorf("answer is not JSON (%v): %s", err, clip(body, 160))
+	}
+	if !ok || content != x.content {
+		return fmt.Errorf("choices[0].message.content differs from the mock's: %s", clip(body, 160))
+	}
+	return nil
+}
+
+// firstContent reads choices[0].message.content of a chat completion; ok
+// is false when there is no choice.
+func firstContent(body []byte) (content string, ok bool, err error) {
 	var a struct {
 		Choices []struct {
 			Message struct {
@@ -59,13 +72,10 @@ func (x *expected) check(status int, body []byte) error {
 			} `json:"message"`
 		} `json:"choices"`
 	}
-	if err := json.Unmarshal(body, &a); err != nil {
-		return fmt.Errorf("answer is not JSON (%v): %s", err, clip(body, 160))
+	if err := json.Unmarshal(body, &a); err != nil || len(a.Choices) == 0 {
+		return "", false, err
 	}
-	if len(a.Choices) == 0 || a.Choices[0].Message.Content != x.content {
-		return fmt.Errorf("choices[0].message.content differs from the mock's: %s", clip(body, 160))
-	}
-	return nil
+	return a.Choices[0].Message.Content, true, nil
 }
 
 func clip(b []byte, n int) string {
@@ -409,17 +419,11 @@ func probe(ctx context.Context, ep endpoint) (*expected, error) {
 	if resp.StatusCode() != 200 {
 		return nil, fmt.Errorf("mock answered %d: %s", resp.StatusCode(), clip(resp.Body(), 200))
 	}
-	var a struct {
-		Choices []struct {
-			Message struct {
-				Content string `json:"content"`
-			} `json:"message"`
-		} `json:"choices"`
-	}
-	if err := json.Unmarshal(resp.Body(), &a); err != nil || len(a.Choices) == 0 || a.Choices[0].Message.Content == "" {
+	content, _, err := firstContent(resp.Body())
+	if err != nil || content == "" {
 		return nil, fmt.Errorf("unexpected mock answer: %s", clip(resp.Body(), 200))
 	}
-	x := &expected{content: a.Choices[0].Message.Content}
+	x := &expected{content: content}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)
