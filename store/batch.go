@@ -136,19 +136,12 @@ func (b *batcher[T]) run() {
 	defer close(b.done)
 	tick := time.NewTicker(b.interval)
 	defer tick.Stop()
-	released := time.Now()
 	for {
 		select {
 		case <-b.wake:
 			b.writeQueued()
 		case <-tick.C:
 			b.writeQueued()
-			if r, ok := b.st.(mappedReleaser); ok && time.Since(released) >= releaseMappedEvery {
-				if err := r.ReleaseMapped(); err != nil {
-					b.log.Warn("releasing the store's mapped pages failed", "error", err)
-				}
-				released = time.Now()
-			}
 		case ack := <-b.flushReq:
 			b.writeQueued()
 			close(ack)

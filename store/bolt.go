@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"sync"
 	"time"
 
 	bolt "go.etcd.io/bbolt"
@@ -16,7 +17,12 @@ import (
 const FileName = "gateway.db"
 
 // boltStore is the embedded Store on bbolt.
-type boltStore struct{ db *bolt.DB }
+type boltStore struct {
+	db        *bolt.DB
+	stop      chan struct{} // ends releaseLoop
+	done      chan struct{} // closed when releaseLoop has ended
+	closeOnce sync.Once
+}
 
 // Open opens (creating when needed) the store in dir. Only one process may
 // hold a data directory at a time; a second one gets a clear error instead of
@@ -42,7 +48,9 @@ func Open(dir string, opts ...Option) (Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("prepare %s: %w", path, err)
 	}
-	return &boltStore{db: db}, nil
+	s := &boltStore{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	go s.releaseLoop()
+	return s, nil
 }
 
 func (s *boltStore) View(fn func(Tx) error) error {
@@ -53,7 +61,14 @@ func (s *boltStore) Update(fn func(Tx) error) error {
 	return s.db.Update(func(tx *bolt.Tx) error { return fn(boltTx{tx}) })
 }
 
-func (s *boltStore) Close() error { return s.db.Close() }
+// Close stops the store's background work and closes the file.
+func (s *boltStore) Close() error {
+	s.closeOnce.Do(func() {
+		close(s.stop)
+		<-s.done
+	})
+	return s.db.Close()
+}
 
 type boltTx struct{ tx *bolt.Tx }
 

@@ -49,7 +49,7 @@ func TestReleaseMapped(t *testing.T) {
 	if loaded < 1024 {
 		t.Fatalf("only %d kB of the store mapped after reading it all", loaded)
 	}
-	if err := st.(mappedReleaser).ReleaseMapped(); err != nil {
+	if err := st.(*boltStore).ReleaseMapped(); err != nil {
 		t.Fatal(err)
 	}
 	if after := mappedKB(t, path); after > loaded/4 {
