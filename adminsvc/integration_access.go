@@ -84,13 +84,7 @@ func (s *Service) putIntegrationWorkspaces(c *fiber.Ctx) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadManaged(); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{})
+	return s.answerReloaded(c, err)
 }
 
 // parseWorkspaceEntries reads [{id*, enabled*, usage_limits, rate_limits}];

@@ -299,11 +299,5 @@ func deleteManaged[T any](s *Service, c *fiber.Ctx, k managedKind[T]) error {
 		}
 		return tx.Delete(k.bucket, *k.fields(&rec).id)
 	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadManaged(); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{})
+	return s.answerReloaded(c, err)
 }
