@@ -13,12 +13,15 @@ const masked = "****"
 // larger one is recorded as a summary only.
 const maxAuditBody = 256 << 10
 
+// nameSeparators drops the separators sensitiveName ignores.
+var nameSeparators = strings.NewReplacer("-", "", "_", "", ".", "")
+
 // sensitiveName reports whether a body field, query parameter or header
 // with this name carries a secret: api_key, x-gateway-api-key, secret,
 // client_secret, token, access_token, password, auth_config, credentials,
 // Authorization, Cookie... ("max_tokens" and "key_id" are not).
 func sensitiveName(name string) bool {
-	n := strings.NewReplacer("-", "", "_", "", ".", "").Replace(strings.ToLower(name))
+	n := nameSeparators.Replace(strings.ToLower(name))
 	switch n {
 	case "authconfig", "authorization", "proxyauthorization", "auth", "cookie", "setcookie":
 		return true

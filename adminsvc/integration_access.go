@@ -37,7 +37,8 @@ func (s *Service) getIntegrationWorkspaces(c *fiber.Ctx) error {
 // putIntegrationWorkspaces sets which workspaces may use an organisation
 // integration: entries are merged by id (override_existing_workspace_access
 // replaces the list), global_workspace_access.enabled covers the workspaces
-// without an entry. Limits are stored here and enforced by the limits work.
+// without an entry. The entries' limits are stored, not enforced (the
+// limits engine does not read them).
 func (s *Service) putIntegrationWorkspaces(c *fiber.Ctx) error {
 	caller := principal(c)
 	fields, cerr := decodeObject(c.Body())
@@ -83,13 +84,7 @@ func (s *Service) putIntegrationWorkspaces(c *fiber.Ctx) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadManaged(); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{})
+	return s.answerReloaded(c, err)
 }
 
 // parseWorkspaceEntries reads [{id*, enabled*, usage_limits, rate_limits}];

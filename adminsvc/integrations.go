@@ -379,13 +379,7 @@ func (s *Service) updateIntegration(c *fiber.Ctx) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadManaged(); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{})
+	return s.answerReloaded(c, err)
 }
 
 // deleteIntegration removes an integration. While providers use it the
@@ -426,13 +420,7 @@ func (s *Service) deleteIntegration(c *fiber.Ctx) error {
 		}
 		return tx.Delete(store.BucketIntegrations, rec.ID)
 	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadManaged(); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{})
+	return s.answerReloaded(c, err)
 }
 
 // reloadManaged rebuilds the managed-target snapshot after a change, then
@@ -444,4 +432,16 @@ func (s *Service) reloadManaged() error {
 		}
 	}
 	return s.reloadLimits()
+}
+
+// answerReloaded answers {} for a stored change (err nil) once the
+// snapshots are reloaded, or err.
+func (s *Service) answerReloaded(c *fiber.Ctx, err error) error {
+	if err != nil {
+		return err
+	}
+	if err := s.reloadManaged(); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{})
 }

@@ -35,15 +35,15 @@ type ManagedOptions struct {
 // opened, access rules flattened.
 type managedEntry struct {
 	what        string // "provider @x" or "virtual key x"
-	id          string // the provider's or virtual key's id
 	workspaceID string
 	status      string
 	expiresAt   *time.Time
 	// allowed is false when the provider's integration is not enabled for
 	// the provider's workspace.
-	allowed  bool
-	integ    string // the integration's slug
-	integID  string
+	allowed bool
+	integ   string // the integration's slug
+	// target is what a request is sent to, with ProviderID (and, for a
+	// provider, IntegrationID) set.
 	target   core.Target
 	mappings []store.SecretMapping
 	broken   error // the credential could not be opened
@@ -107,13 +107,16 @@ func (m *Managed) Reload() error {
 		if !ok {
 			continue // its integration is gone: unknown
 		}
-		e := &managedEntry{what: "provider @" + pr.Slug, id: pr.ID, workspaceID: pr.WorkspaceID, status: pr.Status, expiresAt: pr.ExpiresAt,
-			allowed: integrationAllows(in, pr.WorkspaceID), integ: in.Slug, integID: in.ID, target: targets[in.ID], mappings: in.SecretMappings, broken: broken[in.ID]}
+		t := targets[in.ID]
+		t.ProviderID, t.IntegrationID = pr.ID, in.ID
+		e := &managedEntry{what: "provider @" + pr.Slug, workspaceID: pr.WorkspaceID, status: pr.Status, expiresAt: pr.ExpiresAt,
+			allowed: integrationAllows(in, pr.WorkspaceID), integ: in.Slug, target: t, mappings: in.SecretMappings, broken: broken[in.ID]}
 		s.providers[pr.Slug], s.providers[pr.ID] = e, e
 	}
 	for _, vk := range vks {
 		t, berr := m.targetOf(vk.AIProviderID, vk.Key, vk.Configurations)
-		e := &managedEntry{what: "virtual key " + vk.Slug, id: vk.ID, workspaceID: vk.WorkspaceID, status: vk.Status, expiresAt: vk.ExpiresAt,
+		t.ProviderID = vk.ID
+		e := &managedEntry{what: "virtual key " + vk.Slug, workspaceID: vk.WorkspaceID, status: vk.Status, expiresAt: vk.ExpiresAt,
 			allowed: true, target: t, mappings: vk.SecretMappings, broken: berr}
 		s.vkeys[vk.Slug], s.vkeys[vk.ID] = e, e
 	}
@@ -147,13 +150,16 @@ func (m *Managed) targetOf(provider, sealedKey string, cfg store.ProviderConfig)
 // exhausted: 412; a secret reference that cannot be fetched: 502.
 func (m *Managed) Resolve(ctx context.Context, ref string, virtualKey bool, p *core.Principal) (core.Target, *core.Error) {
 	s := m.snap.Load()
-	set, what, param := s.providers, "provider @"+ref, "x-gateway-provider"
+	set := s.providers
 	if virtualKey {
-		set, what, param = s.vkeys, "virtual key "+ref, "x-gateway-virtual-key"
+		set = s.vkeys
 	}
 	e, ok := set[ref]
 	if !ok || (p != nil && !p.IsOrganisationKey() && e.workspaceID != p.WorkspaceID) {
-		return core.Target{}, core.BadRequest(param, "no %s in this workspace", what)
+		if virtualKey {
+			return core.Target{}, core.BadRequest("x-gateway-virtual-key", "no virtual key %s in this workspace", ref)
+		}
+		return core.Target{}, core.BadRequest("x-gateway-provider", "no provider @%s in this workspace", ref)
 	}
 	now := m.o.Now()
 	switch {
@@ -168,10 +174,6 @@ func (m *Managed) Resolve(ctx context.Context, ref string, virtualKey bool, p *c
 			Message: e.what + " has exhausted its usage limit; reset it with reset_usage to use it again"}
 	}
 	t := e.target
-	t.ProviderID = e.id
-	if !virtualKey {
-		t.IntegrationID = e.integID
-	}
 	for _, mp := range e.mappings {
 		if err := m.applySecret(ctx, &t, mp, e.what); err != nil {
 			return core.Target{}, err

@@ -88,6 +88,19 @@ func (k managedKind[T]) load(tx store.Tx, caller *core.Principal, ref string) (T
 	return rec, nil
 }
 
+// loadToManage is load for a change: the caller must also manage the
+// record's workspace.
+func (k managedKind[T]) loadToManage(tx store.Tx, caller *core.Principal, ref string) (T, error) {
+	rec, err := k.load(tx, caller, ref)
+	if err != nil {
+		return rec, err
+	}
+	if err := canManageInWorkspace(caller, *k.fields(&rec).workspaceID, k.plural); err != nil {
+		return rec, err
+	}
+	return rec, nil
+}
+
 // createManaged stores *rec, a new record, in workspace wsRef after check
 // (the kind's own checks in the same transaction, given the workspace), and
 // answers its id and slug.
@@ -198,14 +211,11 @@ func updateManaged[T any](s *Service, c *fiber.Ctx, k managedKind[T], known, imm
 	var reset bool
 	var id string // of the record updated
 	err := s.st.Update(func(tx store.Tx) error {
-		rec, err := k.load(tx, caller, c.Params("slug"))
+		rec, err := k.loadToManage(tx, caller, c.Params("slug"))
 		if err != nil {
 			return err
 		}
 		f := k.fields(&rec)
-		if err := canManageInWorkspace(caller, *f.workspaceID, k.plural); err != nil {
-			return err
-		}
 		var p problems
 		for _, name := range immutable {
 			if _, ok := fields[name]; ok {
@@ -283,21 +293,11 @@ func deleteManaged[T any](s *Service, c *fiber.Ctx, k managedKind[T]) error {
 		return err
 	}
 	err := s.st.Update(func(tx store.Tx) error {
-		rec, err := k.load(tx, caller, c.Params("slug"))
+		rec, err := k.loadToManage(tx, caller, c.Params("slug"))
 		if err != nil {
 			return err
 		}
-		f := k.fields(&rec)
-		if err := canManageInWorkspace(caller, *f.workspaceID, k.plural); err != nil {
-			return err
-		}
-		return tx.Delete(k.bucket, *f.id)
+		return tx.Delete(k.bucket, *k.fields(&rec).id)
 	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadManaged(); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{})
+	return s.answerReloaded(c, err)
 }
