@@ -11,5 +11,7 @@ type ManagedTargets interface {
 	// Resolve returns the target for ref (a provider slug without "@", or
 	// a virtual key slug when virtualKey is set) as principal p may use
 	// it, or a 4xx saying why not (5xx when a secret cannot be fetched).
+	// ref may point into the request's buffers: it must not be kept past
+	// the call.
 	Resolve(ctx context.Context, ref string, virtualKey bool, p *Principal) (Target, *Error)
 }

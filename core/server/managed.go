@@ -35,7 +35,7 @@ func (s *Server) managedTarget(c *fiber.Ctx, p *core.Principal, provider, vk str
 	if gatewayHeader(c, "custom-host") != "" {
 		return core.Target{}, core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host cannot be combined with %s %s: the stored credential is only sent to the integration's own host (set custom_host on the integration)", param, ref)
 	}
-	t, err := s.managed.Resolve(context.Background(), strings.Clone(ref), isVK, p)
+	t, err := s.managed.Resolve(context.Background(), ref, isVK, p)
 	if err != nil {
 		return core.Target{}, err
 	}
