@@ -189,10 +189,7 @@ func (s *Service) putIntegrationModels(c *fiber.Ctx) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{})
+	return s.answerReloaded(c, err) // the limits engine prices cost from the models' pricing_config
 }
 
 // deleteIntegrationModels removes the models named in ?slugs=a,b.
@@ -215,10 +212,7 @@ func (s *Service) deleteIntegrationModels(c *fiber.Ctx) error {
 		}
 		return nil
 	})
-	if err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{})
+	return s.answerReloaded(c, err) // the limits engine prices cost from the models' pricing_config
 }
 
 // changeIntegration loads the integration of the route for update, checks

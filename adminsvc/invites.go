@@ -430,10 +430,13 @@ func (s *Service) acceptInvite(c *fiber.Ctx) error {
 		}
 		for _, w := range inv.Workspaces {
 			var ws store.Workspace
-			if err := tx.Get(store.BucketWorkspaces, w.ID, &ws); errors.Is(err, store.ErrNotFound) || ws.Status != store.StatusActive {
-				continue // archived since the invite was sent
+			if err := tx.Get(store.BucketWorkspaces, w.ID, &ws); errors.Is(err, store.ErrNotFound) {
+				continue // deleted since the invite was sent
 			} else if err != nil {
 				return err
+			}
+			if ws.Status != store.StatusActive {
+				continue // archived since the invite was sent
 			}
 			m := store.Member{WorkspaceID: ws.ID, UserID: user.ID, Role: w.Role, CreatedAt: now, LastUpdatedAt: now}
 			if err := tx.Put(store.BucketMembers, store.MemberKey(ws.ID, user.ID), m); err != nil {

@@ -87,6 +87,29 @@ func TestInviteAccept(t *testing.T) {
 	}
 }
 
+// A workspace of the invite that cannot be read fails the acceptance
+// whole: no user, no membership, the invite still pending.
+func TestInviteAcceptStoreError(t *testing.T) {
+	e := newEnv(t)
+	other := e.addWorkspace("other")
+	id, token := e.invite(map[string]any{"email": "bo@example.com", "role": "member",
+		"workspaces": []any{map[string]any{"id": "default", "role": "member"}, map[string]any{"id": other, "role": "member"}}})
+	if err := e.st.Update(func(tx store.Tx) error { return tx.Put(store.BucketWorkspaces, other, "not a workspace") }); err != nil {
+		t.Fatal(err)
+	}
+	if r := accept(e, id, token); r.status != http.StatusInternalServerError {
+		t.Fatalf("accept over an unreadable workspace: %d %s", r.status, r.raw)
+	}
+	for _, u := range listBucket[store.User](t, e.st, store.BucketUsers) {
+		if u.Email == "bo@example.com" {
+			t.Fatalf("a user was made: %+v", u)
+		}
+	}
+	if r := e.do(http.MethodGet, "/v1/admin/users/invites/"+id, adminKey, nil); r.str("status") != "pending" {
+		t.Fatalf("invite after the failed accept: %s", r.raw)
+	}
+}
+
 func TestInviteExpiryResendCancel(t *testing.T) {
 	e := newEnv(t)
 	body := map[string]any{"email": "b@example.com", "role": "member", "workspaces": []any{map[string]any{"id": e.wsID, "role": "member"}}}

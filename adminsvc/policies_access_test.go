@@ -133,7 +133,8 @@ func mapOr(body any) map[string]any {
 }
 
 // The limits engine is reloaded after changes to keys, workspaces and
-// providers, which carry limits of their own.
+// providers, which carry limits of their own, and to integrations' models,
+// whose pricing_config prices cost limits.
 func TestLimitsReloadAfterEntityChanges(t *testing.T) {
 	e := newEnv(t)
 	f := e.withLimits()
@@ -145,7 +146,9 @@ func TestLimitsReloadAfterEntityChanges(t *testing.T) {
 		{"workspace create", http.MethodPost, "/v1/admin/workspaces", map[string]any{"name": "Team C"}},
 		{"workspace update", http.MethodPut, "/v1/admin/workspaces/team-c", map[string]any{"rate_limits": []any{map[string]any{"type": "requests", "unit": "rpm", "value": 5}}}},
 		{"key create", http.MethodPost, "/v1/api-keys/workspace/service", map[string]any{"name": "k", "workspace_id": "team-c", "scopes": []string{"completions.write"}}},
-		{"integration create", http.MethodPost, "/v1/integrations", map[string]any{"name": "oa", "ai_provider_id": "openai", "key": "sk-test-000000abcd"}},
+		{"integration create", http.MethodPost, "/v1/integrations", map[string]any{"name": "oa", "slug": "oa", "ai_provider_id": "openai", "key": "sk-test-000000abcd"}},
+		{"integration models put", http.MethodPut, "/v1/integrations/oa/models", map[string]any{"models": []any{map[string]any{"slug": "my-ft", "is_custom": true, "pricing_config": map[string]any{"input": 1.5}}}}},
+		{"integration models delete", http.MethodDelete, "/v1/integrations/oa/models?slugs=my-ft", nil},
 		{"workspace archive", http.MethodDelete, "/v1/admin/workspaces/team-c?force_delete=true", nil},
 	}
 	for _, st := range steps {
