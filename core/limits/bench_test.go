@@ -6,7 +6,6 @@ import (
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
-	"github.com/llm-gateway/gateway/core/limits/counters"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -40,16 +39,6 @@ var benchLimits = []struct {
 
 func newBenchCase(b *testing.B, recs []any) benchCase {
 	e := newEnv(b)
-	// The embedded counter the gateway runs, not the tests' memCounter.
-	ctr, err := counters.NewMemory(counters.MemoryOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ctr.Close() })
-	if e.eng, err = New(Options{Store: e.st, Counter: ctr, Now: e.clk.Now, Logger: e.eng.o.Logger}); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(e.eng.Close)
 	if len(recs) > 0 {
 		e.put(b, recs...)
 	}
