@@ -37,23 +37,23 @@ type admission struct {
 // request with an atomic Take. The first refusal ends the check, so a
 // refused request never counts against the limits after it; the requests
 // limits before it did count it (a counter has no undo), as a client over
-// one limit is expected to back off anyway.
+// one limit is expected to back off anyway. When no limit applies the
+// Admission is nil and nothing is allocated.
 func (e *Engine) Admit(ctx context.Context, req *core.Request) (core.Admission, *core.Error) {
 	s := e.snap.Load()
 	if s == nil || s.empty() {
 		return nil, nil
 	}
 	now := e.o.Now()
-	a := &admission{e: e, snap: s, integ: req.Target.IntegrationID}
-	if err := e.admitUsage(ctx, s, req, a, now); err != nil {
+	var a admission // on the stack; copied to the heap only when returned
+	if err := e.admitUsage(ctx, s, req, &a, now); err != nil {
 		return nil, err
 	}
 	for _, r := range s.tokens {
 		if !r.matches(req) {
 			continue
 		}
-		v := r.value(req)
-		k := rateKey(r.id, v)
+		k, v := r.key(req)
 		w, err := e.o.Counter.Add(ctx, k, 0, r.window, now)
 		if err != nil {
 			return nil, e.counterErr(err)
@@ -67,8 +67,8 @@ func (e *Engine) Admit(ctx context.Context, req *core.Request) (core.Admission, 
 		if !r.matches(req) {
 			continue
 		}
-		v := r.value(req)
-		w, err := e.o.Counter.Take(ctx, rateKey(r.id, v), 1, r.limit, r.window, now)
+		k, v := r.key(req)
+		w, err := e.o.Counter.Take(ctx, k, 1, r.limit, r.window, now)
 		if err != nil {
 			return nil, e.counterErr(err)
 		}
@@ -82,7 +82,10 @@ func (e *Engine) Admit(ctx context.Context, req *core.Request) (core.Admission, 
 	if len(a.tokens) == 0 && len(a.usage) == 0 && !a.hasHdr {
 		return nil, nil
 	}
-	return a, nil
+	a.e, a.snap, a.integ = e, s, req.Target.IntegrationID
+	adm := new(admission)
+	*adm = a
+	return adm, nil
 }
 
 // admitUsage refuses a request whose usage limits are exhausted and keeps
@@ -94,8 +97,7 @@ func (e *Engine) admitUsage(ctx context.Context, s *snapshot, req *core.Request,
 			continue
 		}
 		e.resetIfDue(ctx, r, now)
-		v := r.value(req)
-		k := usageKey(r.id, v)
+		k, v := r.key(req)
 		a.usage = append(a.usage, hit[*usageRule]{r, v, k})
 		keys = append(keys, k)
 	}
@@ -140,6 +142,8 @@ func (a *admission) Done(u core.Usage, provider, model string) {
 		}
 	}
 	cost, priced := 0.0, false
+	var buf [4]usageTotal
+	totals := buf[:0]
 	for _, h := range a.usage {
 		amount := float64(tokens)
 		if !h.rule.tokens {
@@ -156,8 +160,9 @@ func (a *admission) Done(u core.Usage, provider, model string) {
 			e.o.Logger.Error("limits: counting usage failed", "limit", h.rule.id, "error", err)
 			continue
 		}
-		e.afterUsage(h.rule, h.value, total, now)
+		totals = append(totals, usageTotal{h.rule, h.value, total})
 	}
+	e.afterUsage(totals, now)
 }
 
 // cost prices usage: the integration's override for the model, else the

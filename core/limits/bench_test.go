@@ -6,33 +6,41 @@ import (
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
-	"github.com/llm-gateway/gateway/core/limits/counters"
+	"github.com/llm-gateway/gateway/store"
 )
 
-// benchCase is an engine and a request for the hot-path benchmarks: no
-// limits, or three active policies (a requests limit grouped by key, a
-// tokens limit on a metadata condition, a cost budget).
+// benchCase is an engine and a request for the hot-path benchmarks.
 type benchCase struct {
 	e   *env
 	req *core.Request
 }
 
-func newBenchCase(b *testing.B, policies bool) benchCase {
+// benchLimits are the limits of each benchmark case; the request has key
+// "key-1" and metadata team=red.
+var benchLimits = []struct {
+	name string
+	recs []any
+}{
+	{"none", nil},
+	{"unmatched", []any{ratePolicy("p1", "requests", "rpm", 1<<40, cond("metadata.team", "blue"))}},
+	{"rate", []any{ratePolicy("p1", "requests", "rpm", 1<<40, nil)}},
+	{"usage", []any{usagePolicy("u1", "cost", 1e12, nil)}},
+	{"usage-grouped", []any{func() store.UsageLimitPolicy {
+		p := usagePolicy("u1", "tokens", 1e15, nil)
+		p.GroupBy = []store.PolicyGroupBy{{Key: "api_key"}, {Key: "metadata.team"}}
+		return p
+	}()}},
+	// A requests limit grouped by key, a tokens limit on a metadata
+	// condition, a cost budget.
+	{"three", []any{ratePolicy("p1", "requests", "rpm", 1<<40, nil, "api_key"),
+		ratePolicy("p2", "tokens", "rph", 1<<50, cond("metadata.team", "red")),
+		usagePolicy("u1", "cost", 1e12, nil)}},
+}
+
+func newBenchCase(b *testing.B, recs []any) benchCase {
 	e := newEnv(b)
-	// The embedded counter the gateway runs, not the tests' memCounter.
-	ctr, err := counters.NewMemory(counters.MemoryOptions{})
-	if err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(func() { ctr.Close() })
-	if e.eng, err = New(Options{Store: e.st, Counter: ctr, Now: e.clk.Now, Logger: e.eng.o.Logger}); err != nil {
-		b.Fatal(err)
-	}
-	b.Cleanup(e.eng.Close)
-	if policies {
-		e.put(b, ratePolicy("p1", "requests", "rpm", 1<<40, nil, "api_key"),
-			ratePolicy("p2", "tokens", "rph", 1<<50, cond("metadata.team", "red")),
-			usagePolicy("u1", "cost", 1e12, nil))
+	if len(recs) > 0 {
+		e.put(b, recs...)
 	}
 	return benchCase{e: e, req: request(meta("team", "red"))}
 }
@@ -51,15 +59,12 @@ func (c benchCase) once(b *testing.B) {
 	}
 }
 
-// BenchmarkAdmitDone measures Admit+Done with no limits and with three
-// active policies.
+// BenchmarkAdmitDone measures one request's Admit, Headers and Done for each
+// of benchLimits.
 func BenchmarkAdmitDone(b *testing.B) {
-	for _, c := range []struct {
-		name     string
-		policies bool
-	}{{"none", false}, {"three", true}} {
+	for _, c := range benchLimits {
 		b.Run(c.name, func(b *testing.B) {
-			bc := newBenchCase(b, c.policies)
+			bc := newBenchCase(b, c.recs)
 			b.ReportAllocs()
 			for b.Loop() {
 				bc.once(b)
@@ -72,7 +77,7 @@ func BenchmarkAdmitDone(b *testing.B) {
 // three policies over none as "three/none" (and the extra ns per request);
 // no threshold is enforced.
 func BenchmarkAdmitDoneRatio(b *testing.B) {
-	none, three := newBenchCase(b, false), newBenchCase(b, true)
+	none, three := newBenchCase(b, benchLimits[0].recs), newBenchCase(b, benchLimits[len(benchLimits)-1].recs)
 	var tNone, tThree time.Duration
 	n := 0
 	for b.Loop() {

@@ -61,7 +61,7 @@ type Engine struct {
 	// mu guards states and serialises queueing their writes, so a value's
 	// alerts are queued once; reading them takes the read lock.
 	mu     sync.RWMutex
-	states map[string]*valueState // stateKey(rule, value)
+	states map[stateID]*valueState
 	// writer saves states off the request path, in order.
 	writer *stateWriter
 
@@ -93,6 +93,11 @@ type schedRecord struct {
 
 var _ core.Limiter = (*Engine)(nil)
 
+// stateID is the key of a valueState in Engine.states: looking one up
+// builds no string.
+type stateID struct{ rule, value string }
+
+// stateKey is the store key of a valueState.
 func stateKey(rule, value string) string { return "v|" + rule + "|" + value }
 func schedKey(rule string) string        { return "s|" + rule }
 
@@ -118,7 +123,7 @@ func New(o Options) (*Engine, error) {
 	if o.Pricing == nil {
 		o.Pricing = pricing.Default()
 	}
-	e := &Engine{o: o, sched: map[string]*schedule{}, states: map[string]*valueState{},
+	e := &Engine{o: o, sched: map[string]*schedule{}, states: map[stateID]*valueState{},
 		unpriced: memo.New[string, struct{}](maxUnpriced)}
 	err := o.Store.View(func(tx store.Tx) error {
 		return tx.ForEach(store.BucketUsageStates, func(key string, raw []byte) error {
@@ -129,7 +134,7 @@ func New(o Options) (*Engine, error) {
 			if err := json.Unmarshal(raw, &st); err != nil {
 				return fmt.Errorf("usage state %s: %w", key, err)
 			}
-			e.states[key] = &st
+			e.states[stateID{st.Rule, st.Value}] = &st
 			return nil
 		})
 	})
@@ -200,6 +205,7 @@ func (e *Engine) Reload() error {
 	fresh := map[string]schedRecord{}
 	for _, r := range s.usage {
 		s.byID[r.id] = r
+		r.prefix = usageKey(r.id, "")
 		if r.period == "" && r.periodDays == 0 {
 			continue
 		}

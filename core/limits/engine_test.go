@@ -38,7 +38,7 @@ type env struct {
 	t   *testing.T
 	st  store.Store
 	clk *clock
-	ctr *memCounter
+	ctr *countingCounter
 	eng *Engine
 }
 
@@ -49,7 +49,7 @@ func newEnv(t testing.TB) *env {
 	}
 	t.Cleanup(func() { st.Close() })
 	clk := &clock{now: t0}
-	ctr := newMemCounter()
+	ctr := newCountingCounter(t, clk.Now)
 	eng, err := New(Options{Store: st, Counter: ctr, Now: clk.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		t.Fatal(err)
@@ -273,6 +273,47 @@ func TestRequestsWindow(t *testing.T) {
 	}
 }
 
+// TestRetryAfterFromBuckets: a window gives room back when its oldest
+// sub-bucket leaves it (counters.BucketSize: 1 s for rpm, 1 min for rph,
+// 24 min for rpd), so reset and retry-after count from the start of the
+// bucket the first request fell in, not from the request itself.
+func TestRetryAfterFromBuckets(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		unit             string
+		first, second    time.Duration // from t0 (a whole hour)
+		reset, retryLate string        // of the admitted request; of the refused one
+	}{
+		// Bucket t0+10s, leaving at t0+70s: 59.5 s, then 50 s.
+		{"rpm", 10500 * time.Millisecond, 20 * time.Second, "60", "50"},
+		// Bucket t0, leaving at t0+1h: 3570 s, then 3560 s.
+		{"rph", 30 * time.Second, 40 * time.Second, "3570", "3560"},
+		// Bucket t0+24min, leaving at t0+24h24min: 86040 s, then 85980 s.
+		{"rpd", 30 * time.Minute, 31 * time.Minute, "86040", "85980"},
+	} {
+		t.Run(c.unit, func(t *testing.T) {
+			e := newEnv(t)
+			e.put(t, ratePolicy("p1", "requests", c.unit, 1, nil))
+			e.clk.add(c.first)
+			a, err := e.eng.Admit(ctx, request())
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := header(a.Headers(), "x-ratelimit-reset"); got != c.reset {
+				t.Errorf("x-ratelimit-reset = %s, want %s", got, c.reset)
+			}
+			e.clk.add(c.second - c.first)
+			_, err = e.eng.Admit(ctx, request())
+			if err == nil || err.Status != http.StatusTooManyRequests {
+				t.Fatalf("second request: %v, want 429", err)
+			}
+			if got := header(err.Header, "retry-after"); got != c.retryLate {
+				t.Errorf("retry-after = %s, want %s", got, c.retryLate)
+			}
+		})
+	}
+}
+
 func TestTokensCountedAfterDone(t *testing.T) {
 	e := newEnv(t)
 	e.put(t, ratePolicy("t1", "tokens", "rpm", 100, nil))
@@ -417,6 +458,42 @@ func TestAlertsOnceEachToTheRightPeople(t *testing.T) {
 	t.Cleanup(eng2.Close)
 	if sts2, _ := eng2.UsageStates(ctx, "u1"); !slices.Equal(sts, sts2) {
 		t.Fatalf("after restart %+v, want %+v", sts2, sts)
+	}
+}
+
+// TestDoneAppliesEveryUsageLimit: one request's usage reaches each of its
+// usage limits, and each one's transitions are applied.
+func TestDoneAppliesEveryUsageLimit(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	grouped := usagePolicy("u2", "tokens", 1000, num(100))
+	grouped.GroupBy = []store.PolicyGroupBy{{Key: "api_key"}}
+	e.put(t, usagePolicy("u1", "tokens", 100, nil), grouped, usagePolicy("u3", "tokens", 1000, nil),
+		store.User{ID: "u-owner", Email: "owner@example.com", Role: "owner", OrganisationID: "org-1"})
+	a, err := e.eng.Admit(ctx, request())
+	if err != nil {
+		t.Fatal(err)
+	}
+	a.Done(core.Usage{TotalTokens: 150}, "openai", "gpt-4o")
+	var kinds []string
+	for _, m := range e.outbox(t) {
+		kinds = append(kinds, m.Kind)
+	}
+	slices.Sort(kinds)
+	if want := []string{AlertExhausted, AlertThreshold}; !slices.Equal(kinds, want) {
+		t.Errorf("alerts %v, want %v", kinds, want)
+	}
+	for _, c := range []struct {
+		policy, value, status string
+	}{
+		{"u1", "", StatusExhausted},
+		{"u2", "api_key=key-1", StatusActive},
+		{"u3", "", StatusActive},
+	} {
+		sts := mustStates(t, e, c.policy)
+		if len(sts) != 1 || sts[0].ValueKey != c.value || sts[0].Status != c.status || sts[0].CurrentUsage != 150 {
+			t.Errorf("%s: states %+v, want %q %s at 150", c.policy, sts, c.value, c.status)
+		}
 	}
 }
 
@@ -649,12 +726,12 @@ func TestUsageStatesOf(t *testing.T) {
 		a.Done(core.Usage{TotalTokens: tokens}, "openai", "gpt-4o")
 	}
 	ids := []string{EntityUsageID("api_key", "key-1"), EntityUsageID("api_key", "key-2"), EntityUsageID("api_key", "key-3")}
-	reads := e.ctr.usageReads
+	reads := e.ctr.usageReads.Load()
 	all, err := e.eng.UsageStatesOf(ctx, ids...)
 	if err != nil {
 		t.Fatal(err)
 	}
-	if n := e.ctr.usageReads - reads; n != 1 {
+	if n := e.ctr.usageReads.Load() - reads; n != 1 {
 		t.Errorf("%d counter reads, want 1", n)
 	}
 	want := map[string][]UsageState{
@@ -707,6 +784,49 @@ func TestNoLimitsNoAdmission(t *testing.T) {
 	a, err := e.eng.Admit(context.Background(), request())
 	if a != nil || err != nil {
 		t.Fatalf("got %v %v", a, err)
+	}
+}
+
+// TestUnmatchedAdmitAllocatesNothing: with limits none of which applies to
+// the request, Admit answers nil without allocating.
+func TestUnmatchedAdmitAllocatesNothing(t *testing.T) {
+	e := newEnv(t)
+	e.put(t, ratePolicy("p1", "requests", "rpm", 10, cond("metadata.team", "blue")),
+		usagePolicy("u1", "tokens", 10, nil), ratePolicy("p2", "tokens", "rpm", 10, cond("api_key", "key-2")))
+	req := request(meta("team", "red"))
+	req.Principal.WorkspaceID = "ws-2" // the policies are in ws-1
+	ctx := context.Background()
+	if a, err := e.eng.Admit(ctx, req); a != nil || err != nil {
+		t.Fatalf("got %v %v, want nil", a, err)
+	}
+	if n := testing.AllocsPerRun(100, func() { e.eng.Admit(ctx, req) }); n != 0 {
+		t.Fatalf("%v allocations per Admit, want 0", n)
+	}
+}
+
+// TestCounterKeys: a request's counter key is the limit's key (rateKey,
+// usageKey) of its group value, the value naming it in messages and states.
+func TestCounterKeys(t *testing.T) {
+	req := request(meta("user", "ann"))
+	for _, c := range []struct {
+		group []string
+		value string
+	}{
+		{nil, ""},
+		{[]string{"api_key"}, "api_key=key-1"},
+		{[]string{"api_key", "metadata.user", "metadata.team"}, "api_key=key-1,metadata.user=ann,metadata.team="},
+		{[]string{strings.Repeat("metadata.long", 20)}, strings.Repeat("metadata.long", 20) + "="}, // past the stack buffer
+	} {
+		var gs []store.PolicyGroupBy
+		for _, g := range c.group {
+			gs = append(gs, store.PolicyGroupBy{Key: g})
+		}
+		var s snapshot
+		s.appendRate(policyScope("p1", "", nil, gs, ""), "requests", "rpm", 1)
+		k, v := s.requests[0].key(req)
+		if v != c.value || k != rateKey("p1", c.value) {
+			t.Errorf("group %v: key %q, value %q; want %q, %q", c.group, k, v, rateKey("p1", c.value), c.value)
+		}
 	}
 }
 

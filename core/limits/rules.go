@@ -88,6 +88,9 @@ type scope struct {
 	label string // names the limit in messages and alerts
 	conds []field
 	group []field
+	// prefix is the limit's counter key for the group value "" (rateKey or
+	// usageKey of id), set when the snapshot is built.
+	prefix string
 }
 
 // matches reports whether every condition holds for req. A condition on an
@@ -102,25 +105,26 @@ func (s *scope) matches(req *core.Request) bool {
 	return true
 }
 
-// value is req's group value: "key=value" per group_by key, in the policy's
-// order, joined by ","; "" without group_by.
-func (s *scope) value(req *core.Request) string {
-	switch len(s.group) {
-	case 0:
-		return ""
-	case 1:
-		return s.group[0].name + "=" + s.group[0].of(req)
+// key is req's counter key under the limit, prefix + group value, and the
+// group value itself (a part of key): "key=value" per group_by key, in the
+// policy's order, joined by ","; "" without group_by. Without group_by the
+// key is the prefix; with it, building the key is its one allocation.
+func (s *scope) key(req *core.Request) (key, value string) {
+	if len(s.group) == 0 {
+		return s.prefix, ""
 	}
-	var b strings.Builder
+	var buf [128]byte
+	b := append(buf[:0], s.prefix...)
 	for i := range s.group {
 		if i > 0 {
-			b.WriteByte(',')
+			b = append(b, ',')
 		}
-		b.WriteString(s.group[i].name)
-		b.WriteByte('=')
-		b.WriteString(s.group[i].of(req))
+		b = append(b, s.group[i].name...)
+		b = append(b, '=')
+		b = append(b, s.group[i].of(req)...)
 	}
-	return b.String()
+	key = string(b)
+	return key, key[len(s.prefix):]
 }
 
 // rateRule is one requests- or tokens-per-window limit.
@@ -256,6 +260,7 @@ func (s *snapshot) appendRate(sc scope, typ, unit string, value int64) {
 	if w == 0 || value < 0 {
 		return
 	}
+	sc.prefix = rateKey(sc.id, "")
 	r := &rateRule{scope: sc, tokens: typ == "tokens", limit: value, window: w, unit: unit}
 	if r.tokens {
 		s.tokens = append(s.tokens, r)

@@ -23,12 +23,12 @@ const (
 // stateLocked returns the state of rule's value, creating it (active) when
 // new. e.mu must be held.
 func (e *Engine) stateLocked(rule, value string) (*valueState, bool) {
-	k := stateKey(rule, value)
-	if st := e.states[k]; st != nil {
+	id := stateID{rule, value}
+	if st := e.states[id]; st != nil {
 		return st, false
 	}
 	st := &valueState{Rule: rule, Value: value, Status: StatusActive}
-	e.states[k] = st
+	e.states[id] = st
 	return st, true
 }
 
@@ -50,25 +50,51 @@ func (st *valueState) due(r *usageRule, total float64) (threshold, exhausted boo
 		total >= r.limit && st.Status != StatusExhausted
 }
 
-// afterUsage applies the transitions of a value whose usage is now total:
-// the threshold alert once, exhausted (and its alert) once. A new value's
-// state is saved the first time it is seen; otherwise nothing is written.
-// Most calls find a known value with nothing due, under the read lock only;
-// a write is queued to the state writer, not waited for.
-func (e *Engine) afterUsage(r *usageRule, value string, total float64, now time.Time) {
-	e.mu.RLock()
-	st := e.states[stateKey(r.id, value)]
-	settled := st != nil
-	if settled {
-		thr, exh := st.due(r, total)
-		settled = !thr && !exh
-	}
-	e.mu.RUnlock()
-	if settled {
+// usageTotal is a usage limit's value and its usage after a request.
+type usageTotal struct {
+	rule  *usageRule
+	value string
+	total float64
+}
+
+// afterUsage applies the transitions of a request's usage limits, each
+// value's usage now its total: the threshold alert once, exhausted (and its
+// alert) once. A new value's state is saved the first time it is seen;
+// otherwise nothing is written. Most requests find known values with
+// nothing due, under one read lock; a write is queued to the state writer,
+// not waited for.
+func (e *Engine) afterUsage(totals []usageTotal, now time.Time) {
+	if len(totals) == 0 || e.settled(totals) {
 		return
 	}
 	e.mu.Lock()
 	defer e.mu.Unlock()
+	for _, t := range totals {
+		e.transitionLocked(t.rule, t.value, t.total, now)
+	}
+}
+
+// settled reports whether every value in totals has a state with nothing
+// due.
+func (e *Engine) settled(totals []usageTotal) bool {
+	e.mu.RLock()
+	defer e.mu.RUnlock()
+	for _, t := range totals {
+		st := e.states[stateID{t.rule.id, t.value}]
+		if st == nil {
+			return false
+		}
+		if thr, exh := st.due(t.rule, t.total); thr || exh {
+			return false
+		}
+	}
+	return true
+}
+
+// transitionLocked applies the transitions of rule's value at total and
+// queues the write of its state, and of the alerts due, when it changed.
+// e.mu must be held.
+func (e *Engine) transitionLocked(r *usageRule, value string, total float64, now time.Time) {
 	st, changed := e.stateLocked(r.id, value)
 	thr, exh := st.due(r, total)
 	var kinds []string

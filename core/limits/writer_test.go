@@ -84,7 +84,8 @@ func TestDoneDoesNotWaitForTheDisk(t *testing.T) {
 		t.Fatal(err)
 	}
 	gated := &gatedStore{Store: base, gate: make(chan struct{})}
-	eng, err := New(Options{Store: gated, Counter: newMemCounter(), Now: (&clock{now: t0}).Now, Logger: quietLogger()})
+	clk := &clock{now: t0}
+	eng, err := New(Options{Store: gated, Counter: newCountingCounter(t, clk.Now), Now: clk.Now, Logger: quietLogger()})
 	if err != nil {
 		t.Fatal(err)
 	}
