@@ -10,6 +10,7 @@ import (
 	"github.com/valyala/fasthttp"
 	"github.com/valyala/fasthttp/fasthttputil"
 
+	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/transport"
@@ -59,7 +60,8 @@ func benchDoRoute(b *testing.B, ln net.Listener, host string, plain, guarded *ht
 	pt, gt := transport.New(plain), transport.New(guarded)
 	defer pt.CloseIdleConnections()
 	defer gt.CloseIdleConnections()
-	pipe, err := pipeline.New(pipeline.Options{Client: &http.Client{Transport: pt}, GuardedClient: &http.Client{Transport: gt}})
+	pipe, err := pipeline.New(pipeline.Options{Client: &http.Client{Transport: pt}, GuardedClient: &http.Client{Transport: gt},
+		Managed: benchManaged{Target: core.Target{Provider: "openai", BaseURL: host, CustomHost: true, APIKey: "sk-stored"}}})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -67,6 +69,8 @@ func benchDoRoute(b *testing.B, ln net.Listener, host string, plain, guarded *ht
 		{"fallback-retry", `{"strategy":{"mode":"fallback"},"retry":{"attempts":1},"targets":[{"provider":"openai","custom_host":"$H"},{"provider":"openai","custom_host":"$H"}]}`},
 		{"single", `{"provider":"openai","custom_host":"$H"}`},
 		{"timeout", `{"request_timeout":60000,"retry":{"attempts":1},"provider":"openai","custom_host":"$H"}`},
+		{"slug", `{"strategy":{"mode":"fallback"},"targets":[{"provider":"@openai-prod"}]}`},
+		{"virtual-key", `{"provider":"OpenAI","virtual_key":"vk-prod"}`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			root := route(b, bc.config, "$H", host)
@@ -85,4 +89,11 @@ func benchDoRoute(b *testing.B, ln net.Listener, host string, plain, guarded *ht
 			}
 		})
 	}
+}
+
+// benchManaged resolves every managed reference to its Target.
+type benchManaged struct{ core.Target }
+
+func (m benchManaged) Resolve(context.Context, string, bool, *core.Principal) (core.Target, *core.Error) {
+	return m.Target, nil
 }

@@ -229,3 +229,45 @@ func TestManagedTargetResolvedOnce(t *testing.T) {
 		t.Fatalf("Authorization %q", got)
 	}
 }
+
+// TestManagedLeaf: a config leaf's managed target is resolved as the
+// headers' is (core.ResolveManaged): a virtual key's provider compared
+// ignoring case, and a custom_host refused before any lookup, as it is
+// for a managed target the leaf keeps from the headers.
+func TestManagedLeaf(t *testing.T) {
+	t.Parallel()
+	a := newUpstream(t, ok("a"))
+	cases := []struct {
+		name          string
+		config        string
+		headerManaged bool   // the headers chose a managed target
+		param         string // of the 400; "" for an answer
+		lookups       int64
+	}{
+		{"virtual key, provider mixed case", `{"provider":"OpenAI","virtual_key":"vk"}`, false, "", 1},
+		{"virtual key, another provider", `{"provider":"Groq","virtual_key":"vk"}`, false, "config.provider", 1},
+		{"slug with custom_host", `{"provider":"@stored","custom_host":"$A"}`, false, "config.custom_host", 0},
+		{"headers' managed target with custom_host", `{"custom_host":"$A"}`, true, "config.custom_host", 0},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			m := &countingManaged{url: a.URL()}
+			e := newEnv(t, func(o *pipeline.Options) { o.Managed = m })
+			req := chat("hi")
+			req.Target.Managed = tc.headerManaged
+			resp, ce := e.do(t, route(t, tc.config, "$A", a.URL()), req)
+			if m.calls.Load() != tc.lookups {
+				t.Errorf("%d lookups, want %d", m.calls.Load(), tc.lookups)
+			}
+			if tc.param == "" {
+				if ce != nil || resp.Status != 200 {
+					t.Fatalf("got %+v %+v", resp, ce)
+				}
+				return
+			}
+			if ce == nil || ce.Status != 400 || ce.Param != tc.param {
+				t.Fatalf("got %+v, want 400 param %s", ce, tc.param)
+			}
+		})
+	}
+}

@@ -42,9 +42,9 @@ func (w *walk) target(ctx context.Context, n *config.Node) (core.Target, *core.E
 func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, *core.Error) {
 	l, h := n.Leaf, w.req.Target
 	t := h
-	switch {
-	case l.VirtualKey != "" || strings.HasPrefix(l.Provider, "@"):
-		mt, err := w.managed(ctx, n)
+	switch ref := (core.ManagedRef{Provider: l.Provider, VirtualKey: l.VirtualKey, CustomHost: l.CustomHost != "", Path: n.Path}); {
+	case ref.IsManaged():
+		mt, err := core.ResolveManaged(ctx, w.p.managed, ref, w.req.Principal)
 		if err != nil {
 			return t, err
 		}
@@ -62,8 +62,8 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 		t.APIKey = l.APIKey
 	}
 	if l.CustomHost != "" {
-		if t.Managed {
-			return t, core.BadRequest(n.Path+".custom_host", "%s.custom_host cannot be combined with a managed provider or virtual key: the stored credential is only sent to the integration's own host (set custom_host on the integration)", n.Path)
+		if t.Managed { // the headers' managed target, which this leaf keeps
+			return t, core.ManagedCustomHost(n.Path + ".custom_host")
 		}
 		t.BaseURL, t.CustomHost = l.CustomHost, true
 	}
@@ -73,35 +73,6 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 	if t.Provider == "" {
 		return t, core.BadRequest("x-gateway-provider", "no provider for %s: send x-gateway-provider or set provider in the config", n.Path)
 	}
-	return t, nil
-}
-
-// managed resolves a leaf's "@slug" provider or virtual_key from the store.
-func (w *walk) managed(ctx context.Context, n *config.Node) (core.Target, *core.Error) {
-	l := n.Leaf
-	param, ref, isVK := n.Path+".provider", strings.TrimPrefix(l.Provider, "@"), false
-	if l.VirtualKey != "" {
-		if strings.HasPrefix(l.Provider, "@") {
-			return core.Target{}, core.BadRequest(n.Path+".virtual_key", "%s: set either provider %s or virtual_key, not both", n.Path, l.Provider)
-		}
-		param, ref, isVK = n.Path+".virtual_key", l.VirtualKey, true
-	}
-	if w.p.managed == nil {
-		return core.Target{}, core.BadRequest(param, "%s: managed providers and virtual keys are not supported by this gateway: it has no provider store", param)
-	}
-	t, err := w.p.managed.Resolve(ctx, ref, isVK, w.req.Principal)
-	if err != nil {
-		if err.Status == http.StatusBadRequest {
-			e := *err
-			e.Param, e.Message = param, param+": "+err.Message
-			return core.Target{}, &e
-		}
-		return core.Target{}, err
-	}
-	if isVK && l.Provider != "" && l.Provider != t.Provider {
-		return core.Target{}, core.BadRequest(n.Path+".provider", "%s.provider is %s, but virtual key %s is for %s", n.Path, l.Provider, ref, t.Provider)
-	}
-	t.Managed = true
 	return t, nil
 }
 

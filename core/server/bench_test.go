@@ -1,6 +1,7 @@
 package server
 
 import (
+	"context"
 	"strings"
 	"testing"
 	"time"
@@ -155,5 +156,38 @@ func BenchmarkNewID(b *testing.B) {
 	b.ReportAllocs()
 	for b.Loop() {
 		core.NewID()
+	}
+}
+
+// benchManaged resolves every managed reference to one stored target.
+type benchManaged struct{}
+
+func (benchManaged) Resolve(context.Context, string, bool, *core.Principal) (core.Target, *core.Error) {
+	return core.Target{Provider: "openai", APIKey: "sk-stored"}, nil
+}
+
+// BenchmarkParseTarget reads a managed provider (@slug) and a virtual key
+// named together with its provider, in mixed case.
+func BenchmarkParseTarget(b *testing.B) {
+	s := &Server{now: time.Now, managed: benchManaged{}}
+	for _, bc := range []struct{ name, provider, vk string }{
+		{"slug", "@openai-prod", ""},
+		{"virtual-key", "OpenAI", "vk-prod"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			benchCtx(b, func(c *fiber.Ctx) {
+				c.Request().Header.Set("X-Gateway-Provider", bc.provider)
+				if bc.vk != "" {
+					c.Request().Header.Set("X-Gateway-Virtual-Key", bc.vk)
+				}
+				p := c.Locals(localPrincipal).(*core.Principal)
+				b.ReportAllocs()
+				for b.Loop() {
+					if _, err := s.parseTarget(c, p); err != nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
 	}
 }

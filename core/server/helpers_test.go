@@ -175,6 +175,8 @@ type gatewayConfig struct {
 	// distrustUpstream leaves the upstream off the trusted list.
 	distrustUpstream bool
 	limiter          core.Limiter
+	// managed resolves @slug and virtual keys, in the server and the pipeline.
+	managed core.ManagedTargets
 }
 
 // loopbackOnly refuses every destination that is not a literal 127/8 or ::1
@@ -212,13 +214,13 @@ func newGateway(t *testing.T, h http.Handler, opts ...func(*gatewayConfig)) *gat
 	tr.DialContext = loopbackOnly(tr.DialContext)
 	guardedTr := policy.NewTransport()
 	guardedTr.DialContext = loopbackOnly(guardedTr.DialContext)
-	pipe, err := pipeline.New(pipeline.Options{Client: &http.Client{Transport: transport.New(tr)}, GuardedClient: &http.Client{Transport: transport.New(guardedTr)}})
+	pipe, err := pipeline.New(pipeline.Options{Client: &http.Client{Transport: transport.New(tr)}, GuardedClient: &http.Client{Transport: transport.New(guardedTr)}, Managed: cfg.managed})
 	if err != nil {
 		t.Fatal(err)
 	}
 	logs := &logSink{}
 	app := server.New(server.Options{
-		Auth: testAuth, Pipeline: pipe, Logs: logs, BodyLimit: cfg.bodyLimit, Limiter: cfg.limiter,
+		Auth: testAuth, Pipeline: pipe, Logs: logs, BodyLimit: cfg.bodyLimit, Limiter: cfg.limiter, Managed: cfg.managed,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	t.Cleanup(func() {

@@ -160,8 +160,8 @@ func (s *Server) missingProvider() *core.Error {
 // record made from it) outlives the handler.
 func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal) (core.Target, *core.Error) {
 	provider := strings.TrimSpace(gatewayHeader(c, "provider"))
-	if vk := strings.TrimSpace(gatewayHeader(c, "virtual-key")); vk != "" || strings.HasPrefix(provider, "@") {
-		return s.managedTarget(c, p, provider, vk)
+	if ref := (core.ManagedRef{Provider: provider, VirtualKey: strings.TrimSpace(gatewayHeader(c, "virtual-key"))}); ref.IsManaged() {
+		return s.managedTarget(c, p, ref)
 	}
 	t := core.Target{Provider: strings.Clone(strings.ToLower(provider))}
 	if auth := c.Get(fiber.HeaderAuthorization); auth != "" {
