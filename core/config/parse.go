@@ -578,6 +578,11 @@ func (p *problems) provider(path string, v any) string {
 		p.add(path, "\"@\" must be followed by a provider slug")
 		return ""
 	}
+	if s[0] != '@' {
+		// Provider names are the registry's lower-case identifiers, matched
+		// ignoring case as x-gateway-provider is; a managed slug is exact.
+		s = strings.ToLower(s)
+	}
 	return s
 }
 

@@ -342,6 +342,8 @@ func TestParseValid(t *testing.T) {
 			&Config{Provider: "openai", APIKey: "sk-1", OverrideParams: map[string]any{"model": "gpt-4o", "temperature": json.Number("0.5")}}},
 		{"managed provider", `{"provider":"@openai-prod"}`, &Config{Provider: "@openai-prod"}},
 		{"virtual key", `{"virtual_key":"vk-1"}`, &Config{VirtualKey: "vk-1"}},
+		{"provider names ignore case, slugs do not", `{"targets":[{"provider":"OpenAI"},{"provider":"@Backup-EU"}]}`,
+			&Config{Targets: []*Config{{Provider: "openai"}, {Provider: "@Backup-EU"}}}},
 		{"strict alias", `{"strict_open_ai_compliance":false}`, &Config{Strict: ptr(false)}},
 		{"strict both agree", `{"strict_open_ai_compliance":true,"strict_reference_compliance":true}`, &Config{Strict: ptr(true)}},
 		{"single mode", `{"strategy":{"mode":"single"},"targets":[{"provider":"openai"},{"provider":"anthropic"}]}`,
