@@ -96,10 +96,7 @@ func parseKeyFields(fields map[string]json.RawMessage, now time.Time, create boo
 		slices.Sort(b.Scopes)
 		b.Scopes = slices.Compact(b.Scopes)
 	}
-	if raw, ok := fields["expires_at"]; ok {
-		b.hasExpiresAt = true
-		b.ExpiresAt = futureTime(raw, "expires_at", now, &p)
-	}
+	b.ExpiresAt, b.hasExpiresAt = expiresField(fields, now, &p)
 	if raw, ok := fields["defaults"]; ok {
 		b.hasDefaults = true
 		b.Defaults = parseKeyDefaults(raw, &p)
@@ -138,23 +135,6 @@ func parseKeyFields(fields map[string]json.RawMessage, now time.Time, create boo
 	unknownFields(fields, "", known, &p)
 	slices.SortStableFunc(p, func(a, b problem) int { return strings.Compare(a.param, b.param) })
 	return b, p
-}
-
-// futureTime reads an RFC 3339 date-time after now; null gives nil.
-func futureTime(raw json.RawMessage, param string, now time.Time, p *problems) *time.Time {
-	if string(raw) == "null" {
-		return nil
-	}
-	var t time.Time
-	if json.Unmarshal(raw, &t) != nil {
-		p.add(param, "must be an RFC 3339 date-time such as \"2027-01-31T00:00:00Z\"")
-		return nil
-	}
-	if !t.After(now) {
-		p.add(param, "must be in the future")
-		return nil
-	}
-	return &t
 }
 
 // parseKeyDefaults reads a key's defaults object; null gives nil.
