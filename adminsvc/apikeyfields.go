@@ -84,17 +84,8 @@ func parseKeyFields(fields map[string]json.RawMessage, now time.Time, create boo
 		if create {
 			p.add("scopes", "is required: a non-empty array of scope strings such as %q", core.ScopeCompletionsWrite)
 		}
-	} else if json.Unmarshal(raw, &b.Scopes) != nil || len(b.Scopes) == 0 {
-		p.add("scopes", "must be a non-empty array of scope strings")
 	} else {
-		b.hasScopes = true
-		for i, sc := range b.Scopes {
-			if !core.KnownScope(sc) {
-				p.add("scopes["+strconv.Itoa(i)+"]", "unknown scope %q", sc)
-			}
-		}
-		slices.Sort(b.Scopes)
-		b.Scopes = slices.Compact(b.Scopes)
+		b.Scopes, b.hasScopes = parseScopes(raw, "scopes", &p), true
 	}
 	b.ExpiresAt, b.hasExpiresAt = expiresField(fields, now, &p)
 	if raw, ok := fields["defaults"]; ok {

@@ -5,10 +5,12 @@ import (
 	"errors"
 	"net/mail"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/llm-gateway/gateway/adminsvc/alerts"
+	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -88,6 +90,23 @@ func futureTime(raw json.RawMessage, param string, now time.Time, p *problems) *
 		return nil
 	}
 	return &t
+}
+
+// parseScopes reads a non-empty array of known scope strings at param,
+// sorted and without duplicates; anything else is a problem.
+func parseScopes(raw json.RawMessage, param string, p *problems) []string {
+	var scopes []string
+	if json.Unmarshal(raw, &scopes) != nil || len(scopes) == 0 {
+		p.add(param, "must be a non-empty array of scope strings")
+		return nil
+	}
+	for i, sc := range scopes {
+		if !core.KnownScope(sc) {
+			p.add(param+"["+strconv.Itoa(i)+"]", "unknown scope %q", sc)
+		}
+	}
+	slices.Sort(scopes)
+	return slices.Compact(scopes)
 }
 
 // objectField reads an optional JSON object kept as sent.
