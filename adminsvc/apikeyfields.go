@@ -84,22 +84,10 @@ func parseKeyFields(fields map[string]json.RawMessage, now time.Time, create boo
 		if create {
 			p.add("scopes", "is required: a non-empty array of scope strings such as %q", core.ScopeCompletionsWrite)
 		}
-	} else if json.Unmarshal(raw, &b.Scopes) != nil || len(b.Scopes) == 0 {
-		p.add("scopes", "must be a non-empty array of scope strings")
 	} else {
-		b.hasScopes = true
-		for i, sc := range b.Scopes {
-			if !core.KnownScope(sc) {
-				p.add("scopes["+strconv.Itoa(i)+"]", "unknown scope %q", sc)
-			}
-		}
-		slices.Sort(b.Scopes)
-		b.Scopes = slices.Compact(b.Scopes)
+		b.Scopes, b.hasScopes = parseScopes(raw, "scopes", &p), true
 	}
-	if raw, ok := fields["expires_at"]; ok {
-		b.hasExpiresAt = true
-		b.ExpiresAt = futureTime(raw, "expires_at", now, &p)
-	}
+	b.ExpiresAt, b.hasExpiresAt = expiresField(fields, now, &p)
 	if raw, ok := fields["defaults"]; ok {
 		b.hasDefaults = true
 		b.Defaults = parseKeyDefaults(raw, &p)
@@ -138,23 +126,6 @@ func parseKeyFields(fields map[string]json.RawMessage, now time.Time, create boo
 	unknownFields(fields, "", known, &p)
 	slices.SortStableFunc(p, func(a, b problem) int { return strings.Compare(a.param, b.param) })
 	return b, p
-}
-
-// futureTime reads an RFC 3339 date-time after now; null gives nil.
-func futureTime(raw json.RawMessage, param string, now time.Time, p *problems) *time.Time {
-	if string(raw) == "null" {
-		return nil
-	}
-	var t time.Time
-	if json.Unmarshal(raw, &t) != nil {
-		p.add(param, "must be an RFC 3339 date-time such as \"2027-01-31T00:00:00Z\"")
-		return nil
-	}
-	if !t.After(now) {
-		p.add(param, "must be in the future")
-		return nil
-	}
-	return &t
 }
 
 // parseKeyDefaults reads a key's defaults object; null gives nil.

@@ -369,8 +369,7 @@ func (s *Service) listConfigs(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(out, func(a, b configView) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	return sendList(c, pg, out)
+	return newestFirst(c, pg, out, func(v configView) (time.Time, string) { return v.CreatedAt, v.Slug })
 }
 
 func (s *Service) getConfig(c *fiber.Ctx) error {

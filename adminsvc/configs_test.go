@@ -322,6 +322,52 @@ func TestCreateConfigRefused(t *testing.T) {
 	}
 }
 
+// Configs and guardrails created in the same instant list by slug, not in
+// the store's order (by id, here the reverse).
+func TestListsBreakTiesBySlug(t *testing.T) {
+	e := newEnv(t)
+	at := e.clock.Now()
+	recs := []struct{ id, slug string }{{"id-1", "c"}, {"id-2", "b"}, {"id-3", "a"}}
+	cases := []struct {
+		path string
+		put  func(tx store.Tx, id, slug string) error
+	}{
+		{"/v1/configs", func(tx store.Tx, id, slug string) error {
+			return tx.Put(store.BucketConfigs, id, store.SavedConfig{ID: id, Slug: slug, Name: slug, OrganisationID: e.orgID,
+				WorkspaceID: e.wsID, Status: store.StatusActive, CreatedAt: at, LastUpdatedAt: at, Config: json.RawMessage(`{}`)})
+		}},
+		{"/v1/guardrails", func(tx store.Tx, id, slug string) error {
+			return tx.Put(store.BucketGuardrails, id, store.Guardrail{ID: id, Slug: slug, Name: slug, OrganisationID: e.orgID,
+				Checks: json.RawMessage(`[]`), Actions: json.RawMessage(`{}`), CreatedAt: at, LastUpdatedAt: at})
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.path, func(t *testing.T) {
+			if err := e.st.Update(func(tx store.Tx) error {
+				for _, r := range recs {
+					if err := tc.put(tx, r.id, r.slug); err != nil {
+						return err
+					}
+				}
+				return nil
+			}); err != nil {
+				t.Fatal(err)
+			}
+			r := e.do(http.MethodGet, tc.path, adminKey, nil)
+			if r.status != http.StatusOK {
+				t.Fatalf("list: %d %s", r.status, r.raw)
+			}
+			var got []string
+			for _, it := range r.list() {
+				got = append(got, it["slug"].(string))
+			}
+			if want := []string{"a", "b", "c"}; !slices.Equal(got, want) {
+				t.Fatalf("slugs %v, want %v", got, want)
+			}
+		})
+	}
+}
+
 func TestListConfigs(t *testing.T) {
 	e, _ := newCfgEnv(t)
 	ws2 := e.addWorkspace("team-two")

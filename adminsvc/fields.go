@@ -5,10 +5,12 @@ import (
 	"errors"
 	"net/mail"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/llm-gateway/gateway/adminsvc/alerts"
+	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -63,25 +65,48 @@ func slugField(fields map[string]json.RawMessage, name string, p *problems) stri
 	return s
 }
 
-// expiresField reads an optional RFC 3339 expires_at in the future; set
-// reports whether the field was sent (null clears it).
+// expiresField reads an optional expires_at (see futureTime); set reports
+// whether the field was sent (null clears it).
 func expiresField(fields map[string]json.RawMessage, now time.Time, p *problems) (t *time.Time, set bool) {
 	raw, ok := fields["expires_at"]
 	if !ok {
 		return nil, false
 	}
+	return futureTime(raw, "expires_at", now, p), true
+}
+
+// futureTime reads an RFC 3339 date-time after now; null gives nil.
+func futureTime(raw json.RawMessage, param string, now time.Time, p *problems) *time.Time {
 	if string(raw) == "null" {
-		return nil, true
+		return nil
 	}
-	var v time.Time
-	if json.Unmarshal(raw, &v) != nil {
-		p.add("expires_at", "must be an RFC 3339 date-time")
-		return nil, true
+	var t time.Time
+	if json.Unmarshal(raw, &t) != nil {
+		p.add(param, "must be an RFC 3339 date-time such as \"2027-01-31T00:00:00Z\"")
+		return nil
 	}
-	if !v.After(now) {
-		p.add("expires_at", "must be in the future")
+	if !t.After(now) {
+		p.add(param, "must be in the future")
+		return nil
 	}
-	return &v, true
+	return &t
+}
+
+// parseScopes reads a non-empty array of known scope strings at param,
+// sorted and without duplicates; anything else is a problem.
+func parseScopes(raw json.RawMessage, param string, p *problems) []string {
+	var scopes []string
+	if json.Unmarshal(raw, &scopes) != nil || len(scopes) == 0 {
+		p.add(param, "must be a non-empty array of scope strings")
+		return nil
+	}
+	for i, sc := range scopes {
+		if !core.KnownScope(sc) {
+			p.add(param+"["+strconv.Itoa(i)+"]", "unknown scope %q", sc)
+		}
+	}
+	slices.Sort(scopes)
+	return slices.Compact(scopes)
 }
 
 // objectField reads an optional JSON object kept as sent.

@@ -6,10 +6,10 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -232,8 +232,7 @@ func (s *Service) listGuardrails(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(out, func(a, b guardrailView) int { return b.CreatedAt.Compare(a.CreatedAt) })
-	return sendList(c, pg, out)
+	return newestFirst(c, pg, out, func(v guardrailView) (time.Time, string) { return v.CreatedAt, v.Slug })
 }
 
 func (s *Service) getGuardrail(c *fiber.Ctx) error {

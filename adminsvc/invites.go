@@ -9,7 +9,6 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
-	"strconv"
 	"strings"
 	"time"
 
@@ -151,16 +150,8 @@ func parseInvite(fields map[string]json.RawMessage, p *problems) store.Invite {
 			p.add("workspace_api_key_details", "must be an object {scopes}")
 		} else {
 			unknownFields(d, "workspace_api_key_details", []string{"scopes"}, p)
-			if sc, ok := d["scopes"]; !ok || json.Unmarshal(sc, &inv.KeyScopes) != nil || len(inv.KeyScopes) == 0 {
-				p.add("workspace_api_key_details.scopes", "must be a non-empty array of scope strings")
-			}
-			for i, sc := range inv.KeyScopes {
-				if !core.KnownScope(sc) {
-					p.add("workspace_api_key_details.scopes["+strconv.Itoa(i)+"]", "unknown scope %q", sc)
-				}
-			}
-			slices.Sort(inv.KeyScopes)
-			inv.KeyScopes = slices.Compact(inv.KeyScopes)
+			// scopes is required: absent, it is refused as an empty list is.
+			inv.KeyScopes = parseScopes(d["scopes"], "workspace_api_key_details.scopes", p)
 		}
 	}
 	return inv

@@ -36,7 +36,6 @@ type ManagedOptions struct {
 type managedEntry struct {
 	what        string // "provider @x" or "virtual key x"
 	workspaceID string
-	status      string
 	expiresAt   *time.Time
 	// allowed is false when the provider's integration is not enabled for
 	// the provider's workspace.
@@ -109,14 +108,14 @@ func (m *Managed) Reload() error {
 		}
 		t := targets[in.ID]
 		t.ProviderID, t.IntegrationID = pr.ID, in.ID
-		e := &managedEntry{what: "provider @" + pr.Slug, workspaceID: pr.WorkspaceID, status: pr.Status, expiresAt: pr.ExpiresAt,
+		e := &managedEntry{what: "provider @" + pr.Slug, workspaceID: pr.WorkspaceID, expiresAt: pr.ExpiresAt,
 			allowed: integrationAllows(in, pr.WorkspaceID), integ: in.Slug, target: t, mappings: in.SecretMappings, broken: broken[in.ID]}
 		s.providers[pr.Slug], s.providers[pr.ID] = e, e
 	}
 	for _, vk := range vks {
 		t, berr := m.targetOf(vk.AIProviderID, vk.Key, vk.Configurations)
 		t.ProviderID = vk.ID
-		e := &managedEntry{what: "virtual key " + vk.Slug, workspaceID: vk.WorkspaceID, status: vk.Status, expiresAt: vk.ExpiresAt,
+		e := &managedEntry{what: "virtual key " + vk.Slug, workspaceID: vk.WorkspaceID, expiresAt: vk.ExpiresAt,
 			allowed: true, target: t, mappings: vk.SecretMappings, broken: berr}
 		s.vkeys[vk.Slug], s.vkeys[vk.ID] = e, e
 	}
@@ -146,8 +145,9 @@ func (m *Managed) targetOf(provider, sealedKey string, cfg store.ProviderConfig)
 // Resolve implements core.ManagedTargets.
 //
 // Answers: unknown, or in another workspace than a workspace key's: 400;
-// integration not enabled for the workspace: 403; expired: 403; usage
-// exhausted: 412; a secret reference that cannot be fetched: 502.
+// integration not enabled for the workspace: 403; expired: 403; a secret
+// reference that cannot be fetched: 502. Spent usage_limits are not seen
+// here: the limits engine refuses the request for them (412).
 func (m *Managed) Resolve(ctx context.Context, ref string, virtualKey bool, p *core.Principal) (core.Target, *core.Error) {
 	s := m.snap.Load()
 	set := s.providers
@@ -167,11 +167,8 @@ func (m *Managed) Resolve(ctx context.Context, ref string, virtualKey bool, p *c
 		return core.Target{}, core.Internal(e.broken, "the stored credential of %s cannot be opened (was GATEWAY_ENCRYPTION_KEY changed?)", e.what)
 	case !e.allowed:
 		return core.Target{}, core.Forbidden("%s cannot be used: its integration %s is not enabled for this workspace", e.what, e.integ)
-	case e.expiresAt != nil && !now.Before(*e.expiresAt), e.status == store.StatusExpired:
+	case e.expiresAt != nil && !now.Before(*e.expiresAt):
 		return core.Target{}, core.Forbidden("%s expired; update its expires_at to use it again", e.what)
-	case e.status == store.StatusExhausted:
-		return core.Target{}, &core.Error{Status: http.StatusPreconditionFailed, Type: "budget_exceeded_error",
-			Message: e.what + " has exhausted its usage limit; reset it with reset_usage to use it again"}
 	}
 	t := e.target
 	for _, mp := range e.mappings {

@@ -240,33 +240,8 @@ func TestResolution(t *testing.T) {
 		t.Fatalf("status: %s", g.raw)
 	}
 
-	// Exhausted (set by usage enforcement): 412 until reset_usage.
-	if err := m.st.Update(func(tx store.Tx) error {
-		var v store.VirtualKey
-		all, err := store.List[store.VirtualKey](tx, store.BucketVirtualKeys)
-		for _, x := range all {
-			if x.Slug == vk {
-				v = x
-			}
-		}
-		v.Status = store.StatusExhausted
-		if err != nil {
-			return err
-		}
-		return tx.Put(store.BucketVirtualKeys, v.ID, v)
-	}); err != nil {
-		t.Fatal(err)
-	}
-	if err := m.managed.Reload(); err != nil {
-		t.Fatal(err)
-	}
-	if r := m.chat(wsKey, "x-gateway-virtual-key", vk); r.status != http.StatusPreconditionFailed {
-		t.Fatalf("exhausted: %d %s", r.status, r.raw)
-	}
-	m.ok(http.MethodPut, "/v1/virtual-keys/"+vk, adminKey, map[string]any{"reset_usage": true})
-	if r := m.chat(wsKey, "x-gateway-virtual-key", vk); r.status != http.StatusOK {
-		t.Fatalf("after reset: %d %s", r.status, r.raw)
-	}
+	// Spent usage_limits are refused (412) by the limits engine, not by
+	// Resolve: see core/limits TestEntityLimits, "provider usage".
 }
 
 // TestResolutionSecretMappings: a mapped key comes from the lookup, cached

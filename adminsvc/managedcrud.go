@@ -32,18 +32,18 @@ type managedKind[T any] struct {
 // managedFields points at the fields of a record the shared handlers read
 // and set.
 type managedFields struct {
-	id, workspaceID, name, note, status *string
-	usageLimits                         **store.UsageLimits
-	rateLimits                          *[]store.RateLimit
-	expiresAt                           **time.Time
-	lastResetAt                         **time.Time // nil: the kind keeps no reset time
-	lastUpdatedAt                       *time.Time
+	id, workspaceID, name, note *string
+	usageLimits                 **store.UsageLimits
+	rateLimits                  *[]store.RateLimit
+	expiresAt                   **time.Time
+	lastResetAt                 **time.Time // nil: the kind keeps no reset time
+	lastUpdatedAt               *time.Time
 }
 
 var providerKind = managedKind[store.Provider]{bucket: store.BucketProviders, noun: "provider", plural: "providers",
 	scope: "providers", entity: "provider", object: "provider", idSlug: providerIDSlug,
 	fields: func(r *store.Provider) managedFields {
-		return managedFields{id: &r.ID, workspaceID: &r.WorkspaceID, name: &r.Name, note: &r.Note, status: &r.Status,
+		return managedFields{id: &r.ID, workspaceID: &r.WorkspaceID, name: &r.Name, note: &r.Note,
 			usageLimits: &r.UsageLimits, rateLimits: &r.RateLimits, expiresAt: &r.ExpiresAt, lastResetAt: &r.LastResetAt,
 			lastUpdatedAt: &r.LastUpdatedAt}
 	}}
@@ -51,7 +51,7 @@ var providerKind = managedKind[store.Provider]{bucket: store.BucketProviders, no
 var virtualKeyKind = managedKind[store.VirtualKey]{bucket: store.BucketVirtualKeys, noun: "virtual key", plural: "virtual keys",
 	scope: "virtual_keys", entity: "virtual_key", object: "virtual-key", idSlug: virtualKeyIDSlug,
 	fields: func(r *store.VirtualKey) managedFields {
-		return managedFields{id: &r.ID, workspaceID: &r.WorkspaceID, name: &r.Name, note: &r.Note, status: &r.Status,
+		return managedFields{id: &r.ID, workspaceID: &r.WorkspaceID, name: &r.Name, note: &r.Note,
 			usageLimits: &r.UsageLimits, rateLimits: &r.RateLimits, expiresAt: &r.ExpiresAt, lastUpdatedAt: &r.LastUpdatedAt}
 	}}
 
@@ -65,7 +65,8 @@ func canManageInWorkspace(p *core.Principal, ws, what string) *core.Error {
 }
 
 // providerStatus is a provider's or virtual key's status at now: expired
-// once expires_at has passed, else what is stored (active or exhausted).
+// once expires_at has passed, else what is stored (active; the views show
+// exhausted from the limits engine's count, see withUsage).
 func providerStatus(status string, expires *time.Time, now time.Time) string {
 	if expires != nil && !now.Before(*expires) {
 		return store.StatusExpired
@@ -192,8 +193,8 @@ func getManaged[T, V any](s *Service, c *fiber.Ctx, k managedKind[T], views func
 }
 
 // updateManaged changes a record: name, note, usage_limits, rate_limits,
-// expires_at and reset_usage (which makes an exhausted record active again
-// and zeroes the usage the limits engine counts for it) are read here, the
+// expires_at and reset_usage (which zeroes the usage the limits engine
+// counts for it, so an exhausted record is active again) are read here, the
 // kind's own fields by apply, between note and usage_limits. The fields of
 // immutable are refused; known and immutable are every field accepted
 // besides reset_usage.
@@ -247,11 +248,8 @@ func updateManaged[T any](s *Service, c *fiber.Ctx, k managedKind[T], known, imm
 			*f.expiresAt = exp
 		}
 		id = *f.id
-		if reset = resetUsage(fields, &p); reset {
-			*f.status = store.StatusActive
-			if f.lastResetAt != nil {
-				*f.lastResetAt = &now
-			}
+		if reset = resetUsage(fields, &p); reset && f.lastResetAt != nil {
+			*f.lastResetAt = &now
 		}
 		if err := p.err(); err != nil {
 			return err

@@ -13,10 +13,18 @@ type WorkspaceDefaults struct {
 	Metadata         map[string]string `json:"metadata,omitempty"`
 	InputGuardrails  []string          `json:"input_guardrails,omitempty"`
 	OutputGuardrails []string          `json:"output_guardrails,omitempty"`
-	UserAPIKeyConfig *struct {
-		MaxKeysPerUser int `json:"max_keys_per_user,omitempty"`
-	} `json:"user_api_key_config,omitempty"`
-	DataVisibility map[string]bool `json:"data_visibility,omitempty"`
+	UserAPIKeyConfig *UserAPIKeyConfig `json:"user_api_key_config,omitempty"`
+	DataVisibility   map[string]bool   `json:"data_visibility,omitempty"`
+}
+
+// UserAPIKeyConfig limits the user keys of a workspace.
+type UserAPIKeyConfig struct {
+	// MaxKeysPerUser caps the active user keys one user holds in the
+	// workspace: nil leaves the field out, &0 sends 0, &N sends N. The
+	// server reads a missing value as 0, which means no cap; as the whole
+	// defaults object replaces the stored one on Update, nil removes a cap
+	// too. A workspace read back without a cap has nil.
+	MaxKeysPerUser *int `json:"max_keys_per_user,omitempty"`
 }
 
 // Workspace is a workspace as the API shows it.
