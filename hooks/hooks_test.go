@@ -166,3 +166,40 @@ func TestParseStage(t *testing.T) {
 		t.Error("ParseStage accepted an unknown stage")
 	}
 }
+
+// TestFeedbackPrepared checks that ParseList reads on_fail's and
+// on_success's feedback once, and that a copy of the spec given another
+// field reports that field's feedback.
+func TestFeedbackPrepared(t *testing.T) {
+	var list []any
+	if err := json.Unmarshal([]byte(`[{"test.pass":{},"on_success":{"feedback":{"value":1}},"on_fail":{"feedback":{"value":-1}}}]`), &list); err != nil {
+		t.Fatal(err)
+	}
+	specs, probs := ParseList("p", true, list)
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	h := &specs[0]
+	changed := *h
+	changed.OnFail = json.RawMessage(`{"feedback":{"value":-2}}`)
+	for _, c := range []struct {
+		name    string
+		spec    *Spec
+		verdict bool
+		want    string
+	}{
+		{"on_success", h, true, `{"value":1}`},
+		{"on_fail", h, false, `{"value":-1}`},
+		{"copy, same on_success", &changed, true, `{"value":1}`},
+		{"copy, other on_fail", &changed, false, `{"value":-2}`},
+		{"built in code", &Spec{OnSuccess: json.RawMessage(`{"feedback":{"value":3}}`)}, true, `{"value":3}`},
+		{"none", &Spec{}, false, ""},
+	} {
+		if got := feedbackOf(c.spec, c.verdict); string(got) != c.want {
+			t.Errorf("%s: feedback %s, want %s", c.name, got, c.want)
+		}
+	}
+	if n := testing.AllocsPerRun(10, func() { feedbackOf(h, true); feedbackOf(h, false) }); n != 0 {
+		t.Errorf("feedback of a parsed hook: %v allocations, want 0 (read again on every request)", n)
+	}
+}

@@ -285,22 +285,20 @@ func enabledChecks(checks []CheckSpec) []CheckSpec {
 	return checks
 }
 
-// feedbackOf picks on_success or on_fail's feedback.
+// feedbackOf picks on_success or on_fail's feedback: as ParseList read it
+// when h is parsed, else read now.
 func feedbackOf(h *Spec, verdict bool) json.RawMessage {
-	raw := h.OnFail
+	raw, prepared := h.OnFail, h.onFail
 	if verdict {
-		raw = h.OnSuccess
+		raw, prepared = h.OnSuccess, h.onSuccess
 	}
 	if raw == nil {
 		return nil
 	}
-	var w struct {
-		Feedback json.RawMessage `json:"feedback"`
+	if fb, ok := prepared.feedbackFor(raw); ok {
+		return fb
 	}
-	if json.Unmarshal(raw, &w) != nil {
-		return nil
-	}
-	return w.Feedback
+	return readFeedback(raw)
 }
 
 // runCheck runs one check, c (nil when spec names no known check). A check
