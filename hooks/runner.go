@@ -32,7 +32,7 @@ type HookResult struct {
 	Deny          bool              `json:"deny"`
 	Async         bool              `json:"async"`
 	Checks        []CheckResultView `json:"checks"`
-	Feedback      json.RawMessage   `json:"feedback,omitempty"`
+	Feedback      json.RawMessage   `json:"feedback,omitempty"` // shared with the spec: read-only
 	Transformed   bool              `json:"transformed"`
 	ExecutionTime float64           `json:"execution_time"`
 	CreatedAt     time.Time         `json:"created_at"` // in UTC
