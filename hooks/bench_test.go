@@ -88,3 +88,86 @@ func BenchmarkRun(b *testing.B) {
 		})
 	}
 }
+
+// chatAnswer is a chat completion whose first choice's content is text.
+func chatAnswer(text string) []byte {
+	b, _ := json.Marshal(map[string]any{"id": "chatcmpl-1", "object": "chat.completion", "model": "gpt-4o-mini",
+		"choices": []any{map[string]any{"index": 0, "finish_reason": "stop", "message": map[string]any{"role": "assistant", "content": text}}},
+		"usage":   map[string]any{"prompt_tokens": 12, "completion_tokens": 9, "total_tokens": 21}})
+	return b
+}
+
+// BenchmarkRunAfterResponse runs output guardrails whose checks all read the
+// answer: one hook of three checks, two hooks, and a sequential hook whose
+// second check reads the first one's transform.
+func BenchmarkRunAfterResponse(b *testing.B) {
+	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello to the gateway in five words."}]}`
+	req := &core.Request{Body: []byte(body), Model: "gpt-4o-mini", Endpoint: core.EndpointChatComplete}
+	decodeJSON(b, body, &req.JSON)
+	resp := &core.Response{Status: 200, Body: chatAnswer("Hello there, dear gateway friend: call 555-123-4567 now.")}
+	for _, bc := range []struct {
+		name, list string
+		shorthand  bool
+	}{
+		{"oneHook", `[{"default.wordCount":{"maxWords":1000},"default.characterCount":{"maxCharacters":10000},"default.contains":{"words":["secret"],"operator":"none"}}]`, true},
+		{"twoHooks", `[{"default.wordCount":{"maxWords":1000},"default.characterCount":{"maxCharacters":10000}},{"default.contains":{"words":["secret"],"operator":"none"}}]`, true},
+		{"sequential", `[{"sequential":true,"checks":[{"id":"default.regexReplace","parameters":{"rule":"\\d{3}-\\d{3}-\\d{4}","replacement":"[phone]"}},{"id":"default.wordCount","parameters":{"maxWords":1000}},{"id":"default.contains","parameters":{"words":["555"],"operator":"none"}}]}]`, false},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			var list []any
+			decodeJSON(b, bc.list, &list)
+			specs, probs := hooks.ParseList("output_guardrails", bc.shorthand, list)
+			if len(probs) > 0 {
+				b.Fatal(probs)
+			}
+			var r hooks.Runner
+			ctx := context.Background()
+			b.ReportAllocs()
+			for b.Loop() {
+				out := r.Run(ctx, hooks.AfterResponse, specs, req, resp)
+				if out.Failed || len(out.Hooks) != len(specs) {
+					b.Fatalf("%+v", out)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkRunFeedback runs a hook with on_success and on_fail feedback.
+func BenchmarkRunFeedback(b *testing.B) {
+	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello to the gateway in five words."}]}`
+	req := &core.Request{Body: []byte(body), Model: "gpt-4o-mini", Endpoint: core.EndpointChatComplete}
+	decodeJSON(b, body, &req.JSON)
+	var list []any
+	decodeJSON(b, `[{"default.wordCount":{"maxWords":1000},"on_success":{"feedback":{"value":1,"weight":1,"metadata":{"team":"a"}}},"on_fail":{"feedback":{"value":-1}}}]`, &list)
+	specs, probs := hooks.ParseList("input_guardrails", true, list)
+	if len(probs) > 0 {
+		b.Fatal(probs)
+	}
+	var r hooks.Runner
+	ctx := context.Background()
+	b.ReportAllocs()
+	for b.Loop() {
+		out := r.Run(ctx, hooks.BeforeRequest, specs, req, nil)
+		if out.Failed || out.Hooks[0].Feedback == nil {
+			b.Fatalf("%+v", out)
+		}
+	}
+}
+
+// BenchmarkRequestAllText joins the text of a conversation whose messages
+// are strings and arrays of parts.
+func BenchmarkRequestAllText(b *testing.B) {
+	var body map[string]any
+	decodeJSON(b, `{"model":"gpt-4o","messages":[
+		{"role":"system","content":"You are terse."},
+		{"role":"user","content":[{"type":"text","text":"Describe this picture"},{"type":"image_url","image_url":{"url":"https://example.test/a.png"}},{"type":"text","text":"in five words."}]},
+		{"role":"assistant","content":"A cat on a mat."},
+		{"role":"user","content":[{"type":"text","text":"And this one?"},{"type":"text","text":"Be brief."}]}]}`, &body)
+	b.ReportAllocs()
+	for b.Loop() {
+		if hooks.RequestAllText(body) == "" {
+			b.Fatal("no text")
+		}
+	}
+}

@@ -70,10 +70,11 @@ type CheckResult struct {
 
 // CheckInput is what a check sees: the request, and in afterResponseHook the
 // answer, plus the check's own parameters. Each check gets its own input,
-// whose parsed forms are computed at most once for that check: the request's
-// is the validator's Request.JSON when it has one, shared by every check;
-// the answer's is parsed by each check that asks for it. Treat them as
-// read-only.
+// whose parsed forms are computed at most once: the request's is the
+// validator's Request.JSON when it has one, shared by every check; the
+// answer's is parsed once for the stage, on first use, and shared by every
+// check the runner runs on that answer (see answer). Treat them as
+// read-only: a check that changes the body returns a new one.
 type CheckInput struct {
 	Stage      Stage
 	Request    *core.Request
@@ -86,7 +87,48 @@ type CheckInput struct {
 	Prepared any
 
 	reqOnce, respOnce sync.Once
-	reqJSON, respJSON map[string]any
+	reqJSON           map[string]any
+	// answer is Response with its parsed body: the stage's, shared, set
+	// by the runner; else made on first use, for this input alone.
+	answer *answer
+}
+
+// answer is a stage's response with its body parsed as a JSON object on
+// first use, shared (read-only) by the checks that run on that response.
+// The runner makes one for the answer a stage starts from and a new one for
+// each transform of it in a sequential hook: the parse belongs to one body
+// and is dropped with it.
+type answer struct {
+	resp *core.Response
+	once sync.Once
+	json map[string]any
+}
+
+// newAnswer is resp, whose body is not parsed yet; nil when resp is.
+func newAnswer(resp *core.Response) *answer {
+	if resp == nil {
+		return nil
+	}
+	return &answer{resp: resp}
+}
+
+// response is the response, or nil.
+func (a *answer) response() *core.Response {
+	if a == nil {
+		return nil
+	}
+	return a.resp
+}
+
+// object is the body parsed as a JSON object, once; nil for a stream or a
+// body that is not one.
+func (a *answer) object() map[string]any {
+	a.once.Do(func() {
+		if a.resp.Stream == nil {
+			a.json = parseObject(a.resp.Body)
+		}
+	})
+	return a.json
 }
 
 // RequestJSON is the request body parsed as a JSON object (nil when it is
@@ -105,14 +147,18 @@ func (in *CheckInput) RequestJSON() map[string]any {
 }
 
 // ResponseJSON is the answer's body parsed as a JSON object (nil in
-// beforeRequestHook, for a stream, or when it is not one).
+// beforeRequestHook, for a stream, or when it is not one). Numbers are
+// json.Number.
 func (in *CheckInput) ResponseJSON() map[string]any {
 	in.respOnce.Do(func() {
-		if in.Response != nil && in.Response.Stream == nil {
-			in.respJSON = parseObject(in.Response.Body)
+		if in.answer == nil || in.answer.resp != in.Response {
+			in.answer = newAnswer(in.Response)
 		}
 	})
-	return in.respJSON
+	if in.answer == nil {
+		return nil
+	}
+	return in.answer.object() // parsed once for the stage
 }
 
 // Text is the text under check: in beforeRequestHook the last message's

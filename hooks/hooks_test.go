@@ -4,7 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/llm-gateway/gateway/core"
@@ -164,5 +167,145 @@ func TestParseStage(t *testing.T) {
 	}
 	if _, ok := ParseStage("duringHook"); ok {
 		t.Error("ParseStage accepted an unknown stage")
+	}
+}
+
+// TestFeedbackPrepared checks that ParseList reads on_fail's and
+// on_success's feedback once, and that a copy of the spec given another
+// field reports that field's feedback.
+func TestFeedbackPrepared(t *testing.T) {
+	var list []any
+	if err := json.Unmarshal([]byte(`[{"test.pass":{},"on_success":{"feedback":{"value":1}},"on_fail":{"feedback":{"value":-1}}}]`), &list); err != nil {
+		t.Fatal(err)
+	}
+	specs, probs := ParseList("p", true, list)
+	if len(probs) > 0 {
+		t.Fatal(probs)
+	}
+	h := &specs[0]
+	changed := *h
+	changed.OnFail = json.RawMessage(`{"feedback":{"value":-2}}`)
+	for _, c := range []struct {
+		name    string
+		spec    *Spec
+		verdict bool
+		want    string
+	}{
+		{"on_success", h, true, `{"value":1}`},
+		{"on_fail", h, false, `{"value":-1}`},
+		{"copy, same on_success", &changed, true, `{"value":1}`},
+		{"copy, other on_fail", &changed, false, `{"value":-2}`},
+		{"built in code", &Spec{OnSuccess: json.RawMessage(`{"feedback":{"value":3}}`)}, true, `{"value":3}`},
+		{"none", &Spec{}, false, ""},
+	} {
+		if got := feedbackOf(c.spec, c.verdict); string(got) != c.want {
+			t.Errorf("%s: feedback %s, want %s", c.name, got, c.want)
+		}
+	}
+	if n := testing.AllocsPerRun(10, func() { feedbackOf(h, true); feedbackOf(h, false) }); n != 0 {
+		t.Errorf("feedback of a parsed hook: %v allocations, want 0 (read again on every request)", n)
+	}
+}
+
+// answerProbe records the parsed answer and its text each time it runs.
+type answerProbe struct {
+	waits bool
+	mu    sync.Mutex
+	seen  []map[string]any
+	texts []string
+}
+
+func (p *answerProbe) Run(_ context.Context, in *CheckInput) (CheckResult, error) {
+	m, text := in.ResponseJSON(), in.Text()
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.seen, p.texts = append(p.seen, m), append(p.texts, text)
+	return CheckResult{Verdict: true}, nil
+}
+
+func (p *answerProbe) WaitsOnIO() bool { return p.waits }
+
+// answerSuffix appends its text to the answer's.
+type answerSuffix string
+
+func (s answerSuffix) Run(_ context.Context, in *CheckInput) (CheckResult, error) {
+	out, _ := WithResponseText(in.ResponseJSON(), in.Text()+string(s))
+	return CheckResult{Verdict: true, Transformed: out}, nil
+}
+
+var probe, waitingProbe = &answerProbe{}, &answerProbe{waits: true}
+
+func init() {
+	RegisterCheck("test.probe", probe)
+	RegisterCheck("test.waitingProbe", waitingProbe)
+	RegisterCheck("test.answerAddA", answerSuffix("A"))
+}
+
+// TestAnswerParsedOnce checks that the checks of an afterResponseHook stage
+// share one parse of the answer, and that in a sequential hook a check
+// after a transform sees the transformed answer while the earlier parse is
+// left as it was.
+func TestAnswerParsedOnce(t *testing.T) {
+	ptr := func(m map[string]any) uintptr { return uintptr(reflect.ValueOf(m).UnsafePointer()) }
+	chatAnswer := func(text string) *core.Response {
+		b, _ := json.Marshal(map[string]any{"choices": []any{map[string]any{"message": map[string]any{"role": "assistant", "content": text}}}})
+		return &core.Response{Status: 200, Body: b}
+	}
+	checks := func(ids ...string) []CheckSpec {
+		out := make([]CheckSpec, len(ids))
+		for i, id := range ids {
+			out[i].ID = id
+		}
+		return out
+	}
+	for _, c := range []struct {
+		name  string
+		hooks []Spec
+		resp  *core.Response
+		texts []string // what the probes saw, in order (waiting probes' after the others')
+		same  [][]int  // groups of runs that saw the same map
+	}{
+		{"one hook", []Spec{{ID: "h", Checks: checks("test.probe", "test.probe", "test.probe")}}, chatAnswer("hi"),
+			[]string{"hi", "hi", "hi"}, [][]int{{0, 1, 2}}},
+		{"hooks and goroutines", []Spec{{ID: "a", Checks: checks("test.probe", "test.waitingProbe")}, {ID: "b", Checks: checks("test.waitingProbe", "test.probe")}},
+			chatAnswer("hi"), []string{"hi", "hi", "hi", "hi"}, [][]int{{0, 1, 2, 3}}},
+		{"sequential transform", []Spec{{ID: "m", Sequential: true, Checks: checks("test.probe", "test.answerAddA", "test.probe", "test.probe")}},
+			chatAnswer("hi"), []string{"hi", "hiA", "hiA"}, [][]int{{0}, {1, 2}}},
+		{"stream", []Spec{{ID: "h", Checks: checks("test.probe", "test.probe")}}, &core.Response{Status: 200, Stream: io.NopCloser(strings.NewReader(""))},
+			[]string{"", ""}, nil},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			probe.seen, probe.texts, waitingProbe.seen, waitingProbe.texts = nil, nil, nil, nil
+			out := (&Runner{}).Run(context.Background(), AfterResponse, c.hooks, chatReq("q"), c.resp)
+			if out.Failed {
+				t.Fatalf("%+v", out.Hooks)
+			}
+			seen, texts := append(probe.seen, waitingProbe.seen...), append(probe.texts, waitingProbe.texts...)
+			if strings.Join(texts, ",") != strings.Join(c.texts, ",") {
+				t.Fatalf("texts %q, want %q", texts, c.texts)
+			}
+			for _, group := range c.same {
+				for _, i := range group {
+					if seen[i] == nil || ptr(seen[i]) != ptr(seen[group[0]]) {
+						t.Errorf("run %d saw another parse than run %d", i, group[0])
+					}
+				}
+			}
+			for i := 1; i < len(c.same); i++ {
+				if ptr(seen[c.same[i][0]]) == ptr(seen[c.same[0][0]]) {
+					t.Errorf("a transformed answer was not parsed anew")
+				}
+			}
+			if c.same == nil {
+				for i, m := range seen {
+					if m != nil {
+						t.Errorf("run %d parsed a stream: %v", i, m)
+					}
+				}
+			}
+			if len(seen) > 0 && seen[0] != nil && ResponseText(seen[0]) != c.texts[0] {
+				t.Errorf("a transform changed the parse others saw: %q", ResponseText(seen[0]))
+			}
+		})
 	}
 }

@@ -32,7 +32,7 @@ type HookResult struct {
 	Deny          bool              `json:"deny"`
 	Async         bool              `json:"async"`
 	Checks        []CheckResultView `json:"checks"`
-	Feedback      json.RawMessage   `json:"feedback,omitempty"`
+	Feedback      json.RawMessage   `json:"feedback,omitempty"` // shared with the spec: read-only
 	Transformed   bool              `json:"transformed"`
 	ExecutionTime float64           `json:"execution_time"`
 	CreatedAt     time.Time         `json:"created_at"` // in UTC
@@ -63,8 +63,10 @@ type Runner struct {
 // order, each seeing the previous one's transform, when the hook is
 // sequential). Only hooks and checks that may wait on I/O run on goroutines
 // of their own; those that compute locally run inline (see IOWaiter).
-// Async hooks run in the background on a copy of the input and only log
-// their results. With no hooks it returns at once.
+// The answer's body is parsed at most once, when a check first reads it,
+// and shared by the checks (each transform of it in a sequential hook is
+// parsed anew). Async hooks run in the background on a copy of the input
+// and only log their results. With no hooks it returns at once.
 func (r *Runner) Run(ctx context.Context, stage Stage, specs []Spec, req *core.Request, resp *core.Response) Outcome {
 	if len(specs) == 0 {
 		return Outcome{}
@@ -94,12 +96,13 @@ func (r *Runner) Run(ctx context.Context, stage Stage, specs []Spec, req *core.R
 		}
 	}
 	results := make([]HookResult, len(sync_))
+	ans := newAnswer(resp)
 	if len(sync_) == 1 {
-		results[0] = runHook(ctx, stage, bindHook(&sync_[0]), req, resp)
+		results[0] = runHook(ctx, stage, bindHook(&sync_[0]), req, ans)
 	} else {
 		bound := bindHooks(sync_)
 		parallel(len(bound), func(i int) bool { return bound[i].waits },
-			func(i int) { results[i] = runHook(ctx, stage, bound[i], req, resp) })
+			func(i int) { results[i] = runHook(ctx, stage, bound[i], req, ans) })
 	}
 	out := Outcome{Hooks: results}
 	for _, h := range out.Hooks {
@@ -133,16 +136,16 @@ func (r *Runner) runAsync(stage Stage, specs []Spec, req *core.Request, resp *co
 		log = slog.Default()
 	}
 	reqCopy := *req
-	var respCopy *core.Response
+	var ans *answer
 	if resp != nil {
 		rc := *resp
-		respCopy = &rc
+		ans = newAnswer(&rc)
 	}
 	go func() {
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		for i := range specs {
-			res := runHook(ctx, stage, bindHook(&specs[i]), &reqCopy, respCopy)
+			res := runHook(ctx, stage, bindHook(&specs[i]), &reqCopy, ans)
 			res.Async = true
 			b, _ := json.Marshal(res)
 			log.Info("async hook result", "trace_id", reqCopy.TraceID, "stage", string(stage), "hook", res.ID,
@@ -201,9 +204,9 @@ func lookupCheck(id string) Check {
 	return nil
 }
 
-// runHook runs a hook, looking its checks up as they run unless b has
-// them already.
-func runHook(ctx context.Context, stage Stage, b boundHook, req *core.Request, resp *core.Response) HookResult {
+// runHook runs a hook on req and, after the answer, ans, looking its
+// checks up as they run unless b has them already.
+func runHook(ctx context.Context, stage Stage, b boundHook, req *core.Request, ans *answer) HookResult {
 	start := time.Now()
 	h, checks := b.spec, b.checks
 	res := HookResult{ID: h.ID, Type: h.Type, Deny: h.Deny, Async: h.Async, Verdict: true, CreatedAt: start.UTC()}
@@ -217,7 +220,7 @@ func runHook(ctx context.Context, stage Stage, b boundHook, req *core.Request, r
 	views := res.Checks[len(res.Checks)-len(checks):]
 	if h.Sequential || len(checks) == 1 {
 		// In order, each check seeing the previous one's transform.
-		cur, curResp := req, resp
+		cur, curAns := req, ans
 		for i := range checks {
 			var body []byte
 			var c Check
@@ -226,7 +229,7 @@ func runHook(ctx context.Context, stage Stage, b boundHook, req *core.Request, r
 			} else {
 				c = lookupCheck(checks[i].ID)
 			}
-			views[i], body = runCheck(ctx, stage, &checks[i], c, cur, curResp)
+			views[i], body = runCheck(ctx, stage, &checks[i], c, cur, curAns)
 			if body == nil {
 				continue
 			}
@@ -236,9 +239,9 @@ func runHook(ctx context.Context, stage Stage, b boundHook, req *core.Request, r
 				next.Body, next.JSON = body, nil
 				cur = &next
 			} else {
-				next := *curResp
+				next := *curAns.resp
 				next.Body = body
-				curResp = &next
+				curAns = newAnswer(&next)
 			}
 		}
 	} else {
@@ -248,7 +251,7 @@ func runHook(ctx context.Context, stage Stage, b boundHook, req *core.Request, r
 		}
 		bodies := make([][]byte, len(checks))
 		parallel(len(checks), func(i int) bool { return waitsOnIO(impls[i]) },
-			func(i int) { views[i], bodies[i] = runCheck(ctx, stage, &checks[i], impls[i], req, resp) })
+			func(i int) { views[i], bodies[i] = runCheck(ctx, stage, &checks[i], impls[i], req, ans) })
 		for _, b := range bodies {
 			if b != nil {
 				res.body = b // the last transform wins
@@ -285,28 +288,26 @@ func enabledChecks(checks []CheckSpec) []CheckSpec {
 	return checks
 }
 
-// feedbackOf picks on_success or on_fail's feedback.
+// feedbackOf picks on_success or on_fail's feedback: as ParseList read it
+// when h is parsed, else read now.
 func feedbackOf(h *Spec, verdict bool) json.RawMessage {
-	raw := h.OnFail
+	raw, prepared := h.OnFail, h.onFail
 	if verdict {
-		raw = h.OnSuccess
+		raw, prepared = h.OnSuccess, h.onSuccess
 	}
 	if raw == nil {
 		return nil
 	}
-	var w struct {
-		Feedback json.RawMessage `json:"feedback"`
+	if fb, ok := prepared.feedbackFor(raw); ok {
+		return fb
 	}
-	if json.Unmarshal(raw, &w) != nil {
-		return nil
-	}
-	return w.Feedback
+	return readFeedback(raw)
 }
 
 // runCheck runs one check, c (nil when spec names no known check). A check
 // that errors counts as passed unless its parameters set failOnError; a
 // check that panics is an error, never a crash.
-func runCheck(ctx context.Context, stage Stage, spec *CheckSpec, c Check, req *core.Request, resp *core.Response) (out CheckResultView, body []byte) {
+func runCheck(ctx context.Context, stage Stage, spec *CheckSpec, c Check, req *core.Request, ans *answer) (out CheckResultView, body []byte) {
 	start := time.Now()
 	out = CheckResultView{ID: spec.ID, CreatedAt: start.UTC()}
 	failOnError, _ := spec.Parameters["failOnError"].(bool)
@@ -325,7 +326,8 @@ func runCheck(ctx context.Context, stage Stage, spec *CheckSpec, c Check, req *c
 		fail(fmt.Errorf("unknown check %q", spec.ID))
 		return out, nil
 	}
-	r, err := c.Run(ctx, &CheckInput{Stage: stage, Request: req, Response: resp, Parameters: spec.Parameters, Prepared: spec.preparedFor()})
+	r, err := c.Run(ctx, &CheckInput{Stage: stage, Request: req, Response: ans.response(), Parameters: spec.Parameters,
+		Prepared: spec.preparedFor(), answer: ans})
 	if err != nil {
 		fail(err)
 		return out, nil

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unsafe"
 )
 
 // Hook types.
@@ -61,6 +62,44 @@ type Spec struct {
 	OnFail    json.RawMessage `json:"on_fail,omitempty"`
 	OnSuccess json.RawMessage `json:"on_success,omitempty"`
 	Ref       string          `json:"ref,omitempty"`
+
+	// onFail and onSuccess are OnFail's and OnSuccess's feedback, read by
+	// ParseList (see feedbackOf).
+	onFail, onSuccess *preparedFeedback
+}
+
+// preparedFeedback is the feedback of an on_fail or on_success field with
+// the field it was read from: a copy of a Spec given another field does
+// not use it. Like the rest of a parsed spec, the field is never changed.
+type preparedFeedback struct {
+	from, feedback json.RawMessage
+}
+
+// prepareFeedback reads raw's feedback, once (nil when raw is).
+func prepareFeedback(raw json.RawMessage) *preparedFeedback {
+	if raw == nil {
+		return nil
+	}
+	return &preparedFeedback{from: raw, feedback: readFeedback(raw)}
+}
+
+// feedbackFor returns the feedback when it was read from raw.
+func (pf *preparedFeedback) feedbackFor(raw json.RawMessage) (json.RawMessage, bool) {
+	if pf == nil || unsafe.SliceData(pf.from) != unsafe.SliceData(raw) || len(pf.from) != len(raw) {
+		return nil, false
+	}
+	return pf.feedback, true
+}
+
+// readFeedback is the feedback field of {"feedback": ...}, or nil.
+func readFeedback(raw json.RawMessage) json.RawMessage {
+	var w struct {
+		Feedback json.RawMessage `json:"feedback"`
+	}
+	if json.Unmarshal(raw, &w) != nil {
+		return nil
+	}
+	return w.Feedback
 }
 
 // hookFields are the fields of a hook object besides its checks.
@@ -198,6 +237,7 @@ func readHookFields(at string, obj map[string]any, spec *Spec, p *[]string) {
 			*dst, _ = json.Marshal(m)
 		}
 	}
+	spec.onFail, spec.onSuccess = prepareFeedback(spec.OnFail), prepareFeedback(spec.OnSuccess)
 }
 
 // parseCheckObject reads {id, parameters, name, is_enabled}.

@@ -6,23 +6,28 @@ import (
 )
 
 // contentText is the text of a message's content: a string, or the text
-// parts of an array of parts.
+// parts of an array of parts joined by "\n".
 func contentText(c any) string {
+	var buf [8]string
+	return strings.Join(appendContentText(buf[:0], c), "\n")
+}
+
+// appendContentText appends the pieces of a content's text to texts: the
+// string, or the text of each text part (contentText joins them).
+func appendContentText(texts []string, c any) []string {
 	switch v := c.(type) {
 	case string:
-		return v
+		return append(texts, v)
 	case []any:
-		var parts []string
 		for _, p := range v {
 			if m, ok := p.(map[string]any); ok {
 				if t, ok := m["text"].(string); ok {
-					parts = append(parts, t)
+					texts = append(texts, t)
 				}
 			}
 		}
-		return strings.Join(parts, "\n")
 	}
-	return ""
+	return texts
 }
 
 // RequestText is the text under check in a request body: the last
@@ -60,34 +65,23 @@ func RequestAllText(body map[string]any) string {
 	if !ok {
 		return RequestText(body)
 	}
-	// Two passes instead of collecting the texts: a message's text is
-	// usually its content string, so only the result is allocated (and
-	// nothing when a single message has text).
-	var first string
-	size, count := 0, 0
+	// The pieces of every message's text (a content string, or each text
+	// part), joined once: a message's text is its pieces joined by "\n",
+	// and an empty one is left out. Only the result is allocated (nothing
+	// when a single piece has text) unless there are many pieces.
+	var buf [16]string
+	texts := buf[:0]
 	for _, x := range msgs {
-		if t := messageText(x); t != "" {
-			if count == 0 {
-				first = t
-			}
-			size += len(t)
-			count++
+		m, ok := x.(map[string]any)
+		if !ok {
+			continue
+		}
+		n := len(texts)
+		if texts = appendContentText(texts, m["content"]); len(texts) == n+1 && texts[n] == "" {
+			texts = texts[:n]
 		}
 	}
-	if count <= 1 {
-		return first
-	}
-	var b strings.Builder
-	b.Grow(size + count - 1)
-	for _, x := range msgs {
-		if t := messageText(x); t != "" {
-			if b.Len() > 0 {
-				b.WriteByte('\n')
-			}
-			b.WriteString(t)
-		}
-	}
-	return b.String()
+	return strings.Join(texts, "\n")
 }
 
 // messageText is the text of a message object's content ("" when x is not

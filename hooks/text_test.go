@@ -35,3 +35,32 @@ func TestRequestAllText(t *testing.T) {
 		t.Errorf("prompt: got %q", got)
 	}
 }
+
+// TestRequestAllTextEmptyParts checks that parts are joined as their
+// message's text would be: a message whose only text part is empty is left
+// out, one with two empty text parts is not.
+func TestRequestAllTextEmptyParts(t *testing.T) {
+	part := func(text string) any { return map[string]any{"type": "text", "text": text} }
+	image := map[string]any{"type": "image_url"}
+	for _, c := range []struct {
+		name string
+		msgs []any
+		want string
+	}{
+		{"one empty part", []any{map[string]any{"content": "a"}, map[string]any{"content": []any{part("")}}, map[string]any{"content": "b"}}, "a\nb"},
+		{"two empty parts", []any{map[string]any{"content": "a"}, map[string]any{"content": []any{part(""), part("")}}, map[string]any{"content": "b"}}, "a\n\n\nb"},
+		{"no text part", []any{map[string]any{"content": []any{image}}, map[string]any{"content": "b"}}, "b"},
+		{"empty part among others", []any{map[string]any{"content": []any{part("x"), part(""), image, part("y")}}}, "x\n\ny"},
+		{"only empty", []any{map[string]any{"content": []any{part("")}}, map[string]any{"content": ""}}, ""},
+	} {
+		var want []string
+		for _, m := range c.msgs {
+			if s := messageText(m); s != "" {
+				want = append(want, s)
+			}
+		}
+		if got := RequestAllText(map[string]any{"messages": c.msgs}); got != c.want || got != strings.Join(want, "\n") {
+			t.Errorf("%s: got %q, want %q", c.name, got, c.want)
+		}
+	}
+}

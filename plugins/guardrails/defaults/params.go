@@ -365,11 +365,3 @@ func contains(list []string, s string) bool {
 	}
 	return false
 }
-
-func quoteList(list []string) string {
-	q := make([]string, len(list))
-	for i, s := range list {
-		q[i] = strconv.Quote(s)
-	}
-	return strings.Join(q, ", ")
-}
