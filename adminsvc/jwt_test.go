@@ -22,6 +22,7 @@ import (
 
 	"github.com/llm-gateway/gateway/adminsvc"
 	"github.com/llm-gateway/gateway/core/server"
+	"github.com/llm-gateway/gateway/store"
 )
 
 var b64 = base64.RawURLEncoding
@@ -59,7 +60,7 @@ func ecJWK(kid string, k *ecdsa.PrivateKey) map[string]any {
 
 // sign makes a compact JWS; key is an *rsa.PrivateKey, an
 // *ecdsa.PrivateKey, or nil for an unsigned token with the given alg.
-func sign(t *testing.T, alg, kid string, key any, claims map[string]any) string {
+func sign(t testing.TB, alg, kid string, key any, claims map[string]any) string {
 	t.Helper()
 	h, _ := json.Marshal(map[string]any{"alg": alg, "kid": kid, "typ": "JWT"})
 	c, _ := json.Marshal(claims)
@@ -334,5 +335,44 @@ func TestJWTSessionTTLFollowsSettings(t *testing.T) {
 	wantErr(t, r, 401, "AB05")
 	if !strings.Contains(string(r.raw), "max_session_ttl") {
 		t.Fatalf("message: %s", r.raw)
+	}
+}
+
+// BenchmarkJWTAuthenticate is the per-request cost of a token presented
+// again and again, signed with each accepted algorithm.
+func BenchmarkJWTAuthenticate(b *testing.B) {
+	k := testKeys()
+	st, err := store.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	keys, err := adminsvc.NewKeys(st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, _ := json.Marshal(map[string]any{"keys": []any{rsaJWK("rsa-1", k.rsa), ecJWK("ec-1", k.ec)}})
+	file := filepath.Join(b.TempDir(), "jwks.json")
+	if err := os.WriteFile(file, raw, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	clk := &clock{t: t0}
+	j, err := adminsvc.NewJWTAuth(adminsvc.JWTOptions{JWKSFile: file, Issuer: testIssuer, Audience: testAudience, Keys: keys, Now: clk.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		alg, kid string
+		key      any
+	}{{"RS256", "rsa-1", k.rsa}, {"ES256", "ec-1", k.ec}} {
+		b.Run(bc.alg, func(b *testing.B) {
+			token := sign(b, bc.alg, bc.kid, bc.key, claims(nil))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := j.Authenticate(token); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

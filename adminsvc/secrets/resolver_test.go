@@ -166,3 +166,54 @@ func TestResolverWithoutCipher(t *testing.T) {
 		t.Fatalf("err = %v", err)
 	}
 }
+
+// BenchmarkResolveCached is the per-request path of a mapped secret once it
+// is cached: by id and by slug, among other references, whole and by key.
+func BenchmarkResolveCached(b *testing.B) {
+	st, err := store.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	c, err := store.NewCipher([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sealed, err := SealAuth(c, map[string]string{"auth_type": "token", "address": "http://vault.test", "token": "vault-token-1234"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	err = st.Update(func(tx store.Tx) error {
+		for i := range 50 {
+			rec := store.SecretReference{ID: fmt.Sprintf("id-%d", i), Slug: fmt.Sprintf("ref-%d", i), ManagerType: TypeVault,
+				AuthConfig: sealed, SecretPath: "secret/openai", SecretKey: "api_key", AllowAllWorkspaces: true}
+			if err := tx.Put(store.BucketSecretReferences, rec.ID, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := &countingManager{values: map[string]string{"secret/openai": `{"api_key":"sk-1","org":"o-1","n":5}`}}
+	r := NewResolver(st, c, Options{Managers: map[string]Manager{TypeVault: m}})
+	ctx := context.Background()
+	for _, bc := range []struct{ name, ref, key string }{
+		{"by id", "id-25", ""},
+		{"by slug", "ref-25", ""},
+		{"by slug, mapping's key", "ref-25", "org"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if _, err := r.Resolve(ctx, bc.ref, bc.key); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Resolve(ctx, bc.ref, bc.key); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
