@@ -17,6 +17,7 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
@@ -44,8 +45,9 @@ type JWTOptions struct {
 // of the configured JWKS. The verification is done here with the standard
 // library; nothing but these two algorithms is accepted.
 type JWTAuth struct {
-	o    JWTOptions
-	jwks *jwksSource
+	o     JWTOptions
+	jwks  *jwksSource
+	cache jwtCache
 }
 
 // Key types of principals authenticated by a JWT. They are the API-key
@@ -76,7 +78,8 @@ func NewJWTAuth(o JWTOptions) (*JWTAuth, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	j := &JWTAuth{o: o, jwks: &jwksSource{url: o.JWKSURL, file: o.JWKSFile, client: o.Client, now: o.Now, log: o.Logger}}
+	j := &JWTAuth{o: o, jwks: &jwksSource{url: o.JWKSURL, file: o.JWKSFile, client: o.Client, now: o.Now, log: o.Logger},
+		cache: jwtCache{max: jwtCacheSize, entries: map[string]jwtCacheEntry{}}}
 	j.jwks.mu.Lock()
 	defer j.jwks.mu.Unlock()
 	if err := j.jwks.refresh(); err != nil {
@@ -138,45 +141,67 @@ func jwtErr(format string, args ...any) *core.Error {
 	return core.Unauthorized("invalid JWT: "+format, args...)
 }
 
-// Authenticate verifies a token and turns its claims into a principal.
+// Authenticate verifies a token and turns its claims into a principal. A
+// token verified before is answered from the cache while it is live and
+// the JWKS and the key snapshot are those it was verified with (see
+// jwtCache); the principal is the one that verification built.
 func (j *JWTAuth) Authenticate(token string) (*core.Principal, *core.Error) {
-	claims, err := j.verify(token)
+	keys, ws, now := j.jwks.keys.Load(), j.o.Keys.ws.Load(), j.o.Now()
+	usable := func(e jwtCacheEntry) bool {
+		return e.keys == keys && e.ws == ws && j.live(e.times, now, ws.sessionTTL)
+	}
+	if e, ok := j.cache.get(token); ok && usable(e) {
+		return e.p, nil
+	}
+	claims, times, err := j.verify(token)
 	if err != nil {
 		return nil, err
 	}
-	return j.principal(claims)
+	p, err := j.principal(claims)
+	if err != nil {
+		return nil, err
+	}
+	// A workspace missing from the index was read from the store, whose
+	// later changes need not reload the index: its principal is not kept.
+	ref := claims.str("workspace_id")
+	if _, indexed := ws.byRef[ref]; ref == "" || indexed {
+		j.cache.put(token, jwtCacheEntry{p: p, keys: keys, ws: ws, times: times}, usable)
+	}
+	return p, nil
 }
 
 // verify checks the signature and the registered claims and returns the
-// claims.
-func (j *JWTAuth) verify(token string) (jwtClaims, *core.Error) {
+// claims and their times.
+func (j *JWTAuth) verify(token string) (jwtClaims, jwtTimes, *core.Error) {
+	var times jwtTimes
 	parts := strings.Split(token, ".")
 	if len(parts) != 3 {
-		return nil, jwtErr("a JWT has three base64url segments separated by dots")
+		return nil, times, jwtErr("a JWT has three base64url segments separated by dots")
 	}
 	var h jwtHeader
 	if err := decodeSegment(parts[0], &h); err != nil {
-		return nil, jwtErr("the header is not base64url JSON")
+		return nil, times, jwtErr("the header is not base64url JSON")
 	}
 	if h.Alg != "RS256" && h.Alg != "ES256" {
-		return nil, jwtErr("unsupported alg %q: only RS256 and ES256 are accepted", h.Alg)
+		return nil, times, jwtErr("unsupported alg %q: only RS256 and ES256 are accepted", h.Alg)
 	}
 	key, ok := j.jwks.key(h.Kid)
 	if !ok {
-		return nil, jwtErr("unknown kid %q: no key of the JWKS has it", h.Kid)
+		return nil, times, jwtErr("unknown kid %q: no key of the JWKS has it", h.Kid)
 	}
 	if key.alg != h.Alg {
-		return nil, jwtErr("alg %s does not match the %s key %q", h.Alg, key.alg, h.Kid)
+		return nil, times, jwtErr("alg %s does not match the %s key %q", h.Alg, key.alg, h.Kid)
 	}
 	sig, err := base64.RawURLEncoding.DecodeString(parts[2])
 	if err != nil || !key.verify(parts[0]+"."+parts[1], sig) {
-		return nil, jwtErr("bad signature: the token was not signed by key %q", h.Kid)
+		return nil, times, jwtErr("bad signature: the token was not signed by key %q", h.Kid)
 	}
 	var claims jwtClaims
 	if err := decodeSegment(parts[1], &claims); err != nil || claims == nil {
-		return nil, jwtErr("the payload is not a base64url JSON object")
+		return nil, times, jwtErr("the payload is not a base64url JSON object")
 	}
-	return claims, j.checkRegistered(claims)
+	times, cerr := j.checkRegistered(claims)
+	return claims, times, cerr
 }
 
 func (k verifyKey) verify(input string, sig []byte) bool {
@@ -246,41 +271,66 @@ func (c jwtClaims) strings(name string, split bool) []string {
 	return nil
 }
 
+// jwtTimes are the NumericDate claims of a verified token.
+type jwtTimes struct {
+	exp, nbf, iat  time.Time
+	hasNbf, hasIat bool
+}
+
 // checkRegistered checks exp (required), nbf, the session age (iat against
-// max_session_ttl), iss and aud.
-func (j *JWTAuth) checkRegistered(c jwtClaims) *core.Error {
+// max_session_ttl), iss and aud, and returns the times read.
+func (j *JWTAuth) checkRegistered(c jwtClaims) (jwtTimes, *core.Error) {
+	var t jwtTimes
 	now := j.o.Now()
 	exp, ok, err := c.time("exp")
 	switch {
 	case err != nil:
-		return err
+		return t, err
 	case !ok:
-		return jwtErr("the token has no exp claim; only expiring tokens are accepted")
-	case now.After(exp.Add(j.o.Leeway)):
-		return jwtErr("the token expired at %s", exp.Format(time.RFC3339))
+		return t, jwtErr("the token has no exp claim; only expiring tokens are accepted")
+	case j.expired(exp, now):
+		return t, jwtErr("the token expired at %s", exp.Format(time.RFC3339))
 	}
-	nbf, ok, err := c.time("nbf")
-	if err != nil {
-		return err
+	t.exp = exp
+	if t.nbf, t.hasNbf, err = c.time("nbf"); err != nil {
+		return t, err
 	}
-	if ok && now.Add(j.o.Leeway).Before(nbf) {
-		return jwtErr("the token is not yet valid: nbf is %s", nbf.Format(time.RFC3339))
+	if t.hasNbf && j.early(t.nbf, now) {
+		return t, jwtErr("the token is not yet valid: nbf is %s", t.nbf.Format(time.RFC3339))
 	}
 	// A token is a user session: one issued longer ago than the
 	// organisation's max_session_ttl must be renewed.
-	if iat, ok, err := c.time("iat"); err != nil {
-		return err
-	} else if ttl := j.o.Keys.sessionTTL(); ok && ttl > 0 && now.Sub(iat) > ttl+j.o.Leeway {
-		return jwtErr("the session is older than the organisation's max_session_ttl (%s, issued at %s); sign in again for a new token",
-			ttl, iat.Format(time.RFC3339))
+	if t.iat, t.hasIat, err = c.time("iat"); err != nil {
+		return t, err
+	} else if ttl := j.o.Keys.sessionTTL(); t.hasIat && j.sessionTooOld(t.iat, now, ttl) {
+		return t, jwtErr("the session is older than the organisation's max_session_ttl (%s, issued at %s); sign in again for a new token",
+			ttl, t.iat.Format(time.RFC3339))
 	}
 	if j.o.Issuer != "" && c.str("iss") != j.o.Issuer {
-		return jwtErr("wrong issuer %q, expected %q", c.str("iss"), j.o.Issuer)
+		return t, jwtErr("wrong issuer %q, expected %q", c.str("iss"), j.o.Issuer)
 	}
 	if j.o.Audience != "" && !slices.Contains(c.strings("aud", false), j.o.Audience) {
-		return jwtErr("wrong audience %q, expected %q", c.strings("aud", false), j.o.Audience)
+		return t, jwtErr("wrong audience %q, expected %q", c.strings("aud", false), j.o.Audience)
 	}
-	return nil
+	return t, nil
+}
+
+// expired reports whether a token with this exp is refused at now.
+func (j *JWTAuth) expired(exp, now time.Time) bool { return now.After(exp.Add(j.o.Leeway)) }
+
+// early reports whether a token with this nbf is refused at now.
+func (j *JWTAuth) early(nbf, now time.Time) bool { return now.Add(j.o.Leeway).Before(nbf) }
+
+// sessionTooOld reports whether a token issued at iat is refused at now
+// under max_session_ttl ttl.
+func (j *JWTAuth) sessionTooOld(iat, now time.Time, ttl time.Duration) bool {
+	return ttl > 0 && now.Sub(iat) > ttl+j.o.Leeway
+}
+
+// live reports whether a token with times t, verified before, passes the
+// time checks at now under max_session_ttl ttl.
+func (j *JWTAuth) live(t jwtTimes, now time.Time, ttl time.Duration) bool {
+	return !j.expired(t.exp, now) && !(t.hasNbf && j.early(t.nbf, now)) && !(t.hasIat && j.sessionTooOld(t.iat, now, ttl))
 }
 
 // principal builds who a verified token acts as. Identity: user_id, else
@@ -338,6 +388,58 @@ func (j *JWTAuth) principal(c jwtClaims) (*core.Principal, *core.Error) {
 	p.KeyType, p.WorkspaceID, p.OrganisationID = core.KeyTypeWorkspaceUser, ws.ID, ws.OrganisationID
 	p.Role, p.WorkspaceRole = role, wsRole
 	return core.NewPrincipal(p, scopes), nil
+}
+
+// jwtCacheSize bounds the tokens a JWTAuth keeps verified.
+const jwtCacheSize = 1024
+
+// jwtCache keeps the principals of verified tokens by token, so a token
+// presented again skips the signature check and the claim decoding. An
+// entry is used only while the JWKS and the key snapshot's workspace index
+// (workspaces, the organisation and its max_session_ttl) are the ones it
+// was verified with, so a JWKS refresh or a Keys.Reload invalidates it, and
+// only while its times pass the checks of a fresh verification, so it
+// never outlives the token's exp or session. Only accepted tokens are kept.
+type jwtCache struct {
+	max     int
+	mu      sync.RWMutex
+	entries map[string]jwtCacheEntry
+}
+
+// jwtCacheEntry is one verified token.
+type jwtCacheEntry struct {
+	p     *core.Principal
+	keys  *map[string]verifyKey // the JWKS it was verified with
+	ws    *wsIndex              // the workspace index its principal came from
+	times jwtTimes
+}
+
+func (c *jwtCache) get(token string) (jwtCacheEntry, bool) {
+	c.mu.RLock()
+	defer c.mu.RUnlock()
+	e, ok := c.entries[token]
+	return e, ok
+}
+
+// put keeps e under a copy of token, making room first: the entries that
+// are not usable go, then the one whose token expires first.
+func (c *jwtCache) put(token string, e jwtCacheEntry, usable func(jwtCacheEntry) bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, ok := c.entries[token]; !ok && len(c.entries) >= c.max {
+		first, found := "", false
+		for k, o := range c.entries {
+			if !usable(o) {
+				delete(c.entries, k)
+			} else if !found || o.times.exp.Before(c.entries[first].times.exp) {
+				first, found = k, true
+			}
+		}
+		if len(c.entries) >= c.max {
+			delete(c.entries, first)
+		}
+	}
+	c.entries[strings.Clone(token)] = e
 }
 
 // String describes the configuration for the start-up log.

@@ -14,6 +14,7 @@ import (
 	"net/http/httptest"
 	"os"
 	"path/filepath"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -22,6 +23,7 @@ import (
 
 	"github.com/llm-gateway/gateway/adminsvc"
 	"github.com/llm-gateway/gateway/core/server"
+	"github.com/llm-gateway/gateway/store"
 )
 
 var b64 = base64.RawURLEncoding
@@ -59,7 +61,7 @@ func ecJWK(kid string, k *ecdsa.PrivateKey) map[string]any {
 
 // sign makes a compact JWS; key is an *rsa.PrivateKey, an
 // *ecdsa.PrivateKey, or nil for an unsigned token with the given alg.
-func sign(t *testing.T, alg, kid string, key any, claims map[string]any) string {
+func sign(t testing.TB, alg, kid string, key any, claims map[string]any) string {
 	t.Helper()
 	h, _ := json.Marshal(map[string]any{"alg": alg, "kid": kid, "typ": "JWT"})
 	c, _ := json.Marshal(claims)
@@ -334,5 +336,224 @@ func TestJWTSessionTTLFollowsSettings(t *testing.T) {
 	wantErr(t, r, 401, "AB05")
 	if !strings.Contains(string(r.raw), "max_session_ttl") {
 		t.Fatalf("message: %s", r.raw)
+	}
+}
+
+// BenchmarkJWTAuthenticate is the per-request cost of a token presented
+// again and again, signed with each accepted algorithm.
+func BenchmarkJWTAuthenticate(b *testing.B) {
+	k := testKeys()
+	st, err := store.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	keys, err := adminsvc.NewKeys(st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	raw, _ := json.Marshal(map[string]any{"keys": []any{rsaJWK("rsa-1", k.rsa), ecJWK("ec-1", k.ec)}})
+	file := filepath.Join(b.TempDir(), "jwks.json")
+	if err := os.WriteFile(file, raw, 0o600); err != nil {
+		b.Fatal(err)
+	}
+	clk := &clock{t: t0}
+	j, err := adminsvc.NewJWTAuth(adminsvc.JWTOptions{JWKSFile: file, Issuer: testIssuer, Audience: testAudience, Keys: keys, Now: clk.Now})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct {
+		alg, kid string
+		key      any
+	}{{"RS256", "rsa-1", k.rsa}, {"ES256", "ec-1", k.ec}} {
+		b.Run(bc.alg, func(b *testing.B) {
+			token := sign(b, bc.alg, bc.kid, bc.key, claims(nil))
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := j.Authenticate(token); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// newJWTAuth authenticates tokens against srv's JWKS, with e's key snapshot
+// and clock.
+func newJWTAuth(t *testing.T, e *env, srv *jwksServer) *adminsvc.JWTAuth {
+	t.Helper()
+	j, err := adminsvc.NewJWTAuth(adminsvc.JWTOptions{JWKSURL: srv.URL, Issuer: testIssuer, Audience: testAudience,
+		Client: srv.Client(), Keys: e.keys, Now: e.clock.Now})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return j
+}
+
+// TestJWTCacheSameAsVerification presents tokens twice: the second answer
+// comes from the cache, and equals what a fresh verification builds.
+func TestJWTCacheSameAsVerification(t *testing.T) {
+	k := testKeys()
+	srv := newJWKSServer(t, rsaJWK("rsa-1", k.rsa), ecJWK("ec-1", k.ec))
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name  string
+		token string
+	}{
+		{"organisation owner, RS256", sign(t, "RS256", "rsa-1", k.rsa, claims(map[string]any{"role": "owner", "user_id": "u-1"}))},
+		{"workspace by id, ES256", sign(t, "ES256", "ec-1", k.ec, claims(map[string]any{"workspace_id": e.wsID, "workspace_role": "manager", "scopes": []string{"configs.list"}}))},
+		{"workspace by slug, email", sign(t, "ES256", "ec-1", k.ec, claims(map[string]any{"workspace_id": "default", "sub": nil, "email": "a@b.test", "role": "member"}))},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			j := newJWTAuth(t, e, srv)
+			first, err := j.Authenticate(tc.token)
+			if err != nil {
+				t.Fatal(err)
+			}
+			cached, err := j.Authenticate(tc.token)
+			if err != nil || cached != first || !j.JWTCached(tc.token) {
+				t.Fatalf("second answer %p, %v; want the cached %p", cached, err, first)
+			}
+			fresh, err := newJWTAuth(t, e, srv).Authenticate(tc.token)
+			if err != nil || !reflect.DeepEqual(*cached, *fresh) {
+				t.Fatalf("cached %+v\nfresh  %+v (%v)", *cached, *fresh, err)
+			}
+		})
+	}
+}
+
+// TestJWTCacheRefusesWhatVerificationRefuses lets a cached token's time
+// run out, or changes what it was verified with: the next presentation is
+// refused as an uncached one would be.
+func TestJWTCacheRefusesWhatVerificationRefuses(t *testing.T) {
+	k := testKeys()
+	for _, tc := range []struct {
+		name    string
+		claims  map[string]any
+		change  func(t *testing.T, e *env, srv *jwksServer, j *adminsvc.JWTAuth)
+		message string
+	}{
+		{"exp passed", map[string]any{"exp": t0.Add(10 * time.Minute).Unix()},
+			func(t *testing.T, e *env, _ *jwksServer, _ *adminsvc.JWTAuth) { e.clock.Advance(12 * time.Minute) },
+			"the token expired at 2026-03-01T12:10:00Z"},
+		{"session older than max_session_ttl", map[string]any{"iat": t0.Add(-7*24*time.Hour + time.Minute).Unix()},
+			func(t *testing.T, e *env, _ *jwksServer, _ *adminsvc.JWTAuth) { e.clock.Advance(3 * time.Minute) },
+			"older than the organisation's max_session_ttl"},
+		{"max_session_ttl lowered", map[string]any{"iat": t0.Add(-20 * time.Minute).Unix()},
+			func(t *testing.T, e *env, _ *jwksServer, _ *adminsvc.JWTAuth) {
+				r := e.do(http.MethodPut, "/v1/admin/organisation/settings", adminKey, map[string]any{"session_settings": map[string]any{"max_session_ttl": 900}})
+				if r.status != 200 {
+					t.Fatalf("settings: %d %s", r.status, r.raw)
+				}
+			},
+			"older than the organisation's max_session_ttl"},
+		{"workspace archived", map[string]any{"workspace_id": "default", "role": "member"},
+			func(t *testing.T, e *env, _ *jwksServer, _ *adminsvc.JWTAuth) {
+				err := e.st.Update(func(tx store.Tx) error {
+					var ws store.Workspace
+					if err := tx.Get(store.BucketWorkspaces, e.wsID, &ws); err != nil {
+						return err
+					}
+					ws.Status = store.StatusArchived
+					return tx.Put(store.BucketWorkspaces, ws.ID, ws)
+				})
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := e.keys.Reload(); err != nil {
+					t.Fatal(err)
+				}
+			},
+			`workspace "default" is archived`},
+		{"key removed from the JWKS", nil,
+			func(t *testing.T, e *env, srv *jwksServer, j *adminsvc.JWTAuth) {
+				srv.set(ecJWK("ec-1", k.ec))
+				e.clock.Advance(2 * time.Minute)
+				// A token naming an unknown kid refreshes the set.
+				j.Authenticate(sign(t, "ES256", "ec-2", k.ec, claims(nil)))
+			},
+			`unknown kid "rsa-1"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := newJWKSServer(t, rsaJWK("rsa-1", k.rsa), ecJWK("ec-1", k.ec))
+			e := newEnv(t)
+			j := newJWTAuth(t, e, srv)
+			token := sign(t, "RS256", "rsa-1", k.rsa, claims(tc.claims))
+			if _, err := j.Authenticate(token); err != nil || !j.JWTCached(token) {
+				t.Fatalf("before: %v, cached %v", err, j.JWTCached(token))
+			}
+			tc.change(t, e, srv, j)
+			_, err := j.Authenticate(token)
+			if err == nil || !strings.Contains(err.Message, tc.message) {
+				t.Fatalf("after: %v, want a refusal with %q", err, tc.message)
+			}
+		})
+	}
+}
+
+// TestJWTCacheSkipsWorkspaceOutsideIndex: a token naming a workspace
+// created since the last Keys.Reload is resolved from the store each time,
+// so archiving it there is seen at once, as without the cache.
+func TestJWTCacheSkipsWorkspaceOutsideIndex(t *testing.T) {
+	k := testKeys()
+	srv := newJWKSServer(t, rsaJWK("rsa-1", k.rsa))
+	e := newEnv(t)
+	j := newJWTAuth(t, e, srv)
+	wsID := e.addWorkspace("late")
+	token := sign(t, "RS256", "rsa-1", k.rsa, claims(map[string]any{"workspace_id": wsID, "role": "member"}))
+	if p, err := j.Authenticate(token); err != nil || p.WorkspaceID != wsID || j.JWTCached(token) {
+		t.Fatalf("%v, %v, cached %v", p, err, j.JWTCached(token))
+	}
+	err := e.st.Update(func(tx store.Tx) error {
+		return tx.Put(store.BucketWorkspaces, wsID, store.Workspace{ID: wsID, Slug: "late", OrganisationID: e.orgID, Status: store.StatusArchived})
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := j.Authenticate(token); err == nil || !strings.Contains(err.Message, "archived") {
+		t.Fatalf("after archiving: %v", err)
+	}
+}
+
+// TestJWTCacheBounded fills a cache of two: an entry that is no longer
+// usable goes first, else the one whose token expires first.
+func TestJWTCacheBounded(t *testing.T) {
+	k := testKeys()
+	srv := newJWKSServer(t, rsaJWK("rsa-1", k.rsa))
+	exp := func(d time.Duration) map[string]any { return map[string]any{"exp": t0.Add(d).Unix()} }
+	for _, tc := range []struct {
+		name    string
+		claims  [3]map[string]any // of the tokens presented in turn
+		advance time.Duration     // before the third
+		evicted int
+	}{
+		{"the first to expire goes", [3]map[string]any{exp(20 * time.Minute), exp(10 * time.Minute), exp(30 * time.Minute)}, 0, 1},
+		{"a session past max_session_ttl goes first", [3]map[string]any{
+			{"exp": t0.Add(time.Hour).Unix(), "iat": t0.Add(-7*24*time.Hour + 5*time.Minute).Unix()},
+			exp(20 * time.Minute), exp(30 * time.Minute)}, 10 * time.Minute, 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newEnv(t)
+			j := newJWTAuth(t, e, srv)
+			j.SetJWTCacheSize(2)
+			var tokens [3]string
+			for i, c := range tc.claims {
+				if i == 2 {
+					e.clock.Advance(tc.advance)
+				}
+				tokens[i] = sign(t, "RS256", "rsa-1", k.rsa, claims(c))
+				if _, err := j.Authenticate(tokens[i]); err != nil {
+					t.Fatal(err)
+				}
+			}
+			if n := j.CachedJWTs(); n != 2 {
+				t.Fatalf("%d tokens cached, want 2", n)
+			}
+			for i, tok := range tokens {
+				if j.JWTCached(tok) == (i == tc.evicted) {
+					t.Fatalf("token %d cached: %v; want token %d evicted", i, j.JWTCached(tok), tc.evicted)
+				}
+			}
+		})
 	}
 }

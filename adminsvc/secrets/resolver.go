@@ -36,7 +36,14 @@ type Options struct {
 	Managers map[string]Manager
 }
 
-// Resolver turns a secret reference into the secret's value.
+// Resolver turns a secret reference into the secret's value. It caches,
+// under the reference as it was named (id or slug), the reference record
+// (its id, slug and secret_key) with the fetched secret and the secret's
+// fields, so a request for a cached reference reads no store and parses no
+// JSON. An entry lives for the TTL (the secret may change in its manager)
+// and is dropped at once by Invalidate, which the admin API calls on every
+// update and delete of a reference; the store is changed through nothing
+// else.
 type Resolver struct {
 	st       store.Store
 	cipher   *store.Cipher
@@ -45,15 +52,23 @@ type Resolver struct {
 	now      func() time.Time
 	managers map[string]Manager
 
-	mu    sync.Mutex
+	mu    sync.RWMutex
 	cache map[string]cacheEntry
+	// gen counts Invalidate calls: an entry loaded before one is not
+	// stored, as its record may be the one just changed.
+	gen uint64
 }
 
-// cacheEntry is one fetched secret, under the reference as it was named.
+// cacheEntry is one reference and its fetched secret, under the reference
+// as it was named.
 type cacheEntry struct {
-	id, slug string
-	value    string
-	expires  time.Time
+	id, slug  string
+	secretKey string // the reference's own secret_key
+	value     string
+	// fields are value's fields when it is a JSON object (a string field
+	// as is, any other as JSON); nil when it is not one.
+	fields  map[string]string
+	expires time.Time
 }
 
 // NewResolver builds a resolver over the store; cipher opens the sealed
@@ -88,67 +103,74 @@ func NewResolver(st store.Store, cipher *store.Cipher, o Options) *Resolver {
 // a JSON object (a string field as is, any other as JSON); with neither,
 // the whole value is returned.
 func (r *Resolver) Resolve(ctx context.Context, referenceID, secretKey string) (string, error) {
-	raw, defKey, err := r.value(ctx, referenceID)
+	e, err := r.entry(ctx, referenceID)
 	if err != nil {
 		return "", err
 	}
 	if secretKey == "" {
-		secretKey = defKey
+		secretKey = e.secretKey
 	}
 	if secretKey == "" {
-		return raw, nil
+		return e.value, nil
 	}
-	return pickKey(raw, secretKey, referenceID)
+	if e.fields == nil {
+		return "", fmt.Errorf("secret reference %s: secret_key %q is set but the secret is not a JSON object", referenceID, secretKey)
+	}
+	v, ok := e.fields[secretKey]
+	if !ok {
+		return "", managerError(ErrSecretNotFound, "secret reference %s: the secret has no key %q", referenceID, secretKey)
+	}
+	return v, nil
 }
 
-// pickKey returns field key of the JSON object raw.
-func pickKey(raw, key, ref string) (string, error) {
+// objectFields returns the fields of raw when it is a JSON object (a
+// string field as is, any other as JSON), else nil.
+func objectFields(raw string) map[string]string {
 	var obj map[string]json.RawMessage
 	if json.Unmarshal([]byte(raw), &obj) != nil || obj == nil {
-		return "", fmt.Errorf("secret reference %s: secret_key %q is set but the secret is not a JSON object", ref, key)
+		return nil
 	}
-	v, ok := obj[key]
-	if !ok {
-		return "", managerError(ErrSecretNotFound, "secret reference %s: the secret has no key %q", ref, key)
+	fields := make(map[string]string, len(obj))
+	for k, v := range obj {
+		var s string
+		if json.Unmarshal(v, &s) != nil {
+			s = string(v)
+		}
+		fields[k] = s
 	}
-	var s string
-	if json.Unmarshal(v, &s) == nil {
-		return s, nil
-	}
-	return string(v), nil
+	return fields
 }
 
-// value is the whole secret of a reference, from the cache when fresh, and
-// the reference's secret_key.
-func (r *Resolver) value(ctx context.Context, ref string) (string, string, error) {
+// entry is the cache entry of ref; a missing or expired one is loaded from
+// the store and fetched from the manager.
+func (r *Resolver) entry(ctx context.Context, ref string) (cacheEntry, error) {
 	now := r.now()
-	// The reference record is read every time (an embedded store read, no
-	// network): its secret_key may have changed, and the cache only spares
-	// the call to the secret manager.
+	r.mu.RLock()
+	e, ok := r.cache[ref]
+	gen := r.gen
+	r.mu.RUnlock()
+	if ok && now.Before(e.expires) {
+		return e, nil
+	}
 	rec, err := r.load(ref)
 	if err != nil {
-		return "", "", err
-	}
-	r.mu.Lock()
-	e, ok := r.cache[ref]
-	r.mu.Unlock()
-	if ok && e.id == rec.ID && now.Before(e.expires) {
-		return e.value, rec.SecretKey, nil
+		return e, err
 	}
 	auth, err := OpenAuth(r.cipher, rec.AuthConfig)
 	if err != nil {
-		return "", "", err
+		return e, err
 	}
 	m := r.managers[rec.ManagerType]
 	if m == nil {
-		return "", "", fmt.Errorf("secret reference %s: manager_type %q is not supported", rec.Slug, rec.ManagerType)
+		return e, fmt.Errorf("secret reference %s: manager_type %q is not supported", rec.Slug, rec.ManagerType)
 	}
 	v, err := m.Fetch(ctx, Reference{ID: rec.ID, Slug: rec.Slug, ManagerType: rec.ManagerType, SecretPath: rec.SecretPath, Auth: auth})
 	if err != nil {
-		return "", "", fmt.Errorf("secret reference %s: %w", rec.Slug, err)
+		return e, fmt.Errorf("secret reference %s: %w", rec.Slug, err)
 	}
-	r.put(ref, cacheEntry{id: rec.ID, slug: rec.Slug, value: v, expires: now.Add(r.ttl)}, now)
-	return v, rec.SecretKey, nil
+	e = cacheEntry{id: rec.ID, slug: rec.Slug, secretKey: rec.SecretKey, value: v, fields: objectFields(v), expires: now.Add(r.ttl)}
+	r.put(ref, e, gen, now)
+	return e, nil
 }
 
 // load reads the reference record.
@@ -189,11 +211,15 @@ func SealAuth(c *store.Cipher, auth map[string]string) (string, error) {
 	return c.Seal(string(raw))
 }
 
-// put stores an entry, making room first: expired entries go, then the
-// entry closest to expiry.
-func (r *Resolver) put(key string, e cacheEntry, now time.Time) {
+// put stores an entry loaded when the generation was gen, unless an
+// Invalidate has run since, making room first: expired entries go, then
+// the entry closest to expiry.
+func (r *Resolver) put(key string, e cacheEntry, gen uint64, now time.Time) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	if r.gen != gen {
+		return
+	}
 	if _, ok := r.cache[key]; !ok && len(r.cache) >= r.max {
 		for k, o := range r.cache {
 			if !now.Before(o.expires) {
@@ -213,11 +239,13 @@ func (r *Resolver) put(key string, e cacheEntry, now time.Time) {
 	r.cache[key] = e
 }
 
-// Invalidate drops the cached values of the references named (by id or
-// slug), after an update or a delete.
+// Invalidate drops the cached entries of the references named (by id or
+// slug), after an update or a delete; an entry being loaded meanwhile is
+// not stored.
 func (r *Resolver) Invalidate(refs ...string) {
 	r.mu.Lock()
 	defer r.mu.Unlock()
+	r.gen++
 	for k, e := range r.cache {
 		for _, ref := range refs {
 			if ref != "" && (k == ref || e.id == ref || e.slug == ref) {

@@ -126,10 +126,127 @@ func TestResolverCacheTTLAndInvalidate(t *testing.T) {
 	if n := m.calls.Load(); n != 3 {
 		t.Fatalf("%d fetches after Invalidate, want 3", n)
 	}
-	// A deleted reference is not served from the cache.
+	// A deleted reference is not served from the cache once the deleter
+	// invalidates it, as the admin API does.
 	st.Update(func(tx store.Tx) error { return tx.Delete(store.BucketSecretReferences, "id-1") })
+	r.Invalidate("id-1", "openai")
 	if _, err := r.Resolve(ctx, "openai", ""); !errors.Is(err, ErrReferenceNotFound) {
 		t.Fatalf("deleted reference: %v", err)
+	}
+}
+
+// TestResolverSeesReferenceChanges changes a cached reference the way the
+// admin API does (store, then Invalidate with the old id and slug and the
+// new slug): the next Resolve sees the change.
+func TestResolverSeesReferenceChanges(t *testing.T) {
+	tests := []struct {
+		name    string
+		change  func(*store.SecretReference) // nil deletes the reference
+		ref     string                       // resolved after the change
+		want    string
+		wantErr error
+	}{
+		{name: "secret_key", change: func(rec *store.SecretReference) { rec.SecretKey = "org" }, ref: "openai", want: "o-1"},
+		{name: "secret_key cleared", change: func(rec *store.SecretReference) { rec.SecretKey = "" }, ref: "id-1", want: `{"api_key":"sk-1","org":"o-1","n":5}`},
+		{name: "secret_path", change: func(rec *store.SecretReference) { rec.SecretPath, rec.SecretKey = "secret/plain", "" }, ref: "openai", want: "just-a-string"},
+		{name: "slug renamed, old slug", change: func(rec *store.SecretReference) { rec.Slug = "renamed" }, ref: "openai", wantErr: ErrReferenceNotFound},
+		{name: "slug renamed, new slug", change: func(rec *store.SecretReference) { rec.Slug = "renamed" }, ref: "renamed", want: "sk-1"},
+		{name: "deleted, by slug", ref: "openai", wantErr: ErrReferenceNotFound},
+		{name: "deleted, by id", ref: "id-1", wantErr: ErrReferenceNotFound},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			r, st, c, _, _ := newTestResolver(t, Options{})
+			putRef(t, st, c, "id-1", "openai", "secret/openai", "api_key")
+			ctx := context.Background()
+			for _, ref := range []string{"openai", "id-1"} {
+				if v, err := r.Resolve(ctx, ref, ""); err != nil || v != "sk-1" {
+					t.Fatalf("before: %q, %v", v, err)
+				}
+			}
+			var rec store.SecretReference
+			err := st.Update(func(tx store.Tx) error {
+				if err := tx.Get(store.BucketSecretReferences, "id-1", &rec); err != nil {
+					return err
+				}
+				if tc.change == nil {
+					return tx.Delete(store.BucketSecretReferences, rec.ID)
+				}
+				tc.change(&rec)
+				return tx.Put(store.BucketSecretReferences, rec.ID, rec)
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			r.Invalidate("id-1", "openai", rec.Slug)
+			got, err := r.Resolve(ctx, tc.ref, "")
+			if (tc.wantErr == nil && (err != nil || got != tc.want)) || (tc.wantErr != nil && !errors.Is(err, tc.wantErr)) {
+				t.Fatalf("after: %q, %v; want %q, %v", got, err, tc.want, tc.wantErr)
+			}
+		})
+	}
+}
+
+// TestResolverCacheHitReadsNoStore resolves cached references, whole and
+// by key, with the store closed: a hit needs no store transaction.
+func TestResolverCacheHitReadsNoStore(t *testing.T) {
+	r, st, c, m, _ := newTestResolver(t, Options{})
+	putRef(t, st, c, "id-1", "openai", "secret/openai", "api_key")
+	ctx := context.Background()
+	calls := []struct{ ref, key, want string }{{"openai", "", "sk-1"}, {"id-1", "org", "o-1"}, {"openai", "n", "5"}}
+	for _, cl := range calls {
+		if _, err := r.Resolve(ctx, cl.ref, cl.key); err != nil {
+			t.Fatal(err)
+		}
+	}
+	st.Close()
+	for _, cl := range calls {
+		if v, err := r.Resolve(ctx, cl.ref, cl.key); err != nil || v != cl.want {
+			t.Fatalf("Resolve(%q, %q) = %q, %v; want %q", cl.ref, cl.key, v, err, cl.want)
+		}
+	}
+	if n := m.calls.Load(); n != 2 {
+		t.Fatalf("%d fetches, want 2 (one per name)", n)
+	}
+}
+
+// blockingManager's Fetch tells fetching it has started, then waits for
+// release.
+type blockingManager struct {
+	fetching, release chan struct{}
+	value             string
+}
+
+func (m *blockingManager) Fetch(context.Context, Reference) (string, error) {
+	m.fetching <- struct{}{}
+	<-m.release
+	return m.value, nil
+}
+
+// TestResolverInvalidateDuringLoad changes a reference while a Resolve that
+// read it before the change is fetching: what that Resolve loaded is not
+// cached, so the next one sees the change.
+func TestResolverInvalidateDuringLoad(t *testing.T) {
+	m := &blockingManager{fetching: make(chan struct{}), release: make(chan struct{}), value: `{"api_key":"sk-1","org":"o-1"}`}
+	r, st, c, _, _ := newTestResolver(t, Options{})
+	r.managers[TypeVault] = m
+	putRef(t, st, c, "id-1", "openai", "secret/openai", "api_key")
+	ctx := context.Background()
+	done := make(chan error)
+	go func() {
+		_, err := r.Resolve(ctx, "openai", "")
+		done <- err
+	}()
+	<-m.fetching
+	putRef(t, st, c, "id-1", "openai", "secret/openai", "org")
+	r.Invalidate("id-1", "openai")
+	close(m.release)
+	if err := <-done; err != nil {
+		t.Fatal(err)
+	}
+	go func() { <-m.fetching }() // the next Resolve fetches again
+	if v, err := r.Resolve(ctx, "openai", ""); err != nil || v != "o-1" {
+		t.Fatalf("after the change: %q, %v; want the new secret_key's o-1", v, err)
 	}
 }
 
@@ -164,5 +281,56 @@ func TestResolverWithoutCipher(t *testing.T) {
 	r.cipher = nil
 	if _, err := r.Resolve(context.Background(), "openai", ""); err == nil || !strings.Contains(err.Error(), "encryption key") {
 		t.Fatalf("err = %v", err)
+	}
+}
+
+// BenchmarkResolveCached is the per-request path of a mapped secret once it
+// is cached: by id and by slug, among other references, whole and by key.
+func BenchmarkResolveCached(b *testing.B) {
+	st, err := store.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	c, err := store.NewCipher([]byte("0123456789abcdef0123456789abcdef"))
+	if err != nil {
+		b.Fatal(err)
+	}
+	sealed, err := SealAuth(c, map[string]string{"auth_type": "token", "address": "http://vault.test", "token": "vault-token-1234"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	err = st.Update(func(tx store.Tx) error {
+		for i := range 50 {
+			rec := store.SecretReference{ID: fmt.Sprintf("id-%d", i), Slug: fmt.Sprintf("ref-%d", i), ManagerType: TypeVault,
+				AuthConfig: sealed, SecretPath: "secret/openai", SecretKey: "api_key", AllowAllWorkspaces: true}
+			if err := tx.Put(store.BucketSecretReferences, rec.ID, rec); err != nil {
+				return err
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	m := &countingManager{values: map[string]string{"secret/openai": `{"api_key":"sk-1","org":"o-1","n":5}`}}
+	r := NewResolver(st, c, Options{Managers: map[string]Manager{TypeVault: m}})
+	ctx := context.Background()
+	for _, bc := range []struct{ name, ref, key string }{
+		{"by id", "id-25", ""},
+		{"by slug", "ref-25", ""},
+		{"by slug, mapping's key", "ref-25", "org"},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			if _, err := r.Resolve(ctx, bc.ref, bc.key); err != nil {
+				b.Fatal(err)
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, err := r.Resolve(ctx, bc.ref, bc.key); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

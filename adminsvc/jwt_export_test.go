@@ -1,0 +1,20 @@
+package adminsvc
+
+// Views of the JWT verification cache for the tests of package
+// adminsvc_test.
+
+// CachedJWTs is how many tokens j keeps verified.
+func (j *JWTAuth) CachedJWTs() int {
+	j.cache.mu.RLock()
+	defer j.cache.mu.RUnlock()
+	return len(j.cache.entries)
+}
+
+// JWTCached reports whether j keeps token verified.
+func (j *JWTAuth) JWTCached(token string) bool {
+	_, ok := j.cache.get(token)
+	return ok
+}
+
+// SetJWTCacheSize bounds the tokens j keeps verified.
+func (j *JWTAuth) SetJWTCacheSize(n int) { j.cache.max = n }
