@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/llm-gateway/gateway/adminsvc/alerts"
+	"github.com/llm-gateway/gateway/core/periodic"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -54,18 +55,11 @@ func (w *KeyWorker) Start(ctx context.Context, interval time.Duration) <-chan st
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
+		periodic.NowAndEvery(ctx.Done(), interval, func() {
 			if _, err := w.RunOnce(w.now()); err != nil {
 				w.logger.Error("api key worker run failed; retrying at the next tick", "error", err)
 			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
+		})
 	}()
 	return done
 }

@@ -1,10 +1,10 @@
 package bench_test
 
-// The hot path, in process: the real gateway app (server.New over the real
-// store, keys, pipeline, request-log writer, built-in guardrails and the
-// WASM host, wired as cmd/gateway does, but without its limits engine,
-// managed providers, JWT and audit) on a loopback listener, in front of
-// the mock provider on an httptest server. Each scenario is a Test (run
+// The hot path, in process: the real gateway, built by cmd/gateway/app as
+// the binary builds it (store, keys, managed providers, WASM host and
+// guardrails, response cache, request and audit logs, limits engine,
+// pipeline, background workers, server), on a loopback listener in front
+// of the mock provider on an httptest server. Each scenario is a Test (run
 // a few times, checked, quick enough for `go test -race ./...`) and a
 // Benchmark (no thresholds):
 //
@@ -18,11 +18,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
-	"net"
 	"net/http"
 	"net/http/httptest"
 	"os"
@@ -32,17 +30,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/llm-gateway/gateway/adminsvc"
+	"github.com/llm-gateway/gateway/cmd/gateway/app"
 	"github.com/llm-gateway/gateway/cmd/mockprovider/mock"
-	"github.com/llm-gateway/gateway/core/netguard"
-	"github.com/llm-gateway/gateway/core/pipeline"
-	"github.com/llm-gateway/gateway/core/server"
-	"github.com/llm-gateway/gateway/core/transport"
-	"github.com/llm-gateway/gateway/hooks"
-	"github.com/llm-gateway/gateway/hooks/wasm"
-	_ "github.com/llm-gateway/gateway/plugins/all"
-	"github.com/llm-gateway/gateway/plugins/cache"
-	"github.com/llm-gateway/gateway/store"
 
 	"github.com/llm-gateway/gateway/bench"
 )
@@ -81,9 +70,10 @@ func gateway(tb testing.TB) *gw {
 	return shared
 }
 
-// startGateway wires the gateway as cmd/gateway's run does, in a
-// temporary data dir, leaving out the limits engine (server.Options.Limiter),
-// managed providers, JWT and the audit log.
+// startGateway builds the gateway with cmd/gateway/app in a temporary
+// data dir, with the binary's defaults except: the mock's address is a
+// trusted host, request logs are kept for ever (no pruner), and nothing
+// is logged.
 func startGateway() (g *gw, err error) {
 	var closers []func()
 	closeAll := func() {
@@ -104,68 +94,29 @@ func startGateway() (g *gw, err error) {
 	mockSrv := httptest.NewServer(mock.New(mock.Options{}))
 	closers = append(closers, mockSrv.Close)
 
-	ctx := context.Background()
-	logger := slog.New(slog.NewTextHandler(io.Discard, nil))
-	policy, err := netguard.ParseTrusted(strings.TrimPrefix(mockSrv.URL, "http://"))
-	if err != nil {
-		return nil, err
-	}
-	st, err := store.Open(dir)
-	if err != nil {
-		return nil, err
-	}
-	closers = append(closers, func() { st.Close() })
-	if _, err := adminsvc.Bootstrap(st, adminKey, time.Now()); err != nil {
-		return nil, err
-	}
-	keys, err := adminsvc.NewKeys(st, time.Now)
-	if err != nil {
-		return nil, err
-	}
-	host, err := wasm.NewHost(ctx, wasm.Options{CacheDir: filepath.Join(dir, "wasm-cache"), Logger: logger})
-	if err != nil {
-		return nil, err
-	}
-	closers = append(closers, func() { host.Close(context.Background()) })
-	if errs := adminsvc.LoadPlugins(ctx, st, host); len(errs) > 0 {
-		return nil, errors.Join(errs...)
-	}
-	hooks.SetCheckSource(host.Check)
-	guardrails, err := adminsvc.NewGuardrails(st)
-	if err != nil {
-		return nil, err
-	}
-	hooks.SetGuardrailSource(guardrails.Lookup)
-	configs, err := adminsvc.NewConfigs(st)
-	if err != nil {
-		return nil, err
-	}
-	responses, err := cache.OpenBolt(filepath.Join(dir, cache.DefaultFileName), cache.BoltOptions{})
-	if err != nil {
-		return nil, err
-	}
-	closers = append(closers, func() { responses.Close() })
-	logs := store.NewLogWriter(st, store.LogWriterOptions{Logger: logger})
-	closers = append(closers, logs.Close)
-	pipe, err := pipeline.New(pipeline.Options{
-		Client:        &http.Client{Transport: transport.New(transport.Provider())},
-		GuardedClient: &http.Client{Transport: transport.New(policy.NewTransport())},
-		Cache:         responses,
+	ctx, cancel := context.WithCancel(context.Background())
+	gatewayApp, err := app.New(ctx, app.Options{
+		Addr:            "127.0.0.1:0",
+		DataDir:         dir,
+		AdminKey:        adminKey,
+		TrustedHosts:    strings.TrimPrefix(mockSrv.URL, "http://"),
+		ShutdownTimeout: 5 * time.Second,
+		Logger:          slog.New(slog.DiscardHandler),
 	})
 	if err != nil {
+		cancel()
 		return nil, err
 	}
-	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host, Now: time.Now})
-	app := server.New(server.Options{Auth: keys, Pipeline: pipe, Logs: logs, Configs: configs, Admin: admin.Register, Logger: logger})
-	ln, err := net.Listen("tcp", "127.0.0.1:0")
-	if err != nil {
-		return nil, err
-	}
-	go app.Listener(ln)
-	closers = append(closers, func() { app.ShutdownWithTimeout(5 * time.Second) })
+	served := make(chan error, 1)
+	go func() { served <- gatewayApp.Serve(ctx) }()
+	closers = append(closers, func() {
+		cancel()
+		<-served
+		gatewayApp.Close()
+	})
 
 	g = &gw{
-		url:     "http://" + ln.Addr().String(),
+		url:     "http://" + gatewayApp.Addr().String(),
 		mockURL: mockSrv.URL,
 		client:  &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 16}, Timeout: 30 * time.Second},
 		close:   closeAll,

@@ -4,6 +4,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/llm-gateway/gateway/core/periodic"
 )
 
 // releaseMappedEvery is how often the store lets go of the mapped pages
@@ -13,16 +15,9 @@ const releaseMappedEvery = 10 * time.Second
 // releaseLoop calls ReleaseMapped every releaseMappedEvery until Close.
 func (s *boltStore) releaseLoop() {
 	defer close(s.done)
-	t := time.NewTicker(releaseMappedEvery)
-	defer t.Stop()
-	for {
-		select {
-		case <-s.stop:
-			return
-		case <-t.C:
-			_ = s.ReleaseMapped() // only memory accounting is at stake; the next tick tries again
-		}
-	}
+	periodic.Every(s.stop, releaseMappedEvery, func() {
+		_ = s.ReleaseMapped() // only memory accounting is at stake; the next tick tries again
+	})
 }
 
 // ReleaseMapped drops the pages of the store's memory-mapped file from the

@@ -6,6 +6,7 @@ import (
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/periodic"
 )
 
 // pruneBatch bounds the records one pruning transaction deletes, so a
@@ -90,21 +91,14 @@ func StartLogPruner(st Store, o LogPrunerOptions) *LogPruner {
 	p.done.Add(1)
 	go func() {
 		defer p.done.Done()
-		t := time.NewTicker(o.Every)
-		defer t.Stop()
-		for {
+		periodic.NowAndEvery(p.stop, o.Every, func() {
 			cutoff := o.Now().Add(-o.Retention)
 			if n, err := PruneLogs(st, cutoff); err != nil {
 				o.Logger.Error("pruning the request log failed; it is tried again later", "error", err)
 			} else if n > 0 {
 				o.Logger.Info("pruned the request log", "deleted", n, "older_than", cutoff.UTC().Format(time.RFC3339))
 			}
-			select {
-			case <-p.stop:
-				return
-			case <-t.C:
-			}
-		}
+		})
 	}()
 	return p
 }

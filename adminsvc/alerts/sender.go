@@ -9,6 +9,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/llm-gateway/gateway/core/periodic"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -98,21 +99,14 @@ func (s *Sender) Start(ctx context.Context, interval time.Duration) (stop func()
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
+		periodic.NowAndEvery(ctx.Done(), interval, func() {
 			sent, failed, err := s.RunOnce(ctx, s.now())
 			if err != nil && ctx.Err() == nil {
 				s.log.Error("alerts: draining the outbox failed", "error", err)
 			} else if sent+failed > 0 {
 				s.log.Info("alerts: outbox drained", "sent", sent, "failed", failed)
 			}
-			select {
-			case <-ctx.Done():
-				return
-			case <-t.C:
-			}
-		}
+		})
 	}()
 	return func() { cancel(); <-done }
 }

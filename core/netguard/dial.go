@@ -8,7 +8,8 @@ import (
 	"net/http"
 	"net/netip"
 	"syscall"
-	"time"
+
+	"github.com/llm-gateway/gateway/core/transport"
 )
 
 // ErrBlocked is matched (errors.Is) by every refusal of a destination.
@@ -38,14 +39,13 @@ func (e *BlockedError) Is(target error) bool { return target == ErrBlocked }
 // check is on the exact IP being connected to. A reserved address that is
 // not trusted by IP, ip:port or CIDR fails with a *BlockedError.
 //
-// d is copied, not modified; nil means a dialer with 30s timeout and
-// keep-alive. A Control or ControlContext already set on d still runs,
+// d is copied, not modified; nil means transport.Dialer(). A Control or ControlContext already set on d still runs,
 // after the check. Only tcp and udp networks are dialled.
 func (p *Policy) DialContext(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
-	base := net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
-	if d != nil {
-		base = *d
+	if d == nil {
+		d = transport.Dialer()
 	}
+	base := *d
 	inner := base.ControlContext
 	if inner == nil && base.Control != nil {
 		control := base.Control
@@ -88,20 +88,10 @@ func (p *Policy) DialContext(d *net.Dialer) func(ctx context.Context, network, a
 
 // NewTransport returns a new *http.Transport for user-supplied upstreams
 // whose every dial, including those for redirects, goes through
-// p.DialContext. It uses the usual defaults of http.DefaultTransport
-// (keep-alives, HTTP/2, timeouts) with MaxIdleConnsPerHost 256, but it is
-// built afresh rather than cloned so no global change leaks in, and its
-// Proxy is nil: an HTTP_PROXY environment variable cannot route around the
-// check.
+// p.DialContext. It has the connection pool and timeouts of the providers'
+// transport (transport.Pooled), built afresh so no global change leaks in,
+// and its Proxy is nil: an HTTP_PROXY environment variable cannot route
+// around the check.
 func (p *Policy) NewTransport() *http.Transport {
-	return &http.Transport{
-		Proxy:                 nil,
-		DialContext:           p.DialContext(&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}),
-		ForceAttemptHTTP2:     true,
-		MaxIdleConns:          1024,
-		MaxIdleConnsPerHost:   256,
-		IdleConnTimeout:       90 * time.Second,
-		TLSHandshakeTimeout:   10 * time.Second,
-		ExpectContinueTimeout: 1 * time.Second,
-	}
+	return transport.Pooled(p.DialContext(nil))
 }

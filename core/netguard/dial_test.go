@@ -9,12 +9,15 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"net/netip"
+	"reflect"
 	"strings"
 	"sync"
 	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/llm-gateway/gateway/core/transport"
 )
 
 // Every test in this file only connects to 127.0.0.0/8 and ::1. Other
@@ -351,5 +354,19 @@ func TestConcurrentUse(t *testing.T) {
 	close(errs)
 	for err := range errs {
 		t.Error(err)
+	}
+}
+
+// TestNewTransportPool checks that the guarded transport has the
+// providers' connection pool and timeouts, with no proxy.
+func TestNewTransportPool(t *testing.T) {
+	guarded, provider := mustPolicy(t, "").NewTransport(), transport.Provider()
+	if guarded.Proxy != nil || guarded.DialContext == nil {
+		t.Fatalf("Proxy set (%v) or DialContext nil (%v)", guarded.Proxy != nil, guarded.DialContext == nil)
+	}
+	// Functions compare equal only when nil.
+	guarded.DialContext, provider.DialContext, provider.Proxy = nil, nil, nil
+	if !reflect.DeepEqual(guarded, provider) {
+		t.Fatalf("guarded transport\n%+v\nwant the providers' settings\n%+v", guarded, provider)
 	}
 }

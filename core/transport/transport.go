@@ -25,13 +25,20 @@ import (
 	"github.com/llm-gateway/gateway/core"
 )
 
-// Provider is the standard transport for the providers' own base
-// URLs, which the operator trusts: keep-alive connections pooled per host,
-// proxies from the environment, HTTP/2 where offered.
-func Provider() *http.Transport {
+// Dialer is the dialer of the gateway's upstream connections: 30 s to
+// connect, TCP keep-alive probes every 30 s.
+func Dialer() *net.Dialer {
+	return &net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}
+}
+
+// Pooled is a new standard transport with the gateway's connection pool
+// and timeouts (keep-alive connections pooled per host, HTTP/2 where
+// offered) that dials every connection with dial and uses no proxy. It is
+// the one definition of these settings: Provider and the guarded transport
+// of netguard.Policy.NewTransport are both built on it.
+func Pooled(dial func(ctx context.Context, network, addr string) (net.Conn, error)) *http.Transport {
 	return &http.Transport{
-		Proxy:                 http.ProxyFromEnvironment,
-		DialContext:           (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext,
+		DialContext:           dial,
 		ForceAttemptHTTP2:     true,
 		MaxIdleConns:          1024,
 		MaxIdleConnsPerHost:   256,
@@ -39,6 +46,15 @@ func Provider() *http.Transport {
 		TLSHandshakeTimeout:   10 * time.Second,
 		ExpectContinueTimeout: time.Second,
 	}
+}
+
+// Provider is the standard transport for the providers' own base
+// URLs, which the operator trusts: Pooled over Dialer, with proxies from
+// the environment.
+func Provider() *http.Transport {
+	t := Pooled(Dialer().DialContext)
+	t.Proxy = http.ProxyFromEnvironment
+	return t
 }
 
 // Transport sends a request through the fast client when its context was
@@ -71,7 +87,7 @@ const (
 func New(std *http.Transport) *Transport {
 	dial := std.DialContext
 	if dial == nil {
-		dial = (&net.Dialer{Timeout: 30 * time.Second, KeepAlive: 30 * time.Second}).DialContext
+		dial = Dialer().DialContext
 	}
 	return &Transport{Std: std, fast: &fasthttp.Client{
 		Dial: func(addr string) (net.Conn, error) {
