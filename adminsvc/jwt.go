@@ -148,7 +148,7 @@ func jwtErr(format string, args ...any) *core.Error {
 func (j *JWTAuth) Authenticate(token string) (*core.Principal, *core.Error) {
 	keys, ws, now := j.jwks.keys.Load(), j.o.Keys.ws.Load(), j.o.Now()
 	usable := func(e jwtCacheEntry) bool {
-		return e.keys == keys && e.ws == ws && j.live(e.times, now, ws.sessionTTL)
+		return e.keys == keys && e.wsGen == ws.gen && j.live(e.times, now, ws.sessionTTL)
 	}
 	if e, ok := j.cache.get(token); ok && usable(e) {
 		return e.p, nil
@@ -165,7 +165,7 @@ func (j *JWTAuth) Authenticate(token string) (*core.Principal, *core.Error) {
 	// later changes need not reload the index: its principal is not kept.
 	ref := claims.str("workspace_id")
 	if _, indexed := ws.byRef[ref]; ref == "" || indexed {
-		j.cache.put(token, jwtCacheEntry{p: p, keys: keys, ws: ws, times: times}, usable)
+		j.cache.put(token, jwtCacheEntry{p: p, keys: keys, wsGen: ws.gen, times: times}, usable)
 	}
 	return p, nil
 }
@@ -408,9 +408,12 @@ type jwtCache struct {
 
 // jwtCacheEntry is one verified token.
 type jwtCacheEntry struct {
-	p     *core.Principal
-	keys  *map[string]verifyKey // the JWKS it was verified with
-	ws    *wsIndex              // the workspace index its principal came from
+	p    *core.Principal
+	keys *map[string]verifyKey // the JWKS it was verified with
+	// wsGen is the gen of the workspace index its principal came from: the
+	// index itself is not kept, so an entry does not hold a replaced one
+	// in memory.
+	wsGen uint64
 	times jwtTimes
 }
 

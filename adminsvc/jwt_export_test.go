@@ -1,5 +1,7 @@
 package adminsvc
 
+import "weak"
+
 // Views of the JWT verification cache for the tests of package
 // adminsvc_test.
 
@@ -18,3 +20,10 @@ func (j *JWTAuth) JWTCached(token string) bool {
 
 // SetJWTCacheSize bounds the tokens j keeps verified.
 func (j *JWTAuth) SetJWTCacheSize(n int) { j.cache.max = n }
+
+// WatchWSIndex reports, when called later, whether the workspace index k
+// holds now has since been garbage-collected.
+func (k *Keys) WatchWSIndex() (collected func() bool) {
+	w := weak.Make(k.ws.Load())
+	return func() bool { return w.Value() == nil }
+}

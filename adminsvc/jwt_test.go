@@ -15,6 +15,7 @@ import (
 	"os"
 	"path/filepath"
 	"reflect"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -555,5 +556,30 @@ func TestJWTCacheBounded(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestJWTCacheLetsOldIndexGo: a cached token does not keep the workspace
+// index it was verified with alive once a Keys.Reload replaces it.
+func TestJWTCacheLetsOldIndexGo(t *testing.T) {
+	k := testKeys()
+	srv := newJWKSServer(t, rsaJWK("rsa-1", k.rsa))
+	e := newEnv(t)
+	j := newJWTAuth(t, e, srv)
+	token := sign(t, "RS256", "rsa-1", k.rsa, claims(map[string]any{"workspace_id": e.wsID, "role": "member"}))
+	if _, err := j.Authenticate(token); err != nil || !j.JWTCached(token) {
+		t.Fatalf("%v, cached %v", err, j.JWTCached(token))
+	}
+	collected := e.keys.WatchWSIndex()
+	if err := e.keys.Reload(); err != nil {
+		t.Fatal(err)
+	}
+	runtime.GC()
+	runtime.GC()
+	if !collected() {
+		t.Fatal("the replaced workspace index is still reachable")
+	}
+	if !j.JWTCached(token) {
+		t.Fatal("the token left the cache; the test proves nothing")
 	}
 }

@@ -2,6 +2,7 @@ package adminsvc
 
 import (
 	"errors"
+	"sync/atomic"
 	"time"
 
 	"github.com/llm-gateway/gateway/store"
@@ -16,7 +17,13 @@ type wsIndex struct {
 	// sessionTTL is the organisation's max_session_ttl: JWT sessions
 	// issued longer ago are refused.
 	sessionTTL time.Duration
+	// gen tells this index from every other one, so a cache can note which
+	// index it used without keeping it alive.
+	gen uint64
 }
+
+// wsIndexGen numbers the indexes built.
+var wsIndexGen atomic.Uint64
 
 func loadWSIndex(tx store.Tx) (*wsIndex, error) {
 	all, err := store.List[store.Workspace](tx, store.BucketWorkspaces)
@@ -27,7 +34,8 @@ func loadWSIndex(tx store.Tx) (*wsIndex, error) {
 	if err != nil {
 		return nil, err
 	}
-	idx := &wsIndex{byRef: make(map[string]store.Workspace, 2*len(all)), sessionTTL: defaultSessionTTL * time.Second}
+	idx := &wsIndex{byRef: make(map[string]store.Workspace, 2*len(all)), sessionTTL: defaultSessionTTL * time.Second,
+		gen: wsIndexGen.Add(1)}
 	if len(orgs) > 0 {
 		idx.orgID = orgs[0].ID
 		settings, err := loadOrgSettings(tx, idx.orgID)
