@@ -492,6 +492,25 @@ func TestJWTCacheRefusesWhatVerificationRefuses(t *testing.T) {
 	}
 }
 
+// TestJWTWorkspaceArchivedThroughAPI: creating and archiving a workspace
+// that has no members or API keys still reload the key snapshot, so a
+// token naming it is cached once it exists and refused once it is archived.
+func TestJWTWorkspaceArchivedThroughAPI(t *testing.T) {
+	k := testKeys()
+	srv := newJWKSServer(t, rsaJWK("rsa-1", k.rsa))
+	e := newEnv(t)
+	j := newJWTAuth(t, e, srv)
+	mustOK(t, e.do(http.MethodPost, "/v1/admin/workspaces", adminKey, map[string]any{"name": "Team Q"}))
+	token := sign(t, "RS256", "rsa-1", k.rsa, claims(map[string]any{"workspace_id": "team-q", "role": "member"}))
+	if _, err := j.Authenticate(token); err != nil || !j.JWTCached(token) {
+		t.Fatalf("before: %v, cached %v", err, j.JWTCached(token))
+	}
+	mustOK(t, e.do(http.MethodDelete, "/v1/admin/workspaces/team-q", adminKey, nil))
+	if _, err := j.Authenticate(token); err == nil || !strings.Contains(err.Message, "archived") {
+		t.Fatalf("after archiving: %v", err)
+	}
+}
+
 // TestJWTCacheSkipsWorkspaceOutsideIndex: a token naming a workspace
 // created since the last Keys.Reload is resolved from the store each time,
 // so archiving it there is seen at once, as without the cache.

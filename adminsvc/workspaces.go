@@ -272,10 +272,9 @@ func (s *Service) createWorkspace(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if len(b.users) > 0 {
-		if err := s.keys.Reload(); err != nil {
-			return core.Internal(err, "the workspace was stored but the key snapshot could not be reloaded")
-		}
+	// The key snapshot indexes workspaces too (JWTs naming one).
+	if err := s.keys.Reload(); err != nil {
+		return core.Internal(err, "the workspace was stored but the key snapshot could not be reloaded")
 	}
 	if err := s.reloadLimits(); err != nil {
 		return err
@@ -499,7 +498,6 @@ func (s *Service) deleteWorkspace(c *fiber.Ctx) error {
 	if ferr != nil {
 		return ferr
 	}
-	revoked := false
 	err := s.st.Update(func(tx store.Tx) error {
 		ws, err := s.resolveWorkspace(tx, caller, c.Params("id"), false)
 		if err != nil || ws.Status == store.StatusArchived {
@@ -521,7 +519,6 @@ func (s *Service) deleteWorkspace(c *fiber.Ctx) error {
 				if err := tx.Delete(store.BucketAPIKeys, k.ID); err != nil {
 					return err
 				}
-				revoked = true
 			}
 		}
 		ws.Status, ws.LastUpdatedAt = store.StatusArchived, s.now()
@@ -530,10 +527,10 @@ func (s *Service) deleteWorkspace(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if revoked {
-		if err := s.keys.Reload(); err != nil {
-			return core.Internal(err, "the workspace was archived but the key snapshot could not be reloaded")
-		}
+	// The key snapshot also indexes workspaces (JWTs naming one, members'
+	// keys): reload it even when no key was revoked.
+	if err := s.keys.Reload(); err != nil {
+		return core.Internal(err, "the workspace was archived but the key snapshot could not be reloaded")
 	}
 	if err := s.reloadLimits(); err != nil {
 		return err
