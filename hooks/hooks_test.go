@@ -1,6 +1,7 @@
 package hooks
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -172,7 +173,7 @@ func TestParseStage(t *testing.T) {
 
 // TestFeedbackPrepared checks that ParseList reads on_fail's and
 // on_success's feedback once, and that a copy of the spec given another
-// field reports that field's feedback.
+// field, or whose field is changed in place, reports the new feedback.
 func TestFeedbackPrepared(t *testing.T) {
 	var list []any
 	if err := json.Unmarshal([]byte(`[{"test.pass":{},"on_success":{"feedback":{"value":1}},"on_fail":{"feedback":{"value":-1}}}]`), &list); err != nil {
@@ -204,6 +205,11 @@ func TestFeedbackPrepared(t *testing.T) {
 	}
 	if n := testing.AllocsPerRun(10, func() { feedbackOf(h, true); feedbackOf(h, false) }); n != 0 {
 		t.Errorf("feedback of a parsed hook: %v allocations, want 0 (read again on every request)", n)
+	}
+	// A field changed in place, to bytes of the same length, is read again.
+	copy(h.OnFail[bytes.Index(h.OnFail, []byte("-1")):], "-9")
+	if got := feedbackOf(h, false); string(got) != `{"value":-9}` {
+		t.Errorf("on_fail changed in place: feedback %s, want {\"value\":-9}", got)
 	}
 }
 

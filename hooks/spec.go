@@ -1,13 +1,13 @@
 package hooks
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"reflect"
 	"sort"
 	"strconv"
 	"strings"
-	"unsafe"
 )
 
 // Hook types.
@@ -69,8 +69,9 @@ type Spec struct {
 }
 
 // preparedFeedback is the feedback of an on_fail or on_success field with
-// the field it was read from: a copy of a Spec given another field does
-// not use it. Like the rest of a parsed spec, the field is never changed.
+// the field it was read from: it is used only while the field holds the
+// same bytes, so a copy of a Spec given another field, or a field changed
+// in place, is read again.
 type preparedFeedback struct {
 	from, feedback json.RawMessage
 }
@@ -80,12 +81,12 @@ func prepareFeedback(raw json.RawMessage) *preparedFeedback {
 	if raw == nil {
 		return nil
 	}
-	return &preparedFeedback{from: raw, feedback: readFeedback(raw)}
+	return &preparedFeedback{from: bytes.Clone(raw), feedback: readFeedback(raw)}
 }
 
-// feedbackFor returns the feedback when it was read from raw.
+// feedbackFor returns the feedback when it was read from raw's bytes.
 func (pf *preparedFeedback) feedbackFor(raw json.RawMessage) (json.RawMessage, bool) {
-	if pf == nil || unsafe.SliceData(pf.from) != unsafe.SliceData(raw) || len(pf.from) != len(raw) {
+	if pf == nil || !bytes.Equal(pf.from, raw) {
 		return nil, false
 	}
 	return pf.feedback, true

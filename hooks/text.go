@@ -84,15 +84,6 @@ func RequestAllText(body map[string]any) string {
 	return strings.Join(texts, "\n")
 }
 
-// messageText is the text of a message object's content ("" when x is not
-// an object).
-func messageText(x any) string {
-	if m, ok := x.(map[string]any); ok {
-		return contentText(m["content"])
-	}
-	return ""
-}
-
 // ResponseText is the text of an answer: the first choice's message
 // content (chat) or text (completions), or Anthropic's first text block.
 func ResponseText(body map[string]any) string {

@@ -64,3 +64,12 @@ func TestRequestAllTextEmptyParts(t *testing.T) {
 		}
 	}
 }
+
+// messageText is the text of a message object's content ("" when x is not
+// an object): the tests' model of what RequestAllText joins.
+func messageText(x any) string {
+	if m, ok := x.(map[string]any); ok {
+		return contentText(m["content"])
+	}
+	return ""
+}

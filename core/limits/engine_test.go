@@ -863,3 +863,36 @@ func mustStates(t *testing.T, e *env, policy string) []UsageState {
 	}
 	return sts
 }
+
+// TestStatesLoadedAtStart: the state of a grouped value read back when an
+// engine starts is the one Done finds, so an alert already sent is not sent
+// again after a restart.
+func TestStatesLoadedAtStart(t *testing.T) {
+	e := newEnv(t)
+	ctx := context.Background()
+	p := usagePolicy("u1", "tokens", 1000, num(100))
+	p.GroupBy = []store.PolicyGroupBy{{Key: "api_key"}, {Key: "metadata.user"}}
+	e.put(t, p, store.User{ID: "u-owner", Email: "owner@example.com", Role: "owner", OrganisationID: "org-1"})
+	spend := func() {
+		a, err := e.eng.Admit(ctx, request(meta("user", "ann")))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Done(core.Usage{TotalTokens: 150}, "openai", "gpt-4o")
+	}
+	spend()
+	if n := len(e.outbox(t)); n != 1 {
+		t.Fatalf("%d alerts, want the threshold's", n)
+	}
+	e.eng.Close()
+	eng2, err := New(Options{Store: e.st, Counter: e.ctr, Now: e.clk.Now, Logger: quietLogger()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(eng2.Close)
+	e.eng = eng2
+	spend()
+	if n := len(e.outbox(t)); n != 1 {
+		t.Errorf("%d alerts after a restart, want still 1: the saved state was not found", n)
+	}
+}

@@ -108,7 +108,8 @@ func (s *scope) matches(req *core.Request) bool {
 // key is req's counter key under the limit, prefix + group value, and the
 // group value itself (a part of key): "key=value" per group_by key, in the
 // policy's order, joined by ","; "" without group_by. Without group_by the
-// key is the prefix; with it, building the key is its one allocation.
+// key is the prefix; with it, building a key of up to 128 bytes is its one
+// allocation.
 func (s *scope) key(req *core.Request) (key, value string) {
 	if len(s.group) == 0 {
 		return s.prefix, ""
