@@ -3,6 +3,8 @@ package core
 import "testing"
 
 func TestRegister(t *testing.T) {
+	saved := registry.Load()
+	t.Cleanup(func() { registry.Store(saved) }) // so the test can run again (-count)
 	mk := func(id string) PluginInfo { return PluginInfo{ID: id, New: func() Plugin { return id }} }
 	Register(mk("testkind.a"))
 	Register(mk("testkind.b"))
