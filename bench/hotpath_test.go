@@ -72,8 +72,8 @@ func gateway(tb testing.TB) *gw {
 
 // startGateway builds the gateway with cmd/gateway/app in a temporary
 // data dir, with the binary's defaults except: the mock's address is a
-// trusted host, request logs are kept for ever (no pruner), and nothing
-// is logged.
+// trusted host, request logs are kept for ever (no pruner), shutdown
+// drains for at most 5 s, and nothing is logged.
 func startGateway() (g *gw, err error) {
 	var closers []func()
 	closeAll := func() {

@@ -80,6 +80,10 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q; usage: gateway [serve] [flags]", fs.Arg(0))
 	}
+	if cfg.ShutdownTimeout <= 0 {
+		// The flag's 0 has always meant no drain; the app reads 0 as its default.
+		cfg.ShutdownTimeout = -1
+	}
 	logRetention, err := parseRetention(*retention)
 	if err != nil {
 		return cfg, fmt.Errorf("--log-retention (GATEWAY_LOG_RETENTION): %w", err)

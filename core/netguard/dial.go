@@ -39,8 +39,9 @@ func (e *BlockedError) Is(target error) bool { return target == ErrBlocked }
 // check is on the exact IP being connected to. A reserved address that is
 // not trusted by IP, ip:port or CIDR fails with a *BlockedError.
 //
-// d is copied, not modified; nil means transport.Dialer(). A Control or ControlContext already set on d still runs,
-// after the check. Only tcp and udp networks are dialled.
+// d is copied, not modified; nil means transport.Dialer(). A Control or
+// ControlContext already set on d still runs, after the check. Only tcp
+// and udp networks are dialled.
 func (p *Policy) DialContext(d *net.Dialer) func(ctx context.Context, network, addr string) (net.Conn, error) {
 	if d == nil {
 		d = transport.Dialer()

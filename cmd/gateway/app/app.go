@@ -56,7 +56,8 @@ type Options struct {
 	TrustedHosts string
 	// MaxBodyBytes caps request bodies (default server.DefaultBodyLimit).
 	MaxBodyBytes int
-	// ShutdownTimeout bounds Serve's drain (default DefaultShutdownTimeout).
+	// ShutdownTimeout bounds Serve's drain: 0 means
+	// DefaultShutdownTimeout, a negative value drains nothing.
 	ShutdownTimeout time.Duration
 	// LogRetention is how long request log records are kept; 0 keeps
 	// them for ever.
@@ -95,8 +96,11 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if o.Stdout == nil {
 		o.Stdout = io.Discard
 	}
-	if o.ShutdownTimeout <= 0 {
+	switch {
+	case o.ShutdownTimeout == 0:
 		o.ShutdownTimeout = DefaultShutdownTimeout
+	case o.ShutdownTimeout < 0:
+		o.ShutdownTimeout = 0 // no drain
 	}
 	logger := o.Logger
 	a := &App{timeout: o.ShutdownTimeout, logger: logger}

@@ -6,6 +6,7 @@ import (
 	"net"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llm-gateway/gateway/adminsvc"
 )
@@ -47,5 +48,27 @@ func TestNewFailureReleasesWhatItStarted(t *testing.T) {
 				t.Fatal(err)
 			}
 		})
+	}
+}
+
+// TestShutdownTimeout checks how Options.ShutdownTimeout bounds the
+// drain: 0 is the default, a negative value drains nothing.
+func TestShutdownTimeout(t *testing.T) {
+	for _, tc := range []struct {
+		set, want time.Duration
+	}{{0, DefaultShutdownTimeout}, {-1, 0}, {5 * time.Second, 5 * time.Second}} {
+		o := Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(), AdminKey: "app-test-admin-key-0123456789",
+			ShutdownTimeout: tc.set, Logger: slog.New(slog.DiscardHandler)}
+		a, err := New(t.Context(), o)
+		if err != nil {
+			t.Fatal(err)
+		}
+		got := a.timeout
+		if err := a.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("ShutdownTimeout %v: drains for %v, want %v", tc.set, got, tc.want)
+		}
 	}
 }
