@@ -88,11 +88,11 @@ func QueryAudit(tx Tx, f AuditFilter) ([]AuditRecord, int, error) {
 	skip := f.CurrentPage * f.PageSize
 	from := ""
 	if !f.To.IsZero() {
-		from = core.LogIDPrefix(f.To) + "~"
+		from = timeKey(f.To) + "~"
 	}
 	lowest := ""
 	if !f.From.IsZero() {
-		lowest = core.LogIDPrefix(f.From)
+		lowest = timeKey(f.From)
 	}
 	err := tx.Scan(BucketAuditLogs, from, true, func(key string, raw []byte) (bool, error) {
 		if key < lowest {

@@ -57,6 +57,11 @@ func TestAuditQueryByTimeAndFilters(t *testing.T) {
 		{"from excludes older", func(f *AuditFilter) { f.From = t0.Add(90 * time.Second) }, 2, "authenticate"},
 		{"to excludes newer", func(f *AuditFilter) { f.To = t0.Add(90 * time.Second) }, 2, "update"},
 		{"range with nothing", func(f *AuditFilter) { f.From, f.To = t0.Add(-time.Hour), t0.Add(-time.Minute) }, 0, ""},
+		{"from before 1970", func(f *AuditFilter) { f.From = time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC) }, 4, "authenticate"},
+		{"to past 2262", func(f *AuditFilter) { f.To = time.Date(2600, 1, 1, 0, 0, 0, 0, time.UTC) }, 4, "authenticate"},
+		{"to before 1970", func(f *AuditFilter) {
+			f.From, f.To = time.Time{}.Add(time.Hour), time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)
+		}, 0, ""},
 		{"method", func(f *AuditFilter) { f.Method = "POST" }, 2, "authenticate"},
 		{"resource", func(f *AuditFilter) { f.ResourceType = "configs" }, 2, "update"},
 		{"status", func(f *AuditFilter) { f.ResponseStatusCode = 404 }, 1, "delete"},
