@@ -65,6 +65,7 @@ func TestListLogs(t *testing.T) {
 		{"paging", adminKey, "?page_size=3&current_page=1", 10, []int{6, 5, 4}},
 		{"last page", adminKey, "?page_size=3&current_page=3", 10, []int{0}},
 		{"past the end", adminKey, "?page_size=3&current_page=4", 10, []int{}},
+		{"page past any count", adminKey, "?page_size=50&current_page=9223372036854775807", 10, []int{}},
 		{"org key filters workspace by slug", adminKey, "?workspace_id=team-b", 5, []int{9, 7, 5, 3, 1}},
 		{"org key filters workspace by id", adminKey, "?workspace_id=" + e.wsID + "&status=200&page_size=2", 5, []int{8, 6}},
 		{"workspace key sees own workspace only", wsKey, "", 5, []int{8, 6, 4, 2, 0}},

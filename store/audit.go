@@ -85,7 +85,7 @@ func (f AuditFilter) match(r *AuditRecord) bool {
 func QueryAudit(tx Tx, f AuditFilter) ([]AuditRecord, int, error) {
 	var page []AuditRecord
 	total := 0
-	skip := f.CurrentPage * f.PageSize
+	skip := pageStart(f.CurrentPage, f.PageSize)
 	from := ""
 	if !f.To.IsZero() {
 		from = timeKey(f.To) + "~"

@@ -1,6 +1,7 @@
 package store
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -69,6 +70,7 @@ func TestAuditQueryByTimeAndFilters(t *testing.T) {
 		{"workspace", func(f *AuditFilter) { f.WorkspaceID = "w1" }, 1, "update"},
 		{"client ip", func(f *AuditFilter) { f.ClientIP = "10.0.0.1" }, 1, "authenticate"},
 		{"second page", func(f *AuditFilter) { f.PageSize, f.CurrentPage = 3, 1 }, 4, "create"},
+		{"page past any count", func(f *AuditFilter) { f.PageSize, f.CurrentPage = 2, math.MaxInt }, 4, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := all

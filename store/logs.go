@@ -42,7 +42,7 @@ type LogFilter struct {
 func QueryLogs(tx Tx, f LogFilter) ([]core.LogRecord, int, error) {
 	var page []core.LogRecord
 	total := 0
-	skip := f.CurrentPage * f.PageSize
+	skip := pageStart(f.CurrentPage, f.PageSize)
 	from := ""
 	if !f.To.IsZero() {
 		from = timeKey(f.To) + "~"
@@ -79,4 +79,13 @@ func timeKey(t time.Time) string {
 		t = last
 	}
 	return core.LogIDPrefix(t)
+}
+
+// pageStart is the index of the first record of page current of size
+// records: past any count when the product would overflow.
+func pageStart(current, size int) int {
+	if size > 0 && current > math.MaxInt/size {
+		return math.MaxInt
+	}
+	return current * size
 }
