@@ -109,6 +109,8 @@ func TestListLogs(t *testing.T) {
 		{"max before min", adminKey, "?time_of_generation_min=" + minute(5) + "&time_of_generation_max=" + minute(1), 400, core.CodeValidation, []string{"time_of_generation_max"}},
 		{"bad page_size", adminKey, "?page_size=0", 400, core.CodeValidation, []string{"page_size"}},
 		{"bad current_page", adminKey, "?current_page=-2", 400, core.CodeValidation, []string{"current_page"}},
+		{"status_code (not built)", adminKey, "?status_code=500", 400, core.CodeValidation, []string{"status_code"}},
+		{"reference filters not built", adminKey, "?api_key_ids=k1&cost_min=1&metadata=%7B%7D", 400, core.CodeValidation, []string{"api_key_ids", "cost_min", "metadata"}},
 		{"several", adminKey, "?current_page=x&status=1&time_of_generation_min=x", 400, core.CodeValidation, []string{"current_page", "status", "time_of_generation_min"}},
 		{"workspace key, other workspace", wsKey, "?workspace_id=team-b", 403, core.CodeForbidden, []string{""}},
 		{"no logs.list scope", noScope, "", 403, core.CodeForbidden, []string{""}},
