@@ -85,14 +85,14 @@ func (f AuditFilter) match(r *AuditRecord) bool {
 func QueryAudit(tx Tx, f AuditFilter) ([]AuditRecord, int, error) {
 	var page []AuditRecord
 	total := 0
-	skip := f.CurrentPage * f.PageSize
+	skip := pageStart(f.CurrentPage, f.PageSize)
 	from := ""
 	if !f.To.IsZero() {
-		from = core.LogIDPrefix(f.To) + "~"
+		from = timeKey(f.To) + "~"
 	}
 	lowest := ""
 	if !f.From.IsZero() {
-		lowest = core.LogIDPrefix(f.From)
+		lowest = timeKey(f.From)
 	}
 	err := tx.Scan(BucketAuditLogs, from, true, func(key string, raw []byte) (bool, error) {
 		if key < lowest {

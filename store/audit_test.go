@@ -1,6 +1,7 @@
 package store
 
 import (
+	"math"
 	"testing"
 	"time"
 )
@@ -57,6 +58,11 @@ func TestAuditQueryByTimeAndFilters(t *testing.T) {
 		{"from excludes older", func(f *AuditFilter) { f.From = t0.Add(90 * time.Second) }, 2, "authenticate"},
 		{"to excludes newer", func(f *AuditFilter) { f.To = t0.Add(90 * time.Second) }, 2, "update"},
 		{"range with nothing", func(f *AuditFilter) { f.From, f.To = t0.Add(-time.Hour), t0.Add(-time.Minute) }, 0, ""},
+		{"from before 1970", func(f *AuditFilter) { f.From = time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC) }, 4, "authenticate"},
+		{"to past 2262", func(f *AuditFilter) { f.To = time.Date(2600, 1, 1, 0, 0, 0, 0, time.UTC) }, 4, "authenticate"},
+		{"to before 1970", func(f *AuditFilter) {
+			f.From, f.To = time.Time{}.Add(time.Hour), time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)
+		}, 0, ""},
 		{"method", func(f *AuditFilter) { f.Method = "POST" }, 2, "authenticate"},
 		{"resource", func(f *AuditFilter) { f.ResourceType = "configs" }, 2, "update"},
 		{"status", func(f *AuditFilter) { f.ResponseStatusCode = 404 }, 1, "delete"},
@@ -64,6 +70,7 @@ func TestAuditQueryByTimeAndFilters(t *testing.T) {
 		{"workspace", func(f *AuditFilter) { f.WorkspaceID = "w1" }, 1, "update"},
 		{"client ip", func(f *AuditFilter) { f.ClientIP = "10.0.0.1" }, 1, "authenticate"},
 		{"second page", func(f *AuditFilter) { f.PageSize, f.CurrentPage = 3, 1 }, 4, "create"},
+		{"page past any count", func(f *AuditFilter) { f.PageSize, f.CurrentPage = 2, math.MaxInt }, 4, ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			f := all

@@ -2,6 +2,7 @@ package store
 
 import (
 	"encoding/json"
+	"math"
 	"slices"
 	"time"
 
@@ -41,10 +42,10 @@ type LogFilter struct {
 func QueryLogs(tx Tx, f LogFilter) ([]core.LogRecord, int, error) {
 	var page []core.LogRecord
 	total := 0
-	skip := f.CurrentPage * f.PageSize
+	skip := pageStart(f.CurrentPage, f.PageSize)
 	from := ""
 	if !f.To.IsZero() {
-		from = core.LogIDPrefix(f.To) + "~"
+		from = timeKey(f.To) + "~"
 	}
 	err := tx.Scan(BucketLogs, from, true, func(_ string, raw []byte) (bool, error) {
 		var r core.LogRecord
@@ -66,4 +67,25 @@ func QueryLogs(tx Tx, f LogFilter) ([]core.LogRecord, int, error) {
 		return true, nil
 	})
 	return page, total, err
+}
+
+// timeKey is core.LogIDPrefix(t) with t clamped to the times a log id can
+// hold (1970 to 2262): UnixNano wraps outside them, and a wrapped bound
+// would make a scan start or stop at the wrong key.
+func timeKey(t time.Time) string {
+	if first := time.Unix(0, 0); t.Before(first) {
+		t = first
+	} else if last := time.Unix(0, math.MaxInt64); t.After(last) {
+		t = last
+	}
+	return core.LogIDPrefix(t)
+}
+
+// pageStart is the index of the first record of page current of size
+// records: past any count when the product would overflow.
+func pageStart(current, size int) int {
+	if size > 0 && current > math.MaxInt/size {
+		return math.MaxInt
+	}
+	return current * size
 }
