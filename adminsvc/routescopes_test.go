@@ -124,3 +124,20 @@ func TestAdminRoutesCheckScopeAndWorkspace(t *testing.T) {
 		}
 	}
 }
+
+// TestListEdges: a page far past the end of any list is empty (the page's
+// start overflowed and the handler panicked), and unknown paths under every
+// admin prefix are the admin API's 404, never forwarded as a provider path.
+func TestListEdges(t *testing.T) {
+	e := newEnv(t)
+	const huge = "?current_page=9223372036854775807"
+	for _, path := range []string{"/v1/configs", "/v1/api-keys", "/v1/admin/workspaces", "/v1/guardrails", "/v1/providers", "/v1/virtual-keys"} {
+		r := e.do(http.MethodGet, path+huge, adminKey, nil)
+		if r.status != http.StatusOK || len(r.list()) != 0 {
+			t.Errorf("GET %s%s: %d %s", path, huge, r.status, r.raw)
+		}
+	}
+	for _, path := range []string{"/v1/analytics/groups/model", "/v1/analytics", "/v1/policies/nope"} {
+		wantErr(t, e.do(http.MethodGet, path, adminKey, nil), http.StatusNotFound, core.CodeNotFoundPath)
+	}
+}

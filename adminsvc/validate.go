@@ -75,10 +75,11 @@ func parsePage(get func(string, ...string) string, def, maxSize int, p *problems
 	return pg
 }
 
-// slice returns the bounds of page pg in a list of n items.
+// slice returns the bounds of page pg in a list of n items; a page past
+// the end (however large current_page is) is empty. The policies' pages,
+// which also allow a page_size of 0, share the arithmetic.
 func (pg page) slice(n int) (int, int) {
-	lo := min(pg.current*pg.size, n)
-	return lo, min(lo+pg.size, n)
+	return policyPage(pg).slice(n)
 }
 
 // listBody is the admin API's list envelope.

@@ -5,7 +5,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/periodic"
 )
 
@@ -19,7 +18,7 @@ const pruneBatch = 5000
 // many it deleted. Log ids start with their time (core.NewLogID), so the
 // records to delete are a prefix of the bucket in key order.
 func PruneLogs(st Store, cutoff time.Time) (int, error) {
-	end := core.LogIDPrefix(cutoff)
+	end := timeKey(cutoff) // a cutoff before 1970 deletes nothing
 	deleted := 0
 	for {
 		n, err := pruneOnce(st, end)

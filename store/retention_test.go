@@ -56,6 +56,7 @@ func TestPruneLogs(t *testing.T) {
 		{"some old", 10, 4 * time.Second, 4},
 		{"all old", 10, time.Hour, 10},
 		{"empty log", 0, time.Hour, 0},
+		{"cutoff before 1970 (a retention of a century)", 10, -36500 * 24 * time.Hour, 0},
 		{"more than one batch", 2*pruneBatch + 7, time.Duration(pruneBatch+3) * time.Second, pruneBatch + 3},
 	} {
 		t.Run(c.name, func(t *testing.T) {
