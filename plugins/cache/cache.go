@@ -41,6 +41,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
@@ -162,8 +163,17 @@ func MaxAge(s *config.Cache) time.Duration {
 	return time.Duration(s.MaxAge) * time.Second
 }
 
-// Expiry is the ExpiresAt of an answer cached at now under s.
-func Expiry(s *config.Cache, now time.Time) time.Time { return now.Add(MaxAge(s)) }
+// latest is the last instant stores can represent (as Unix nanoseconds).
+var latest = time.Unix(0, math.MaxInt64)
+
+// Expiry is the ExpiresAt of an answer cached at now under s, capped at
+// the last representable instant (a max_age of centuries means "never").
+func Expiry(s *config.Cache, now time.Time) time.Time {
+	if d := MaxAge(s); d < latest.Sub(now) {
+		return now.Add(d)
+	}
+	return latest
+}
 
 // Threshold is the semantic similarity threshold of s.
 func Threshold(s *config.Cache) float64 {
