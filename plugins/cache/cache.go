@@ -51,8 +51,7 @@ import (
 // Entry is one cached answer.
 type Entry struct {
 	Status int
-	// Header holds the answer's headers; the caller keeps only Content-Type
-	// and a few safe headers.
+	// Header holds the answer's headers; the router keeps only Content-Type.
 	Header map[string][]string
 	// Body is the full answer; for a streamed answer the raw SSE bytes,
 	// replayed as a stream.
