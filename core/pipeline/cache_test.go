@@ -335,3 +335,42 @@ func TestCacheModeDeclines(t *testing.T) {
 		t.Errorf("hits %d", a.Hits())
 	}
 }
+
+// TestSemanticEmbeddingKeepsStoredKeys: a managed target's stored key is
+// reused for the embedding call only at its integration's own host, never
+// sent to the embedding's custom_host.
+func TestSemanticEmbeddingKeepsStoredKeys(t *testing.T) {
+	t.Parallel()
+	a, emb := newUpstream(t, ok("a")), embedder(t)
+	for _, tc := range []struct {
+		name, cfg string
+		at        *scripted // where the embedding call must go
+		auth      string    // its Authorization
+	}{
+		{"embedding at a custom host", `{"cache":{"mode":"semantic","embedding":{"provider":"openai","model":"emb","custom_host":"$E"}}}`, emb, ""},
+		{"embedding at the provider", `{"cache":{"mode":"semantic","embedding":{"provider":"openai","model":"emb"}}}`, a, "Bearer stored"},
+		{"embedding with its own key", `{"cache":{"mode":"semantic","embedding":{"provider":"openai","model":"emb","api_key":"own","custom_host":"$E"}}}`, emb, "Bearer own"},
+	} {
+		e := newEnv(t)
+		root := route(t, tc.cfg, "$E", emb.URL())
+		req := chat("p " + tc.name)
+		req.Target = core.Target{Provider: "openai", APIKey: "stored", BaseURL: a.URL(), Managed: true}
+		before := tc.at.Hits()
+		e.mustDo(t, root, req)
+		if tc.at.Hits() == before {
+			t.Errorf("%s: no embedding call where expected", tc.name)
+			continue
+		}
+		var got seen
+		tc.at.mu.Lock()
+		for _, r := range tc.at.reqs {
+			if r.path == "/v1/embeddings" {
+				got = r
+			}
+		}
+		tc.at.mu.Unlock()
+		if got.path != "/v1/embeddings" || got.header.Get("Authorization") != tc.auth {
+			t.Errorf("%s: embedding call %q with Authorization %q, want %q", tc.name, got.path, got.header.Get("Authorization"), tc.auth)
+		}
+	}
+}

@@ -125,7 +125,10 @@ func (t *teeSave) Read(p []byte) (int, error) {
 }
 
 // embedder returns the function the semantic cache embeds text with: a
-// call to the embedding provider named in the leaf's cache settings.
+// call to the embedding provider named in the leaf's cache settings. Without
+// an api_key of its own it uses the request's key when the providers match;
+// a stored (managed) key goes only to its integration's host, never to the
+// embedding's custom_host.
 func (w *walk) embedder(req *core.Request, l *config.Leaf) func(context.Context, string) ([]float32, error) {
 	e := l.Cache.Embedding
 	if e == nil {
@@ -133,8 +136,13 @@ func (w *walk) embedder(req *core.Request, l *config.Leaf) func(context.Context,
 	}
 	return func(ctx context.Context, text string) ([]float32, error) {
 		t := core.Target{Provider: e.Provider, APIKey: e.APIKey, BaseURL: e.CustomHost, CustomHost: e.CustomHost != ""}
-		if t.APIKey == "" && t.Provider == req.Target.Provider {
-			t.APIKey = req.Target.APIKey
+		if rt := req.Target; t.APIKey == "" && t.Provider == rt.Provider {
+			switch {
+			case !rt.Managed:
+				t.APIKey = rt.APIKey
+			case !t.CustomHost:
+				t.APIKey, t.BaseURL, t.Headers = rt.APIKey, rt.BaseURL, rt.Headers
+			}
 		}
 		prov, ok := w.p.providers[t.Provider]
 		if !ok {

@@ -14,6 +14,8 @@ import (
 	"time"
 
 	bolt "go.etcd.io/bbolt"
+
+	"github.com/llm-gateway/gateway/core/config"
 )
 
 // clock is an injectable clock for the tests.
@@ -153,6 +155,28 @@ func TestExpiry(t *testing.T) {
 			// An expired entry is deleted lazily by Get.
 			if n, _ := st.stats(); (n == 1) != tt.hit {
 				t.Fatalf("count = %d after Get", n)
+			}
+		})
+	}
+}
+
+// TestLongMaxAge: a max_age the config accepts, however long, keeps the
+// answer; one reaching past what Unix nanoseconds hold (year 2262) wrapped
+// into the past and was never served.
+func TestLongMaxAge(t *testing.T) {
+	for _, secs := range []int64{86400, 200 * 365 * 86400, 250 * 365 * 86400, math.MaxInt64 / 1_000_000_000} {
+		t.Run(fmt.Sprint(secs), func(t *testing.T) {
+			clk := newClock()
+			st, _ := openTest(t, BoltOptions{Now: clk.Now})
+			ctx := context.Background()
+			s := &config.Cache{Mode: config.CacheSimple, MaxAge: secs}
+			e := &Entry{Status: 200, Body: []byte("b"), ExpiresAt: Expiry(s, clk.Now())}
+			if err := st.Put(ctx, "k", e); err != nil {
+				t.Fatal(err)
+			}
+			clk.Advance(time.Hour)
+			if _, ok, err := st.Get(ctx, "k"); !ok || err != nil {
+				t.Fatalf("Get ok=%v err=%v, expires %v", ok, err, e.ExpiresAt)
 			}
 		})
 	}

@@ -41,6 +41,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"fmt"
+	"math"
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
@@ -50,8 +51,7 @@ import (
 // Entry is one cached answer.
 type Entry struct {
 	Status int
-	// Header holds the answer's headers; the caller keeps only Content-Type
-	// and a few safe headers.
+	// Header holds the answer's headers; the router keeps only Content-Type.
 	Header map[string][]string
 	// Body is the full answer; for a streamed answer the raw SSE bytes,
 	// replayed as a stream.
@@ -162,8 +162,17 @@ func MaxAge(s *config.Cache) time.Duration {
 	return time.Duration(s.MaxAge) * time.Second
 }
 
-// Expiry is the ExpiresAt of an answer cached at now under s.
-func Expiry(s *config.Cache, now time.Time) time.Time { return now.Add(MaxAge(s)) }
+// latest is the last instant stores can represent (as Unix nanoseconds).
+var latest = time.Unix(0, math.MaxInt64)
+
+// Expiry is the ExpiresAt of an answer cached at now under s, capped at
+// the last representable instant (a max_age of centuries means "never").
+func Expiry(s *config.Cache, now time.Time) time.Time {
+	if d := MaxAge(s); d < latest.Sub(now) {
+		return now.Add(d)
+	}
+	return latest
+}
 
 // Threshold is the semantic similarity threshold of s.
 func Threshold(s *config.Cache) float64 {
