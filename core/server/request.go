@@ -62,18 +62,25 @@ func parseCacheHeaders(c *fiber.Ctx) (string, bool, *core.Error) {
 }
 
 // providerPath is the client's path without "/v1", as fasthttp decoded and
-// normalised it (no "..", no "//"), escaped again: providers append it to
-// their base URL as text, so a decoded "?", "#" or space must not reach them
-// raw ("/v1/files/a%3Fb" stays one path segment, not a query). A path that
-// is its route's, as a static route's is, is taken from the route: the same
+// normalised it (no "..", no "//"), in the escaping the client sent when
+// that is a valid escaping of it (an encoded "/" stays inside its segment,
+// "(" stays unescaped), else escaped again: providers append it to their
+// base URL as text, so a decoded "?", "#" or space must not reach them raw
+// ("/v1/files/a%3Fb" stays one path segment, not a query). A path that is
+// its route's, as a static route's is, is taken from the route: the same
 // text without a copy.
 func providerPath(c *fiber.Ctx) string {
-	raw := c.Request().URI().Path()
+	uri := c.Request().URI()
+	raw := uri.Path()
 	p := c.Route().Path
 	if string(raw) != p {
 		p = string(raw)
 	}
-	return (&url.URL{Path: strings.TrimPrefix(p, "/v1")}).EscapedPath()
+	u := url.URL{Path: strings.TrimPrefix(p, "/v1"), RawPath: strings.TrimPrefix(p, "/v1")}
+	if sent := uri.PathOriginal(); string(sent) != string(raw) {
+		u.RawPath = strings.TrimPrefix(string(sent), "/v1")
+	}
+	return u.EscapedPath()
 }
 
 // requestMethod is the client's method, the route's string when they are

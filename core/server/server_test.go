@@ -1156,3 +1156,32 @@ func TestPathAndMethodAsSent(t *testing.T) {
 		}
 	}
 }
+
+// The generic proxy sends the client's path as it was escaped: an encoded
+// "/" stays inside its segment, and characters a path may hold unescaped
+// are not escaped on the way; a path fasthttp normalised ("..", "%2e")
+// is sent normalised.
+func TestProxyPathEscapes(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, mockUpstream())
+	cases := []struct{ sent, want string }{
+		{"/v1/models/meta-llama%2FLlama-3", "/v1/models/meta-llama%2FLlama-3"},
+		{"/v1/files/a%2fb/content", "/v1/files/a%2fb/content"},
+		{"/v1/files/file-(1)!*'", "/v1/files/file-(1)!*'"},
+		{"/v1/files/a%3Fb%23c%20d", "/v1/files/a%3Fb%23c%20d"},
+		{"/v1/files/%41bc", "/v1/files/%41bc"},
+		{"/v1/files/a%2F..%2Fb", "/v1/files/b"},
+		{"/v1/files/%2e%2e/admin", "/v1/admin"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sent, func(t *testing.T) {
+			r := g.do(t, "GET", tc.sent+"?q=a%2Fb", nil)
+			if r.status != 200 {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			if got := g.up.last(t); got.RawPath != tc.want || got.RawQuery != "q=a%2Fb" {
+				t.Errorf("upstream path %q query %q, want %q and q=a%%2Fb", got.RawPath, got.RawQuery, tc.want)
+			}
+		})
+	}
+}
