@@ -76,11 +76,19 @@ func providerPath(c *fiber.Ctx) string {
 	if string(raw) != p {
 		p = string(raw)
 	}
-	u := url.URL{Path: strings.TrimPrefix(p, "/v1"), RawPath: strings.TrimPrefix(p, "/v1")}
+	u := url.URL{Path: trimV1(p), RawPath: trimV1(p)}
 	if sent := uri.PathOriginal(); string(sent) != string(raw) {
-		u.RawPath = strings.TrimPrefix(string(sent), "/v1")
+		u.RawPath = trimV1(string(sent))
 	}
 	return u.EscapedPath()
+}
+
+// trimV1 is p without its "/v1", which routes match in any case.
+func trimV1(p string) string {
+	if len(p) >= 3 && strings.EqualFold(p[:3], "/v1") {
+		return p[3:]
+	}
+	return p
 }
 
 // requestMethod is the client's method, the route's string when they are

@@ -1185,3 +1185,23 @@ func TestProxyPathEscapes(t *testing.T) {
 		})
 	}
 }
+
+// Routes match "/v1" in any case; the provider path is what follows it,
+// whatever its case, never the client's "/V1" appended to the base URL.
+func TestV1PrefixAnyCase(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, mockUpstream())
+	for _, tc := range []struct{ method, sent, want string }{
+		{"POST", "/V1/chat/completions", "/v1/chat/completions"},
+		{"GET", "/V1/files/a%2Fb", "/v1/files/a%2Fb"},
+		{"DELETE", "/V1/Files/x", "/v1/Files/x"},
+	} {
+		r := g.do(t, tc.method, tc.sent, []byte(chatBody))
+		if r.status != 200 {
+			t.Fatalf("%s %s: status %d: %s", tc.method, tc.sent, r.status, r.body)
+		}
+		if got := g.up.last(t); got.RawPath != tc.want {
+			t.Errorf("%s %s: upstream path %q, want %q", tc.method, tc.sent, got.RawPath, tc.want)
+		}
+	}
+}
