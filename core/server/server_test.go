@@ -1205,3 +1205,22 @@ func TestV1PrefixAnyCase(t *testing.T) {
 		}
 	}
 }
+
+// An answer whose encoding the transport did not decode (sent without
+// being asked for, or one it does not decode) keeps its Content-Encoding:
+// without it the client would take the encoded bytes for the body.
+func TestUndecodedContentEncodingKept(t *testing.T) {
+	t.Parallel()
+	encoded := []byte("\x78\x9c\x4b\x4c\x4a\x06\x00\x02\x4d\x01\x27") // "abc", deflated
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "deflate")
+		w.Write(encoded)
+	}))
+	for _, tc := range []struct{ method, path string }{{"POST", "/v1/chat/completions"}, {"GET", "/v1/files/f-1/content"}} {
+		r := g.do(t, tc.method, tc.path, []byte(chatBody))
+		if r.status != 200 || !bytes.Equal(r.body, encoded) || r.header.Get("Content-Encoding") != "deflate" {
+			t.Errorf("%s %s: status %d, Content-Encoding %q, body %q; want 200, deflate, %q", tc.method, tc.path, r.status, r.header.Get("Content-Encoding"), r.body, encoded)
+		}
+	}
+}
