@@ -193,6 +193,10 @@ func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal) (core.Target, *cor
 		if err != nil {
 			return t, core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host: %v", err)
 		}
+		if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			// The request's path and query are appended to the base URL.
+			return t, core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host: a base URL has no query or fragment, e.g. https://host/v1")
+		}
 		t.BaseURL, t.CustomHost = u.String(), true
 	}
 	var err *core.Error
