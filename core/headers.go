@@ -107,8 +107,9 @@ func copyNamed(h, from http.Header, names []string) {
 var hopByHop = map[string]bool{
 	"Connection": true, "Keep-Alive": true, "Proxy-Authenticate": true, "Proxy-Connection": true,
 	"Te": true, "Trailer": true, "Transfer-Encoding": true, "Upgrade": true,
-	// The gateway sets its own length and has already decoded any encoding.
-	"Content-Length": true, "Content-Encoding": true,
+	// The gateway sets its own length. (A Content-Encoding left in an
+	// answer's headers is one the transport did not decode: it stays.)
+	"Content-Length": true,
 }
 
 // IsHopByHop reports whether a response header must not be copied from the

@@ -62,18 +62,33 @@ func parseCacheHeaders(c *fiber.Ctx) (string, bool, *core.Error) {
 }
 
 // providerPath is the client's path without "/v1", as fasthttp decoded and
-// normalised it (no "..", no "//"), escaped again: providers append it to
-// their base URL as text, so a decoded "?", "#" or space must not reach them
-// raw ("/v1/files/a%3Fb" stays one path segment, not a query). A path that
-// is its route's, as a static route's is, is taken from the route: the same
+// normalised it (no "..", no "//"), in the escaping the client sent when
+// that is a valid escaping of it (an encoded "/" stays inside its segment,
+// "(" stays unescaped), else escaped again: providers append it to their
+// base URL as text, so a decoded "?", "#" or space must not reach them raw
+// ("/v1/files/a%3Fb" stays one path segment, not a query). A path that is
+// its route's, as a static route's is, is taken from the route: the same
 // text without a copy.
 func providerPath(c *fiber.Ctx) string {
-	raw := c.Request().URI().Path()
+	uri := c.Request().URI()
+	raw := uri.Path()
 	p := c.Route().Path
 	if string(raw) != p {
 		p = string(raw)
 	}
-	return (&url.URL{Path: strings.TrimPrefix(p, "/v1")}).EscapedPath()
+	u := url.URL{Path: trimV1(p), RawPath: trimV1(p)}
+	if sent := uri.PathOriginal(); string(sent) != string(raw) {
+		u.RawPath = trimV1(string(sent))
+	}
+	return u.EscapedPath()
+}
+
+// trimV1 is p without its "/v1", which routes match in any case.
+func trimV1(p string) string {
+	if len(p) >= 3 && strings.EqualFold(p[:3], "/v1") {
+		return p[3:]
+	}
+	return p
 }
 
 // requestMethod is the client's method, the route's string when they are
@@ -177,6 +192,10 @@ func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal) (core.Target, *cor
 		u, err := netguard.CheckURL(host)
 		if err != nil {
 			return t, core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host: %v", err)
+		}
+		if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+			// The request's path and query are appended to the base URL.
+			return t, core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host: a base URL has no query or fragment, e.g. https://host/v1")
 		}
 		t.BaseURL, t.CustomHost = u.String(), true
 	}

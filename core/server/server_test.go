@@ -200,6 +200,10 @@ func TestHeaderValidation(t *testing.T) {
 		{"custom host bad scheme", "", []string{"x-gateway-custom-host", "ftp://127.0.0.1/v1"}, "x-gateway-custom-host", []string{"ftp"}},
 		{"custom host userinfo", "", []string{"x-gateway-custom-host", "http://u:p@127.0.0.1/v1"}, "x-gateway-custom-host", nil},
 		{"custom host bad port", "", []string{"x-gateway-custom-host", "http://127.0.0.1:99999/v1"}, "x-gateway-custom-host", nil},
+		{"custom host with a query", "", []string{"x-gateway-custom-host", fmt.Sprintf("http://127.0.0.1:%d/v1?api-version=1", port)}, "x-gateway-custom-host", []string{"query"}},
+		{"custom host with an empty query", "", []string{"x-gateway-custom-host", fmt.Sprintf("http://127.0.0.1:%d/v1?", port)}, "x-gateway-custom-host", []string{"query"}},
+		{"custom host with a fragment", "", []string{"x-gateway-custom-host", fmt.Sprintf("http://127.0.0.1:%d/v1#x", port)}, "x-gateway-custom-host", []string{"fragment"}},
+		{"proxy: custom host with a query", "/v1/files", []string{"x-gateway-custom-host", fmt.Sprintf("http://127.0.0.1:%d/v1?a=b", port)}, "x-gateway-custom-host", nil},
 		{"custom host untrusted address", "", []string{"x-gateway-custom-host", fmt.Sprintf("http://127.0.0.2:%d/v1", port)}, "x-gateway-custom-host", []string{"127.0.0.2", "GATEWAY_TRUSTED_HOSTS"}},
 		{"custom host untrusted port", "", []string{"x-gateway-custom-host", fmt.Sprintf("http://127.0.0.1:%d/v1", port+1)}, "x-gateway-custom-host", nil},
 		{"strict compliance not a boolean", "", []string{"x-gateway-strict-open-ai-compliance", "maybe"}, "x-gateway-strict-open-ai-compliance", nil},
@@ -1153,6 +1157,74 @@ func TestPathAndMethodAsSent(t *testing.T) {
 		}
 		if len(rec.ID) != 24 || rec.ID[:16] != core.LogIDPrefix(rec.CreatedAt) {
 			t.Errorf("%s: log id %q for a record created at %v", path, rec.ID, rec.CreatedAt)
+		}
+	}
+}
+
+// The generic proxy sends the client's path as it was escaped: an encoded
+// "/" stays inside its segment, and characters a path may hold unescaped
+// are not escaped on the way; a path fasthttp normalised ("..", "%2e")
+// is sent normalised.
+func TestProxyPathEscapes(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, mockUpstream())
+	cases := []struct{ sent, want string }{
+		{"/v1/models/meta-llama%2FLlama-3", "/v1/models/meta-llama%2FLlama-3"},
+		{"/v1/files/a%2fb/content", "/v1/files/a%2fb/content"},
+		{"/v1/files/file-(1)!*'", "/v1/files/file-(1)!*'"},
+		{"/v1/files/a%3Fb%23c%20d", "/v1/files/a%3Fb%23c%20d"},
+		{"/v1/files/%41bc", "/v1/files/%41bc"},
+		{"/v1/files/a%2F..%2Fb", "/v1/files/b"},
+		{"/v1/files/%2e%2e/admin", "/v1/admin"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.sent, func(t *testing.T) {
+			r := g.do(t, "GET", tc.sent+"?q=a%2Fb", nil)
+			if r.status != 200 {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			if got := g.up.last(t); got.RawPath != tc.want || got.RawQuery != "q=a%2Fb" {
+				t.Errorf("upstream path %q query %q, want %q and q=a%%2Fb", got.RawPath, got.RawQuery, tc.want)
+			}
+		})
+	}
+}
+
+// Routes match "/v1" in any case; the provider path is what follows it,
+// whatever its case, never the client's "/V1" appended to the base URL.
+func TestV1PrefixAnyCase(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, mockUpstream())
+	for _, tc := range []struct{ method, sent, want string }{
+		{"POST", "/V1/chat/completions", "/v1/chat/completions"},
+		{"GET", "/V1/files/a%2Fb", "/v1/files/a%2Fb"},
+		{"DELETE", "/V1/Files/x", "/v1/Files/x"},
+	} {
+		r := g.do(t, tc.method, tc.sent, []byte(chatBody))
+		if r.status != 200 {
+			t.Fatalf("%s %s: status %d: %s", tc.method, tc.sent, r.status, r.body)
+		}
+		if got := g.up.last(t); got.RawPath != tc.want {
+			t.Errorf("%s %s: upstream path %q, want %q", tc.method, tc.sent, got.RawPath, tc.want)
+		}
+	}
+}
+
+// An answer whose encoding the transport did not decode (sent without
+// being asked for, or one it does not decode) keeps its Content-Encoding:
+// without it the client would take the encoded bytes for the body.
+func TestUndecodedContentEncodingKept(t *testing.T) {
+	t.Parallel()
+	encoded := []byte("\x78\x9c\x4b\x4c\x4a\x06\x00\x02\x4d\x01\x27") // "abc", deflated
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "deflate")
+		w.Write(encoded)
+	}))
+	for _, tc := range []struct{ method, path string }{{"POST", "/v1/chat/completions"}, {"GET", "/v1/files/f-1/content"}} {
+		r := g.do(t, tc.method, tc.path, []byte(chatBody))
+		if r.status != 200 || !bytes.Equal(r.body, encoded) || r.header.Get("Content-Encoding") != "deflate" {
+			t.Errorf("%s %s: status %d, Content-Encoding %q, body %q; want 200, deflate, %q", tc.method, tc.path, r.status, r.header.Get("Content-Encoding"), r.body, encoded)
 		}
 	}
 }
