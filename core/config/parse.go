@@ -6,12 +6,12 @@ import (
 	"fmt"
 	"io"
 	"math"
-	"net/url"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/hooks"
 )
 
@@ -591,9 +591,9 @@ func (p *problems) host(path string, v any) string {
 	if !ok {
 		return ""
 	}
-	u, err := url.Parse(s)
-	if err != nil || !u.IsAbs() || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.Hostname() == "" {
-		p.add(path, "must be an absolute http or https URL, got %q", s)
+	// The same rules as x-gateway-custom-host: paths are appended to it.
+	if _, err := netguard.CheckBaseURL(s); err != nil {
+		p.add(path, "must be an absolute http or https base URL (%v)", err)
 		return ""
 	}
 	return s

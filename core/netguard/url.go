@@ -43,3 +43,16 @@ func CheckURL(raw string) (*url.URL, error) {
 	}
 	return u, nil
 }
+
+// CheckBaseURL is CheckURL for a base URL that request paths are appended
+// to (custom hosts): it has no query and no fragment either.
+func CheckBaseURL(raw string) (*url.URL, error) {
+	u, err := CheckURL(raw)
+	if err != nil {
+		return nil, err
+	}
+	if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
+		return nil, errors.New("a base URL has no query or fragment, e.g. https://host/v1")
+	}
+	return u, nil
+}

@@ -189,13 +189,9 @@ func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal) (core.Target, *cor
 		t.APIKey = strings.Clone(k)
 	}
 	if host := gatewayHeader(c, "custom-host"); host != "" {
-		u, err := netguard.CheckURL(host)
+		u, err := netguard.CheckBaseURL(host) // the request's path and query are appended to it
 		if err != nil {
 			return t, core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host: %v", err)
-		}
-		if u.RawQuery != "" || u.ForceQuery || u.Fragment != "" {
-			// The request's path and query are appended to the base URL.
-			return t, core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host: a base URL has no query or fragment, e.g. https://host/v1")
 		}
 		t.BaseURL, t.CustomHost = u.String(), true
 	}
