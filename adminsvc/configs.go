@@ -18,6 +18,7 @@ import (
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/config"
+	"github.com/llm-gateway/gateway/hooks"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -37,14 +38,16 @@ type configSnap struct {
 // Configs is the snapshot of saved configs; it implements
 // server.ConfigSource. Reload swaps in a new snapshot after every change.
 type Configs struct {
-	st   store.Store
-	mu   sync.Mutex
-	snap atomic.Pointer[configSnap]
+	st    store.Store
+	hooks *hooks.Registry
+	mu    sync.Mutex
+	snap  atomic.Pointer[configSnap]
 }
 
-// NewConfigs loads the snapshot from st.
-func NewConfigs(st store.Store) (*Configs, error) {
-	c := &Configs{st: st}
+// NewConfigs loads the snapshot from st. Configs are parsed with reg (see
+// Guardrails.Hooks), the registry the pipeline runs their hooks with.
+func NewConfigs(st store.Store, reg *hooks.Registry) (*Configs, error) {
+	c := &Configs{st: st, hooks: reg}
 	return c, c.Reload()
 }
 
@@ -61,7 +64,7 @@ func (c *Configs) Reload() error {
 	}
 	s := &configSnap{byRef: map[string]*savedRoute{}, defaults: map[string]*savedRoute{}}
 	for _, rec := range recs {
-		cfg, perr := config.Parse(rec.Config)
+		cfg, perr := config.Parse(rec.Config, c.hooks)
 		if perr != nil {
 			slog.Error("a saved config no longer validates; it is skipped", "config", rec.Slug, "error", perr.Message)
 			continue
@@ -111,7 +114,9 @@ type configBody struct {
 	workspaceID string
 }
 
-func parseConfigBody(fields map[string]json.RawMessage, create bool) (configBody, *core.Error) {
+// parseBody reads a POST or PUT /configs body, checking its config as
+// Reload checks saved ones.
+func (c *Configs) parseBody(fields map[string]json.RawMessage, create bool) (configBody, *core.Error) {
 	var b configBody
 	var p problems
 	for f, raw := range fields {
@@ -157,7 +162,7 @@ func parseConfigBody(fields map[string]json.RawMessage, create bool) (configBody
 	slices.SortStableFunc(p, func(a, b problem) int { return strings.Compare(a.param, b.param) })
 	if b.config != nil {
 		// The gateway's own validator: every problem with its JSON path.
-		if _, perr := config.Parse(b.config); perr != nil {
+		if _, perr := config.Parse(b.config, c.hooks); perr != nil {
 			if err := p.err(); err != nil {
 				// One error listing every problem; param names the first listed.
 				perr.Message, perr.Param = err.Message+"; "+perr.Message, err.Param
@@ -251,7 +256,7 @@ func (s *Service) createConfig(c *fiber.Ctx) error {
 	if cerr != nil {
 		return cerr
 	}
-	b, cerr := parseConfigBody(fields, true)
+	b, cerr := s.configs.parseBody(fields, true)
 	if cerr != nil {
 		return cerr
 	}
@@ -398,7 +403,7 @@ func (s *Service) updateConfig(c *fiber.Ctx) error {
 	if _, ok := fields["workspace_id"]; ok {
 		return core.ValidationError("workspace_id", "workspace_id: a config cannot move to another workspace")
 	}
-	b, cerr := parseConfigBody(fields, false)
+	b, cerr := s.configs.parseBody(fields, false)
 	if cerr != nil {
 		return cerr
 	}

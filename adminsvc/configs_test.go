@@ -30,17 +30,18 @@ func (e *env) startWithConfigs() *adminsvc.Configs {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	configs, err := adminsvc.NewConfigs(e.st)
+	guardrails := mustGuardrails(e.t, e.st, nil)
+	configs, err := adminsvc.NewConfigs(e.st, guardrails.Hooks())
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	pl, err := testPipeline()
+	pl, err := testPipeline(guardrails.Hooks())
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.keys = keys
 	e.app = server.New(server.Options{
-		Auth: keys, Pipeline: pl, Configs: configs, Admin: adminsvc.New(adminsvc.Deps{Store: e.st, Keys: keys, Configs: configs, Guardrails: mustGuardrails(e.t, e.st), Now: e.clock.Now}).Register, Now: e.clock.Now,
+		Auth: keys, Pipeline: pl, Configs: configs, Admin: adminsvc.New(adminsvc.Deps{Store: e.st, Keys: keys, Configs: configs, Guardrails: guardrails, Now: e.clock.Now}).Register, Now: e.clock.Now,
 	})
 	return configs
 }

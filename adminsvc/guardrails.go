@@ -19,19 +19,28 @@ import (
 )
 
 // Guardrails is the snapshot of saved guardrails that configs name in
-// input_guardrails and output_guardrails; Lookup is the hooks package's
-// guardrail source.
+// input_guardrails and output_guardrails; Lookup is the guardrail source of
+// its Hooks registry.
 type Guardrails struct {
-	st   store.Store
-	mu   sync.Mutex
-	snap atomic.Pointer[map[string]hooks.Spec] // id and slug → hook
+	st    store.Store
+	hooks *hooks.Registry
+	mu    sync.Mutex
+	snap  atomic.Pointer[map[string]hooks.Spec] // id and slug → hook
 }
 
-// NewGuardrails loads the snapshot from st.
-func NewGuardrails(st store.Store) (*Guardrails, error) {
+// NewGuardrails loads the snapshot from st. checks finds the checks that
+// are not built in (the app's WASM plugins), which saved guardrails and
+// configs may name; nil means none.
+func NewGuardrails(st store.Store, checks hooks.CheckSource) (*Guardrails, error) {
 	g := &Guardrails{st: st}
+	g.hooks = &hooks.Registry{Checks: checks, Guardrails: g.Lookup}
+	g.snap.Store(&map[string]hooks.Spec{})
 	return g, g.Reload()
 }
+
+// Hooks is the registry of the app's checks and of these saved guardrails,
+// with which configs are parsed and their hooks run.
+func (g *Guardrails) Hooks() *hooks.Registry { return g.hooks }
 
 // Reload rebuilds the snapshot from the store.
 func (g *Guardrails) Reload() error {
@@ -46,7 +55,7 @@ func (g *Guardrails) Reload() error {
 	}
 	m := make(map[string]hooks.Spec, 2*len(recs))
 	for _, rec := range recs {
-		spec, probs := guardrailSpec(rec)
+		spec, probs := g.spec(rec)
 		if len(probs) > 0 {
 			slog.Error("a saved guardrail no longer validates; it is skipped", "guardrail", rec.Slug, "problems", strings.Join(probs, "; "))
 			continue
@@ -63,10 +72,10 @@ func (g *Guardrails) Lookup(ref string) (hooks.Spec, bool) {
 	return s, ok
 }
 
-// guardrailSpec turns a saved guardrail into a hook, checking its checks
-// and actions with the hooks package's parser. Problems use the API's own
-// field names ("checks[0].parameters.words", "actions.deny").
-func guardrailSpec(rec store.Guardrail) (hooks.Spec, []string) {
+// spec turns a saved guardrail into a hook, checking its checks and
+// actions with the hooks package's parser and g's registry. Problems use
+// the API's own field names ("checks[0].parameters.words", "actions.deny").
+func (g *Guardrails) spec(rec store.Guardrail) (hooks.Spec, []string) {
 	hook := map[string]any{}
 	if rec.Slug != "" { // empty while a new guardrail is validated
 		hook["id"] = rec.Slug
@@ -95,7 +104,7 @@ func guardrailSpec(rec store.Guardrail) (hooks.Spec, []string) {
 			}
 		}
 	}
-	specs, p := hooks.ParseList("guardrail", false, []any{hook})
+	specs, p := g.hooks.ParseList("guardrail", false, []any{hook})
 	for _, pr := range p {
 		pr = strings.TrimPrefix(pr, "guardrail[0].")
 		for _, a := range []string{"deny", "async", "sequential", "on_success", "on_fail"} {
@@ -184,7 +193,7 @@ func (s *Service) guardrailBody(c *fiber.Ctx, rec store.Guardrail, create bool) 
 		}
 	}
 	if len(p) == 0 {
-		_, probs := guardrailSpec(rec)
+		_, probs := s.guardrails.spec(rec)
 		for _, pr := range probs {
 			at, msg, _ := strings.Cut(pr, ": ")
 			p.add(at, "%s", msg)

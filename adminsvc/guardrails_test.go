@@ -66,7 +66,7 @@ func TestGuardrailRoutes(t *testing.T) {
 		t.Fatalf("create: %d %s", r.status, r.raw)
 	}
 	slug, id := r.str("slug"), r.str("id")
-	if spec, ok := hooks.LookupGuardrail(slug); !ok || !spec.Deny || len(spec.Checks) != 1 {
+	if spec, ok := e.hooks.LookupGuardrail(slug); !ok || !spec.Deny || len(spec.Checks) != 1 {
 		t.Fatalf("the data plane does not see the guardrail: %+v %v", spec, ok)
 	}
 	if got := e.do("GET", "/v1/guardrails/"+id, adminKey, nil); got.status != 200 || got.str("slug") != slug {
@@ -79,7 +79,7 @@ func TestGuardrailRoutes(t *testing.T) {
 	if up.status != 200 || up.str("version_id") == r.str("version_id") {
 		t.Fatalf("update: %d %s", up.status, up.raw)
 	}
-	if spec, _ := hooks.LookupGuardrail(slug); spec.Deny {
+	if spec, _ := e.hooks.LookupGuardrail(slug); spec.Deny {
 		t.Fatal("the update is not visible")
 	}
 
@@ -102,7 +102,7 @@ func TestGuardrailRoutes(t *testing.T) {
 	if del := e.do("DELETE", "/v1/guardrails/"+slug, adminKey, nil); del.status != 200 {
 		t.Fatalf("delete: %d %s", del.status, del.raw)
 	}
-	if _, ok := hooks.LookupGuardrail(slug); ok {
+	if _, ok := e.hooks.LookupGuardrail(slug); ok {
 		t.Fatal("a deleted guardrail is still visible")
 	}
 }

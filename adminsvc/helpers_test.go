@@ -48,10 +48,14 @@ func (c *clock) Advance(d time.Duration) {
 	c.t = c.t.Add(d)
 }
 
-// testPipeline is shared: the data plane is not under test here.
-var testPipeline = sync.OnceValues(func() (*pipeline.Pipeline, error) {
-	return pipeline.New(pipeline.Options{Client: upstreamClient(), GuardedClient: upstreamClient()})
-})
+// testClient is shared by the test pipelines: the data plane is not under
+// test here.
+var testClient = sync.OnceValue(upstreamClient)
+
+// testPipeline is a pipeline whose hooks resolve with reg, as an app's does.
+func testPipeline(reg *hooks.Registry) (*pipeline.Pipeline, error) {
+	return pipeline.New(pipeline.Options{Client: testClient(), GuardedClient: testClient(), Hooks: &hooks.Runner{Registry: reg}})
+}
 
 // env is one gateway over a real bbolt store in a temp dir.
 type env struct {
@@ -69,6 +73,8 @@ type env struct {
 	wrap func(store.Store) store.Store
 	// resolver resolves secret references, as the gateway's does.
 	resolver *secrets.Resolver
+	// hooks is the registry of the app's hooks (set by start).
+	hooks *hooks.Registry
 	// setup, when set, adjusts the admin deps and the server options
 	// before the app is built (audit log, JWT authentication).
 	setup func(*adminsvc.Deps, *server.Options)
@@ -140,17 +146,18 @@ func (e *env) start() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	pl, err := testPipeline()
+	guardrails := mustGuardrails(e.t, st, nil)
+	pl, err := testPipeline(guardrails.Hooks())
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	configs, err := adminsvc.NewConfigs(st)
+	configs, err := adminsvc.NewConfigs(st, guardrails.Hooks())
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.keys = keys
+	e.keys, e.hooks = keys, guardrails.Hooks()
 	e.resolver = secrets.NewResolver(st, testCipher, secrets.Options{Now: e.clock.Now})
-	deps := adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: mustGuardrails(e.t, st),
+	deps := adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails,
 		Cipher: testCipher, SecretResolver: e.resolver, PublicURL: "http://gw.test", Now: e.clock.Now}
 	opts := server.Options{Auth: fakeAuth{keys, e}, Pipeline: pl, Configs: configs, Now: e.clock.Now}
 	if e.setup != nil {
@@ -299,15 +306,14 @@ func (e *env) wsKey(ws string, scopes ...string) (id, secret string) {
 	return e.createKey(adminKey, "workspace/service", map[string]any{"name": "ws key", "workspace_id": ws, "scopes": scopes})
 }
 
-// mustGuardrails loads the saved-guardrail snapshot and makes it the hooks
-// package's guardrail source, as the gateway does at start.
-func mustGuardrails(t *testing.T, st store.Store) *adminsvc.Guardrails {
+// mustGuardrails loads the saved-guardrail snapshot, whose checks not
+// built in come from checks, as the gateway does at start.
+func mustGuardrails(t *testing.T, st store.Store, checks hooks.CheckSource) *adminsvc.Guardrails {
 	t.Helper()
-	g, err := adminsvc.NewGuardrails(st)
+	g, err := adminsvc.NewGuardrails(st, checks)
 	if err != nil {
 		t.Fatal(err)
 	}
-	hooks.SetGuardrailSource(g.Lookup)
 	return g
 }
 

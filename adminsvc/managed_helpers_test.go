@@ -15,6 +15,7 @@ import (
 	"github.com/llm-gateway/gateway/adminsvc"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
+	"github.com/llm-gateway/gateway/hooks"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -94,7 +95,8 @@ func (m *mgEnv) startManaged() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	configs, err := adminsvc.NewConfigs(e.st)
+	guardrails := mustGuardrails(e.t, e.st, nil)
+	configs, err := adminsvc.NewConfigs(e.st, guardrails.Hooks())
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -102,13 +104,14 @@ func (m *mgEnv) startManaged() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	pl, err := pipeline.New(pipeline.Options{Client: upstreamClient(), GuardedClient: upstreamClient(), Managed: m.managed})
+	pl, err := pipeline.New(pipeline.Options{Client: upstreamClient(), GuardedClient: upstreamClient(), Managed: m.managed,
+		Hooks: &hooks.Runner{Registry: guardrails.Hooks()}})
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.keys = keys
 	e.app = server.New(server.Options{Auth: keys, Pipeline: pl, Configs: configs, Managed: m.managed, Now: e.clock.Now,
-		Admin: adminsvc.New(adminsvc.Deps{Store: e.st, Keys: keys, Configs: configs, Guardrails: mustGuardrails(e.t, e.st),
+		Admin: adminsvc.New(adminsvc.Deps{Store: e.st, Keys: keys, Configs: configs, Guardrails: guardrails,
 			Cipher: m.cipher, Managed: m.managed, Now: e.clock.Now}).Register})
 }
 

@@ -21,16 +21,17 @@ func (e *env) withPlugins() {
 		e.t.Fatal(err)
 	}
 	e.t.Cleanup(func() { host.Close(context.Background()) })
-	configs, err := adminsvc.NewConfigs(e.st)
+	guardrails := mustGuardrails(e.t, e.st, host.Check)
+	configs, err := adminsvc.NewConfigs(e.st, guardrails.Hooks())
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	pl, err := testPipeline()
+	pl, err := testPipeline(guardrails.Hooks())
 	if err != nil {
 		e.t.Fatal(err)
 	}
 	e.app = server.New(server.Options{Auth: e.keys, Pipeline: pl, Configs: configs, Now: e.clock.Now,
-		Admin: adminsvc.New(adminsvc.Deps{Store: e.st, Keys: e.keys, Configs: configs, Guardrails: mustGuardrails(e.t, e.st), Host: host, Now: e.clock.Now}).Register})
+		Admin: adminsvc.New(adminsvc.Deps{Store: e.st, Keys: e.keys, Configs: configs, Guardrails: guardrails, Host: host, Now: e.clock.Now}).Register})
 }
 
 // The config, guardrail, log, plugin and API-key routes of the table check

@@ -26,9 +26,12 @@ func decodeJSON(tb testing.TB, s string, v any) {
 	}
 }
 
+// builtIns resolves built-in checks only, as a nil *Registry does.
+var builtIns *hooks.Registry
+
 // loadMinimal loads examples/guardrails/wat-minimal into a new host and
-// makes it the check source for the benchmark.
-func loadMinimal(b *testing.B) {
+// returns a registry whose check source it is.
+func loadMinimal(b *testing.B) *hooks.Registry {
 	dir := filepath.Join("..", "examples", "guardrails", "wat-minimal")
 	raw, err := os.ReadFile(filepath.Join(dir, "manifest.json"))
 	if err != nil {
@@ -50,18 +53,15 @@ func loadMinimal(b *testing.B) {
 	if err := h.Load(ctx, m, 1, module); err != nil {
 		b.Fatal(err)
 	}
-	hooks.SetCheckSource(h.Check)
-	b.Cleanup(func() {
-		hooks.SetCheckSource(func(string) (hooks.Check, bool) { return nil, false })
-		h.Close(ctx)
-	})
+	b.Cleanup(func() { h.Close(ctx) })
+	return &hooks.Registry{Checks: h.Check}
 }
 
 // BenchmarkRun runs the input guardrails of the full-pipeline benchmark
 // (a built-in wordCount hook and a WASM hook, read like a config) on a chat
 // request.
 func BenchmarkRun(b *testing.B) {
-	loadMinimal(b)
+	reg := loadMinimal(b)
 	body := `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello to the gateway in five words."}]}`
 	req := &core.Request{Body: []byte(body), Model: "gpt-4o-mini", Endpoint: core.EndpointChatComplete}
 	decodeJSON(b, body, &req.JSON)
@@ -72,11 +72,11 @@ func BenchmarkRun(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			var list []any
 			decodeJSON(b, bc.list, &list)
-			specs, probs := hooks.ParseList("input_guardrails", true, list)
+			specs, probs := reg.ParseList("input_guardrails", true, list)
 			if len(probs) > 0 {
 				b.Fatal(probs)
 			}
-			var r hooks.Runner
+			r := hooks.Runner{Registry: reg}
 			ctx := context.Background()
 			b.ReportAllocs()
 			for b.Loop() {
@@ -116,7 +116,7 @@ func BenchmarkRunAfterResponse(b *testing.B) {
 		b.Run(bc.name, func(b *testing.B) {
 			var list []any
 			decodeJSON(b, bc.list, &list)
-			specs, probs := hooks.ParseList("output_guardrails", bc.shorthand, list)
+			specs, probs := builtIns.ParseList("output_guardrails", bc.shorthand, list)
 			if len(probs) > 0 {
 				b.Fatal(probs)
 			}
@@ -140,7 +140,7 @@ func BenchmarkRunFeedback(b *testing.B) {
 	decodeJSON(b, body, &req.JSON)
 	var list []any
 	decodeJSON(b, `[{"default.wordCount":{"maxWords":1000},"on_success":{"feedback":{"value":1,"weight":1,"metadata":{"team":"a"}}},"on_fail":{"feedback":{"value":-1}}}]`, &list)
-	specs, probs := hooks.ParseList("input_guardrails", true, list)
+	specs, probs := builtIns.ParseList("input_guardrails", true, list)
 	if len(probs) > 0 {
 		b.Fatal(probs)
 	}

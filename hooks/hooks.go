@@ -6,15 +6,12 @@
 // Built-in checks are plugins of kind "guardrails", registered with
 // RegisterCheck under "guardrails.<check id>" (for example
 // "guardrails.default.contains"). Checks of uploaded WASM plugins
-// ("<plugin-id>.<function>") and saved guardrails come from sources the
-// gateway sets at start (SetCheckSource, SetGuardrailSource).
+// ("<plugin-id>.<function>") and saved guardrails come from the sources of
+// a Registry, which each app builds for itself and hands to the config
+// parser (Registry.ParseList) and to its Runner.
 package hooks
 
-import (
-	"sync/atomic"
-
-	"github.com/llm-gateway/gateway/core"
-)
+import "github.com/llm-gateway/gateway/core"
 
 // Stage names a point of the pipeline where hooks run.
 type Stage string
@@ -49,35 +46,45 @@ type CheckSource func(id string) (Check, bool)
 // GuardrailSource finds a saved guardrail by id or slug, as a hook.
 type GuardrailSource func(ref string) (Spec, bool)
 
-var (
-	checkSource     atomic.Pointer[CheckSource]
-	guardrailSource atomic.Pointer[GuardrailSource]
-)
+// Registry resolves the check ids and saved guardrails that hooks name:
+// built-in checks, then an app's own sources. Each app builds its own, so
+// apps in one process do not see each other's plugins or guardrails. A nil
+// *Registry resolves built-in checks only. Its fields must not change once
+// it is in use.
+type Registry struct {
+	// Checks finds checks that are not built in; nil means none.
+	Checks CheckSource
+	// Guardrails finds saved guardrails; nil means none.
+	Guardrails GuardrailSource
+}
 
-// SetCheckSource sets where non-built-in checks come from.
-func SetCheckSource(s CheckSource) { checkSource.Store(&s) }
+// LookupCheck finds a check by id: a built-in one, else one from the
+// registry's check source.
+func (r *Registry) LookupCheck(id string) (Check, bool) {
+	if c, ok := LookupCheck(id); ok {
+		return c, true
+	}
+	if r != nil && r.Checks != nil {
+		return r.Checks(id)
+	}
+	return nil, false
+}
 
-// SetGuardrailSource sets where saved guardrails come from.
-func SetGuardrailSource(s GuardrailSource) { guardrailSource.Store(&s) }
+// LookupGuardrail finds a saved guardrail by id or slug.
+func (r *Registry) LookupGuardrail(ref string) (Spec, bool) {
+	if r != nil && r.Guardrails != nil {
+		return r.Guardrails(ref)
+	}
+	return Spec{}, false
+}
 
-// LookupCheck finds a check by id: a built-in one, else one from the check
-// source.
+// LookupCheck finds a built-in check by id (see Registry.LookupCheck for
+// an app's checks).
 func LookupCheck(id string) (Check, bool) {
 	if info, ok := core.LookupPlugin(core.KindGuardrails + "." + id); ok {
 		if c, ok := info.New().(Check); ok {
 			return c, true
 		}
 	}
-	if s := checkSource.Load(); s != nil {
-		return (*s)(id)
-	}
 	return nil, false
-}
-
-// LookupGuardrail finds a saved guardrail by id or slug.
-func LookupGuardrail(ref string) (Spec, bool) {
-	if s := guardrailSource.Load(); s != nil {
-		return (*s)(ref)
-	}
-	return Spec{}, false
 }

@@ -14,6 +14,9 @@ import (
 	"github.com/llm-gateway/gateway/core"
 )
 
+// builtIns resolves built-in checks only, as a nil *Registry does.
+var builtIns *Registry
+
 type fixedCheck struct {
 	verdict   bool
 	err       error
@@ -138,7 +141,7 @@ func TestParseList(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			specs, probs := ParseList("p", tc.shorthand, decode(tc.in))
+			specs, probs := builtIns.ParseList("p", tc.shorthand, decode(tc.in))
 			for _, want := range tc.problems {
 				if !strings.Contains(strings.Join(probs, "\n"), want) {
 					t.Fatalf("problem %q missing from %q", want, probs)
@@ -179,7 +182,7 @@ func TestFeedbackPrepared(t *testing.T) {
 	if err := json.Unmarshal([]byte(`[{"test.pass":{},"on_success":{"feedback":{"value":1}},"on_fail":{"feedback":{"value":-1}}}]`), &list); err != nil {
 		t.Fatal(err)
 	}
-	specs, probs := ParseList("p", true, list)
+	specs, probs := builtIns.ParseList("p", true, list)
 	if len(probs) > 0 {
 		t.Fatal(probs)
 	}
@@ -311,6 +314,53 @@ func TestAnswerParsedOnce(t *testing.T) {
 			}
 			if len(seen) > 0 && seen[0] != nil && ResponseText(seen[0]) != c.texts[0] {
 				t.Errorf("a transform changed the parse others saw: %q", ResponseText(seen[0]))
+			}
+		})
+	}
+}
+
+// TestRegistry checks that a registry resolves built-in checks whatever
+// its sources, and other checks and saved guardrails from its own sources
+// only: each hook names them, and Run reports what it resolved.
+func TestRegistry(t *testing.T) {
+	own := &Registry{
+		Checks: func(id string) (Check, bool) { return fixedCheck{verdict: false}, id == "plug.deny" },
+		Guardrails: func(ref string) (Spec, bool) {
+			return Spec{ID: ref, Type: TypeGuardrail, Checks: []CheckSpec{{ID: "test.pass"}}}, ref == "saved"
+		},
+	}
+	other := &Registry{Checks: func(string) (Check, bool) { return nil, false }}
+	list := []any{map[string]any{"test.pass": map[string]any{}}, map[string]any{"plug.deny": map[string]any{}}, "saved"}
+	for _, tc := range []struct {
+		name      string
+		reg       *Registry
+		wantProbs string
+		// the check results of the three hooks: verdict, error
+		want [3]CheckResultView
+	}{
+		{"own sources", own, "",
+			[3]CheckResultView{{ID: "test.pass", Verdict: true}, {ID: "plug.deny", Verdict: false}, {ID: "test.pass", Verdict: true}}},
+		{"another registry", other, `p[1].plug.deny: unknown check "plug.deny"; p[2]: no saved guardrail "saved"`,
+			[3]CheckResultView{{ID: "test.pass", Verdict: true}, {ID: "plug.deny", Verdict: true, Error: `unknown check "plug.deny"`},
+				{ID: "saved", Verdict: true, Error: "saved guardrail saved no longer exists"}}},
+		{"built-ins only", nil, `p[1].plug.deny: unknown check "plug.deny"; p[2]: no saved guardrail "saved"`,
+			[3]CheckResultView{{ID: "test.pass", Verdict: true}, {ID: "plug.deny", Verdict: true, Error: `unknown check "plug.deny"`},
+				{ID: "saved", Verdict: true, Error: "saved guardrail saved no longer exists"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if _, probs := tc.reg.ParseList("p", true, list); strings.Join(probs, "; ") != tc.wantProbs {
+				t.Errorf("ParseList problems = %q, want %q", strings.Join(probs, "; "), tc.wantProbs)
+			}
+			specs, _ := own.ParseList("p", true, list)
+			out := (&Runner{Registry: tc.reg}).Run(context.Background(), BeforeRequest, specs, chatReq("hi"), nil)
+			if len(out.Hooks) != len(tc.want) {
+				t.Fatalf("%d hooks ran, want %d", len(out.Hooks), len(tc.want))
+			}
+			for i, h := range out.Hooks {
+				got := h.Checks[0]
+				if got.ID != tc.want[i].ID || got.Verdict != tc.want[i].Verdict || got.Error != tc.want[i].Error {
+					t.Errorf("hook %d: check %s verdict %v error %q, want %+v", i, got.ID, got.Verdict, got.Error, tc.want[i])
+				}
 			}
 		})
 	}

@@ -56,6 +56,9 @@ type Outcome struct {
 type Runner struct {
 	// Logger receives the results of async hooks; nil means slog.Default.
 	Logger *slog.Logger
+	// Registry resolves the checks and saved guardrails hooks name; nil
+	// means built-in checks only.
+	Registry *Registry
 }
 
 // Run executes hooks at stage for a request (and, after the answer, its
@@ -77,7 +80,7 @@ func (r *Runner) Run(ctx context.Context, stage Stage, specs []Spec, req *core.R
 		sync_ = make([]Spec, 0, len(specs))
 		for _, s := range specs {
 			if s.Ref != "" {
-				saved, ok := LookupGuardrail(s.Ref)
+				saved, ok := r.Registry.LookupGuardrail(s.Ref)
 				if !ok {
 					// Deleted since the config was read: report, do not block.
 					sync_ = append(sync_, Spec{ID: s.Ref, Type: TypeGuardrail, Ref: s.Ref})
@@ -98,11 +101,11 @@ func (r *Runner) Run(ctx context.Context, stage Stage, specs []Spec, req *core.R
 	results := make([]HookResult, len(sync_))
 	ans := newAnswer(resp)
 	if len(sync_) == 1 {
-		results[0] = runHook(ctx, stage, bindHook(&sync_[0]), req, ans)
+		results[0] = r.runHook(ctx, stage, bindHook(&sync_[0]), req, ans)
 	} else {
-		bound := bindHooks(sync_)
+		bound := r.Registry.bindHooks(sync_)
 		parallel(len(bound), func(i int) bool { return bound[i].waits },
-			func(i int) { results[i] = runHook(ctx, stage, bound[i], req, ans) })
+			func(i int) { results[i] = r.runHook(ctx, stage, bound[i], req, ans) })
 	}
 	out := Outcome{Hooks: results}
 	for _, h := range out.Hooks {
@@ -145,7 +148,7 @@ func (r *Runner) runAsync(stage Stage, specs []Spec, req *core.Request, resp *co
 		ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 		defer cancel()
 		for i := range specs {
-			res := runHook(ctx, stage, bindHook(&specs[i]), &reqCopy, ans)
+			res := r.runHook(ctx, stage, bindHook(&specs[i]), &reqCopy, ans)
 			res.Async = true
 			b, _ := json.Marshal(res)
 			log.Info("async hook result", "trace_id", reqCopy.TraceID, "stage", string(stage), "hook", res.ID,
@@ -165,8 +168,8 @@ type boundHook struct {
 
 func bindHook(h *Spec) boundHook { return boundHook{spec: h, checks: enabledChecks(h.Checks)} }
 
-// bindHooks binds specs and looks their checks up, in one slice.
-func bindHooks(specs []Spec) []boundHook {
+// bindHooks binds specs and looks their checks up in reg, in one slice.
+func (reg *Registry) bindHooks(specs []Spec) []boundHook {
 	bound := make([]boundHook, len(specs))
 	n := 0
 	for i := range specs {
@@ -176,37 +179,38 @@ func bindHooks(specs []Spec) []boundHook {
 	impls := make([]Check, n)
 	for i := range bound {
 		b := &bound[i]
-		b.impls, b.waits = lookupChecks(b.checks, impls[:len(b.checks)])
+		b.impls, b.waits = reg.lookupChecks(b.checks, impls[:len(b.checks)])
 		impls = impls[len(b.checks):]
 	}
 	return bound
 }
 
-// lookupChecks looks checks up into impls (a new slice when impls is
-// nil): nil for an unknown check. waits is whether one of them may wait
+// lookupChecks looks checks up in reg into impls (a new slice when impls
+// is nil): nil for an unknown check. waits is whether one of them may wait
 // on I/O (see IOWaiter).
-func lookupChecks(checks []CheckSpec, impls []Check) (_ []Check, waits bool) {
+func (reg *Registry) lookupChecks(checks []CheckSpec, impls []Check) (_ []Check, waits bool) {
 	if impls == nil {
 		impls = make([]Check, len(checks))
 	}
 	for i := range checks {
-		impls[i] = lookupCheck(checks[i].ID)
+		impls[i] = reg.lookupCheck(checks[i].ID)
 		waits = waits || waitsOnIO(impls[i])
 	}
 	return impls, waits
 }
 
 // lookupCheck is LookupCheck's check, or nil.
-func lookupCheck(id string) Check {
-	if c, ok := LookupCheck(id); ok {
+func (reg *Registry) lookupCheck(id string) Check {
+	if c, ok := reg.LookupCheck(id); ok {
 		return c
 	}
 	return nil
 }
 
 // runHook runs a hook on req and, after the answer, ans, looking its
-// checks up as they run unless b has them already.
-func runHook(ctx context.Context, stage Stage, b boundHook, req *core.Request, ans *answer) HookResult {
+// checks up in the runner's registry as they run unless b has them
+// already.
+func (r *Runner) runHook(ctx context.Context, stage Stage, b boundHook, req *core.Request, ans *answer) HookResult {
 	start := time.Now()
 	h, checks := b.spec, b.checks
 	res := HookResult{ID: h.ID, Type: h.Type, Deny: h.Deny, Async: h.Async, Verdict: true, CreatedAt: start.UTC()}
@@ -227,7 +231,7 @@ func runHook(ctx context.Context, stage Stage, b boundHook, req *core.Request, a
 			if b.impls != nil {
 				c = b.impls[i]
 			} else {
-				c = lookupCheck(checks[i].ID)
+				c = r.Registry.lookupCheck(checks[i].ID)
 			}
 			views[i], body = runCheck(ctx, stage, &checks[i], c, cur, curAns)
 			if body == nil {
@@ -247,7 +251,7 @@ func runHook(ctx context.Context, stage Stage, b boundHook, req *core.Request, a
 	} else {
 		impls := b.impls
 		if impls == nil {
-			impls, _ = lookupChecks(checks, nil)
+			impls, _ = r.Registry.lookupChecks(checks, nil)
 		}
 		bodies := make([][]byte, len(checks))
 		parallel(len(checks), func(i int) bool { return waitsOnIO(impls[i]) },

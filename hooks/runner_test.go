@@ -47,7 +47,7 @@ func TestPreparedParams(t *testing.T) {
 	if err := dec.Decode(&list); err != nil {
 		t.Fatal(err)
 	}
-	specs, probs := ParseList("p", false, list)
+	specs, probs := builtIns.ParseList("p", false, list)
 	if len(probs) > 0 {
 		t.Fatal(probs)
 	}
@@ -78,7 +78,7 @@ func TestPreparedParams(t *testing.T) {
 
 	// Problems from PrepareParams are reported like ValidateParams'.
 	bad := []any{map[string]any{"checks": []any{map[string]any{"id": "test.prepared", "parameters": map[string]any{"n": "x"}}}}}
-	if _, probs := ParseList("p", false, bad); strings.Join(probs, ";") != "p[0].checks[0].parameters.n: must be a number" {
+	if _, probs := builtIns.ParseList("p", false, bad); strings.Join(probs, ";") != "p[0].checks[0].parameters.n: must be a number" {
 		t.Fatalf("problems %q", probs)
 	}
 }

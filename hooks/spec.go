@@ -114,9 +114,10 @@ var hookFields = map[string]bool{"id": true, "type": true, "checks": true, "deny
 // (shorthand) hold either saved guardrail ids or slugs, or objects mapping
 // check ids to parameters plus the hook fields ({"default.contains":
 // {...}, "deny": true}; a check id without a dot means "default."). Values
-// are decoded with json.Number. It returns the hooks and every problem as
+// are decoded with json.Number. Check ids and saved guardrails are
+// resolved with r. It returns the hooks and every problem as
 // "<path>: <what>".
-func ParseList(path string, shorthand bool, v []any) ([]Spec, []string) {
+func (r *Registry) ParseList(path string, shorthand bool, v []any) ([]Spec, []string) {
 	var p []string
 	add := func(at, format string, args ...any) { p = append(p, at+": "+fmt.Sprintf(format, args...)) }
 	out := make([]Spec, 0, len(v))
@@ -127,7 +128,7 @@ func ParseList(path string, shorthand bool, v []any) ([]Spec, []string) {
 				add(at, "must be a saved guardrail id or slug, or an object of checks")
 				continue
 			}
-			if _, found := LookupGuardrail(ref); !found {
+			if _, found := r.LookupGuardrail(ref); !found {
 				add(at, "no saved guardrail %q", ref)
 			}
 			out = append(out, Spec{ID: ref, Type: TypeGuardrail, Ref: ref})
@@ -157,7 +158,7 @@ func ParseList(path string, shorthand bool, v []any) ([]Spec, []string) {
 				if !strings.Contains(id, ".") {
 					id = "default." + id
 				}
-				spec.Checks = append(spec.Checks, parseCheck(at+"."+k, id, obj[k], &p))
+				spec.Checks = append(spec.Checks, r.parseCheck(at+"."+k, id, obj[k], &p))
 			}
 		} else {
 			for k := range obj {
@@ -176,7 +177,7 @@ func ParseList(path string, shorthand bool, v []any) ([]Spec, []string) {
 						add(cat, "must be an object with id and parameters")
 						continue
 					}
-					spec.Checks = append(spec.Checks, parseCheckObject(cat, co, &p))
+					spec.Checks = append(spec.Checks, r.parseCheckObject(cat, co, &p))
 				}
 			default:
 				add(at+".checks", "must be an array of checks")
@@ -242,13 +243,13 @@ func readHookFields(at string, obj map[string]any, spec *Spec, p *[]string) {
 }
 
 // parseCheckObject reads {id, parameters, name, is_enabled}.
-func parseCheckObject(at string, co map[string]any, p *[]string) CheckSpec {
+func (r *Registry) parseCheckObject(at string, co map[string]any, p *[]string) CheckSpec {
 	id, _ := co["id"].(string)
 	if id == "" {
 		*p = append(*p, at+".id: is required: a check id such as default.contains or <plugin-id>.<function>")
 		return CheckSpec{}
 	}
-	cs := parseCheck(at+".parameters", id, co["parameters"], p)
+	cs := r.parseCheck(at+".parameters", id, co["parameters"], p)
 	for k, v := range co {
 		switch k {
 		case "id", "parameters":
@@ -267,8 +268,8 @@ func parseCheckObject(at string, co map[string]any, p *[]string) CheckSpec {
 	return cs
 }
 
-// parseCheck checks that id names a check and that params suit it.
-func parseCheck(at, id string, params any, p *[]string) CheckSpec {
+// parseCheck checks that id names a check of r and that params suit it.
+func (r *Registry) parseCheck(at, id string, params any, p *[]string) CheckSpec {
 	cs := CheckSpec{ID: id}
 	switch pm := params.(type) {
 	case nil:
@@ -278,7 +279,7 @@ func parseCheck(at, id string, params any, p *[]string) CheckSpec {
 		*p = append(*p, at+": the parameters of "+id+" must be an object")
 		return cs
 	}
-	c, ok := LookupCheck(id)
+	c, ok := r.LookupCheck(id)
 	if !ok {
 		*p = append(*p, at+": unknown check "+strconv.Quote(id))
 		return cs

@@ -22,7 +22,7 @@ func FuzzParse(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, raw []byte) {
-		c, err := Parse(raw)
+		c, err := Parse(raw, nil)
 		if err != nil {
 			if c != nil || err.Code != "AB01" || err.Status != 400 || err.Param == "" || !strings.HasPrefix(err.Param, "config") {
 				t.Fatalf("bad error: %+v, %v", err, c)

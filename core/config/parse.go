@@ -42,23 +42,32 @@ const RootPath = "config"
 // x-gateway-config header or a saved config's body. Every problem is
 // collected with its JSON path (root "config") and reported in one 400
 // AB01 error whose Param is the path of the first problem and whose
-// message is "<path>: <problem>; <path>: <problem>...".
-func Parse(raw []byte) (*Config, *core.Error) {
-	c, p := parse(raw)
+// message is "<path>: <problem>; <path>: <problem>...". The checks and
+// saved guardrails its hooks name are resolved with reg (nil: built-in
+// checks only).
+func Parse(raw []byte, reg *hooks.Registry) (*Config, *core.Error) {
+	c, p := parse(raw, reg)
 	if err := p.err(); err != nil {
 		return nil, err
 	}
 	return c, nil
 }
 
-func parse(raw []byte) (*Config, problems) {
-	var p problems
-	v, ok := decode(&p, raw)
+func parse(raw []byte, reg *hooks.Registry) (*Config, problems) {
+	p := parser{reg: reg}
+	v, ok := decode(&p.problems, raw)
 	var c *Config
 	if ok {
 		c = p.target(RootPath, v, 0)
 	}
-	return c, p
+	return c, p.problems
+}
+
+// parser collects the problems of a config object, resolving the checks
+// and saved guardrails its hooks name with reg.
+type parser struct {
+	problems
+	reg *hooks.Registry
 }
 
 // decode reads exactly one JSON value with numbers kept as json.Number.
@@ -157,7 +166,7 @@ var targetFields = []string{
 
 // target checks one config object (the root or a target) at depth levels
 // of targets under the root.
-func (p *problems) target(path string, v any, depth int) *Config {
+func (p *parser) target(path string, v any, depth int) *Config {
 	obj, ok := p.object(path, v)
 	if !ok {
 		return nil
@@ -529,7 +538,7 @@ func (p *problems) circuitBreaker(path string, v any) *CircuitBreaker {
 // hooks package parses into hook specs (checking that every check exists and
 // that its parameters suit it). It returns the field as compact raw JSON and
 // the specs.
-func (p *problems) hooks(obj map[string]any, path, field string) (json.RawMessage, []hooks.Spec) {
+func (p *parser) hooks(obj map[string]any, path, field string) (json.RawMessage, []hooks.Spec) {
 	v, ok := get(obj, field)
 	if !ok {
 		return nil, nil
@@ -539,7 +548,7 @@ func (p *problems) hooks(obj map[string]any, path, field string) (json.RawMessag
 		p.add(join(path, field), "must be an array%s", got(v, false))
 		return nil, nil
 	}
-	specs, probs := hooks.ParseList(join(path, field), field == fInputGuards || field == fOutputGuards, arr)
+	specs, probs := p.reg.ParseList(join(path, field), field == fInputGuards || field == fOutputGuards, arr)
 	for _, pr := range probs {
 		at, msg, _ := strings.Cut(pr, ": ")
 		p.add(at, "%s", msg)

@@ -18,7 +18,14 @@ type want struct{ path, msg string }
 
 func checkProblems(t *testing.T, input string, wants []want) {
 	t.Helper()
-	_, got := parse([]byte(input))
+	checkProblemsWith(t, nil, input, wants)
+}
+
+// checkProblemsWith is checkProblems with the checks and saved guardrails
+// resolved with reg.
+func checkProblemsWith(t *testing.T, reg *hooks.Registry, input string, wants []want) {
+	t.Helper()
+	_, got := parse([]byte(input), reg)
 	if len(got) != len(wants) {
 		t.Fatalf("input %s\ngot %d problems, want %d:\n%s", input, len(got), len(wants), strings.Join(got.list(), "\n"))
 	}
@@ -226,7 +233,7 @@ func TestParseProblems(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			checkProblems(t, tt.input, tt.want)
-			c, err := Parse([]byte(tt.input))
+			c, err := Parse([]byte(tt.input), nil)
 			if err == nil || c != nil {
 				t.Fatalf("Parse = %v, %v; want an error", c, err)
 			}
@@ -248,7 +255,7 @@ func TestParseDepth(t *testing.T) {
 		}
 		return s
 	}
-	if _, err := Parse([]byte(nest(MaxDepth))); err != nil {
+	if _, err := Parse([]byte(nest(MaxDepth)), nil); err != nil {
 		t.Fatalf("%d levels: %v", MaxDepth, err)
 	}
 	// With one more level, the node at depth 10 may not have targets.
@@ -284,7 +291,7 @@ func TestParseManyProblems(t *testing.T) {
 	}
 	checkProblems(t, input, wants)
 
-	_, err := Parse([]byte(input))
+	_, err := Parse([]byte(input), nil)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -320,7 +327,7 @@ func TestParseProblemCap(t *testing.T) {
 		fmt.Fprintf(&b, `"f%03d":1`, i)
 	}
 	b.WriteString("}")
-	_, err := Parse([]byte(b.String()))
+	_, err := Parse([]byte(b.String()), nil)
 	if err == nil {
 		t.Fatal("no error")
 	}
@@ -400,7 +407,7 @@ func TestParseValid(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			got, err := Parse([]byte(tt.input))
+			got, err := Parse([]byte(tt.input), nil)
 			if err != nil {
 				t.Fatalf("Parse: %v", err)
 			}
@@ -410,5 +417,30 @@ func TestParseValid(t *testing.T) {
 				t.Errorf("got  %s\nwant %s", g, w)
 			}
 		})
+	}
+}
+
+// TestParseWithRegistry checks that the checks and saved guardrails a
+// config's hooks name, at the root and in nested targets, are resolved
+// with the registry Parse is given.
+func TestParseWithRegistry(t *testing.T) {
+	reg := &hooks.Registry{
+		Checks:     func(id string) (hooks.Check, bool) { return nil, id == "plug.check" },
+		Guardrails: func(ref string) (hooks.Spec, bool) { return hooks.Spec{ID: ref}, ref == "saved" },
+	}
+	input := `{"input_guardrails":["saved"],"strategy":{"mode":"fallback"},"targets":[{"provider":"openai",
+		"before_request_hooks":[{"checks":[{"id":"plug.check"}]}]}]}`
+	for _, tc := range []struct {
+		name string
+		reg  *hooks.Registry
+		want []want
+	}{
+		{"its sources", reg, nil},
+		{"built-ins only", nil, []want{
+			{"config.targets[0].before_request_hooks[0].checks[0].parameters", `unknown check "plug.check"`},
+			{"config.input_guardrails[0]", `no saved guardrail "saved"`},
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) { checkProblemsWith(t, tc.reg, input, tc.want) })
 	}
 }

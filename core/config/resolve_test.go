@@ -14,7 +14,7 @@ import (
 
 func mustResolve(t *testing.T, s string) *Node {
 	t.Helper()
-	c, err := Parse([]byte(s))
+	c, err := Parse([]byte(s), nil)
 	if err != nil {
 		t.Fatalf("Parse: %v", err)
 	}
@@ -172,7 +172,7 @@ func TestResolveInheritance(t *testing.T) {
 }
 
 func TestResolveSharesNothingMutable(t *testing.T) {
-	c, err := Parse([]byte(`{"override_params":{"a":1},"forward_headers":["x-a"],"retry":{"attempts":1},"targets":[{},{}]}`))
+	c, err := Parse([]byte(`{"override_params":{"a":1},"forward_headers":["x-a"],"retry":{"attempts":1},"targets":[{},{}]}`), nil)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -284,7 +284,7 @@ func TestHooksAreOwnedByTheirNode(t *testing.T) {
 		`{"input_guardrails":[{"testOK":{"bad":1}}]}`:                        "config.input_guardrails[0].testOK.bad: not allowed",
 		`{"targets":[{"before_request_hooks":[{"checks":[{"id":"x.y"}]}]}]}`: `config.targets[0].before_request_hooks[0].checks[0].parameters: unknown check "x.y"`,
 	} {
-		_, err := Parse([]byte(cfg))
+		_, err := Parse([]byte(cfg), nil)
 		if err == nil || !strings.Contains(err.Message, want) {
 			t.Errorf("%s: %v, want %q", cfg, err, want)
 		}

@@ -307,7 +307,7 @@ func newEnv(t *testing.T, opts ...envOption) *env {
 func route(t testing.TB, js string, vars ...string) *config.Node {
 	t.Helper()
 	js = strings.NewReplacer(vars...).Replace(js)
-	c, err := config.Parse([]byte(js))
+	c, err := config.Parse([]byte(js), nil)
 	if err != nil {
 		t.Fatalf("config %s: %v", js, err)
 	}

@@ -34,7 +34,10 @@ type Options struct {
 	// GuardedClient sends to user-supplied custom hosts; its transport must
 	// refuse private and reserved addresses (netguard).
 	GuardedClient *http.Client
-	Hooks         *hooks.Runner
+	// Hooks runs the configs' hooks; its Registry is also the one configs
+	// are parsed with (see HookRegistry). Nil means a Runner of built-in
+	// checks only.
+	Hooks *hooks.Runner
 	// Cache stores answers for configs with a cache; nil turns caching off
 	// (every answer says DISABLED).
 	Cache cache.Store
@@ -103,6 +106,10 @@ func New(o Options) (*Pipeline, error) {
 	p.retriers.New = func() any { return newRetrier(p) }
 	return p, nil
 }
+
+// HookRegistry is the registry the pipeline's hooks are resolved with,
+// which configs it runs are to be parsed with (config.Parse).
+func (p *Pipeline) HookRegistry() *hooks.Registry { return p.hooks.Registry }
 
 // ProviderNames returns the names of the providers the pipeline can call,
 // sorted.

@@ -75,7 +75,7 @@ func (s *Server) inlineRoute(raw string) (route, *core.Error) {
 	if r, ok := s.inline.Load(raw); ok {
 		return r, nil
 	}
-	cfg, err := config.Parse([]byte(raw))
+	cfg, err := config.Parse([]byte(raw), s.pipeline.HookRegistry())
 	if err != nil {
 		return route{}, err
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
 	"github.com/llm-gateway/gateway/core/transport"
+	"github.com/llm-gateway/gateway/hooks"
 	_ "github.com/llm-gateway/gateway/plugins/all"
 )
 
@@ -177,6 +178,8 @@ type gatewayConfig struct {
 	limiter          core.Limiter
 	// managed resolves @slug and virtual keys, in the server and the pipeline.
 	managed core.ManagedTargets
+	// hooks resolves the checks and saved guardrails of configs.
+	hooks *hooks.Registry
 }
 
 // loopbackOnly refuses every destination that is not a literal 127/8 or ::1
@@ -214,7 +217,8 @@ func newGateway(t *testing.T, h http.Handler, opts ...func(*gatewayConfig)) *gat
 	tr.DialContext = loopbackOnly(tr.DialContext)
 	guardedTr := policy.NewTransport()
 	guardedTr.DialContext = loopbackOnly(guardedTr.DialContext)
-	pipe, err := pipeline.New(pipeline.Options{Client: &http.Client{Transport: transport.New(tr)}, GuardedClient: &http.Client{Transport: transport.New(guardedTr)}, Managed: cfg.managed})
+	pipe, err := pipeline.New(pipeline.Options{Client: &http.Client{Transport: transport.New(tr)}, GuardedClient: &http.Client{Transport: transport.New(guardedTr)}, Managed: cfg.managed,
+		Hooks: &hooks.Runner{Registry: cfg.hooks}})
 	if err != nil {
 		t.Fatal(err)
 	}

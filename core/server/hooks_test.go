@@ -96,3 +96,33 @@ func readBody(r *http.Request) string {
 	b, _ := io.ReadAll(r.Body)
 	return string(b)
 }
+
+// TestInlineConfigsUseThePipelinesRegistry checks that an inline config is
+// parsed with the registry of the pipeline's hooks: a check only one
+// gateway's registry knows runs there and is refused by the other.
+func TestInlineConfigsUseThePipelinesRegistry(t *testing.T) {
+	upstream := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"c1","choices":[{"message":{"role":"assistant","content":"hello"}}]}`))
+	})
+	reg := &hooks.Registry{Checks: func(id string) (hooks.Check, bool) { return verdictCheck(false), id == "plug.fail" }}
+	config := `{"input_guardrails":[{"plug.fail":{},"deny":true}]}`
+	body := []byte(`{"model":"m","messages":[{"role":"user","content":"hi"}]}`)
+	for _, tc := range []struct {
+		name   string
+		reg    *hooks.Registry
+		status int
+		want   string
+	}{
+		{"its registry", reg, 446, `"plug.fail"`},
+		{"another registry", nil, 400, `unknown check \"plug.fail\"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			g := newGateway(t, upstream, func(c *gatewayConfig) { c.hooks = tc.reg })
+			r := g.do(t, "POST", "/v1/chat/completions", body, "x-gateway-config", config)
+			if r.status != tc.status || !strings.Contains(string(r.body), tc.want) || g.up.hits() != 0 {
+				t.Fatalf("status %d hits %d: %s", r.status, g.up.hits(), r.body)
+			}
+		})
+	}
+}

@@ -34,9 +34,8 @@ func BenchmarkMinimal(b *testing.B) {
 	}
 	h := newHost(b, Options{})
 	mustLoad(b, h, m, 1, module)
-	hooks.SetCheckSource(h.Check)
-	b.Cleanup(func() { hooks.SetCheckSource(func(string) (hooks.Check, bool) { return nil, false }) })
-	specs, probs := hooks.ParseList("input_guardrails", true, []any{map[string]any{"wat-minimal.nonEmpty": map[string]any{}}})
+	reg := &hooks.Registry{Checks: h.Check}
+	specs, probs := reg.ParseList("input_guardrails", true, []any{map[string]any{"wat-minimal.nonEmpty": map[string]any{}}})
 	if len(probs) > 0 {
 		b.Fatal(probs)
 	}
@@ -81,7 +80,7 @@ func BenchmarkMinimal(b *testing.B) {
 	defer cancel()
 	b.Run("prepared-cancelable", prepared(cctx))
 	b.Run("runner", func(b *testing.B) {
-		var r hooks.Runner
+		r := hooks.Runner{Registry: reg}
 		b.ReportAllocs()
 		for b.Loop() {
 			if out := r.Run(ctx, hooks.BeforeRequest, specs, req, nil); out.Failed || out.Hooks[0].Checks[0].Error != "" {

@@ -134,7 +134,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		return nil, err
 	}
 	// WASM plugins, then saved guardrails: configs name both, and are
-	// checked when they are loaded.
+	// checked when they are loaded, with this app's own registry of them.
 	host, err := wasm.NewHost(ctx, wasm.Options{CacheDir: filepath.Join(o.DataDir, "wasm-cache"), Logger: logger})
 	if err != nil {
 		return nil, fmt.Errorf("start the WASM host: %w", err)
@@ -143,13 +143,11 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	for _, err := range adminsvc.LoadPlugins(ctx, st, host) {
 		logger.Error("a stored plugin could not be loaded; its checks are unavailable", "error", err)
 	}
-	hooks.SetCheckSource(host.Check)
-	guardrails, err := adminsvc.NewGuardrails(st)
+	guardrails, err := adminsvc.NewGuardrails(st, host.Check)
 	if err != nil {
 		return nil, err
 	}
-	hooks.SetGuardrailSource(guardrails.Lookup)
-	configs, err := adminsvc.NewConfigs(st)
+	configs, err := adminsvc.NewConfigs(st, guardrails.Hooks())
 	if err != nil {
 		return nil, err
 	}
@@ -167,6 +165,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	pipe, err := pipeline.New(pipeline.Options{
 		Client:        &http.Client{Transport: transport.New(transport.Provider())},
 		GuardedClient: &http.Client{Transport: transport.New(policy.NewTransport())},
+		Hooks:         &hooks.Runner{Registry: guardrails.Hooks()},
 		Cache:         responses,
 		Managed:       managed,
 	})
