@@ -374,3 +374,24 @@ func TestSemanticEmbeddingKeepsStoredKeys(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheKeepsContentEncoding: an answer passed on still encoded (an
+// encoding the transport does not decode) is replayed from the cache with
+// its Content-Encoding, byte for byte.
+func TestCacheKeepsContentEncoding(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	encoded := []byte{0x1b, 0x0b, 0x00, 0xf8, 0xa5, 0x5b} // opaque to the gateway
+	a := newUpstream(t, func(_ int, w http.ResponseWriter, _ *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Header().Set("Content-Encoding", "br")
+		w.Write(encoded)
+	})
+	root := route(t, `{"custom_host":"$A","cache":{"mode":"simple"}}`, "$A", a.URL())
+	for i, want := range []string{"MISS", "HIT"} {
+		resp := e.mustDo(t, root, chat("p"))
+		if got := body(t, resp); resp.CacheStatus != want || got != string(encoded) || resp.Header.Get("Content-Encoding") != "br" {
+			t.Errorf("call %d: %s, Content-Encoding %q, body %q", i, resp.CacheStatus, resp.Header.Get("Content-Encoding"), got)
+		}
+	}
+}

@@ -77,11 +77,15 @@ func (w *walk) cacheLookup(ctx context.Context, req *core.Request, l *config.Lea
 	return cs
 }
 
-// cachedHeader keeps the headers a cached answer is replayed with.
+// cachedHeader keeps the headers a cached answer is replayed with: its
+// type, and its encoding when the body was passed on still encoded (the
+// body is cached as it was sent, so a replay must say how to read it).
 func cachedHeader(h http.Header) map[string][]string {
 	out := map[string][]string{}
-	if v := h.Values("Content-Type"); len(v) > 0 {
-		out["Content-Type"] = v
+	for _, name := range [...]string{"Content-Type", "Content-Encoding"} {
+		if v := h.Values(name); len(v) > 0 {
+			out[name] = v
+		}
 	}
 	return out
 }

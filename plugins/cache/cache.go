@@ -51,7 +51,8 @@ import (
 // Entry is one cached answer.
 type Entry struct {
 	Status int
-	// Header holds the answer's headers; the router keeps only Content-Type.
+	// Header holds the answer's headers; the router keeps only Content-Type
+	// and Content-Encoding.
 	Header map[string][]string
 	// Body is the full answer; for a streamed answer the raw SSE bytes,
 	// replayed as a stream.
