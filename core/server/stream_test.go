@@ -1,0 +1,119 @@
+package server_test
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestProxiedBodyBrokenUpstream: a proxied (non-SSE) body whose upstream
+// breaks off must not reach the client as a complete answer: the client's
+// read fails, and the log records the error.
+func TestProxiedBodyBrokenUpstream(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		if r.URL.Path == "/v1/files/sized/content" {
+			w.Header().Set("Content-Length", "100000")
+		}
+		w.WriteHeader(200)
+		w.Write([]byte(strings.Repeat("a", 50000)))
+		w.(http.Flusher).Flush()
+		if err := breakConnection(w); err != nil {
+			panic(err)
+		}
+	}))
+	base := g.listen(t)
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
+	for _, name := range []string{"chunked", "sized"} {
+		t.Run(name, func(t *testing.T) {
+			trace := "proxy-broken-" + name
+			req, _ := http.NewRequest("GET", base+"/v1/files/"+name+"/content", nil)
+			for k, v := range map[string]string{"x-gateway-api-key": keyGood, "x-gateway-provider": "openai",
+				"x-gateway-custom-host": g.host, "x-gateway-trace-id": trace} {
+				req.Header.Set(k, v)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("read %d bytes of a broken body with error %v, want %v", len(b), err, io.ErrUnexpectedEOF)
+			}
+			if rec := g.logs.one(t, trace); rec.Error == "" || rec.Status != 200 {
+				t.Errorf("log record status %d error %q", rec.Status, rec.Error)
+			}
+		})
+	}
+}
+
+// TestProxiedBodyNotBuffered: a proxied body that is not an event stream
+// still reaches the client as it arrives; a client that hangs up ends the
+// upstream call and is logged.
+func TestProxiedBodyNotBuffered(t *testing.T) {
+	t.Parallel()
+	release, upstreamDone := make(chan struct{}), make(chan struct{})
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(upstreamDone)
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(200)
+		io.WriteString(w, "{\"n\":1}\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		// The client has gone: write until the gateway drops the upstream.
+		for {
+			if _, err := io.WriteString(w, "{\"n\":2}\n"); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			if !wait(r, 5*time.Millisecond) {
+				return
+			}
+		}
+	}))
+	base := g.listen(t)
+	req, _ := http.NewRequest("GET", base+"/v1/batches/b1/output", nil)
+	for k, v := range map[string]string{"x-gateway-api-key": keyGood, "x-gateway-provider": "openai",
+		"x-gateway-custom-host": g.host, "x-gateway-trace-id": "proxy-stream"} {
+		req.Header.Set(k, v)
+	}
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		close(release)
+		t.Fatal(err)
+	}
+	first := make(chan string, 1)
+	go func() {
+		b := make([]byte, 8)
+		n, _ := io.ReadFull(resp.Body, b)
+		first <- string(b[:n])
+	}()
+	select {
+	case got := <-first:
+		if got != "{\"n\":1}\n" {
+			t.Errorf("first line %q", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the first line did not reach the client while the upstream held the body open: the gateway buffers it")
+	}
+	resp.Body.Close()
+	close(release)
+	select {
+	case <-upstreamDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream call went on after the client hung up")
+	}
+	if rec := g.logs.one(t, "proxy-stream"); rec.Error == "" || rec.Status != 200 {
+		t.Errorf("log record status %d error %q", rec.Status, rec.Error)
+	}
+}
