@@ -79,7 +79,9 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 		c.Context().SetBodyStream(&proxiedBody{s: s, req: req, resp: resp, adm: adm}, -1)
 		return nil
 	}
-	rh.Set(fiber.HeaderCacheControl, "no-cache")
+	if len(resp.Header.Values(fiber.HeaderCacheControl)) == 0 {
+		rh.Set(fiber.HeaderCacheControl, "no-cache")
+	}
 	// The stream writer runs after this handler returns, in a goroutine of
 	// its own feeding the connection; a graceful shutdown waits for it. A
 	// panic there is outside the handler's recovery, so it has its own.

@@ -117,3 +117,22 @@ func TestProxiedBodyNotBuffered(t *testing.T) {
 		t.Errorf("log record status %d error %q", rec.Status, rec.Error)
 	}
 }
+
+// TestStreamCacheControl: a stream says no-cache unless the provider chose
+// its own Cache-Control, which is passed through as it is.
+func TestStreamCacheControl(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		if r.URL.Path == "/v1/own" {
+			w.Header().Set("Cache-Control", "no-cache, no-transform")
+		}
+		writeSSE(w, "[DONE]")
+	}))
+	for path, want := range map[string]string{"/v1/chat/completions": "no-cache", "/v1/own": "no-cache, no-transform"} {
+		r := g.do(t, "POST", path, []byte(chatBody))
+		if got := r.header.Values("Cache-Control"); r.status != 200 || strings.Join(got, "|") != want {
+			t.Errorf("%s: status %d Cache-Control %q, want %q", path, r.status, got, want)
+		}
+	}
+}
