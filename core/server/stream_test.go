@@ -1,9 +1,12 @@
 package server_test
 
 import (
+	"bufio"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
+	"runtime"
 	"strings"
 	"testing"
 	"time"
@@ -57,7 +60,7 @@ func TestProxiedBodyBrokenUpstream(t *testing.T) {
 // upstream call and is logged.
 func TestProxiedBodyNotBuffered(t *testing.T) {
 	t.Parallel()
-	release, upstreamDone := make(chan struct{}), make(chan struct{})
+	release, upstreamDone, stop := make(chan struct{}), make(chan struct{}), make(chan struct{})
 	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		defer close(upstreamDone)
 		w.Header().Set("Content-Type", "application/x-ndjson")
@@ -75,11 +78,16 @@ func TestProxiedBodyNotBuffered(t *testing.T) {
 				return
 			}
 			w.(http.Flusher).Flush()
-			if !wait(r, 5*time.Millisecond) {
+			select {
+			case <-time.After(5 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			case <-stop: // the test failed: let the upstream server close
 				return
 			}
 		}
 	}))
+	t.Cleanup(func() { close(stop) })
 	base := g.listen(t)
 	req, _ := http.NewRequest("GET", base+"/v1/batches/b1/output", nil)
 	for k, v := range map[string]string{"x-gateway-api-key": keyGood, "x-gateway-provider": "openai",
@@ -135,4 +143,80 @@ func TestStreamCacheControl(t *testing.T) {
 			t.Errorf("%s: status %d Cache-Control %q, want %q", path, r.status, got, want)
 		}
 	}
+}
+
+// TestStreamClientGone: a client that hangs up mid-stream ends the upstream
+// call at the next event; the stream's goroutines and the upstream
+// connection are released, and the log records why the stream ended. Not
+// parallel, so the goroutines counted are this test's.
+func TestStreamClientGone(t *testing.T) {
+	upstreamDone, stop := make(chan struct{}), make(chan struct{})
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(upstreamDone)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; ; i++ {
+			writeSSE(w, fmt.Sprintf(`{"i":%d}`, i))
+			select {
+			case <-time.After(5 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			case <-stop: // the test failed: let the upstream server close
+				return
+			}
+		}
+	}))
+	t.Cleanup(func() { close(stop) })
+	base := g.listen(t)
+	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
+	for k, v := range map[string]string{"x-gateway-api-key": keyGood, "x-gateway-provider": "openai",
+		"x-gateway-custom-host": g.host, "x-gateway-trace-id": "stream-gone", "Content-Type": "application/json"} {
+		req.Header.Set(k, v)
+	}
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, `"i":2`) {
+			break
+		}
+	}
+	if n := streamGoroutines(); n == 0 {
+		t.Fatal("no stream goroutines found while streaming: the count below proves nothing")
+	}
+	resp.Body.Close()
+	select {
+	case <-upstreamDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream call went on after the client hung up")
+	}
+	if rec := g.logs.one(t, "stream-gone"); rec.Error != "client closed the connection" || rec.Status != 200 {
+		t.Errorf("log record status %d error %q", rec.Status, rec.Error)
+	}
+	for deadline := time.Now().Add(10 * time.Second); streamGoroutines() > 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d stream goroutines left after the client hung up:\n%s", streamGoroutines(), buf[:runtime.Stack(buf, true)])
+		}
+	}
+}
+
+// streamGoroutines counts the goroutines of a stream in flight: the
+// gateway's stream writer and the gateway's connections to the upstream.
+func streamGoroutines() int {
+	buf := make([]byte, 1<<20)
+	n := 0
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, "core/server.(*Server).writeResponse") || strings.Contains(g, "net/http.(*persistConn)") {
+			n++
+		}
+	}
+	return n
 }
