@@ -74,7 +74,12 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 		}
 		return c.Send(resp.Body)
 	}
-	if resp.SSE {
+	if !resp.SSE {
+		// fasthttp reads a proxied body itself (see proxiedBody).
+		c.Context().SetBodyStream(&proxiedBody{s: s, req: req, resp: resp, adm: adm}, -1)
+		return nil
+	}
+	if len(resp.Header.Values(fiber.HeaderCacheControl)) == 0 {
 		rh.Set(fiber.HeaderCacheControl, "no-cache")
 	}
 	// The stream writer runs after this handler returns, in a goroutine of
@@ -88,19 +93,13 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 				writeErrorEvent(w, core.Internal(fmt.Errorf("%v", p), "internal error; quote trace id %s when reporting it", req.TraceID))
 			}
 		}()
-		var usage core.Usage
-		var err error
-		if resp.SSE && resp.HookResults != nil && !req.StrictCompliance {
+		if resp.HookResults != nil && !req.StrictCompliance {
 			writeHookResultsEvent(w, resp.HookResults)
 		}
-		if resp.SSE {
-			usage, err = forwardEvents(w, resp.Stream)
-		} else {
-			err = forwardBytes(w, resp.Stream)
-		}
+		usage, err := forwardEvents(w, resp.Stream)
 		if err == nil && resp.Status >= 400 {
-			// A provider's error answer streamed through (generic proxy):
-			// its body was not kept, so the log names the status.
+			// A provider's error answer streamed through: its body was
+			// not kept, so the log names the status.
 			err = errors.New(http.StatusText(resp.Status))
 		}
 		if adm != nil {
@@ -188,27 +187,49 @@ func writeErrorEvent(w *bufio.Writer, ce *core.Error) {
 	w.Flush()
 }
 
-// forwardBytes copies a proxied body as it arrives, flushing every read so a
-// stream of any format reaches the client without delay.
-func forwardBytes(w *bufio.Writer, r io.Reader) error {
-	buf := make([]byte, 32<<10)
-	for {
-		n, err := r.Read(buf)
-		if n > 0 {
-			if _, werr := w.Write(buf[:n]); werr != nil {
-				return errClientGone
-			}
-			if werr := w.Flush(); werr != nil {
-				return errClientGone
-			}
-		}
-		if err == io.EOF {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
+// proxiedBody is a proxied (not event-stream) answer as fasthttp sends it:
+// fasthttp reads it on the connection's goroutine, writing and flushing
+// every read as a chunk, so a stream of any format reaches the client
+// without delay. An upstream that breaks off fails the read, and fasthttp
+// then drops the connection before the body's last chunk: the client sees
+// a truncated body fail, never end as if it were whole.
+type proxiedBody struct {
+	s    *Server
+	req  *core.Request
+	resp *core.Response
+	adm  core.Admission
+	err  error // the upstream's read error, if any
+	eof  bool
+}
+
+func (b *proxiedBody) Read(p []byte) (int, error) {
+	n, err := b.resp.Stream.Read(p)
+	if err == io.EOF {
+		b.eof = true
+	} else if err != nil {
+		b.err = err
 	}
+	return n, err
+}
+
+// Close releases the upstream answer and records the request; fasthttp
+// calls it once the body has been sent or given up.
+func (b *proxiedBody) Close() error {
+	b.resp.Stream.Close()
+	err := b.err
+	switch {
+	case err == nil && !b.eof:
+		err = errClientGone // the body was given up before its end
+	case err == nil && b.resp.Status >= 400:
+		// A provider's error answer streamed through: its body was not
+		// kept, so the log names the status.
+		err = errors.New(http.StatusText(b.resp.Status))
+	}
+	if b.adm != nil {
+		b.adm.Done(core.Usage{}, b.resp.Provider, b.req.Model)
+	}
+	b.s.record(b.req, b.resp, b.resp.Status, core.Usage{}, err)
+	return nil
 }
 
 // appendHookResults appends body to dst with "hook_results" spliced in as

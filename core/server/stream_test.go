@@ -1,0 +1,222 @@
+package server_test
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime"
+	"strings"
+	"testing"
+	"time"
+)
+
+// TestProxiedBodyBrokenUpstream: a proxied (non-SSE) body whose upstream
+// breaks off must not reach the client as a complete answer: the client's
+// read fails, and the log records the error.
+func TestProxiedBodyBrokenUpstream(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		if r.URL.Path == "/v1/files/sized/content" {
+			w.Header().Set("Content-Length", "100000")
+		}
+		w.WriteHeader(200)
+		w.Write([]byte(strings.Repeat("a", 50000)))
+		w.(http.Flusher).Flush()
+		if err := breakConnection(w); err != nil {
+			panic(err)
+		}
+	}))
+	base := g.listen(t)
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
+	for _, name := range []string{"chunked", "sized"} {
+		t.Run(name, func(t *testing.T) {
+			trace := "proxy-broken-" + name
+			req, _ := http.NewRequest("GET", base+"/v1/files/"+name+"/content", nil)
+			for k, v := range map[string]string{"x-gateway-api-key": keyGood, "x-gateway-provider": "openai",
+				"x-gateway-custom-host": g.host, "x-gateway-trace-id": trace} {
+				req.Header.Set(k, v)
+			}
+			resp, err := client.Do(req)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, err := io.ReadAll(resp.Body)
+			if !errors.Is(err, io.ErrUnexpectedEOF) {
+				t.Errorf("read %d bytes of a broken body with error %v, want %v", len(b), err, io.ErrUnexpectedEOF)
+			}
+			if rec := g.logs.one(t, trace); rec.Error == "" || rec.Status != 200 {
+				t.Errorf("log record status %d error %q", rec.Status, rec.Error)
+			}
+		})
+	}
+}
+
+// TestProxiedBodyNotBuffered: a proxied body that is not an event stream
+// still reaches the client as it arrives; a client that hangs up ends the
+// upstream call and is logged.
+func TestProxiedBodyNotBuffered(t *testing.T) {
+	t.Parallel()
+	release, upstreamDone, stop := make(chan struct{}), make(chan struct{}), make(chan struct{})
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(upstreamDone)
+		w.Header().Set("Content-Type", "application/x-ndjson")
+		w.WriteHeader(200)
+		io.WriteString(w, "{\"n\":1}\n")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		// The client has gone: write until the gateway drops the upstream.
+		for {
+			if _, err := io.WriteString(w, "{\"n\":2}\n"); err != nil {
+				return
+			}
+			w.(http.Flusher).Flush()
+			select {
+			case <-time.After(5 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			case <-stop: // the test failed: let the upstream server close
+				return
+			}
+		}
+	}))
+	t.Cleanup(func() { close(stop) })
+	base := g.listen(t)
+	req, _ := http.NewRequest("GET", base+"/v1/batches/b1/output", nil)
+	for k, v := range map[string]string{"x-gateway-api-key": keyGood, "x-gateway-provider": "openai",
+		"x-gateway-custom-host": g.host, "x-gateway-trace-id": "proxy-stream"} {
+		req.Header.Set(k, v)
+	}
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		close(release)
+		t.Fatal(err)
+	}
+	first := make(chan string, 1)
+	go func() {
+		b := make([]byte, 8)
+		n, _ := io.ReadFull(resp.Body, b)
+		first <- string(b[:n])
+	}()
+	select {
+	case got := <-first:
+		if got != "{\"n\":1}\n" {
+			t.Errorf("first line %q", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Error("the first line did not reach the client while the upstream held the body open: the gateway buffers it")
+	}
+	resp.Body.Close()
+	close(release)
+	select {
+	case <-upstreamDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream call went on after the client hung up")
+	}
+	if rec := g.logs.one(t, "proxy-stream"); rec.Error == "" || rec.Status != 200 {
+		t.Errorf("log record status %d error %q", rec.Status, rec.Error)
+	}
+}
+
+// TestStreamCacheControl: a stream says no-cache unless the provider chose
+// its own Cache-Control, which is passed through as it is.
+func TestStreamCacheControl(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		if r.URL.Path == "/v1/own" {
+			w.Header().Set("Cache-Control", "no-cache, no-transform")
+		}
+		writeSSE(w, "[DONE]")
+	}))
+	for path, want := range map[string]string{"/v1/chat/completions": "no-cache", "/v1/own": "no-cache, no-transform"} {
+		r := g.do(t, "POST", path, []byte(chatBody))
+		if got := r.header.Values("Cache-Control"); r.status != 200 || strings.Join(got, "|") != want {
+			t.Errorf("%s: status %d Cache-Control %q, want %q", path, r.status, got, want)
+		}
+	}
+}
+
+// TestStreamClientGone: a client that hangs up mid-stream ends the upstream
+// call at the next event; the stream's goroutines and the upstream
+// connection are released, and the log records why the stream ended. Not
+// parallel, so the goroutines counted are this test's.
+func TestStreamClientGone(t *testing.T) {
+	upstreamDone, stop := make(chan struct{}), make(chan struct{})
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer close(upstreamDone)
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := 0; ; i++ {
+			writeSSE(w, fmt.Sprintf(`{"i":%d}`, i))
+			select {
+			case <-time.After(5 * time.Millisecond):
+			case <-r.Context().Done():
+				return
+			case <-stop: // the test failed: let the upstream server close
+				return
+			}
+		}
+	}))
+	t.Cleanup(func() { close(stop) })
+	base := g.listen(t)
+	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
+	for k, v := range map[string]string{"x-gateway-api-key": keyGood, "x-gateway-provider": "openai",
+		"x-gateway-custom-host": g.host, "x-gateway-trace-id": "stream-gone", "Content-Type": "application/json"} {
+		req.Header.Set(k, v)
+	}
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
+	resp, err := client.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	br := bufio.NewReader(resp.Body)
+	for {
+		line, err := br.ReadString('\n')
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(line, `"i":2`) {
+			break
+		}
+	}
+	if n := streamGoroutines(); n == 0 {
+		t.Fatal("no stream goroutines found while streaming: the count below proves nothing")
+	}
+	resp.Body.Close()
+	select {
+	case <-upstreamDone:
+	case <-time.After(10 * time.Second):
+		t.Fatal("the upstream call went on after the client hung up")
+	}
+	if rec := g.logs.one(t, "stream-gone"); rec.Error != "client closed the connection" || rec.Status != 200 {
+		t.Errorf("log record status %d error %q", rec.Status, rec.Error)
+	}
+	for deadline := time.Now().Add(10 * time.Second); streamGoroutines() > 0; time.Sleep(5 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			buf := make([]byte, 1<<20)
+			t.Fatalf("%d stream goroutines left after the client hung up:\n%s", streamGoroutines(), buf[:runtime.Stack(buf, true)])
+		}
+	}
+}
+
+// streamGoroutines counts the goroutines of a stream in flight: the
+// gateway's stream writer and the gateway's connections to the upstream.
+func streamGoroutines() int {
+	buf := make([]byte, 1<<20)
+	n := 0
+	for _, g := range strings.Split(string(buf[:runtime.Stack(buf, true)]), "\n\n") {
+		if strings.Contains(g, "core/server.(*Server).writeResponse") || strings.Contains(g, "net/http.(*persistConn)") {
+			n++
+		}
+	}
+	return n
+}
