@@ -33,6 +33,7 @@ var skipResponseHeaders = map[string]bool{"Date": true, "Server": true}
 func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Response, adm core.Admission) error {
 	c.Status(resp.Status)
 	rh := &c.Response().Header
+	rh.SetNoDefaultContentType(true) // no made-up text/plain for an answer that named no type
 	for name, values := range resp.Header {
 		// The gateway's own headers win over any the upstream sent (an
 		// upstream that is itself a gateway answers with its own trace id).

@@ -1228,3 +1228,23 @@ func TestUndecodedContentEncodingKept(t *testing.T) {
 		}
 	}
 }
+
+// TestNoContentTypeInvented: an answer that names no Content-Type is passed
+// on without one (fasthttp would otherwise add text/plain).
+func TestNoContentTypeInvented(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header()["Content-Type"] = nil // no sniffed type either
+		io.WriteString(w, `{"id":"x","usage":null}`)
+	}))
+	for _, tc := range []struct{ method, path string }{{"POST", "/v1/chat/completions"}, {"POST", "/v1/embeddings"}, {"GET", "/v1/files/f-1/content"}} {
+		body := chatBody
+		if tc.path == "/v1/embeddings" {
+			body = `{"model":"m","input":"hi"}`
+		}
+		r := g.do(t, tc.method, tc.path, []byte(body))
+		if r.status != 200 || r.header.Values("Content-Type") != nil {
+			t.Errorf("%s %s: status %d, Content-Type %q; want 200 and none", tc.method, tc.path, r.status, r.header.Values("Content-Type"))
+		}
+	}
+}
