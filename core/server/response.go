@@ -76,8 +76,9 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 		return c.Send(resp.Body)
 	}
 	if !resp.SSE {
-		// fasthttp reads a proxied body itself (see proxiedBody).
-		c.Context().SetBodyStream(&proxiedBody{s: s, req: req, resp: resp, adm: adm}, -1)
+		// fasthttp reads a proxied body itself (see proxiedBody), sent with
+		// the upstream's length when it announced one, else chunked.
+		c.Context().SetBodyStream(&proxiedBody{s: s, req: req, resp: resp, adm: adm}, announcedLength(resp))
 		return nil
 	}
 	if len(resp.Header.Values(fiber.HeaderCacheControl)) == 0 {
@@ -186,6 +187,21 @@ func writeErrorEvent(w *bufio.Writer, ce *core.Error) {
 	w.Write(ce.Body())
 	w.WriteString("\n\n")
 	w.Flush()
+}
+
+// announcedLength is the Content-Length a proxied answer is sent with: the
+// upstream's (still true of the body: a transport that decodes a body drops
+// it), or -1 to send it chunked. An answer that has no body by its status
+// is left to fasthttp.
+func announcedLength(resp *core.Response) int {
+	if resp.Status < 200 || resp.Status == http.StatusNoContent || resp.Status == http.StatusNotModified {
+		return -1
+	}
+	n, err := strconv.Atoi(resp.Header.Get(fiber.HeaderContentLength))
+	if err != nil || n < 0 {
+		return -1
+	}
+	return n
 }
 
 // proxiedBody is a proxied (not event-stream) answer as fasthttp sends it:

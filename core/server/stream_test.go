@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"runtime"
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -219,4 +220,40 @@ func streamGoroutines() int {
 		}
 	}
 	return n
+}
+
+// TestProxiedBodyLength: a proxied body is sent with the upstream's
+// Content-Length when it announced one, chunked when it did not.
+func TestProxiedBodyLength(t *testing.T) {
+	t.Parallel()
+	body := strings.Repeat("b", 70000)
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/octet-stream")
+		if r.URL.Path == "/v1/files/sized/content" {
+			w.Header().Set("Content-Length", strconv.Itoa(len(body)))
+		}
+		io.WriteString(w, body[:100])
+		w.(http.Flusher).Flush() // an unsized answer is sent chunked upstream too
+		io.WriteString(w, body[100:])
+	}))
+	base := g.listen(t)
+	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
+	for _, tc := range []struct {
+		name   string
+		length int64
+	}{{"sized", int64(len(body))}, {"chunked", -1}} {
+		req, _ := http.NewRequest("GET", base+"/v1/files/"+tc.name+"/content", nil)
+		for k, v := range map[string]string{"x-gateway-api-key": keyGood, "x-gateway-provider": "openai", "x-gateway-custom-host": g.host} {
+			req.Header.Set(k, v)
+		}
+		resp, err := client.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, err := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if err != nil || string(b) != body || resp.ContentLength != tc.length {
+			t.Errorf("%s: %d bytes, error %v, Content-Length %d; want %d bytes, %d", tc.name, len(b), err, resp.ContentLength, len(body), tc.length)
+		}
+	}
 }
