@@ -11,6 +11,7 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"sync"
 	"testing"
@@ -288,6 +289,21 @@ func (g *gateway) do(t *testing.T, method, path string, body []byte, hdr ...stri
 	t.Helper()
 	return g.send(t, g.request(method, path, body, hdr...))
 }
+
+// liveRequest is request (the same default headers) for the app served at
+// base by listen; send it with liveClient.
+func (g *gateway) liveRequest(base, method, path string, body []byte, hdr ...string) *http.Request {
+	req := g.request(method, path, body, hdr...)
+	u, err := url.Parse(base + path)
+	if err != nil {
+		panic(err)
+	}
+	req.URL, req.Host, req.RequestURI = u, u.Host, ""
+	return req
+}
+
+// liveClient sends liveRequests, never through a proxy.
+var liveClient = &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
 
 // listen serves the app on a loopback listener, for tests that must see the
 // answer as it is written.

@@ -614,15 +614,7 @@ func TestStreamNotBuffered(t *testing.T) {
 	base := g.listen(t)
 
 	body := `{"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`
-	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
-	for k, v := range map[string]string{
-		"x-gateway-api-key": keyGood, "x-gateway-provider": "openai", "x-gateway-custom-host": g.host,
-		"Authorization": "Bearer " + providerToken, "Content-Type": "application/json", "x-gateway-trace-id": "trace-stream",
-	} {
-		req.Header.Set(k, v)
-	}
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
-	resp, err := client.Do(req)
+	resp, err := liveClient.Do(g.liveRequest(base, "POST", "/v1/chat/completions", []byte(body), "x-gateway-trace-id", "trace-stream"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -1094,14 +1086,9 @@ func TestNotFoundAndBodyLimit(t *testing.T) {
 	// fasthttp refuses an oversized body while reading the request, which
 	// app.Test reports as its own error: use a real listener.
 	base := g.listen(t)
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
 	before := g.up.hits()
 	big := `{"model":"m","messages":[{"role":"user","content":"` + strings.Repeat("x", 5000) + `"}]}`
-	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(big))
-	for k, v := range map[string]string{"x-gateway-api-key": keyGood, "x-gateway-provider": "openai", "x-gateway-custom-host": g.host, "Content-Type": "application/json"} {
-		req.Header.Set(k, v)
-	}
-	resp, err := client.Do(req)
+	resp, err := liveClient.Do(g.liveRequest(base, "POST", "/v1/chat/completions", []byte(big)))
 	if err != nil {
 		t.Fatal(err)
 	}

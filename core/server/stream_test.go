@@ -31,16 +31,10 @@ func TestProxiedBodyBrokenUpstream(t *testing.T) {
 		}
 	}))
 	base := g.listen(t)
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
 	for _, name := range []string{"chunked", "sized"} {
 		t.Run(name, func(t *testing.T) {
 			trace := "proxy-broken-" + name
-			req, _ := http.NewRequest("GET", base+"/v1/files/"+name+"/content", nil)
-			for k, v := range map[string]string{"x-gateway-api-key": keyGood, "x-gateway-provider": "openai",
-				"x-gateway-custom-host": g.host, "x-gateway-trace-id": trace} {
-				req.Header.Set(k, v)
-			}
-			resp, err := client.Do(req)
+			resp, err := liveClient.Do(g.liveRequest(base, "GET", "/v1/files/"+name+"/content", nil, "x-gateway-trace-id", trace))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -90,13 +84,7 @@ func TestProxiedBodyNotBuffered(t *testing.T) {
 	}))
 	t.Cleanup(func() { close(stop) })
 	base := g.listen(t)
-	req, _ := http.NewRequest("GET", base+"/v1/batches/b1/output", nil)
-	for k, v := range map[string]string{"x-gateway-api-key": keyGood, "x-gateway-provider": "openai",
-		"x-gateway-custom-host": g.host, "x-gateway-trace-id": "proxy-stream"} {
-		req.Header.Set(k, v)
-	}
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
-	resp, err := client.Do(req)
+	resp, err := liveClient.Do(g.liveRequest(base, "GET", "/v1/batches/b1/output", nil, "x-gateway-trace-id", "proxy-stream"))
 	if err != nil {
 		close(release)
 		t.Fatal(err)
@@ -169,13 +157,7 @@ func TestStreamClientGone(t *testing.T) {
 	t.Cleanup(func() { close(stop) })
 	base := g.listen(t)
 	body := `{"model":"m","stream":true,"messages":[{"role":"user","content":"hi"}]}`
-	req, _ := http.NewRequest("POST", base+"/v1/chat/completions", strings.NewReader(body))
-	for k, v := range map[string]string{"x-gateway-api-key": keyGood, "x-gateway-provider": "openai",
-		"x-gateway-custom-host": g.host, "x-gateway-trace-id": "stream-gone", "Content-Type": "application/json"} {
-		req.Header.Set(k, v)
-	}
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
-	resp, err := client.Do(req)
+	resp, err := liveClient.Do(g.liveRequest(base, "POST", "/v1/chat/completions", []byte(body), "x-gateway-trace-id", "stream-gone"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -237,16 +219,11 @@ func TestProxiedBodyLength(t *testing.T) {
 		io.WriteString(w, body[100:])
 	}))
 	base := g.listen(t)
-	client := &http.Client{Transport: &http.Transport{Proxy: nil}, Timeout: 10 * time.Second}
 	for _, tc := range []struct {
 		name   string
 		length int64
 	}{{"sized", int64(len(body))}, {"chunked", -1}} {
-		req, _ := http.NewRequest("GET", base+"/v1/files/"+tc.name+"/content", nil)
-		for k, v := range map[string]string{"x-gateway-api-key": keyGood, "x-gateway-provider": "openai", "x-gateway-custom-host": g.host} {
-			req.Header.Set(k, v)
-		}
-		resp, err := client.Do(req)
+		resp, err := liveClient.Do(g.liveRequest(base, "GET", "/v1/files/"+tc.name+"/content", nil))
 		if err != nil {
 			t.Fatal(err)
 		}
