@@ -91,17 +91,16 @@ func TestFeedbackValidation(t *testing.T) {
 	}
 
 	accepted := []struct {
-		name       string
-		body       map[string]any
-		value      float64
-		weight     float64
-		wantMeta   map[string]any
-		wantUnsent bool
+		name     string
+		body     map[string]any
+		value    float64
+		weight   float64
+		wantMeta map[string]any
 	}{
-		{"value -10", fb("t", -10), -10, 1, map[string]any{}, false},
-		{"value 10, weight 0", map[string]any{"trace_id": "t", "value": 10, "weight": 0}, 10, 0, map[string]any{}, false},
-		{"value 0, weight 1", map[string]any{"trace_id": "t", "value": 0, "weight": 1}, 0, 1, map[string]any{}, false},
-		{"weight 0.25, metadata", map[string]any{"trace_id": "t", "value": 3, "weight": 0.25, "metadata": map[string]string{"_user": "alice"}}, 3, 0.25, map[string]any{"_user": "alice"}, false},
+		{"value -10", fb("t", -10), -10, 1, map[string]any{}},
+		{"value 10, weight 0", map[string]any{"trace_id": "t", "value": 10, "weight": 0}, 10, 0, map[string]any{}},
+		{"value 0, weight 1", map[string]any{"trace_id": "t", "value": 0, "weight": 1}, 0, 1, map[string]any{}},
+		{"weight 0.25, metadata", map[string]any{"trace_id": "t", "value": 3, "weight": 0.25, "metadata": map[string]string{"_user": "alice"}}, 3, 0.25, map[string]any{"_user": "alice"}},
 	}
 	for _, tc := range accepted {
 		t.Run(tc.name, func(t *testing.T) {
