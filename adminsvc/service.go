@@ -83,6 +83,7 @@ func (s *Service) Register(v1 fiber.Router) {
 	s.registerIntegrations(v1)
 	s.registerSecretReferences(v1)
 	s.registerPolicies(v1)
+	s.registerFeedback(v1)
 	v1.Post("/api-keys/:id/rotate", s.rotateAPIKey)
 	v1.Post("/api-keys/:type/:subtype", s.createAPIKey)
 	v1.Get("/api-keys", s.listAPIKeys)
@@ -120,7 +121,7 @@ func (s *Service) Register(v1 fiber.Router) {
 // adminPrefixes are the paths the admin API owns.
 var adminPrefixes = []string{"/api-keys", "/configs", "/guardrails", "/plugins", "/logs",
 	"/admin", "/workspaces", "/audit-logs", "/integrations", "/providers", "/virtual-keys", "/secret-references", "/policies",
-	"/analytics"}
+	"/analytics", "/feedback"}
 
 func unknownRoute(c *fiber.Ctx) error {
 	return &core.Error{Status: fiber.StatusNotFound, Type: core.TypeNotFound, Code: core.CodeNotFoundPath,

@@ -52,6 +52,9 @@ const (
 	// group value its status and sent alerts ("v|" keys), per limit its
 	// periodic-reset schedule ("s|" keys).
 	BucketUsageStates Bucket = "usage_limit_states"
+	// BucketFeedback holds feedback on traced requests, keyed by feedback
+	// id, which starts with its creation time (see NewFeedbackIDs).
+	BucketFeedback Bucket = "feedback"
 )
 
 // allBuckets are created when the store is opened.
@@ -59,7 +62,7 @@ var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, Buc
 	BucketConfigs, BucketConfigVersions, BucketGuardrails, BucketPlugins, BucketPluginModules,
 	BucketMembers, BucketInvites, BucketSettings, BucketAuditLogs, BucketIntegrations, BucketProviders,
 	BucketVirtualKeys, BucketSecretReferences, BucketOutbox,
-	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters, BucketUsageStates}
+	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters, BucketUsageStates, BucketFeedback}
 
 // Store is transactional access to the admin state. Update transactions are
 // durable once fn returns nil; a crash never leaves half of one behind.

@@ -1,7 +1,7 @@
 // Package client is a Go client for the gateway's administration API: API
 // keys, workspaces and members, users and invites, organisation settings,
 // configs, guardrails, plugins, integrations, providers, virtual keys,
-// secret references, logs and audit logs.
+// secret references, logs, feedback and audit logs.
 //
 //	c := client.New("http://127.0.0.1:8787", os.Getenv("GATEWAY_ADMIN_API_KEY"))
 //	key, err := c.APIKeys.Create(ctx, client.WorkspaceService, client.CreateAPIKey{
@@ -45,6 +45,7 @@ type Client struct {
 	VirtualKeys      *VirtualKeys
 	SecretReferences *SecretReferences
 	Logs             *Logs
+	Feedback         *Feedback
 	AuditLogs        *AuditLogs
 }
 
@@ -75,6 +76,7 @@ func New(baseURL, apiKey string, opts ...Option) *Client {
 	c.VirtualKeys = &VirtualKeys{resource{c, "/virtual-keys"}}
 	c.SecretReferences = &SecretReferences{resource{c, "/secret-references"}}
 	c.Logs = &Logs{c}
+	c.Feedback = &Feedback{c}
 	c.AuditLogs = &AuditLogs{c}
 	return c
 }
