@@ -109,6 +109,8 @@ func (s *Service) Register(v1 fiber.Router) {
 		v1.Delete("/plugins/:id", s.deletePlugin)
 	}
 	v1.Get("/logs", s.listLogs)
+	v1.Get("/logs/groups/:groupBy", s.groupLogs)
+	v1.Get("/analytics/groups/:groupBy", s.groupLogs)
 	v1.Get("/logs/:id", s.getLog)
 	// Any other method or path under the admin prefixes is an unknown admin
 	// route, never something for the generic proxy to forward.

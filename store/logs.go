@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/pricing"
 )
 
 // LogWriter queues request log records and writes them to the store in
@@ -25,16 +26,112 @@ func NewLogWriter(st Store, o LogWriterOptions) *LogWriter {
 		func(rec *core.LogRecord) string { return rec.ID }, (*core.LogRecord).AppendJSON)}
 }
 
-// LogFilter selects request logs. Zero fields do not filter.
+// LogFilter selects request logs. Zero fields do not filter; a non-nil
+// slice keeps only the records whose value is in it (an empty one keeps
+// none).
 type LogFilter struct {
 	TraceID     string
 	WorkspaceID string
-	// APIKeyIDs, when not nil, keeps only the records of these keys.
-	APIKeyIDs   []string
-	Status      int
-	From, To    time.Time
-	PageSize    int
-	CurrentPage int
+	// APIKeyIDs, when not nil, keeps only the records of these keys: what
+	// the caller may see.
+	APIKeyIDs []string
+	// RequestedKeyIDs, when not nil, keeps only the records of these keys:
+	// what the caller asked for (api_key_ids).
+	RequestedKeyIDs []string
+	Status          int
+	// StatusCodes, when not nil, keeps the records with one of these statuses.
+	StatusCodes []int
+	// Metadata keeps the records whose metadata holds every one of these
+	// keys with this value.
+	Metadata map[string]string
+	// Configs and PromptSlugs keep the records of these configs or prompts.
+	// Records carry neither yet, so a non-nil one keeps none.
+	Configs, PromptSlugs []string
+	// Models, when not nil, keeps the records of one of these provider and
+	// model pairs.
+	Models []ProviderModel
+	// CostMin and CostMax bound LogCost; a record without a price is kept
+	// by neither.
+	CostMin, CostMax *float64
+	From, To         time.Time
+	PageSize         int
+	CurrentPage      int
+}
+
+// ProviderModel is a provider name (the record's provider) and a model.
+type ProviderModel struct{ Provider, Model string }
+
+// Match reports whether f keeps r. It checks every field but From and To,
+// which bound the scan.
+func (f *LogFilter) Match(r *core.LogRecord) bool {
+	if (f.TraceID != "" && r.TraceID != f.TraceID) || (f.Status != 0 && r.Status != f.Status) ||
+		(f.WorkspaceID != "" && r.WorkspaceID != f.WorkspaceID) ||
+		(f.APIKeyIDs != nil && !slices.Contains(f.APIKeyIDs, r.APIKeyID)) ||
+		(f.RequestedKeyIDs != nil && !slices.Contains(f.RequestedKeyIDs, r.APIKeyID)) ||
+		(f.StatusCodes != nil && !slices.Contains(f.StatusCodes, r.Status)) ||
+		f.Configs != nil || f.PromptSlugs != nil ||
+		(f.Models != nil && !slices.Contains(f.Models, ProviderModel{r.Provider, r.Model})) {
+		return false
+	}
+	for k, v := range f.Metadata {
+		if got, ok := r.Metadata[k]; !ok || got != v {
+			return false
+		}
+	}
+	if f.CostMin != nil || f.CostMax != nil {
+		cost, ok := LogCost(r)
+		if !ok || (f.CostMin != nil && cost < *f.CostMin) || (f.CostMax != nil && cost > *f.CostMax) {
+			return false
+		}
+	}
+	return true
+}
+
+// LogCost is the cost of a record's usage in USD at the list price of its
+// provider and model (pricing.Default(), the table the limits engine falls
+// back to); ok is false when the table has no price for them. An
+// integration's pricing_config is not applied: records do not name the
+// integration.
+func LogCost(r *core.LogRecord) (cost float64, ok bool) {
+	p, ok := pricing.Default().Lookup(r.Provider, r.Model)
+	if !ok {
+		return 0, false
+	}
+	return p.Cost(r.Usage), true
+}
+
+// ScanLogs calls fn with every record created within f.From and f.To (zero:
+// unbounded) that f matches, newest first. It reads at most limit records
+// of the range (limit <= 0: all of them) and reports whether that limit
+// stopped it before the range's end; an error from fn stops it too.
+func ScanLogs(tx Tx, f LogFilter, limit int, fn func(r *core.LogRecord) error) (truncated bool, err error) {
+	from := ""
+	if !f.To.IsZero() {
+		from = timeKey(f.To) + "~"
+	}
+	read := 0
+	err = tx.Scan(BucketLogs, from, true, func(_ string, raw []byte) (bool, error) {
+		var r core.LogRecord
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return false, err
+		}
+		if !f.From.IsZero() && r.CreatedAt.Before(f.From) {
+			return false, nil
+		}
+		if !f.To.IsZero() && r.CreatedAt.After(f.To) {
+			return true, nil
+		}
+		if limit > 0 && read == limit {
+			truncated = true
+			return false, nil
+		}
+		read++
+		if !f.Match(&r) {
+			return true, nil
+		}
+		return true, fn(&r)
+	})
+	return truncated, err
 }
 
 // QueryLogs returns one page of matching records, newest first, and the
@@ -43,28 +140,12 @@ func QueryLogs(tx Tx, f LogFilter) ([]core.LogRecord, int, error) {
 	var page []core.LogRecord
 	total := 0
 	skip := pageStart(f.CurrentPage, f.PageSize)
-	from := ""
-	if !f.To.IsZero() {
-		from = timeKey(f.To) + "~"
-	}
-	err := tx.Scan(BucketLogs, from, true, func(_ string, raw []byte) (bool, error) {
-		var r core.LogRecord
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return false, err
-		}
-		if !f.From.IsZero() && r.CreatedAt.Before(f.From) {
-			return false, nil
-		}
-		if (f.TraceID != "" && r.TraceID != f.TraceID) || (f.Status != 0 && r.Status != f.Status) ||
-			(f.WorkspaceID != "" && r.WorkspaceID != f.WorkspaceID) || (!f.To.IsZero() && r.CreatedAt.After(f.To)) ||
-			(f.APIKeyIDs != nil && !slices.Contains(f.APIKeyIDs, r.APIKeyID)) {
-			return true, nil
-		}
+	_, err := ScanLogs(tx, f, 0, func(r *core.LogRecord) error {
 		if total >= skip && len(page) < f.PageSize {
-			page = append(page, r)
+			page = append(page, *r)
 		}
 		total++
-		return true, nil
+		return nil
 	})
 	return page, total, err
 }

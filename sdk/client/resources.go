@@ -6,6 +6,7 @@ import (
 	"mime/multipart"
 	"net/http"
 	"net/url"
+	"strings"
 	"time"
 )
 
@@ -188,6 +189,33 @@ func (r *Logs) List(ctx context.Context, filters url.Values, p Page) (List[Objec
 // Get reads one request log.
 func (r *Logs) Get(ctx context.Context, id string) (Object, error) {
 	return resource{r.c, "/logs"}.Get(ctx, id)
+}
+
+// Groups is the answer of the grouped analytics: one row per group, the
+// range grouped, and whether the gateway's cap on the records it reads
+// left the oldest of the range out.
+type Groups struct {
+	List[Object]
+	From      time.Time `json:"time_of_generation_min"`
+	To        time.Time `json:"time_of_generation_max"`
+	Truncated bool      `json:"truncated"`
+}
+
+// Groups groups the request log by groupBy (model, status_code, api_key,
+// ...; GET /v1/analytics/groups/{groupBy}) with the columns asked for
+// (none: the request count only); filters are the log filters (status_code,
+// metadata, time_of_generation_min, ...).
+func (r *Logs) Groups(ctx context.Context, groupBy string, columns []string, filters url.Values, p Page) (Groups, error) {
+	q := url.Values{}
+	for k, v := range filters {
+		q[k] = v
+	}
+	if len(columns) > 0 {
+		q.Set("columns", strings.Join(columns, ","))
+	}
+	p.set(q)
+	var out Groups
+	return out, r.c.do(ctx, http.MethodGet, "/analytics/groups/"+esc(groupBy), q, nil, &out)
 }
 
 // AuditLogs is /v1/audit-logs.

@@ -1,0 +1,252 @@
+package adminsvc
+
+import (
+	"cmp"
+	"maps"
+	"math"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/cache"
+	"github.com/llm-gateway/gateway/store"
+)
+
+const scopeAnalyticsView = "analytics.view"
+
+// analyticsWindow is the range grouped when the query names no
+// time_of_generation_min: this long before time_of_generation_max (or now).
+const analyticsWindow = 30 * 24 * time.Hour
+
+// analyticsScanLimit bounds the records one grouped answer reads, newest
+// first; an answer that stopped there says "truncated": true.
+const analyticsScanLimit = 100_000
+
+// groupings are the groupBy values of the grouped analytics: each gives a
+// record's group. numeric groups are answered as numbers.
+var groupings = map[string]struct {
+	of      func(r *core.LogRecord) string
+	numeric bool
+}{
+	"ai_service":  {of: func(r *core.LogRecord) string { return r.Provider }},
+	"model":       {of: func(r *core.LogRecord) string { return r.Model }},
+	"status_code": {of: func(r *core.LogRecord) string { return strconv.Itoa(r.Status) }, numeric: true},
+	"api_key":     {of: func(r *core.LogRecord) string { return r.APIKeyID }},
+	"workspace":   {of: func(r *core.LogRecord) string { return r.WorkspaceID }},
+	// Records name the provider (its type) only, not the managed provider
+	// or integration, nor the config or prompt: those groups are null.
+	"provider": {of: func(r *core.LogRecord) string { return r.Provider }},
+	"config":   {of: func(*core.LogRecord) string { return "" }},
+	"prompt":   {of: func(*core.LogRecord) string { return "" }},
+}
+
+// groupStats accumulates the records of one group.
+type groupStats struct {
+	key                       string
+	requests, errors, hits    int
+	unpriced                  int
+	inputTokens, outputTokens int64
+	totalTokens               int64
+	cost, latencySum          float64
+	// latencies are kept only when a percentile is asked for.
+	latencies   []float64
+	first, last time.Time
+}
+
+func (g *groupStats) add(r *core.LogRecord, keepLatencies bool) {
+	if g.requests == 0 || r.CreatedAt.Before(g.first) {
+		g.first = r.CreatedAt
+	}
+	if g.requests == 0 || r.CreatedAt.After(g.last) {
+		g.last = r.CreatedAt
+	}
+	g.requests++
+	if r.Status < 100 || r.Status >= 400 {
+		g.errors++
+	}
+	if cache.Status(r.CacheStatus).Hit() {
+		g.hits++
+	}
+	g.inputTokens += int64(r.Usage.PromptTokens)
+	g.outputTokens += int64(r.Usage.CompletionTokens)
+	g.totalTokens += int64(r.Usage.TotalTokens)
+	if cost, ok := store.LogCost(r); ok {
+		g.cost += cost
+	} else {
+		g.unpriced++
+	}
+	g.latencySum += r.LatencyMs
+	if keepLatencies {
+		g.latencies = append(g.latencies, r.LatencyMs)
+	}
+}
+
+// per is total over the group's requests (never zero for a group).
+func (g *groupStats) per(total float64) float64 { return total / float64(g.requests) }
+
+// percentile is the nearest-rank p-th percentile of the latencies: the
+// smallest value at least p percent of them are at or below. They must be
+// sorted.
+func (g *groupStats) percentile(p float64) float64 {
+	rank := int(math.Ceil(p / 100 * float64(len(g.latencies))))
+	return g.latencies[max(rank, 1)-1]
+}
+
+// analyticsColumns are the columns a grouped answer may add to each row.
+var analyticsColumns = map[string]func(g *groupStats, row map[string]any){
+	"cost": func(g *groupStats, row map[string]any) {
+		row["cost"], row["unpriced_requests"] = g.cost, g.unpriced
+	},
+	"total_tokens":      func(g *groupStats, row map[string]any) { row["total_tokens"] = g.totalTokens },
+	"avg_tokens":        func(g *groupStats, row map[string]any) { row["avg_tokens"] = g.per(float64(g.totalTokens)) },
+	"avg_input_tokens":  func(g *groupStats, row map[string]any) { row["avg_input_tokens"] = g.per(float64(g.inputTokens)) },
+	"avg_output_tokens": func(g *groupStats, row map[string]any) { row["avg_output_tokens"] = g.per(float64(g.outputTokens)) },
+	"avg_latency":       func(g *groupStats, row map[string]any) { row["avg_latency"] = g.per(g.latencySum) },
+	"p95_latency":       func(g *groupStats, row map[string]any) { row["p95_latency"] = g.percentile(95) },
+	"p99_latency":       func(g *groupStats, row map[string]any) { row["p99_latency"] = g.percentile(99) },
+	"success_rate": func(g *groupStats, row map[string]any) {
+		row["success_rate"] = g.per(float64(g.requests - g.errors))
+	},
+	"error_count":    func(g *groupStats, row map[string]any) { row["error_count"] = g.errors },
+	"cache_hit_rate": func(g *groupStats, row map[string]any) { row["cache_hit_rate"] = g.per(float64(g.hits)) },
+	"last_seen":      func(g *groupStats, row map[string]any) { row["last_seen"] = g.last },
+	"first_seen":     func(g *groupStats, row map[string]any) { row["first_seen"] = g.first },
+}
+
+// groupsBody is the answer of the grouped analytics: the admin API's list
+// envelope with the range grouped and whether analyticsScanLimit cut it.
+type groupsBody struct {
+	Object    string           `json:"object"`
+	Total     int              `json:"total"`
+	Data      []map[string]any `json:"data"`
+	From      time.Time        `json:"time_of_generation_min"`
+	To        time.Time        `json:"time_of_generation_max"`
+	Truncated bool             `json:"truncated"`
+}
+
+// groupLogs serves GET /v1/analytics/groups/{groupBy} and its alias
+// GET /v1/logs/groups/{groupBy}: the request count of each group of the
+// matching records, and the columns asked for.
+func (s *Service) groupLogs(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopeAnalyticsView); err != nil {
+		return err
+	}
+	var p problems
+	groupBy := c.Params("groupBy")
+	grouping, ok := groupings[groupBy]
+	if !ok {
+		p.add("groupBy", "must be one of %s, got %q", strings.Join(slices.Sorted(maps.Keys(groupings)), ", "), groupBy)
+	}
+	columns := queryList(c.Query, "columns", "column names", &p)
+	for _, col := range columns {
+		if _, ok := analyticsColumns[col]; !ok {
+			p.add("columns", "must name columns among %s, got %q", strings.Join(slices.Sorted(maps.Keys(analyticsColumns)), ", "), col)
+		}
+	}
+	pg := parsePage(c.Query, 50, 1000, &p)
+	f := parseLogFilter(c.Query, &p)
+	if err := p.err(); err != nil {
+		return err
+	}
+	if f.To.IsZero() {
+		f.To = s.now()
+	}
+	if f.From.IsZero() {
+		f.From = f.To.Add(-analyticsWindow)
+	}
+	keepLatencies := slices.Contains(columns, "p95_latency") || slices.Contains(columns, "p99_latency")
+	groups := map[string]*groupStats{}
+	var truncated bool
+	err := s.st.View(func(tx store.Tx) error {
+		var err error
+		if f.WorkspaceID, err = s.listWorkspace(tx, caller, c.Query("workspace_id")); err != nil {
+			return err
+		}
+		if f.APIKeyIDs, err = analyticsKeysOnly(tx, caller); err != nil {
+			return err
+		}
+		truncated, err = store.ScanLogs(tx, f, analyticsScanLimit, func(r *core.LogRecord) error {
+			key := grouping.of(r)
+			g := groups[key]
+			if g == nil {
+				g = &groupStats{key: key}
+				groups[key] = g
+			}
+			g.add(r, keepLatencies)
+			return nil
+		})
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	sorted := slices.SortedFunc(maps.Values(groups), func(a, b *groupStats) int {
+		return cmp.Or(cmp.Compare(b.requests, a.requests), compareGroupKeys(a.key, b.key, grouping.numeric))
+	})
+	lo, hi := pg.slice(len(sorted))
+	rows := make([]map[string]any, 0, hi-lo)
+	for _, g := range sorted[lo:hi] {
+		row := map[string]any{groupBy: groupValue(g.key, grouping.numeric), "requests": g.requests}
+		slices.Sort(g.latencies)
+		for _, col := range columns {
+			analyticsColumns[col](g, row)
+		}
+		rows = append(rows, row)
+	}
+	return c.JSON(groupsBody{Object: "list", Total: len(sorted), Data: rows, From: f.From, To: f.To, Truncated: truncated})
+}
+
+// compareGroupKeys orders group values: numbers as numbers, strings as
+// strings; the null group ("") first.
+func compareGroupKeys(a, b string, numeric bool) int {
+	if numeric {
+		return cmp.Or(cmp.Compare(len(a), len(b)), strings.Compare(a, b))
+	}
+	return strings.Compare(a, b)
+}
+
+// groupValue is a group's value as answered: null for records without
+// one, a number for numeric groupings.
+func groupValue(key string, numeric bool) any {
+	if key == "" {
+		return nil
+	}
+	if numeric {
+		if n, err := strconv.Atoi(key); err == nil {
+			return n
+		}
+	}
+	return key
+}
+
+// analyticsKeysOnly is ownKeysOnly for analytics: nil when caller may see
+// the analytics of all its workspace's keys (membersViewAnalytics,
+// managersViewAnalytics), else the ids of its own user's keys.
+func analyticsKeysOnly(tx store.Tx, caller *core.Principal) ([]string, error) {
+	ok, err := permits(tx, caller, "ViewAnalytics")
+	if err != nil || ok {
+		return nil, err
+	}
+	return userKeyIDs(tx, caller)
+}
+
+// userKeyIDs are the ids of the API keys of caller's user, or only its own
+// key when it acts for no user.
+func userKeyIDs(tx store.Tx, caller *core.Principal) ([]string, error) {
+	ids := []string{caller.KeyID}
+	if caller.UserID == "" {
+		return ids, nil
+	}
+	all, err := store.List[store.APIKey](tx, store.BucketAPIKeys)
+	for _, k := range all {
+		if k.UserID == caller.UserID && k.ID != caller.KeyID {
+			ids = append(ids, k.ID)
+		}
+	}
+	return ids, err
+}

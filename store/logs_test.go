@@ -1,0 +1,58 @@
+package store
+
+import (
+	"testing"
+	"time"
+
+	"github.com/llm-gateway/gateway/core"
+)
+
+// TestScanLogsLimit checks that ScanLogs reads at most limit records of
+// its range, newest first, counting the ones the filter leaves out, and
+// says when the limit cut the range short.
+func TestScanLogsLimit(t *testing.T) {
+	st, _ := openTemp(t)
+	defer st.Close()
+	w := NewLogWriter(st, LogWriterOptions{Interval: time.Hour})
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i := range 6 {
+		at := base.Add(time.Duration(i) * time.Minute)
+		w.Enqueue(&core.LogRecord{ID: core.NewLogID(at), CreatedAt: at, Status: 200 + i%2})
+	}
+	w.Close()
+	cases := []struct {
+		name          string
+		f             LogFilter
+		limit         int
+		wantStatuses  []int
+		wantTruncated bool
+	}{
+		{"no limit", LogFilter{}, 0, []int{201, 200, 201, 200, 201, 200}, false},
+		{"limit cuts the oldest", LogFilter{}, 4, []int{201, 200, 201, 200}, true},
+		{"limit equal to the range", LogFilter{}, 6, []int{201, 200, 201, 200, 201, 200}, false},
+		{"filtered records count toward the limit", LogFilter{Status: 200}, 3, []int{200}, true},
+		{"limit within a range", LogFilter{From: base.Add(time.Minute), To: base.Add(3 * time.Minute)}, 3, []int{201, 200, 201}, false},
+		{"range shorter than the limit", LogFilter{From: base.Add(time.Minute), To: base.Add(3 * time.Minute)}, 2, []int{201, 200}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []int
+			var truncated bool
+			err := st.View(func(tx Tx) (err error) {
+				truncated, err = ScanLogs(tx, tc.f, tc.limit, func(r *core.LogRecord) error {
+					got = append(got, r.Status)
+					return nil
+				})
+				return err
+			})
+			if err != nil || truncated != tc.wantTruncated || len(got) != len(tc.wantStatuses) {
+				t.Fatalf("got %v truncated=%v err=%v, want %v truncated=%v", got, truncated, err, tc.wantStatuses, tc.wantTruncated)
+			}
+			for i := range got {
+				if got[i] != tc.wantStatuses[i] {
+					t.Fatalf("got %v, want %v", got, tc.wantStatuses)
+				}
+			}
+		})
+	}
+}
