@@ -234,19 +234,3 @@ func analyticsKeysOnly(tx store.Tx, caller *core.Principal) ([]string, error) {
 	}
 	return userKeyIDs(tx, caller)
 }
-
-// userKeyIDs are the ids of the API keys of caller's user, or only its own
-// key when it acts for no user.
-func userKeyIDs(tx store.Tx, caller *core.Principal) ([]string, error) {
-	ids := []string{caller.KeyID}
-	if caller.UserID == "" {
-		return ids, nil
-	}
-	all, err := store.List[store.APIKey](tx, store.BucketAPIKeys)
-	for _, k := range all {
-		if k.UserID == caller.UserID && k.ID != caller.KeyID {
-			ids = append(ids, k.ID)
-		}
-	}
-	return ids, err
-}

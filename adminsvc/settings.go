@@ -99,6 +99,12 @@ func ownKeysOnly(tx store.Tx, caller *core.Principal) ([]string, error) {
 	if err != nil || ok {
 		return nil, err
 	}
+	return userKeyIDs(tx, caller)
+}
+
+// userKeyIDs are the ids of the API keys of caller's user, or only its own
+// key when it acts for no user.
+func userKeyIDs(tx store.Tx, caller *core.Principal) ([]string, error) {
 	ids := []string{caller.KeyID}
 	if caller.UserID == "" {
 		return ids, nil
