@@ -83,9 +83,7 @@ func (f AuditFilter) match(r *AuditRecord) bool {
 // number of matching records in all. It visits only the keys between From
 // and To.
 func QueryAudit(tx Tx, f AuditFilter) ([]AuditRecord, int, error) {
-	var page []AuditRecord
-	total := 0
-	skip := pageStart(f.CurrentPage, f.PageSize)
+	pg := newPager[AuditRecord](f.CurrentPage, f.PageSize)
 	from := ""
 	if !f.To.IsZero() {
 		from = timeKey(f.To) + "~"
@@ -102,16 +100,12 @@ func QueryAudit(tx Tx, f AuditFilter) ([]AuditRecord, int, error) {
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return false, err
 		}
-		if !f.match(&r) {
-			return true, nil
+		if f.match(&r) {
+			pg.add(&r)
 		}
-		if total >= skip && len(page) < f.PageSize {
-			page = append(page, r)
-		}
-		total++
 		return true, nil
 	})
-	return page, total, err
+	return pg.page, pg.total, err
 }
 
 // NewAuditID returns the id of a record made at t: it sorts by time.

@@ -58,22 +58,16 @@ func (f FeedbackFilter) match(r *Feedback) bool {
 // QueryFeedback returns one page of matching feedback, newest first, and
 // the number of matching records in all.
 func QueryFeedback(tx Tx, f FeedbackFilter) ([]Feedback, int, error) {
-	var page []Feedback
-	total := 0
-	skip := pageStart(f.CurrentPage, f.PageSize)
+	pg := newPager[Feedback](f.CurrentPage, f.PageSize)
 	err := tx.Scan(BucketFeedback, "", true, func(_ string, raw []byte) (bool, error) {
 		var r Feedback
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return false, err
 		}
-		if !f.match(&r) {
-			return true, nil
+		if f.match(&r) {
+			pg.add(&r)
 		}
-		if total >= skip && len(page) < f.PageSize {
-			page = append(page, r)
-		}
-		total++
 		return true, nil
 	})
-	return page, total, err
+	return pg.page, pg.total, err
 }

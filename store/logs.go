@@ -137,17 +137,12 @@ func ScanLogs(tx Tx, f LogFilter, limit int, fn func(r *core.LogRecord) error) (
 // QueryLogs returns one page of matching records, newest first, and the
 // number of matching records in all.
 func QueryLogs(tx Tx, f LogFilter) ([]core.LogRecord, int, error) {
-	var page []core.LogRecord
-	total := 0
-	skip := pageStart(f.CurrentPage, f.PageSize)
+	pg := newPager[core.LogRecord](f.CurrentPage, f.PageSize)
 	_, err := ScanLogs(tx, f, 0, func(r *core.LogRecord) error {
-		if total >= skip && len(page) < f.PageSize {
-			page = append(page, *r)
-		}
-		total++
+		pg.add(r)
 		return nil
 	})
-	return page, total, err
+	return pg.page, pg.total, err
 }
 
 // timeKey is core.LogIDPrefix(t) with t clamped to the times a log id can
@@ -162,11 +157,26 @@ func timeKey(t time.Time) string {
 	return core.LogIDPrefix(t)
 }
 
-// pageStart is the index of the first record of page current of size
-// records: past any count when the product would overflow.
-func pageStart(current, size int) int {
+// pager keeps page current (of size records) of the records offered to it
+// in order, and counts them all: the lists' paging.
+type pager[T any] struct {
+	skip, size int
+	page       []T
+	total      int
+}
+
+func newPager[T any](current, size int) *pager[T] {
+	skip := current * size
 	if size > 0 && current > math.MaxInt/size {
-		return math.MaxInt
+		skip = math.MaxInt // past any count
 	}
-	return current * size
+	return &pager[T]{skip: skip, size: size}
+}
+
+// add offers the next matching record.
+func (p *pager[T]) add(r *T) {
+	if p.total >= p.skip && len(p.page) < p.size {
+		p.page = append(p.page, *r)
+	}
+	p.total++
 }
