@@ -19,9 +19,6 @@ const (
 	maxFeedbackValue = 10
 	// maxFeedbackItems bounds the array of one POST /feedback.
 	maxFeedbackItems = 100
-	// maxTraceIDLength is the longest x-gateway-trace-id the gateway
-	// accepts, so every trace id it logs can be rated.
-	maxTraceIDLength = 255
 )
 
 // feedbackFields are the fields of a feedback object.
@@ -170,7 +167,7 @@ func parseFeedback(fields map[string]json.RawMessage, at string, create bool, p 
 		return raw, ok && string(raw) != "null"
 	}
 	if create {
-		if id, ok := strFieldAt(fields, at, "trace_id", true, maxTraceIDLength, p); ok {
+		if id, ok := strFieldAt(fields, at, "trace_id", true, core.MaxTraceIDLength, p); ok {
 			b.TraceID = id
 		}
 	} else if _, ok := fields["trace_id"]; ok {

@@ -19,6 +19,10 @@ const (
 	HeaderProvider = "x-gateway-provider"
 )
 
+// MaxTraceIDLength bounds a client-chosen trace id (x-gateway-trace-id),
+// and so the trace ids feedback may name.
+const MaxTraceIDLength = 255
+
 // IsGatewayHeader reports whether name is one of the gateway's own headers,
 // which never reach an upstream.
 func IsGatewayHeader(name string) bool {

@@ -124,9 +124,6 @@ func Principal(c *fiber.Ctx) *core.Principal {
 	return p
 }
 
-// maxTraceIDLength bounds a client-chosen trace id.
-const maxTraceIDLength = 255
-
 // traceID gives every request its trace id (the client's, or a new one) and
 // returns it on every answer, errors included.
 func (s *Server) traceID(c *fiber.Ctx) (string, *core.Error) {
@@ -135,8 +132,8 @@ func (s *Server) traceID(c *fiber.Ctx) (string, *core.Error) {
 	}
 	id := strings.Clone(gatewayHeader(c, "trace-id"))
 	var bad *core.Error
-	if len(id) > maxTraceIDLength {
-		bad = core.BadRequest("x-gateway-trace-id", "x-gateway-trace-id is %d characters long; at most %d are allowed", len(id), maxTraceIDLength)
+	if len(id) > core.MaxTraceIDLength {
+		bad = core.BadRequest("x-gateway-trace-id", "x-gateway-trace-id is %d characters long; at most %d are allowed", len(id), core.MaxTraceIDLength)
 		id = ""
 	}
 	if id == "" {
