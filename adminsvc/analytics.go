@@ -37,10 +37,12 @@ var groupings = map[string]struct {
 	"status_code": {of: func(r *core.LogRecord) string { return strconv.Itoa(r.Status) }, numeric: true},
 	"api_key":     {of: func(r *core.LogRecord) string { return r.APIKeyID }},
 	"workspace":   {of: func(r *core.LogRecord) string { return r.WorkspaceID }},
-	// Records name the provider (its type) only, not the managed provider
-	// or integration, nor the config or prompt: those groups are null.
-	"provider": {of: func(r *core.LogRecord) string { return r.Provider }},
-	"config":   {of: func(*core.LogRecord) string { return "" }},
+	// provider is the managed provider's or virtual key's id, else the
+	// provider name; config the saved config as the request named it
+	// (inline configs and none: null). Records carry no prompt: one null
+	// group.
+	"provider": {of: func(r *core.LogRecord) string { return cmp.Or(r.ProviderID, r.Provider) }},
+	"config":   {of: func(r *core.LogRecord) string { return r.ConfigID }},
 	"prompt":   {of: func(*core.LogRecord) string { return "" }},
 }
 
@@ -57,7 +59,9 @@ type groupStats struct {
 	first, last time.Time
 }
 
-func (g *groupStats) add(r *core.LogRecord, keepLatencies bool) {
+// add counts r in the group; its cost is priced at prices (see
+// store.LogCost).
+func (g *groupStats) add(r *core.LogRecord, keepLatencies bool, prices store.Prices) {
 	if g.requests == 0 || r.CreatedAt.Before(g.first) {
 		g.first = r.CreatedAt
 	}
@@ -74,7 +78,7 @@ func (g *groupStats) add(r *core.LogRecord, keepLatencies bool) {
 	g.inputTokens += int64(r.Usage.PromptTokens)
 	g.outputTokens += int64(r.Usage.CompletionTokens)
 	g.totalTokens += int64(r.Usage.TotalTokens)
-	if cost, ok := store.LogCost(r); ok {
+	if cost, ok := store.LogCost(r, prices); ok {
 		g.cost += cost
 	} else {
 		g.unpriced++
@@ -170,6 +174,9 @@ func (s *Service) groupLogs(c *fiber.Ctx) error {
 		if f.APIKeyIDs, err = analyticsKeysOnly(tx, caller); err != nil {
 			return err
 		}
+		if err = loadPrices(tx, &f, slices.Contains(columns, "cost")); err != nil {
+			return err
+		}
 		truncated, err = store.ScanLogs(tx, f, analyticsScanLimit, func(r *core.LogRecord) error {
 			key := grouping.of(r)
 			g := groups[key]
@@ -177,7 +184,7 @@ func (s *Service) groupLogs(c *fiber.Ctx) error {
 				g = &groupStats{key: key}
 				groups[key] = g
 			}
-			g.add(r, keepLatencies)
+			g.add(r, keepLatencies, f.Prices)
 			return nil
 		})
 		return err

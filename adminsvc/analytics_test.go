@@ -1,6 +1,7 @@
 package adminsvc_test
 
 import (
+	"encoding/json"
 	"math"
 	"net/http"
 	"net/url"
@@ -344,5 +345,109 @@ func TestListLogsReferenceFilters(t *testing.T) {
 				t.Fatalf("%d total=%d ids %v, want %v: %s", r.status, r.total(), got, want, r.raw)
 			}
 		})
+	}
+}
+
+// TestAnalyticsManagedRecords checks the groups, filters and cost of
+// records that name a managed provider, virtual key, integration and saved
+// config: provider groups by the managed id, config by config_id, the
+// configs filter matches config_id, and an integration's pricing_config
+// replaces the list price (GET /v1/logs' cost bounds too).
+func TestAnalyticsManagedRecords(t *testing.T) {
+	e := newEnv(t)
+	if err := e.st.Update(func(tx store.Tx) error {
+		return tx.Put(store.BucketIntegrations, "integ-1", store.Integration{ID: "integ-1", Slug: "oa", AIProviderID: "openai",
+			OrganisationID: e.orgID, Status: store.StatusActive, Models: []store.IntegrationModel{
+				{Slug: "gpt-4o-mini", Enabled: true, PricingConfig: json.RawMessage(`{"input":1,"output":2}`)},
+				{Slug: "my-ft", Enabled: true, IsCustom: true, PricingConfig: json.RawMessage(`{"input":1.5}`)},
+				{Slug: "gpt-4o", Enabled: true}}})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	at := func(min int) time.Time { return t0.Add(-time.Duration(min) * time.Minute) }
+	thousand := core.Usage{PromptTokens: 1000, CompletionTokens: 1000, TotalTokens: 2000}
+	recs := []*core.LogRecord{
+		// 0: managed provider, overridden model: 1000×$1 + 1000×$2 per 1M.
+		{CreatedAt: at(10), WorkspaceID: e.wsID, Provider: "openai", ProviderID: "prov-1", IntegrationID: "integ-1", ConfigID: "cfg-a",
+			Model: "gpt-4o-mini", Status: 200, Usage: thousand},
+		// 1: managed provider, custom model priced only by the override.
+		{CreatedAt: at(9), WorkspaceID: e.wsID, Provider: "openai", ProviderID: "prov-1", IntegrationID: "integ-1", ConfigID: "pc-b",
+			Model: "my-ft", Status: 200, Usage: core.Usage{PromptTokens: 1000, TotalTokens: 1000}},
+		// 2: managed provider, model without an override: list price.
+		{CreatedAt: at(8), WorkspaceID: e.wsID, Provider: "openai", ProviderID: "prov-1", IntegrationID: "integ-1",
+			Model: "gpt-4o", Status: 200, Usage: thousand},
+		// 3: virtual key (no integration): list price.
+		{CreatedAt: at(7), WorkspaceID: e.wsID, Provider: "openai", ProviderID: "vk-1", ConfigID: "cfg-a",
+			Model: "gpt-4o-mini", Status: 200, Usage: thousand},
+		// 4: unmanaged: list price.
+		{CreatedAt: at(6), WorkspaceID: e.wsID, Provider: "openai", Model: "gpt-4o-mini", Status: 200, Usage: thousand},
+	}
+	writeLogs(t, e.st, recs...)
+	const override, custom, gpt4o, mini = 0.003, 0.0015, 0.0125, 0.00075
+
+	cases := []struct {
+		name string
+		path string // after /v1/analytics/groups/
+		want []row
+	}{
+		{"provider: managed id, else name", "provider?columns=cost", []row{
+			{"provider": "prov-1", "requests": 3, "cost": override + custom + gpt4o, "unpriced_requests": 0},
+			{"provider": "openai", "requests": 1, "cost": mini, "unpriced_requests": 0},
+			{"provider": "vk-1", "requests": 1, "cost": mini, "unpriced_requests": 0}}},
+		{"ai_service stays the provider name", "ai_service", []row{{"ai_service": "openai", "requests": 5}}},
+		{"config: config_id, null without one", "config", []row{
+			{"config": nil, "requests": 2}, {"config": "cfg-a", "requests": 2}, {"config": "pc-b", "requests": 1}}},
+		{"configs filter", "config?configs=cfg-a,pc-b", []row{{"config": "cfg-a", "requests": 2}, {"config": "pc-b", "requests": 1}}},
+		{"configs filter, unknown", "config?configs=nope", []row{}},
+		{"prompt stays one null group", "prompt", []row{{"prompt": nil, "requests": 5}}},
+		{"cost by model: the override where it applies", "model?columns=cost", []row{
+			{"model": "gpt-4o-mini", "requests": 3, "cost": override + 2*mini, "unpriced_requests": 0},
+			{"model": "gpt-4o", "requests": 1, "cost": gpt4o, "unpriced_requests": 0},
+			{"model": "my-ft", "requests": 1, "cost": custom, "unpriced_requests": 0}}},
+		{"cost bounds priced with the override", "model?cost_min=0.001&cost_max=0.005", []row{
+			{"model": "gpt-4o-mini", "requests": 1}, {"model": "my-ft", "requests": 1}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(http.MethodGet, "/v1/analytics/groups/"+tc.path, adminKey, nil)
+			got := r.list()
+			if r.status != 200 || len(got) != len(tc.want) {
+				t.Fatalf("%d: %s", r.status, r.raw)
+			}
+			for i := range got {
+				if !sameRow(got[i], tc.want[i]) {
+					t.Fatalf("row %d\n got %v\nwant %v", i, got[i], tc.want[i])
+				}
+			}
+		})
+	}
+
+	// GET /v1/logs: the same filters; GET /v1/logs/{id}: the ids.
+	for _, tc := range []struct {
+		query string
+		want  []int
+	}{
+		{"configs=cfg-a", []int{3, 0}},
+		{"cost_min=0.001&cost_max=0.005", []int{1, 0}},
+	} {
+		r := e.do(http.MethodGet, "/v1/logs?"+tc.query, adminKey, nil)
+		var got, want []string
+		for _, rec := range r.list() {
+			got = append(got, rec["id"].(string))
+		}
+		for _, i := range tc.want {
+			want = append(want, recs[i].ID)
+		}
+		if r.status != 200 || !slices.Equal(got, want) {
+			t.Fatalf("%s: %d ids %v, want %v: %s", tc.query, r.status, got, want, r.raw)
+		}
+	}
+	r := e.do(http.MethodGet, "/v1/logs/"+recs[0].ID, adminKey, nil)
+	if r.status != 200 || r.str("provider_id") != "prov-1" || r.str("integration_id") != "integ-1" || r.str("config_id") != "cfg-a" {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	if r := e.do(http.MethodGet, "/v1/logs/"+recs[4].ID, adminKey, nil); r.status != 200 ||
+		strings.Contains(string(r.raw), "provider_id") || strings.Contains(string(r.raw), "config_id") {
+		t.Fatalf("unmanaged record: %d %s", r.status, r.raw)
 	}
 }

@@ -27,7 +27,7 @@ func parseLogFilter(get func(string, ...string) string, p *problems) store.LogFi
 		}
 	}
 	f.RequestedKeyIDs = queryList(get, "api_key_ids", "API key ids", p)
-	f.Configs = queryList(get, "configs", "config ids", p)
+	f.Configs = queryList(get, "configs", "saved config ids or slugs", p)
 	f.PromptSlugs = queryList(get, "prompt_slug", "prompt slugs", p)
 	for _, v := range queryList(get, "ai_org_model", "provider__model pairs such as openai__gpt-4o", p) {
 		provider, model, ok := strings.Cut(v, "__")
@@ -93,4 +93,14 @@ func parseCost(get func(string, ...string) string, name string, p *problems) *fl
 		return nil
 	}
 	return &n
+}
+
+// loadPrices sets f.Prices, the integrations' pricing overrides, when f
+// bounds the cost or the answer shows it (withCost): read once per query,
+// not per record.
+func loadPrices(tx store.Tx, f *store.LogFilter, withCost bool) (err error) {
+	if withCost || f.CostMin != nil || f.CostMax != nil {
+		f.Prices, err = store.IntegrationPrices(tx)
+	}
+	return err
 }

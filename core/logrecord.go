@@ -23,15 +23,24 @@ type LogRecord struct {
 	WorkspaceID    string            `json:"workspace_id,omitempty"`
 	APIKeyID       string            `json:"api_key_id,omitempty"`
 	Provider       string            `json:"provider,omitempty"`
-	Model          string            `json:"model,omitempty"`
-	Endpoint       Endpoint          `json:"endpoint,omitempty"`
-	Method         string            `json:"method"`
-	Path           string            `json:"path"`
-	Status         int               `json:"status"`
-	Stream         bool              `json:"stream,omitempty"`
-	LatencyMs      float64           `json:"latency_ms"`
-	Usage          Usage             `json:"usage"`
-	Error          string            `json:"error,omitempty"`
+	// ProviderID is the id of the managed provider or virtual key the
+	// request's headers named (req.Target's, as limits count it),
+	// IntegrationID the managed provider's integration, whose models'
+	// pricing_config prices it; ConfigID is the saved config the request
+	// was routed by, as x-gateway-config or the key's default named it (id
+	// or slug). All empty otherwise: unmanaged targets, inline configs.
+	ProviderID    string   `json:"provider_id,omitempty"`
+	IntegrationID string   `json:"integration_id,omitempty"`
+	ConfigID      string   `json:"config_id,omitempty"`
+	Model         string   `json:"model,omitempty"`
+	Endpoint      Endpoint `json:"endpoint,omitempty"`
+	Method        string   `json:"method"`
+	Path          string   `json:"path"`
+	Status        int      `json:"status"`
+	Stream        bool     `json:"stream,omitempty"`
+	LatencyMs     float64  `json:"latency_ms"`
+	Usage         Usage    `json:"usage"`
+	Error         string   `json:"error,omitempty"`
 	// Routing outcome: the config path of the target that answered, the
 	// retries it took (-1: every attempt failed) and the cache status.
 	OptionPath  string `json:"last_used_option_index,omitempty"`
@@ -71,6 +80,9 @@ func (r *LogRecord) AppendJSON(b []byte) ([]byte, error) {
 	b = appendOmitEmpty(b, `,"workspace_id":`, r.WorkspaceID)
 	b = appendOmitEmpty(b, `,"api_key_id":`, r.APIKeyID)
 	b = appendOmitEmpty(b, `,"provider":`, r.Provider)
+	b = appendOmitEmpty(b, `,"provider_id":`, r.ProviderID)
+	b = appendOmitEmpty(b, `,"integration_id":`, r.IntegrationID)
+	b = appendOmitEmpty(b, `,"config_id":`, r.ConfigID)
 	b = appendOmitEmpty(b, `,"model":`, r.Model)
 	b = appendOmitEmpty(b, `,"endpoint":`, string(r.Endpoint))
 	b = append(b, `,"method":`...)

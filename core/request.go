@@ -65,6 +65,10 @@ type Request struct {
 
 	// Target is where the request goes, chosen from the gateway headers.
 	Target Target
+	// ConfigID is the saved config the request is routed by, as
+	// x-gateway-config or the key's default config named it (id or slug);
+	// empty for an inline config or none.
+	ConfigID string
 	// Timeout bounds the upstream call (for a stream: until the first byte);
 	// zero means none. A config target's request_timeout replaces it.
 	Timeout time.Duration

@@ -44,18 +44,24 @@ type LogFilter struct {
 	// Metadata keeps the records whose metadata holds every one of these
 	// keys with this value.
 	Metadata map[string]string
-	// Configs and PromptSlugs keep the records of these configs or prompts.
-	// Records carry neither yet, so a non-nil one keeps none.
-	Configs, PromptSlugs []string
+	// Configs, when not nil, keeps the records of these saved configs: their
+	// config_id, the id or slug as the request named the config.
+	Configs []string
+	// PromptSlugs keeps the records of these prompts. Records carry no
+	// prompt, so a non-nil one keeps none.
+	PromptSlugs []string
 	// Models, when not nil, keeps the records of one of these provider and
 	// model pairs.
 	Models []ProviderModel
-	// CostMin and CostMax bound LogCost; a record without a price is kept
-	// by neither.
+	// CostMin and CostMax bound LogCost at Prices; a record without a price
+	// is kept by neither.
 	CostMin, CostMax *float64
-	From, To         time.Time
-	PageSize         int
-	CurrentPage      int
+	// Prices are the integrations' pricing overrides the cost bounds apply
+	// (IntegrationPrices); nil: list prices only.
+	Prices      Prices
+	From, To    time.Time
+	PageSize    int
+	CurrentPage int
 }
 
 // ProviderModel is a provider name (the record's provider) and a model.
@@ -69,7 +75,7 @@ func (f *LogFilter) Match(r *core.LogRecord) bool {
 		(f.APIKeyIDs != nil && !slices.Contains(f.APIKeyIDs, r.APIKeyID)) ||
 		(f.RequestedKeyIDs != nil && !slices.Contains(f.RequestedKeyIDs, r.APIKeyID)) ||
 		(f.StatusCodes != nil && !slices.Contains(f.StatusCodes, r.Status)) ||
-		f.Configs != nil || f.PromptSlugs != nil ||
+		(f.Configs != nil && !slices.Contains(f.Configs, r.ConfigID)) || f.PromptSlugs != nil ||
 		(f.Models != nil && !slices.Contains(f.Models, ProviderModel{r.Provider, r.Model})) {
 		return false
 	}
@@ -79,7 +85,7 @@ func (f *LogFilter) Match(r *core.LogRecord) bool {
 		}
 	}
 	if f.CostMin != nil || f.CostMax != nil {
-		cost, ok := LogCost(r)
+		cost, ok := LogCost(r, f.Prices)
 		if !ok || (f.CostMin != nil && cost < *f.CostMin) || (f.CostMax != nil && cost > *f.CostMax) {
 			return false
 		}
@@ -87,15 +93,42 @@ func (f *LogFilter) Match(r *core.LogRecord) bool {
 	return true
 }
 
-// LogCost is the cost of a record's usage in USD at the list price of its
-// provider and model (pricing.Default(), the table the limits engine falls
-// back to); ok is false when the table has no price for them. An
-// integration's pricing_config is not applied: records do not name the
-// integration.
-func LogCost(r *core.LogRecord) (cost float64, ok bool) {
-	p, ok := pricing.Default().Lookup(r.Provider, r.Model)
+// Prices are integrations' pricing overrides: integration id → model slug
+// → price, from the models' pricing_config.
+type Prices map[string]map[string]pricing.Price
+
+// IntegrationPrices reads the pricing overrides of every integration's
+// models. It reads them all: callers look up one per record, so read them
+// once per query, not per record.
+func IntegrationPrices(tx Tx) (Prices, error) {
+	integs, err := List[Integration](tx, BucketIntegrations)
+	if err != nil {
+		return nil, err
+	}
+	prices := Prices{}
+	for _, in := range integs {
+		for _, m := range in.Models {
+			if p, ok := pricing.Override(m.PricingConfig); ok {
+				if prices[in.ID] == nil {
+					prices[in.ID] = map[string]pricing.Price{}
+				}
+				prices[in.ID][m.Slug] = p
+			}
+		}
+	}
+	return prices, nil
+}
+
+// LogCost is the cost of a record's usage in USD, priced as the limits
+// engine prices it: its integration's pricing_config for the model when
+// prices hold one, else the list price of its provider and model
+// (pricing.Default()); ok is false when neither has a price.
+func LogCost(r *core.LogRecord, prices Prices) (cost float64, ok bool) {
+	p, ok := prices[r.IntegrationID][r.Model]
 	if !ok {
-		return 0, false
+		if p, ok = pricing.Default().Lookup(r.Provider, r.Model); !ok {
+			return 0, false
+		}
 	}
 	return p.Cost(r.Usage), true
 }

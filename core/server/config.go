@@ -21,6 +21,9 @@ type ConfigSource interface {
 type route struct {
 	cfg  *config.Config // nil without a config
 	node *config.Node
+	// savedRef is the saved config's id or slug as the request named it;
+	// empty for an inline config, the workspace default or none.
+	savedRef string
 }
 
 // strict is the config's strict_reference_compliance setting, if it has one.
@@ -59,7 +62,7 @@ func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal, headerProvider string
 	if err != nil {
 		return route{}, err
 	}
-	return route{cfg: cfg, node: node}, nil
+	return route{cfg: cfg, node: node, savedRef: raw}, nil
 }
 
 // singleTarget routes to the target the request headers name.

@@ -181,6 +181,8 @@ type gatewayConfig struct {
 	managed core.ManagedTargets
 	// hooks resolves the checks and saved guardrails of configs.
 	hooks *hooks.Registry
+	// configs finds saved configs.
+	configs server.ConfigSource
 }
 
 // loopbackOnly refuses every destination that is not a literal 127/8 or ::1
@@ -225,7 +227,7 @@ func newGateway(t *testing.T, h http.Handler, opts ...func(*gatewayConfig)) *gat
 	}
 	logs := &logSink{}
 	app := server.New(server.Options{
-		Auth: testAuth, Pipeline: pipe, Logs: logs, BodyLimit: cfg.bodyLimit, Limiter: cfg.limiter, Managed: cfg.managed,
+		Auth: testAuth, Pipeline: pipe, Logs: logs, BodyLimit: cfg.bodyLimit, Limiter: cfg.limiter, Managed: cfg.managed, Configs: cfg.configs,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	t.Cleanup(func() {

@@ -1,0 +1,93 @@
+package server_test
+
+import (
+	"context"
+	"net/http"
+	"testing"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/config"
+)
+
+// idManaged resolves @oa to a managed provider of integration integ-1 and
+// virtual key vk-openai, both for openai at the test upstream.
+type idManaged struct{ url string }
+
+func (m *idManaged) Resolve(_ context.Context, ref string, virtualKey bool, _ *core.Principal) (core.Target, *core.Error) {
+	t := core.Target{Provider: "openai", BaseURL: m.url, CustomHost: true, APIKey: "sk-stored"}
+	switch {
+	case virtualKey && ref == "vk-openai":
+		t.ProviderID = "vk-1"
+	case !virtualKey && ref == "oa":
+		t.ProviderID, t.IntegrationID = "prov-1", "integ-1"
+	default:
+		return core.Target{}, core.BadRequest("x-gateway-provider", "no provider %s", ref)
+	}
+	return t, nil
+}
+
+// savedConfigs knows one saved config, id cfg-1 and slug pc-one, that
+// routes to the headers' target.
+type savedConfigs struct {
+	cfg  *config.Config
+	node *config.Node
+}
+
+func (s savedConfigs) SavedConfig(ref string, _ *core.Principal) (*config.Config, *config.Node, *core.Error) {
+	if ref != "cfg-1" && ref != "pc-one" {
+		return nil, nil, core.BadRequest("x-gateway-config", "no saved config %q", ref)
+	}
+	return s.cfg, s.node, nil
+}
+
+func (savedConfigs) WorkspaceDefault(*core.Principal) (*config.Config, *config.Node, bool) {
+	return nil, nil, false
+}
+
+// TestRecordIDs checks that records carry the managed provider's or
+// virtual key's id, the integration and the saved config as named; an
+// inline config and an unmanaged target leave them empty.
+func TestRecordIDs(t *testing.T) {
+	t.Parallel()
+	cfg, err := config.Parse([]byte(`{"retry":{"attempts":1}}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m := &idManaged{}
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"c1","object":"chat.completion","choices":[]}`))
+	}), func(c *gatewayConfig) {
+		c.managed = m
+		c.configs = savedConfigs{cfg, config.Resolve(cfg)}
+	})
+	m.url = g.host
+	managed := []string{"x-gateway-custom-host", "", "x-gateway-provider", "@oa"}
+	cases := []struct {
+		name                          string
+		headers                       []string
+		status                        int
+		provider, integration, config string
+	}{
+		{"unmanaged", nil, 200, "", "", ""},
+		{"managed provider", managed, 200, "prov-1", "integ-1", ""},
+		{"virtual key", []string{"x-gateway-custom-host", "", "x-gateway-virtual-key", "vk-openai"}, 200, "vk-1", "", ""},
+		{"saved config by slug", []string{"x-gateway-config", "pc-one"}, 200, "", "", "pc-one"},
+		{"saved config by id, managed provider", append([]string{"x-gateway-config", "cfg-1"}, managed...), 200, "prov-1", "integ-1", "cfg-1"},
+		{"inline config", []string{"x-gateway-config", `{"retry":{"attempts":1}}`}, 200, "", "", ""},
+		{"unknown saved config", []string{"x-gateway-config", "nope"}, 400, "", "", ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := g.do(t, http.MethodPost, "/v1/chat/completions", []byte(chatBody), tc.headers...)
+			if r.status != tc.status {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			rec := g.logs.one(t, r.trace())
+			if rec.ProviderID != tc.provider || rec.IntegrationID != tc.integration || rec.ConfigID != tc.config {
+				t.Fatalf("provider_id %q integration_id %q config_id %q, want %q %q %q",
+					rec.ProviderID, rec.IntegrationID, rec.ConfigID, tc.provider, tc.integration, tc.config)
+			}
+		})
+	}
+}
