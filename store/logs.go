@@ -124,13 +124,21 @@ func IntegrationPrices(tx Tx) (Prices, error) {
 // prices hold one, else the list price of its provider and model
 // (pricing.Default()); ok is false when neither has a price.
 func LogCost(r *core.LogRecord, prices Prices) (cost float64, ok bool) {
-	p, ok := prices[r.IntegrationID][r.Model]
+	p, ok := prices.Price(pricing.Default(), r.IntegrationID, r.Provider, r.Model)
 	if !ok {
-		if p, ok = pricing.Default().Lookup(r.Provider, r.Model); !ok {
-			return 0, false
-		}
+		return 0, false
 	}
 	return p.Cost(r.Usage), true
+}
+
+// Price is the price of model: integ's pricing_config override for it,
+// else list's price for provider and model; ok is false when neither has
+// one.
+func (ps Prices) Price(list *pricing.Table, integ, provider, model string) (pricing.Price, bool) {
+	if p, ok := ps[integ][model]; ok {
+		return p, true
+	}
+	return list.Lookup(provider, model)
 }
 
 // ScanLogs calls fn with every record created within f.From and f.To (zero:

@@ -169,10 +169,7 @@ func (a *admission) Done(u core.Usage, provider, model string) {
 // pricing table's list price; an unknown model costs nothing (logged once
 // per provider and model).
 func (a *admission) cost(u core.Usage, provider, model string) float64 {
-	if p, ok := a.snap.prices[a.integ][model]; ok {
-		return p.Cost(u)
-	}
-	if p, ok := a.e.o.Pricing.Lookup(provider, model); ok {
+	if p, ok := a.snap.prices.Price(a.e.o.Pricing, a.integ, provider, model); ok {
 		return p.Cost(u)
 	}
 	if _, warned := a.e.unpriced.LoadOrStore(provider+"/"+model, struct{}{}); !warned {

@@ -158,7 +158,7 @@ func (e *Engine) Close() { e.writer.stop() }
 func (e *Engine) Reload() error {
 	e.reload.Lock()
 	defer e.reload.Unlock()
-	s := &snapshot{byID: map[string]*usageRule{}, prices: map[string]map[string]pricing.Price{}}
+	s := &snapshot{byID: map[string]*usageRule{}}
 	scheds := map[string]schedRecord{}
 	err := e.o.Store.View(func(tx store.Tx) error {
 		rps, err := store.List[store.RateLimitPolicy](tx, store.BucketRateLimitPolicies)
@@ -317,21 +317,8 @@ func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
 	for _, v := range vks {
 		e.entity(s, "virtual_key:"+v.ID, "virtual key "+v.Slug, v.ID, v.RateLimits, v.UsageLimits, v.WorkspaceID, v.OrganisationID)
 	}
-	integs, err := store.List[store.Integration](tx, store.BucketIntegrations)
-	if err != nil {
-		return err
-	}
-	for _, in := range integs {
-		for _, m := range in.Models {
-			if p, ok := pricing.Override(m.PricingConfig); ok {
-				if s.prices[in.ID] == nil {
-					s.prices[in.ID] = map[string]pricing.Price{}
-				}
-				s.prices[in.ID][m.Slug] = p
-			}
-		}
-	}
-	return nil
+	s.prices, err = store.IntegrationPrices(tx)
+	return err
 }
 
 // entity adds a provider's or virtual key's limits (condition provider=id).

@@ -7,7 +7,6 @@ import (
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
-	"github.com/llm-gateway/gateway/core/pricing"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -197,9 +196,8 @@ type snapshot struct {
 	tokens   []*rateRule
 	usage    []*usageRule
 	byID     map[string]*usageRule
-	// prices are the integrations' pricing overrides: integration id →
-	// model slug → price.
-	prices map[string]map[string]pricing.Price
+	// prices are the integrations' pricing overrides.
+	prices store.Prices
 }
 
 func (s *snapshot) empty() bool {
