@@ -174,7 +174,7 @@ func (s *Service) groupLogs(c *fiber.Ctx) error {
 		if f.APIKeyIDs, err = analyticsKeysOnly(tx, caller); err != nil {
 			return err
 		}
-		if err = loadPrices(tx, &f, slices.Contains(columns, "cost")); err != nil {
+		if err = prepareFilter(tx, &f, slices.Contains(columns, "cost")); err != nil {
 			return err
 		}
 		truncated, err = store.ScanLogs(tx, f, analyticsScanLimit, func(r *core.LogRecord) error {

@@ -364,6 +364,12 @@ func TestAnalyticsManagedRecords(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
+	// Records name a saved config by id; the configs filter takes ids or slugs.
+	if err := e.st.Update(func(tx store.Tx) error {
+		return tx.Put(store.BucketConfigs, "cfg-b", store.SavedConfig{ID: "cfg-b", Slug: "pc-b", OrganisationID: e.orgID, WorkspaceID: e.wsID, Status: store.StatusActive})
+	}); err != nil {
+		t.Fatal(err)
+	}
 	at := func(min int) time.Time { return t0.Add(-time.Duration(min) * time.Minute) }
 	thousand := core.Usage{PromptTokens: 1000, CompletionTokens: 1000, TotalTokens: 2000}
 	recs := []*core.LogRecord{
@@ -371,7 +377,7 @@ func TestAnalyticsManagedRecords(t *testing.T) {
 		{CreatedAt: at(10), WorkspaceID: e.wsID, Provider: "openai", ProviderID: "prov-1", IntegrationID: "integ-1", ConfigID: "cfg-a",
 			Model: "gpt-4o-mini", Status: 200, Usage: thousand},
 		// 1: managed provider, custom model priced only by the override.
-		{CreatedAt: at(9), WorkspaceID: e.wsID, Provider: "openai", ProviderID: "prov-1", IntegrationID: "integ-1", ConfigID: "pc-b",
+		{CreatedAt: at(9), WorkspaceID: e.wsID, Provider: "openai", ProviderID: "prov-1", IntegrationID: "integ-1", ConfigID: "cfg-b",
 			Model: "my-ft", Status: 200, Usage: core.Usage{PromptTokens: 1000, TotalTokens: 1000}},
 		// 2: managed provider, model without an override: list price.
 		{CreatedAt: at(8), WorkspaceID: e.wsID, Provider: "openai", ProviderID: "prov-1", IntegrationID: "integ-1",
@@ -396,8 +402,8 @@ func TestAnalyticsManagedRecords(t *testing.T) {
 			{"provider": "vk-1", "requests": 1, "cost": mini, "unpriced_requests": 0}}},
 		{"ai_service stays the provider name", "ai_service", []row{{"ai_service": "openai", "requests": 5}}},
 		{"config: config_id, null without one", "config", []row{
-			{"config": nil, "requests": 2}, {"config": "cfg-a", "requests": 2}, {"config": "pc-b", "requests": 1}}},
-		{"configs filter", "config?configs=cfg-a,pc-b", []row{{"config": "cfg-a", "requests": 2}, {"config": "pc-b", "requests": 1}}},
+			{"config": nil, "requests": 2}, {"config": "cfg-a", "requests": 2}, {"config": "cfg-b", "requests": 1}}},
+		{"configs filter, by id or slug", "config?configs=cfg-a,pc-b", []row{{"config": "cfg-a", "requests": 2}, {"config": "cfg-b", "requests": 1}}},
 		{"configs filter, unknown", "config?configs=nope", []row{}},
 		{"prompt stays one null group", "prompt", []row{{"prompt": nil, "requests": 5}}},
 		{"cost by model: the override where it applies", "model?columns=cost", []row{

@@ -29,6 +29,11 @@ type savedRoute struct {
 	node *config.Node
 }
 
+// saved is r as the data plane routes by it.
+func (r *savedRoute) saved() config.Saved {
+	return config.Saved{ID: r.rec.ID, Config: r.cfg, Node: r.node}
+}
+
 // configSnap is the in-memory view of saved configs the data plane reads.
 type configSnap struct {
 	byRef    map[string]*savedRoute // id and slug
@@ -81,28 +86,28 @@ func (c *Configs) Reload() error {
 
 // SavedConfig finds an active saved config by id or slug in a workspace the
 // principal may use.
-func (c *Configs) SavedConfig(ref string, p *core.Principal) (*config.Config, *config.Node, *core.Error) {
+func (c *Configs) SavedConfig(ref string, p *core.Principal) (config.Saved, *core.Error) {
 	r, ok := c.snap.Load().byRef[ref]
 	if !ok || (p != nil && !p.IsOrganisationKey() && r.rec.WorkspaceID != p.WorkspaceID) {
-		return nil, nil, core.BadRequest("x-gateway-config", "x-gateway-config: no saved config %q in this workspace", ref)
+		return config.Saved{}, core.BadRequest("x-gateway-config", "x-gateway-config: no saved config %q in this workspace", ref)
 	}
 	if r.rec.Status != store.StatusActive {
-		return nil, nil, core.BadRequest("x-gateway-config", "x-gateway-config: saved config %q is %s", ref, r.rec.Status)
+		return config.Saved{}, core.BadRequest("x-gateway-config", "x-gateway-config: saved config %q is %s", ref, r.rec.Status)
 	}
-	return r.cfg, r.node, nil
+	return r.saved(), nil
 }
 
 // WorkspaceDefault is the default config of the principal's workspace, if
 // one is set.
-func (c *Configs) WorkspaceDefault(p *core.Principal) (*config.Config, *config.Node, bool) {
+func (c *Configs) WorkspaceDefault(p *core.Principal) (config.Saved, bool) {
 	if p == nil || p.WorkspaceID == "" {
-		return nil, nil, false
+		return config.Saved{}, false
 	}
 	r, ok := c.snap.Load().defaults[p.WorkspaceID]
 	if !ok {
-		return nil, nil, false
+		return config.Saved{}, false
 	}
-	return r.cfg, r.node, true
+	return r.saved(), true
 }
 
 // configBody is the accepted body of POST and PUT /configs.

@@ -140,11 +140,12 @@ var orgPrincipal = core.NewPrincipal(core.Principal{KeyID: "o", KeyType: core.Ke
 // savedMode is the strategy mode of the saved config ref as the data plane
 // sees it, or the error message.
 func savedMode(c *adminsvc.Configs, ref string, p *core.Principal) (string, string) {
-	cfg, node, err := c.SavedConfig(ref, p)
+	sv, err := c.SavedConfig(ref, p)
 	if err != nil {
 		return "", err.Message
 	}
-	if cfg == nil || node == nil {
+	node := sv.Node
+	if sv.Config == nil || node == nil {
 		return "", "nil config"
 	}
 	if node.IsLeaf() {
@@ -155,7 +156,8 @@ func savedMode(c *adminsvc.Configs, ref string, p *core.Principal) (string, stri
 
 // defaultMode is the strategy mode of the workspace default, or "".
 func defaultMode(c *adminsvc.Configs, p *core.Principal) string {
-	_, node, ok := c.WorkspaceDefault(p)
+	sv, ok := c.WorkspaceDefault(p)
+	node := sv.Node
 	if !ok {
 		return ""
 	}
@@ -721,10 +723,10 @@ func TestConfigDefaultPerWorkspace(t *testing.T) {
 			if isDefault(x.slug) != 1 || defaultMode(cfgs, away) != "leaf" {
 				t.Fatalf("the other workspace's default changed")
 			}
-			if _, _, ok := cfgs.WorkspaceDefault(orgPrincipal); ok {
+			if _, ok := cfgs.WorkspaceDefault(orgPrincipal); ok {
 				t.Fatal("an organisation key has no workspace default")
 			}
-			if _, _, ok := cfgs.WorkspaceDefault(nil); ok {
+			if _, ok := cfgs.WorkspaceDefault(nil); ok {
 				t.Fatal("no principal, no default")
 			}
 		})
@@ -838,10 +840,11 @@ func TestConfigNumbersKept(t *testing.T) {
 			t.Fatalf("%s: the seed changed: %s", path, got.raw)
 		}
 	}
-	_, node, err := cfgs.SavedConfig(slug, orgPrincipal)
+	sv, err := cfgs.SavedConfig(slug, orgPrincipal)
 	if err != nil {
 		t.Fatal(err)
 	}
+	node := sv.Node
 	if seed := fmt.Sprint(node.Leaf.OverrideParams["seed"]); seed != "9007199254740993" {
 		t.Fatalf("snapshot seed %s", seed)
 	}
@@ -1240,8 +1243,8 @@ func TestConfigsConcurrent(t *testing.T) {
 			if r.status != 200 {
 				errs <- fmt.Sprintf("create: %d %s", r.status, r.raw)
 			}
-			_, _, _ = cfgs.SavedConfig(cs[i].slug, orgPrincipal)
-			_, _, _ = cfgs.WorkspaceDefault(wsPrincipal(e.wsID))
+			_, _ = cfgs.SavedConfig(cs[i].slug, orgPrincipal)
+			_, _ = cfgs.WorkspaceDefault(wsPrincipal(e.wsID))
 		})
 	}
 	wg.Wait()
@@ -1261,7 +1264,7 @@ func TestConfigsConcurrent(t *testing.T) {
 	if m := defaultMode(cfgs, wsPrincipal(e.wsID)); m != modeLoadbalance {
 		t.Fatalf("snapshot default %q", m)
 	}
-	if _, node, ok := cfgs.WorkspaceDefault(wsPrincipal(e.wsID)); !ok || node == nil {
+	if sv, ok := cfgs.WorkspaceDefault(wsPrincipal(e.wsID)); !ok || sv.Node == nil {
 		t.Fatal("no default")
 	}
 	for i, c := range cs {

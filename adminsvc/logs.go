@@ -38,7 +38,7 @@ func (s *Service) listLogs(c *fiber.Ctx) error {
 		if f.APIKeyIDs, err = ownKeysOnly(tx, caller); err != nil {
 			return err
 		}
-		if err = loadPrices(tx, &f, false); err != nil {
+		if err = prepareFilter(tx, &f, false); err != nil {
 			return err
 		}
 		page, total, err = store.QueryLogs(tx, f)

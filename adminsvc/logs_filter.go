@@ -2,6 +2,7 @@ package adminsvc
 
 import (
 	"encoding/json"
+	"errors"
 	"math"
 	"strconv"
 	"strings"
@@ -95,10 +96,21 @@ func parseCost(get func(string, ...string) string, name string, p *problems) *fl
 	return &n
 }
 
-// loadPrices sets f.Prices, the integrations' pricing overrides, when f
-// bounds the cost or the answer shows it (withCost): read once per query,
-// not per record.
-func loadPrices(tx store.Tx, f *store.LogFilter, withCost bool) (err error) {
+// prepareFilter completes f from the store, once per query rather than
+// per record: the saved configs it names by slug become their ids (records
+// name the config by id), and f.Prices, the integrations' pricing
+// overrides, are read when f bounds the cost or the answer shows it
+// (withCost).
+func prepareFilter(tx store.Tx, f *store.LogFilter, withCost bool) (err error) {
+	for i, ref := range f.Configs {
+		rec, err := store.ByIDOrSlug(tx, store.BucketConfigs, ref, func(r store.SavedConfig) string { return r.Slug })
+		switch {
+		case err == nil:
+			f.Configs[i] = rec.ID
+		case !errors.Is(err, store.ErrNotFound):
+			return err
+		}
+	}
 	if withCost || f.CostMin != nil || f.CostMax != nil {
 		f.Prices, err = store.IntegrationPrices(tx)
 	}

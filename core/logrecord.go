@@ -26,9 +26,9 @@ type LogRecord struct {
 	// ProviderID is the id of the managed provider or virtual key the
 	// request's headers named (req.Target's, as limits count it),
 	// IntegrationID the managed provider's integration, whose models'
-	// pricing_config prices it; ConfigID is the saved config the request
-	// was routed by, as x-gateway-config or the key's default named it (id
-	// or slug). All empty otherwise: unmanaged targets, inline configs.
+	// pricing_config prices it; ConfigID is the id of the saved config the
+	// request was routed by. All empty otherwise: unmanaged targets, inline
+	// configs.
 	ProviderID    string   `json:"provider_id,omitempty"`
 	IntegrationID string   `json:"integration_id,omitempty"`
 	ConfigID      string   `json:"config_id,omitempty"`

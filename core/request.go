@@ -65,8 +65,8 @@ type Request struct {
 
 	// Target is where the request goes, chosen from the gateway headers.
 	Target Target
-	// ConfigID is the saved config the request is routed by, as
-	// x-gateway-config or the key's default config named it (id or slug);
+	// ConfigID is the id of the saved config the request is routed by
+	// (named in x-gateway-config, the key's default or the workspace's);
 	// empty for an inline config or none.
 	ConfigID string
 	// Timeout bounds the upstream call (for a stream: until the first byte);

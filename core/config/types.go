@@ -151,3 +151,11 @@ type Leaf struct {
 	// Hooks and guardrails as written in the config (JSON arrays, checked
 	// by the hooks package); nil when no node on the way sets them.
 }
+
+// Saved is a saved config as requests are routed by it: its record's id,
+// the config and its resolved tree.
+type Saved struct {
+	ID     string
+	Config *Config
+	Node   *Node
+}

@@ -12,18 +12,18 @@ import (
 // ConfigSource finds saved configs by id or slug, for the workspaces the
 // principal may use.
 type ConfigSource interface {
-	SavedConfig(ref string, p *core.Principal) (*config.Config, *config.Node, *core.Error)
+	SavedConfig(ref string, p *core.Principal) (config.Saved, *core.Error)
 	// WorkspaceDefault is the default config of the principal's workspace.
-	WorkspaceDefault(p *core.Principal) (*config.Config, *config.Node, bool)
+	WorkspaceDefault(p *core.Principal) (config.Saved, bool)
 }
 
 // route is the config a request is routed by.
 type route struct {
 	cfg  *config.Config // nil without a config
 	node *config.Node
-	// savedRef is the saved config's id or slug as the request named it;
-	// empty for an inline config, the workspace default or none.
-	savedRef string
+	// savedID is the id of the saved config routed by (named, a key's
+	// default or the workspace's); empty for an inline config or none.
+	savedID string
 }
 
 // strict is the config's strict_reference_compliance setting, if it has one.
@@ -47,8 +47,8 @@ func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal, headerProvider string
 	}
 	switch {
 	case raw == "" && headerProvider == "" && s.configs != nil:
-		if cfg, node, ok := s.configs.WorkspaceDefault(p); ok {
-			return route{cfg: cfg, node: node}, nil
+		if sv, ok := s.configs.WorkspaceDefault(p); ok {
+			return routeOf(sv), nil
 		}
 		return route{node: singleTarget}, nil
 	case raw == "":
@@ -58,11 +58,16 @@ func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal, headerProvider string
 	case s.configs == nil:
 		return route{}, core.BadRequest("x-gateway-config", "x-gateway-config names a saved config (%q), but saved configs are not available", raw)
 	}
-	cfg, node, err := s.configs.SavedConfig(raw, p)
+	sv, err := s.configs.SavedConfig(raw, p)
 	if err != nil {
 		return route{}, err
 	}
-	return route{cfg: cfg, node: node, savedRef: raw}, nil
+	return routeOf(sv), nil
+}
+
+// routeOf is the route of a saved config.
+func routeOf(sv config.Saved) route {
+	return route{cfg: sv.Config, node: sv.Node, savedID: sv.ID}
 }
 
 // singleTarget routes to the target the request headers name.

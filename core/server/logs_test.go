@@ -27,26 +27,32 @@ func (m *idManaged) Resolve(_ context.Context, ref string, virtualKey bool, _ *c
 }
 
 // savedConfigs knows one saved config, id cfg-1 and slug pc-one, that
-// routes to the headers' target.
+// routes to the headers' target, and the workspace default, id cfg-def,
+// when def is set.
 type savedConfigs struct {
 	cfg  *config.Config
 	node *config.Node
+	def  *config.Saved
 }
 
-func (s savedConfigs) SavedConfig(ref string, _ *core.Principal) (*config.Config, *config.Node, *core.Error) {
+func (s savedConfigs) SavedConfig(ref string, _ *core.Principal) (config.Saved, *core.Error) {
 	if ref != "cfg-1" && ref != "pc-one" {
-		return nil, nil, core.BadRequest("x-gateway-config", "no saved config %q", ref)
+		return config.Saved{}, core.BadRequest("x-gateway-config", "no saved config %q", ref)
 	}
-	return s.cfg, s.node, nil
+	return config.Saved{ID: "cfg-1", Config: s.cfg, Node: s.node}, nil
 }
 
-func (savedConfigs) WorkspaceDefault(*core.Principal) (*config.Config, *config.Node, bool) {
-	return nil, nil, false
+func (s savedConfigs) WorkspaceDefault(*core.Principal) (config.Saved, bool) {
+	if s.def == nil || s.def.Node == nil {
+		return config.Saved{}, false
+	}
+	return *s.def, true
 }
 
 // TestRecordIDs checks that records carry the managed provider's or
-// virtual key's id, the integration and the saved config as named; an
-// inline config and an unmanaged target leave them empty.
+// virtual key's id, the integration and the saved config's id (named by id
+// or slug, or the workspace default); an inline config and an unmanaged
+// target leave them empty.
 func TestRecordIDs(t *testing.T) {
 	t.Parallel()
 	cfg, err := config.Parse([]byte(`{"retry":{"attempts":1}}`), nil)
@@ -54,14 +60,19 @@ func TestRecordIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	m := &idManaged{}
+	def := &config.Saved{ID: "cfg-def"}
 	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"id":"c1","object":"chat.completion","choices":[]}`))
 	}), func(c *gatewayConfig) {
 		c.managed = m
-		c.configs = savedConfigs{cfg, config.Resolve(cfg)}
+		c.configs = savedConfigs{cfg, config.Resolve(cfg), def}
 	})
 	m.url = g.host
+	if def.Config, err = config.Parse([]byte(`{"provider":"openai","custom_host":"`+g.host+`"}`), nil); err != nil {
+		t.Fatal(err)
+	}
+	def.Node = config.Resolve(def.Config)
 	managed := []string{"x-gateway-custom-host", "", "x-gateway-provider", "@oa"}
 	cases := []struct {
 		name                          string
@@ -72,7 +83,8 @@ func TestRecordIDs(t *testing.T) {
 		{"unmanaged", nil, 200, "", "", ""},
 		{"managed provider", managed, 200, "prov-1", "integ-1", ""},
 		{"virtual key", []string{"x-gateway-custom-host", "", "x-gateway-virtual-key", "vk-openai"}, 200, "vk-1", "", ""},
-		{"saved config by slug", []string{"x-gateway-config", "pc-one"}, 200, "", "", "pc-one"},
+		{"saved config by slug: its id", []string{"x-gateway-config", "pc-one"}, 200, "", "", "cfg-1"},
+		{"the workspace default", []string{"x-gateway-provider", "", "x-gateway-custom-host", ""}, 200, "", "", "cfg-def"},
 		{"saved config by id, managed provider", append([]string{"x-gateway-config", "cfg-1"}, managed...), 200, "prov-1", "integ-1", "cfg-1"},
 		{"inline config", []string{"x-gateway-config", `{"retry":{"attempts":1}}`}, 200, "", "", ""},
 		{"unknown saved config", []string{"x-gateway-config", "nope"}, 400, "", "", ""},

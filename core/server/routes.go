@@ -118,7 +118,7 @@ func (s *Server) serve(endpoint core.Endpoint, check bodyCheck) fiber.Handler {
 		var rt route
 		if err == nil {
 			rt, err = s.routeFor(c, p, req.Target.Provider)
-			req.ConfigID = rt.savedRef
+			req.ConfigID = rt.savedID
 		}
 		if err == nil && rt.cfg == nil && req.Target.Provider == "" {
 			err = s.missingProvider()
