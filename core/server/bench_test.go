@@ -1,7 +1,11 @@
 package server
 
 import (
+	"bufio"
 	"context"
+	"fmt"
+	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -190,4 +194,61 @@ func BenchmarkParseTarget(b *testing.B) {
 			})
 		})
 	}
+}
+
+// BenchmarkForwardEvents forwards a chat completion stream of 200 content
+// events and a final usage event, read the way an upstream delivers it:
+// one event a read.
+func BenchmarkForwardEvents(b *testing.B) {
+	for _, c := range []struct{ name, eol string }{{"lf", "\n"}, {"crlf", "\r\n"}, {"cr", "\r"}} {
+		b.Run(c.name, func(b *testing.B) {
+			stream := benchStream(c.eol)
+			w := bufio.NewWriter(io.Discard)
+			b.ReportAllocs()
+			b.SetBytes(int64(stream.size))
+			for b.Loop() {
+				w.Reset(io.Discard)
+				if _, err := forwardEvents(w, stream.reader()); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
+
+// benchEvents is an event stream as its upstream's reads return it.
+type benchEvents struct {
+	events [][]byte
+	size   int
+}
+
+func benchStream(eol string) benchEvents {
+	var s benchEvents
+	add := func(data string) {
+		s.events = append(s.events, []byte("data: "+data+eol+eol))
+		s.size += len(s.events[len(s.events)-1])
+	}
+	for i := range 200 {
+		add(fmt.Sprintf(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[{"index":0,"delta":{"content":"word%d "},"finish_reason":null}]}`, i))
+	}
+	add(`{"id":"chatcmpl-1","object":"chat.completion.chunk","created":1700000000,"model":"gpt-4o","choices":[],"usage":{"prompt_tokens":12,"completion_tokens":200,"total_tokens":212}}`)
+	add("[DONE]")
+	return s
+}
+
+// reader returns the events, one a read.
+func (s benchEvents) reader() io.Reader { return &chunkReader{chunks: slices.Clone(s.events)} }
+
+// chunkReader returns its chunks one a read.
+type chunkReader struct{ chunks [][]byte }
+
+func (r *chunkReader) Read(p []byte) (int, error) {
+	if len(r.chunks) == 0 {
+		return 0, io.EOF
+	}
+	n := copy(p, r.chunks[0])
+	if r.chunks[0] = r.chunks[0][n:]; len(r.chunks[0]) == 0 {
+		r.chunks = r.chunks[1:]
+	}
+	return n, nil
 }

@@ -3,8 +3,12 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"io"
 	"strings"
 	"testing"
+	"testing/iotest"
+
+	"github.com/llm-gateway/gateway/core"
 )
 
 func TestForwardEventsBoundsEventSize(t *testing.T) {
@@ -17,6 +21,8 @@ func TestForwardEventsBoundsEventSize(t *testing.T) {
 		{"normal events", "data: a\n\ndata: b\n\ndata: [DONE]\n\n", false, true},
 		{"crlf events", "data: a\r\n\r\ndata: [DONE]\r\n\r\n", false, true},
 		{"oversized event", "data: " + strings.Repeat("x", maxEventBytes+10) + "\n\ndata: [DONE]\n\n", true, false},
+		{"oversized bare-cr event", "data: " + strings.Repeat("x", maxEventBytes+10) + "\r\rdata: [DONE]\r\r", true, false},
+		{"bare-cr events past the cap in all", strings.Repeat("data: a\r\r", maxEventBytes/9+1) + "data: [DONE]\r\r", false, true},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -35,4 +41,84 @@ func TestForwardEventsBoundsEventSize(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestForwardEventsLineEnds: an event ends at a blank line whichever line
+// ends ("\r\n", "\n", a bare "\r") the upstream uses; its bytes pass as
+// received, and usage is read from its data lines. Read one byte at a
+// time, each event is flushed before the stream is read further, and a
+// "\r\n" split across two reads is one line end.
+func TestForwardEventsLineEnds(t *testing.T) {
+	const usage = `{"choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`
+	want := core.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}
+	cases := []struct {
+		name string
+		// events is the stream, split where each event is complete: a
+		// blank line's "\r" completes it, so the "\n" of a blank "\r\n"
+		// line read after it starts the next.
+		events []string
+		// unfinished: the last event has no blank line; it is forwarded
+		// at the stream's end.
+		unfinished bool
+		usage      core.Usage
+	}{
+		{"lf", []string{"data: a\n\n", "data: " + usage + "\n\n", "data: [DONE]\n\n"}, false, want},
+		{"crlf", []string{"data: a\r\n\r", "\ndata: " + usage + "\r\n\r", "\ndata: [DONE]\r\n\r", "\n"}, true, want},
+		{"bare cr", []string{"data: a\r\r", "data: " + usage + "\r\r", "data: [DONE]\r\r"}, false, want},
+		{"bare cr, usage after an event name", []string{"event: message_delta\rdata: " + usage + "\r\r", "event: message_stop\rdata: {}\r\r"}, false, want},
+		{"mixed", []string{"event: a\r\ndata: a\n\r", "\ndata: " + usage + "\r\r", "data: [DONE]\n\n"}, false, want},
+		{"crlf inside an event", []string{"data: a\r\ndata: b\r\n\r", "\ndata: [DONE]\n\n"}, false, core.Usage{}},
+		{"an empty event", []string{"data: a\r\r", "\r", "\r", "\ndata: [DONE]\n\n"}, false, core.Usage{}},
+		{"unfinished last event", []string{"data: a\r\r", "data: " + usage}, true, want},
+		{"unfinished last line end", []string{"data: a\r\r", "data: b\r"}, true, core.Usage{}},
+	}
+	for _, tc := range cases {
+		upstream := strings.Join(tc.events, "")
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			w := bufio.NewWriter(&out)
+			got, err := forwardEvents(w, strings.NewReader(upstream))
+			if err != nil || out.String() != upstream || got != tc.usage {
+				t.Errorf("in one read: err %v, usage %+v, forwarded %q", err, got, out.String())
+			}
+		})
+		t.Run(tc.name+", a byte a read", func(t *testing.T) {
+			var out bytes.Buffer
+			w := bufio.NewWriter(&out)
+			events := tc.events
+			if tc.unfinished {
+				events = events[:len(events)-1]
+			}
+			r := &flushChecker{t: t, r: iotest.OneByteReader(strings.NewReader(upstream)), out: &out, events: events}
+			got, err := forwardEvents(w, r)
+			if err != nil || out.String() != upstream || got != tc.usage {
+				t.Errorf("err %v, usage %+v, forwarded %q", err, got, out.String())
+			}
+		})
+	}
+}
+
+// flushChecker reads r, and fails the test when a read is asked for
+// before every event it has already returned has been flushed to out.
+type flushChecker struct {
+	t      *testing.T
+	r      io.Reader
+	out    *bytes.Buffer
+	events []string // the stream's complete events
+	read   int      // bytes returned so far
+}
+
+func (c *flushChecker) Read(p []byte) (int, error) {
+	flushed, end := 0, 0
+	for _, ev := range c.events {
+		if end += len(ev); end <= c.read {
+			flushed = end
+		}
+	}
+	if c.out.Len() != flushed {
+		c.t.Fatalf("after %d bytes read, %d flushed (%q), want %d", c.read, c.out.Len(), c.out.String(), flushed)
+	}
+	n, err := c.r.Read(p)
+	c.read += n
+	return n, err
 }

@@ -9,6 +9,7 @@ import (
 	"io"
 	"net/http"
 	"runtime/debug"
+	"slices"
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
@@ -131,51 +132,157 @@ func upstreamErr(resp *core.Response) error {
 // errClientGone marks a stream abandoned because the client went away.
 var errClientGone = errors.New("client closed the connection")
 
-// forwardEvents copies server-sent events one by one, flushing each as soon
-// as its blank line arrives, and picks token usage out of the events that
-// carry it. An upstream that breaks mid-stream ends the client's stream with
-// an error event, never a clean finish.
+// forwardEvents copies server-sent events one by one, byte for byte,
+// flushing each as soon as its blank line arrives, and picks token usage out
+// of the events that carry it. An upstream that breaks mid-stream ends the
+// client's stream with an error event, never a clean finish.
 func forwardEvents(w *bufio.Writer, r io.Reader) (core.Usage, error) {
-	br, ok := r.(*bufio.Reader)
-	if !ok {
-		br = bufio.NewReader(r)
-	}
-	var usage core.Usage
-	var event bytes.Buffer
+	s := eventScanner{buf: make([]byte, 0, 4096)}
 	for {
-		line, err := br.ReadSlice('\n')
-		full := errors.Is(err, bufio.ErrBufferFull) // a long line: keep reading it
-		if err != nil && !full && err != io.EOF {
+		err := s.fill(r)
+		wrote := false
+		for event := s.next(); event != nil; event = s.next() {
+			if len(event) > maxEventBytes {
+				return s.usage, eventTooLarge(w)
+			}
+			if _, werr := w.Write(event); werr != nil {
+				return s.usage, errClientGone
+			}
+			wrote = true
+		}
+		if s.held() > maxEventBytes {
+			return s.usage, eventTooLarge(w)
+		}
+		if err == io.EOF {
+			// An unfinished last event is forwarded as it is.
+			if rest := s.rest(); len(rest) > 0 {
+				if _, werr := w.Write(rest); werr != nil {
+					return s.usage, errClientGone
+				}
+				wrote = true
+			}
+		}
+		if wrote {
+			if werr := w.Flush(); werr != nil {
+				return s.usage, errClientGone
+			}
+		}
+		switch {
+		case err == io.EOF:
+			return s.usage, nil
+		case err != nil:
 			// The upstream broke off: an incomplete event is dropped, not
 			// forwarded, so the error event stands on its own.
 			writeErrorEvent(w, core.Upstream(err, "the provider's stream broke off: %v", err))
-			return usage, err
-		}
-		event.Write(line)
-		if event.Len() > maxEventBytes {
-			err = fmt.Errorf("an event of the provider's stream is larger than %d bytes", maxEventBytes)
-			writeErrorEvent(w, core.Upstream(err, "%v", err))
-			return usage, err
-		}
-		if full {
-			continue
-		}
-		if len(bytes.TrimRight(line, "\r\n")) == 0 || err != nil {
-			if event.Len() > 0 {
-				eventUsage(event.Bytes(), &usage)
-				if _, werr := w.Write(event.Bytes()); werr != nil {
-					return usage, errClientGone
-				}
-				if werr := w.Flush(); werr != nil {
-					return usage, errClientGone
-				}
-				event.Reset()
-			}
-		}
-		if err == io.EOF {
-			return usage, nil
+			return s.usage, err
 		}
 	}
+}
+
+// eventTooLarge ends a stream whose event is over maxEventBytes.
+func eventTooLarge(w *bufio.Writer) error {
+	err := fmt.Errorf("an event of the provider's stream is larger than %d bytes", maxEventBytes)
+	writeErrorEvent(w, core.Upstream(err, "%v", err))
+	return err
+}
+
+// eventScanner splits a server-sent event stream into its events, each
+// the bytes as received. A line ends in "\r\n", "\n" or a bare "\r"; an
+// event ends with a blank line. A "\r" that ends one read and a "\n" that
+// starts the next are one line end: the event that "\r" ends is handed out
+// at once, and the "\n" starts the next event's bytes.
+type eventScanner struct {
+	buf       []byte // bytes read; buf[start:] are not handed out yet
+	start     int    // where the event being read starts
+	lineStart int    // where the line being read starts
+	pos       int    // where the search for the next line end resumes
+	afterCR   bool   // the last line end was a "\r" at the end of buf
+	pending   core.Usage
+	usage     core.Usage // from the events handed out; pending adds the current event's lines
+}
+
+// fill reads more of the stream, after dropping the events handed out.
+func (s *eventScanner) fill(r io.Reader) error {
+	if s.start > 0 {
+		n := copy(s.buf, s.buf[s.start:])
+		s.buf = s.buf[:n]
+		s.lineStart -= s.start
+		s.pos -= s.start
+		s.start = 0
+	}
+	if len(s.buf) == cap(s.buf) {
+		// The event fills the buffer: room for one up to the limit, plus
+		// a byte to tell that it is over.
+		s.buf = slices.Grow(s.buf, max(1, min(len(s.buf), maxEventBytes+1-len(s.buf))))
+	}
+	n, err := r.Read(s.buf[len(s.buf):cap(s.buf)])
+	s.buf = s.buf[:len(s.buf)+n]
+	return err
+}
+
+// next returns the next complete event read, or nil when there is none.
+func (s *eventScanner) next() []byte {
+	for s.pos < len(s.buf) {
+		if s.afterCR {
+			s.afterCR = false
+			if s.buf[s.pos] == '\n' { // the rest of a "\r\n"
+				s.pos++
+				s.lineStart = s.pos
+				continue
+			}
+		}
+		i := lineEnd(s.buf[s.pos:])
+		if i < 0 {
+			s.pos = len(s.buf)
+			return nil
+		}
+		eol := s.pos + i
+		line := s.buf[s.lineStart:eol]
+		s.pos = eol + 1
+		if s.buf[eol] == '\r' {
+			switch {
+			case s.pos == len(s.buf):
+				s.afterCR = true
+			case s.buf[s.pos] == '\n':
+				s.pos++
+			}
+		}
+		s.lineStart = s.pos
+		if len(line) > 0 {
+			eventUsage(line, &s.pending)
+			continue
+		}
+		event := s.buf[s.start:s.pos]
+		s.start = s.pos
+		s.usage = s.pending
+		return event
+	}
+	return nil
+}
+
+// held is the size of the event being read.
+func (s *eventScanner) held() int { return len(s.buf) - s.start }
+
+// rest hands out the bytes after the last complete event, at the stream's end.
+func (s *eventScanner) rest() []byte {
+	eventUsage(s.buf[s.lineStart:], &s.pending)
+	s.usage = s.pending
+	rest := s.buf[s.start:]
+	s.start, s.lineStart, s.pos = len(s.buf), len(s.buf), len(s.buf)
+	return rest
+}
+
+// lineEnd is the index of the first "\r" or "\n" in b, or -1.
+func lineEnd(b []byte) int {
+	lf := bytes.IndexByte(b, '\n')
+	before := b
+	if lf >= 0 {
+		before = b[:lf]
+	}
+	if cr := bytes.IndexByte(before, '\r'); cr >= 0 {
+		return cr
+	}
+	return lf
 }
 
 // maxEventBytes bounds one server-sent event held in memory.

@@ -9,8 +9,11 @@ import (
 	"runtime"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
+
+	"github.com/llm-gateway/gateway/core"
 )
 
 // TestProxiedBodyBrokenUpstream: a proxied (non-SSE) body whose upstream
@@ -232,5 +235,56 @@ func TestProxiedBodyLength(t *testing.T) {
 		if err != nil || string(b) != body || resp.ContentLength != tc.length {
 			t.Errorf("%s: %d bytes, error %v, Content-Length %d; want %d bytes, %d", tc.name, len(b), err, resp.ContentLength, len(body), tc.length)
 		}
+	}
+}
+
+// TestStreamBareCR: a stream whose lines end in a bare "\r" (as the
+// server-sent events format allows) is forwarded event by event, byte for
+// byte: the upstream holds the rest back until the client has the first
+// event, and the usage of an event with an event name is logged.
+func TestStreamBareCR(t *testing.T) {
+	t.Parallel()
+	const rest = "event: message_delta\rdata: {\"type\":\"message_delta\",\"usage\":{\"input_tokens\":5,\"output_tokens\":3}}\r\rdata: [DONE]\r\r"
+	release := make(chan struct{})
+	var releaseOnce sync.Once
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, "data: {\"n\":1}\r\r")
+		w.(http.Flusher).Flush()
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		}
+		io.WriteString(w, rest)
+	}))
+	// After the upstream server's own cleanup is registered, so it runs first.
+	t.Cleanup(func() { releaseOnce.Do(func() { close(release) }) })
+	base := g.listen(t)
+	resp, err := liveClient.Do(g.liveRequest(base, "POST", "/v1/chat/completions", []byte(`{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`), "x-gateway-trace-id", "stream-bare-cr"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	first := make(chan string, 1)
+	go func() {
+		b := make([]byte, len("data: {\"n\":1}\r\r"))
+		n, _ := io.ReadFull(resp.Body, b)
+		first <- string(b[:n])
+	}()
+	select {
+	case got := <-first:
+		if got != "data: {\"n\":1}\r\r" {
+			t.Errorf("first event %q", got)
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("the first event did not reach the client while the upstream held the stream open: the gateway waits for a \"\\n\"")
+	}
+	releaseOnce.Do(func() { close(release) })
+	if b, err := io.ReadAll(resp.Body); err != nil || string(b) != rest {
+		t.Errorf("rest of the stream %q, error %v", b, err)
+	}
+	if rec := g.logs.one(t, "stream-bare-cr"); rec.Usage != (core.Usage{PromptTokens: 5, CompletionTokens: 3, TotalTokens: 8}) || rec.Error != "" {
+		t.Errorf("log record usage %+v error %q", rec.Usage, rec.Error)
 	}
 }

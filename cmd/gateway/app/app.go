@@ -165,7 +165,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	pipe, err := pipeline.New(pipeline.Options{
 		Client:        &http.Client{Transport: transport.New(transport.Provider())},
 		GuardedClient: &http.Client{Transport: transport.New(policy.NewTransport())},
-		Hooks:         &hooks.Runner{Registry: guardrails.Hooks()},
+		Hooks:         &hooks.Runner{Logger: logger, Registry: guardrails.Hooks()},
 		Cache:         responses,
 		Managed:       managed,
 	})

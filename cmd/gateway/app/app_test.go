@@ -2,8 +2,11 @@ package app
 
 import (
 	"context"
+	"io"
 	"log/slog"
 	"net"
+	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -72,3 +75,75 @@ func TestShutdownTimeout(t *testing.T) {
 		}
 	}
 }
+
+// TestAsyncHookResultsReachTheAppLogger: an async hook reports its result
+// to the logger the app was given, not to slog.Default.
+func TestAsyncHookResultsReachTheAppLogger(t *testing.T) {
+	upstream := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`)
+	}))
+	defer upstream.Close()
+	records := make(chan slog.Record, 64)
+	const adminKey = "app-test-admin-key-0123456789"
+	a, err := New(t.Context(), Options{Addr: "127.0.0.1:0", DataDir: t.TempDir(), AdminKey: adminKey,
+		TrustedHosts: strings.TrimPrefix(upstream.URL, "http://"), Logger: slog.New(recordHandler(records))})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(t.Context())
+	served := make(chan error, 1)
+	go func() { served <- a.Serve(ctx) }()
+	defer func() {
+		cancel()
+		<-served
+		a.Close()
+	}()
+
+	cfg := `{"provider":"openai","custom_host":"` + upstream.URL + `/v1","input_guardrails":[{"id":"async-words","default.wordCount":{"maxWords":1000},"async":true}]}`
+	req, _ := http.NewRequest("POST", "http://"+a.Addr().String()+"/v1/chat/completions",
+		strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
+	for k, v := range map[string]string{"Content-Type": "application/json", "Authorization": "Bearer sk-test",
+		"x-gateway-api-key": adminKey, "x-gateway-config": cfg, "x-gateway-trace-id": "async-hook-trace"} {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 200 {
+		t.Fatalf("status %d", resp.StatusCode)
+	}
+	timeout := time.After(10 * time.Second)
+	for {
+		select {
+		case rec := <-records:
+			if rec.Message != "async hook result" {
+				continue
+			}
+			attrs := map[string]string{}
+			rec.Attrs(func(a slog.Attr) bool { attrs[a.Key] = a.Value.String(); return true })
+			if attrs["trace_id"] != "async-hook-trace" || attrs["hook"] != "async-words" || attrs["verdict"] != "true" {
+				t.Errorf("async hook result %v", attrs)
+			}
+			return
+		case <-timeout:
+			t.Fatal("the async hook's result did not reach the app's logger")
+		}
+	}
+}
+
+// recordHandler is a slog.Handler sending every record to records.
+type recordHandler chan<- slog.Record
+
+func (h recordHandler) Enabled(context.Context, slog.Level) bool { return true }
+func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
+	select {
+	case h <- r.Clone():
+	default: // the test has what it needs; drop the rest
+	}
+	return nil
+}
+func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
+func (h recordHandler) WithGroup(string) slog.Handler      { return h }
