@@ -249,7 +249,7 @@ func (s *eventScanner) next() []byte {
 		}
 		s.lineStart = s.pos
 		if len(line) > 0 {
-			eventUsage(line, &s.pending)
+			lineUsage(line, &s.pending)
 			continue
 		}
 		event := s.buf[s.start:s.pos]
@@ -265,7 +265,7 @@ func (s *eventScanner) held() int { return len(s.buf) - s.start }
 
 // rest hands out the bytes after the last complete event, at the stream's end.
 func (s *eventScanner) rest() []byte {
-	eventUsage(s.buf[s.lineStart:], &s.pending)
+	lineUsage(s.buf[s.lineStart:], &s.pending)
 	s.usage = s.pending
 	rest := s.buf[s.start:]
 	s.start, s.lineStart, s.pos = len(s.buf), len(s.buf), len(s.buf)

@@ -245,14 +245,10 @@ func parseUsage(body []byte) core.Usage {
 	return u
 }
 
-// eventUsage updates u from one server-sent event when its data carries usage.
-func eventUsage(event []byte, u *core.Usage) {
-	if !bytes.Contains(event, usageKey) {
-		return
-	}
-	for _, line := range bytes.Split(event, []byte("\n")) {
-		if data, ok := bytes.CutPrefix(bytes.TrimRight(line, "\r"), []byte("data:")); ok {
-			addUsage(data, u)
-		}
+// lineUsage updates u from one line of a server-sent event (without its
+// line end) when it is a data line that carries usage.
+func lineUsage(line []byte, u *core.Usage) {
+	if data, ok := bytes.CutPrefix(line, []byte("data:")); ok && bytes.Contains(data, usageKey) {
+		addUsage(data, u)
 	}
 }

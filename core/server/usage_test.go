@@ -34,11 +34,13 @@ func TestParseUsage(t *testing.T) {
 		})
 	}
 	var u core.Usage
-	for _, ev := range []string{
-		`event: message_start` + "\n" + `data: {"type":"message_start","message":{"usage":{"input_tokens":12,"output_tokens":1}}}`,
-		`event: message_delta` + "\n" + `data: {"type":"message_delta","usage":{"output_tokens":30}}`,
+	for _, line := range []string{
+		`event: message_start`,
+		`data: {"type":"message_start","message":{"usage":{"input_tokens":12,"output_tokens":1}}}`,
+		`event: message_delta`,
+		`data: {"type":"message_delta","usage":{"output_tokens":30}}`,
 	} {
-		eventUsage([]byte(ev), &u)
+		lineUsage([]byte(line), &u)
 	}
 	if u != (core.Usage{PromptTokens: 12, CompletionTokens: 30, TotalTokens: 42}) {
 		t.Fatalf("anthropic stream usage: %+v", u)
