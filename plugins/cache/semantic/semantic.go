@@ -3,12 +3,18 @@
 // enough (cosine similarity of embeddings ≥ the configured threshold,
 // default 0.95) and whose model and parameters are the same.
 //
+// Which requests: chat completions, completions and Anthropic messages
+// (Endpoints). Every other endpoint (image generations, embeddings, ...) is
+// cached by exact match only, as by the "cache.simple" mode, with its
+// statuses (HIT, MISS, REFRESH): a similar prompt must not return an
+// earlier, different image.
+//
 // What is compared:
 //
 //   - The text is the conversation of a chat body (each message's role and
 //     text content, one "role: text" line per message) or a completion's
-//     prompt. Bodies with neither (embeddings, ...) are not cached by this
-//     mode: Lookup answers DISABLED and Save stores nothing.
+//     prompt. Such a body with neither is not cached by this mode: Lookup
+//     answers DISABLED and Save stores nothing.
 //   - Only requests of the same partition are compared. The partition hashes
 //     the provider URL, the namespace and the canonicalised body without its
 //     text: every parameter (model, temperature, stream, tools, ...), plus
@@ -18,8 +24,9 @@
 //     semantic hit, however similar the text.
 //
 // A repeated identical request is an exact-key HIT without an embedding call.
-// An embedding failure makes the lookup a SEMANTIC MISS; the error is
-// returned for logging only.
+// A request costs at most one embedding call: an embedding failure makes the
+// lookup a SEMANTIC MISS (the error is returned for logging only), and the
+// answer is then stored for exact matches only.
 package semantic
 
 import (
@@ -35,6 +42,7 @@ import (
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/plugins/cache"
+	"github.com/llm-gateway/gateway/plugins/cache/simple"
 )
 
 // ID is the plugin's registry ID.
@@ -49,9 +57,18 @@ type Mode struct{}
 
 var _ cache.Mode = Mode{}
 
-// Lookup implements cache.Mode. It sets q.Vector when it embeds the text, so
-// Save does not embed it again.
+// Endpoints are the endpoints whose requests are matched semantically; the
+// others are matched exactly (see the package doc).
+var Endpoints = map[core.Endpoint]bool{
+	core.EndpointChatComplete: true, core.EndpointComplete: true, core.EndpointMessages: true,
+}
+
+// Lookup implements cache.Mode. It sets q.Embedded (and q.Vector) when it
+// calls Embed, so Save does not call it again.
 func (Mode) Lookup(ctx context.Context, st cache.Store, q *cache.Query) (*cache.Entry, cache.Status, error) {
+	if !Endpoints[q.Endpoint] {
+		return simple.Mode{}.Lookup(ctx, st, q)
+	}
 	p, err := Parse(q.URL, q.Namespace, q.Body)
 	if err != nil {
 		return nil, cache.StatusDisabled, err
@@ -73,6 +90,7 @@ func (Mode) Lookup(ctx context.Context, st cache.Store, q *cache.Query) (*cache.
 		return nil, cache.StatusSemanticMiss, errors.Join(getErr, cache.ErrNoEmbedder)
 	}
 	vec, err := q.Embed(ctx, p.Text)
+	q.Embedded = true
 	if err != nil {
 		return nil, cache.StatusSemanticMiss, errors.Join(getErr, fmt.Errorf("cache: embed: %w", err))
 	}
@@ -86,26 +104,28 @@ func (Mode) Lookup(ctx context.Context, st cache.Store, q *cache.Query) (*cache.
 
 // Save implements cache.Mode: e is stored under the exact key and, with the
 // conversation's vector, in the request's partition. When no vector can be
-// had (no text, no or failing Embed) only the exact key is stored.
+// had (no text, no Embed, or the Lookup's embedding call failed) only the
+// exact key is stored. Save calls Embed only when Lookup did not (a forced
+// refresh).
 func (Mode) Save(ctx context.Context, st cache.Store, q *cache.Query, e *cache.Entry) error {
+	if !Endpoints[q.Endpoint] {
+		return simple.Mode{}.Save(ctx, st, q, e)
+	}
 	p, err := Parse(q.URL, q.Namespace, q.Body)
 	if err != nil || !p.Cacheable {
 		return nil // Lookup answered DISABLED
 	}
-	if p.Text == "" {
-		return st.Put(ctx, q.Key, e)
-	}
 	vec := q.Vector
-	if vec == nil {
-		var embedErr error
+	if vec == nil && !q.Embedded && p.Text != "" {
 		if q.Embed == nil {
-			embedErr = cache.ErrNoEmbedder
-		} else if vec, embedErr = q.Embed(ctx, p.Text); embedErr != nil {
-			embedErr = fmt.Errorf("cache: embed: %w", embedErr)
+			return errors.Join(cache.ErrNoEmbedder, st.Put(ctx, q.Key, e))
 		}
-		if embedErr != nil {
-			return errors.Join(embedErr, st.Put(ctx, q.Key, e))
+		if vec, err = q.Embed(ctx, p.Text); err != nil {
+			return errors.Join(fmt.Errorf("cache: embed: %w", err), st.Put(ctx, q.Key, e))
 		}
+	}
+	if vec == nil {
+		return st.Put(ctx, q.Key, e)
 	}
 	ent := *e
 	ent.Vector = vec
