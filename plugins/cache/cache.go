@@ -128,10 +128,11 @@ type Query struct {
 	// named in Settings.Embedding (the router supplies it). Semantic only.
 	Embed func(ctx context.Context, text string) ([]float32, error)
 
-	// Vector is the embedding computed by the semantic Lookup, reused by
-	// Save so a request costs at most one embedding call. Embedded is set
-	// with it, also when the call failed (Vector nil): Save then does not
-	// call Embed again. Modes set both; the router leaves them alone.
+	// Vector is the embedding computed by the semantic Lookup, which Save
+	// stores with the answer: a request costs at most one embedding call,
+	// made before the provider is called. Embedded is set with it, also
+	// when the call failed (Vector nil). Modes set both; the router leaves
+	// them alone.
 	Vector   []float32
 	Embedded bool
 }

@@ -24,9 +24,11 @@
 //     semantic hit, however similar the text.
 //
 // A repeated identical request is an exact-key HIT without an embedding call.
-// A request costs at most one embedding call: an embedding failure makes the
-// lookup a SEMANTIC MISS (the error is returned for logging only), and the
-// answer is then stored for exact matches only.
+// A request costs at most one embedding call, made by Lookup (also for a
+// forced refresh, whose answer is stored with it), so Save never waits on
+// the embedding provider: an embedding failure makes the lookup a SEMANTIC
+// MISS (or REFRESH; the error is returned for logging only), and the answer
+// is then stored for exact matches only.
 package semantic
 
 import (
@@ -77,7 +79,9 @@ func (Mode) Lookup(ctx context.Context, st cache.Store, q *cache.Query) (*cache.
 		return nil, cache.StatusDisabled, nil
 	}
 	if q.ForceRefresh {
-		return nil, cache.StatusRefresh, nil
+		// The vector is still needed to store the answer: taken now, so
+		// Save never waits on the embedding provider after the answer.
+		return nil, cache.StatusRefresh, embed(ctx, q, p.Text)
 	}
 	e, ok, getErr := st.Get(ctx, q.Key)
 	if ok {
@@ -86,27 +90,38 @@ func (Mode) Lookup(ctx context.Context, st cache.Store, q *cache.Query) (*cache.
 	if p.Text == "" {
 		return nil, cache.StatusSemanticMiss, getErr
 	}
-	if q.Embed == nil {
-		return nil, cache.StatusSemanticMiss, errors.Join(getErr, cache.ErrNoEmbedder)
+	if err := embed(ctx, q, p.Text); err != nil {
+		return nil, cache.StatusSemanticMiss, errors.Join(getErr, err)
 	}
-	vec, err := q.Embed(ctx, p.Text)
-	q.Embedded = true
-	if err != nil {
-		return nil, cache.StatusSemanticMiss, errors.Join(getErr, fmt.Errorf("cache: embed: %w", err))
-	}
-	q.Vector = vec
-	_, e, _, ok, err = st.Nearest(ctx, p.Partition, vec, cache.Threshold(q.Settings))
+	_, e, _, ok, err = st.Nearest(ctx, p.Partition, q.Vector, cache.Threshold(q.Settings))
 	if ok {
 		return e, cache.StatusSemanticHit, nil
 	}
 	return nil, cache.StatusSemanticMiss, errors.Join(getErr, err)
 }
 
+// embed sets q.Vector to the embedding of text (when text is not empty)
+// and marks q.Embedded, so a request costs at most one embedding call.
+func embed(ctx context.Context, q *cache.Query, text string) error {
+	if text == "" || q.Embedded {
+		return nil
+	}
+	q.Embedded = true
+	if q.Embed == nil {
+		return cache.ErrNoEmbedder
+	}
+	vec, err := q.Embed(ctx, text)
+	if err != nil {
+		return fmt.Errorf("cache: embed: %w", err)
+	}
+	q.Vector = vec
+	return nil
+}
+
 // Save implements cache.Mode: e is stored under the exact key and, with the
-// conversation's vector, in the request's partition. When no vector can be
-// had (no text, no Embed, or the Lookup's embedding call failed) only the
-// exact key is stored. Save calls Embed only when Lookup did not (a forced
-// refresh).
+// vector Lookup took, in the request's partition; without one (no text, no
+// Embed, or the embedding call failed) under the exact key only. Save never
+// calls the embedding provider: the answer it stores has been sent.
 func (Mode) Save(ctx context.Context, st cache.Store, q *cache.Query, e *cache.Entry) error {
 	if !Endpoints[q.Endpoint] {
 		return simple.Mode{}.Save(ctx, st, q, e)
@@ -115,20 +130,11 @@ func (Mode) Save(ctx context.Context, st cache.Store, q *cache.Query, e *cache.E
 	if err != nil || !p.Cacheable {
 		return nil // Lookup answered DISABLED
 	}
-	vec := q.Vector
-	if vec == nil && !q.Embedded && p.Text != "" {
-		if q.Embed == nil {
-			return errors.Join(cache.ErrNoEmbedder, st.Put(ctx, q.Key, e))
-		}
-		if vec, err = q.Embed(ctx, p.Text); err != nil {
-			return errors.Join(fmt.Errorf("cache: embed: %w", err), st.Put(ctx, q.Key, e))
-		}
-	}
-	if vec == nil {
+	if q.Vector == nil {
 		return st.Put(ctx, q.Key, e)
 	}
 	ent := *e
-	ent.Vector = vec
+	ent.Vector = q.Vector
 	return st.PutVector(ctx, p.Partition, q.Key, &ent)
 }
 

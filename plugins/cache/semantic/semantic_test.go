@@ -149,7 +149,7 @@ func TestSemantic(t *testing.T) {
 		{name: "completion URL does not see chat answers", url: compURL, body: france, want: cache.StatusSemanticMiss, embeds: 1},
 		{name: "embed failure is a miss, not a failure", body: chat("gpt-4o", "0.2", "what's the capital of france"), failEmbed: true,
 			want: cache.StatusSemanticMiss, embeds: 1, wantErr: true},
-		{name: "force refresh", body: france, refresh: true, want: cache.StatusRefresh, embeds: 0},
+		{name: "force refresh: no lookup, the vector taken for the save", body: france, refresh: true, want: cache.StatusRefresh, embeds: 1},
 		{name: "embeddings are matched exactly", url: embURL, body: `{"model":"text-embedding-3-small","input":"What is the capital of France?"}`,
 			want: cache.StatusMiss, embeds: 0},
 		{name: "a chat body without messages is not cached", body: `{"model":"gpt-4o","input":"What is the capital of France?"}`,
@@ -318,7 +318,10 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestSaveWithoutLookupEmbeds(t *testing.T) {
+// TestForcedRefreshEmbedsAtLookup: a forced refresh takes its vector at
+// lookup, before the provider is called, so Save never calls the embedding
+// provider; its answer is then found by a similar request.
+func TestForcedRefreshEmbedsAtLookup(t *testing.T) {
 	st, err := cache.OpenBolt(filepath.Join(t.TempDir(), "cache.db"), cache.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -330,11 +333,11 @@ func TestSaveWithoutLookupEmbeds(t *testing.T) {
 	q.ForceRefresh = true
 	q.Embed = emb.Embed
 	m := semantic.Mode{}
-	if _, s, _ := m.Lookup(ctx, st, q); s != cache.StatusRefresh {
-		t.Fatalf("status %s", s)
+	if _, s, _ := m.Lookup(ctx, st, q); s != cache.StatusRefresh || emb.calls.Load() != 1 {
+		t.Fatalf("status %s, %d embedding calls", s, emb.calls.Load())
 	}
-	if err := m.Save(ctx, st, q, &cache.Entry{Status: 200, Body: []byte("hi")}); err != nil {
-		t.Fatal(err)
+	if err := m.Save(ctx, st, q, &cache.Entry{Status: 200, Body: []byte("hi")}); err != nil || emb.calls.Load() != 1 {
+		t.Fatalf("save: %v, %d embedding calls", err, emb.calls.Load())
 	}
 	q2 := query(chatURL, "", []byte(chat("m", "0", "Hello, world!")), nil)
 	q2.Embed = emb.Embed
