@@ -280,17 +280,31 @@ func TestSemanticCache(t *testing.T) {
 			t.Fatalf("%s: hits %d embeddings %d, want %d %d", s.name, a.Hits(), emb.Hits(), s.hits, s.embeds)
 		}
 	}
-	// Bodies without a conversation are not for this mode: DISABLED, no
-	// embedding call, nothing stored.
-	embReq := chat("")
-	embReq.Endpoint, embReq.Path, embReq.Body = core.EndpointEmbed, "/embeddings", []byte(`{"model":"emb","input":"hello"}`)
-	for range 2 {
-		if resp := e.mustDo(t, root, embReq); resp.CacheStatus != "DISABLED" {
-			t.Errorf("embeddings request: %s", resp.CacheStatus)
+	// Other endpoints are matched exactly, without an embedding call: a
+	// similar image prompt is another image.
+	other := func(ep core.Endpoint, path, body string) *core.Request {
+		r := chat("")
+		r.Endpoint, r.Path, r.Body = ep, path, []byte(body)
+		return r
+	}
+	for _, s := range []struct {
+		name   string
+		req    *core.Request
+		status string
+		hits   int64
+	}{
+		{"embeddings", other(core.EndpointEmbed, "/embeddings", `{"model":"emb","input":"hello"}`), "MISS", 4},
+		{"embeddings again", other(core.EndpointEmbed, "/embeddings", `{"model":"emb","input":"hello"}`), "HIT", 4},
+		{"image", other(core.EndpointImageGenerate, "/images/generations", `{"model":"dall-e-3","prompt":"`+prompt+`"}`), "MISS", 5},
+		{"similar image", other(core.EndpointImageGenerate, "/images/generations", `{"model":"dall-e-3","prompt":"`+prompt+` today"}`), "MISS", 6},
+		{"same image", other(core.EndpointImageGenerate, "/images/generations", `{"model":"dall-e-3","prompt":"`+prompt+`"}`), "HIT", 6},
+	} {
+		if resp := e.mustDo(t, root, s.req); resp.CacheStatus != s.status || a.Hits() != s.hits {
+			t.Errorf("%s: %s, %d upstream hits; want %s, %d", s.name, resp.CacheStatus, a.Hits(), s.status, s.hits)
 		}
 	}
-	if a.Hits() != 5 || emb.Hits() != 5 {
-		t.Errorf("after embeddings requests: hits %d embeddings %d, want 5 5", a.Hits(), emb.Hits())
+	if emb.Hits() != 5 {
+		t.Errorf("other endpoints called the embedding provider: %d calls, want 5", emb.Hits())
 	}
 	got := emb.last(t)
 	if got.path != "/v1/embeddings" || got.header.Get("Authorization") != "Bearer k" {

@@ -46,7 +46,7 @@ func (w *walk) cacheLookup(ctx context.Context, req *core.Request, l *config.Lea
 		slog.Warn("cache mode unavailable", "mode", l.Cache.Mode, "error", err)
 		return cs
 	}
-	q := cache.NewQuery(u.String(), cacheScope(req), req.Body, l.Cache)
+	q := cache.NewQuery(req.Endpoint, u.String(), cacheScope(req), req.Body, l.Cache)
 	q.ForceRefresh = req.CacheForceRefresh
 	q.Embed = w.embedder(req, l)
 	entry, status, err := mode.Lookup(ctx, w.p.cache, q)

@@ -349,34 +349,70 @@ func (w *write) delete(tx *bolt.Tx, key string) error {
 	if v == nil {
 		return nil
 	}
-	freed := int64(len(key) + len(v))
-	rec, derr := decodeRecord(v, false)
-	if derr == nil {
+	if rec, err := decodeRecord(v, false); err == nil {
 		if err := tx.Bucket(bucketAge).Delete(ageKey(rec.CreatedAt, key)); err != nil {
 			return err
 		}
 		if rec.Partition != "" {
-			vectors := tx.Bucket(bucketVectors)
-			if vb := vectors.Bucket([]byte(rec.Partition)); vb != nil {
-				freed += int64(len(vb.Get([]byte(key))))
-				if err := vb.Delete([]byte(key)); err != nil {
-					return err
-				}
-				if k, _ := vb.Cursor().First(); k == nil {
-					if err := vectors.DeleteBucket([]byte(rec.Partition)); err != nil {
-						return err
-					}
-				}
+			if err := w.deleteVector(tx, rec.Partition, key); err != nil {
+				return err
 			}
-			w.changes = append(w.changes, change{partition: rec.Partition, key: key})
 		}
+	} else if err := w.deleteVectorAnywhere(tx, key); err != nil {
+		// An undecodable record does not say its partition.
+		return err
 	}
 	// An undecodable record leaves a dangling age entry; prune drops it.
 	if err := entries.Delete([]byte(key)); err != nil {
 		return err
 	}
 	w.count--
-	w.bytes -= freed
+	w.bytes -= int64(len(key) + len(v))
+	return nil
+}
+
+// deleteVector removes key's vector from partition (and the partition when
+// it is left empty), from the byte count and, on commit, from the index.
+func (w *write) deleteVector(tx *bolt.Tx, partition, key string) error {
+	w.changes = append(w.changes, change{partition: partition, key: key})
+	vectors := tx.Bucket(bucketVectors)
+	vb := vectors.Bucket([]byte(partition))
+	if vb == nil {
+		return nil
+	}
+	v := vb.Get([]byte(key))
+	if v == nil {
+		return nil
+	}
+	w.bytes -= int64(len(v))
+	if err := vb.Delete([]byte(key)); err != nil {
+		return err
+	}
+	if k, _ := vb.Cursor().First(); k == nil {
+		return vectors.DeleteBucket([]byte(partition))
+	}
+	return nil
+}
+
+// deleteVectorAnywhere removes key's vector from every partition holding
+// one: the partition of an undecodable record is unknown. It scans the
+// partitions, which only damaged records cost.
+func (w *write) deleteVectorAnywhere(tx *bolt.Tx, key string) error {
+	var parts []string
+	err := tx.Bucket(bucketVectors).ForEachBucket(func(name []byte) error {
+		if tx.Bucket(bucketVectors).Bucket(name).Get([]byte(key)) != nil {
+			parts = append(parts, string(name))
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	for _, p := range parts {
+		if err := w.deleteVector(tx, p, key); err != nil {
+			return err
+		}
+	}
 	return nil
 }
 
@@ -430,7 +466,9 @@ func (w *write) saveStats(tx *bolt.Tx) error {
 	return tx.Bucket(bucketMeta).Put(metaStats, v)
 }
 
-// Nearest implements Store.
+// Nearest implements Store. A best match whose record is missing or cannot
+// be decoded is deleted (dropDamaged) and the next best tried, so a damaged
+// entry cannot shadow a valid match.
 func (s *boltStore) Nearest(ctx context.Context, partition string, vec []float32, threshold float64) (string, *Entry, float64, bool, error) {
 	if err := ctx.Err(); err != nil {
 		return "", nil, 0, false, err
@@ -439,6 +477,21 @@ func (s *boltStore) Nearest(ctx context.Context, partition string, vec []float32
 	if q == nil {
 		return "", nil, 0, false, nil
 	}
+	for {
+		key, e, score, damaged, err := s.nearest(partition, q, threshold)
+		if !damaged {
+			return key, e, score, e != nil, err
+		}
+		if err := s.dropDamaged(partition, key); err != nil {
+			return "", nil, 0, false, err
+		}
+	}
+}
+
+// nearest is one try of Nearest with the unit vector q: the best match
+// (nil when none reaches threshold), or its key with damaged set when its
+// record cannot be read.
+func (s *boltStore) nearest(partition string, q []float32, threshold float64) (key string, e *Entry, score float64, damaged bool, err error) {
 	s.mu.RLock()
 	if !s.closed && s.parts[partition] == nil {
 		// First use of the partition: load it under the exclusive lock.
@@ -466,26 +519,65 @@ func (s *boltStore) Nearest(ctx context.Context, partition string, vec []float32
 	if !ok || score < threshold {
 		return "", nil, 0, false, nil
 	}
-	var out *Entry
-	err := s.db.View(func(tx *bolt.Tx) error {
-		v := tx.Bucket(bucketEntries).Get([]byte(key))
-		if v == nil {
-			return nil
+	err = s.db.View(func(tx *bolt.Tx) error {
+		rec, ok := readRecord(tx, key, partition)
+		if ok {
+			e = readEntry(tx, key, rec)
 		}
-		rec, err := decodeRecord(v, true)
-		if err != nil {
-			return nil
-		}
-		out = readEntry(tx, key, rec)
 		return nil
 	})
 	if err != nil {
 		return "", nil, 0, false, closedErr(err)
 	}
-	if out == nil {
-		return "", nil, 0, false, nil // cannot happen: memory follows commits
+	return key, e, score, e == nil, nil
+}
+
+// readRecord returns key's record when it decodes whole and belongs to
+// partition.
+func readRecord(tx *bolt.Tx, key, partition string) (record, bool) {
+	v := tx.Bucket(bucketEntries).Get([]byte(key))
+	if v == nil {
+		return record{}, false
 	}
-	return key, out, score, true, nil
+	rec, err := decodeRecord(v, true)
+	return rec, err == nil && rec.Partition == partition
+}
+
+// dropDamaged deletes key, which Nearest found in partition without a
+// readable record of that partition: the record (if any), its vectors and
+// their bytes, in the file and in the index. Nothing is deleted when a
+// readable record has been stored since.
+func (s *boltStore) dropDamaged(partition, key string) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	w := s.newWrite()
+	err := s.db.Update(func(tx *bolt.Tx) error {
+		if _, ok := readRecord(tx, key, partition); ok {
+			return nil
+		}
+		if v := tx.Bucket(bucketEntries).Get([]byte(key)); v != nil {
+			if _, err := decodeRecord(v, true); err != nil {
+				// The record and its vectors, wherever they are.
+				if err := w.delete(tx, key); err != nil {
+					return err
+				}
+			}
+		}
+		// A vector left without its record, or beside a readable record of
+		// another partition.
+		if err := w.deleteVector(tx, partition, key); err != nil {
+			return err
+		}
+		return w.saveStats(tx)
+	})
+	if err != nil {
+		return closedErr(err)
+	}
+	s.apply(w)
+	return nil
 }
 
 // loadPart returns the in-memory index of partition, loading it from bbolt

@@ -580,3 +580,75 @@ func TestCorruptRecordIsAMissAndHeals(t *testing.T) {
 		t.Fatalf("count = %d, want 2", n)
 	}
 }
+
+// TestDamagedEntryDoesNotShadowNearest: an entry whose record cannot be
+// read, found by Get or by Nearest, is deleted with its vector (from the
+// file, the in-memory index and the byte count), so the next best match is
+// found instead of a miss for ever.
+func TestDamagedEntryDoesNotShadowNearest(t *testing.T) {
+	exp := newClock().Now().Add(time.Hour)
+	damagedVec := []float32{1, 0}
+	full := encodeRecord(&Entry{Status: 200, Header: map[string][]string{"A": {"b"}}, ExpiresAt: exp}, "p")
+	tests := []struct {
+		name   string
+		record []byte // the damaged record; nil deletes it
+		viaGet bool   // Get finds the damage first
+	}{
+		{name: "garbage record, found by Nearest", record: []byte{1, 0, 0xff}},
+		{name: "garbage record, found by Get", record: []byte{1, 0, 0xff}, viaGet: true},
+		{name: "headers cut short, found by Nearest", record: full[:len(full)-1]},
+		{name: "headers cut short, found by Get", record: full[:len(full)-1], viaGet: true},
+		{name: "record missing", record: nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			clk := newClock()
+			st, _ := openTest(t, BoltOptions{Now: clk.Now})
+			ctx := context.Background()
+			for key, vec := range map[string][]float32{"good": {1, 0.1}, "damaged": damagedVec} {
+				if err := st.PutVector(ctx, "p", key, &Entry{Status: 200, Body: []byte(key), Vector: vec, ExpiresAt: exp}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			// Load the partition, then damage the best match in the file.
+			if k, _, _, ok, _ := st.Nearest(ctx, "p", damagedVec, 0.9); !ok || k != "damaged" {
+				t.Fatalf("before the damage: %q %v", k, ok)
+			}
+			st.db.Update(func(tx *bolt.Tx) error {
+				if tt.record == nil {
+					return tx.Bucket(bucketEntries).Delete([]byte("damaged"))
+				}
+				return tx.Bucket(bucketEntries).Put([]byte("damaged"), tt.record)
+			})
+			count, before := st.stats()
+			if tt.viaGet {
+				if _, ok, err := st.Get(ctx, "damaged"); ok || err != nil {
+					t.Fatalf("Get of the damaged entry: ok=%v err=%v", ok, err)
+				}
+			}
+			k, e, _, ok, err := st.Nearest(ctx, "p", damagedVec, 0.9)
+			if err != nil || !ok || k != "good" || string(e.Body) != "good" {
+				t.Fatalf("Nearest = %q %v %v, want the good entry", k, ok, err)
+			}
+			// Freed: the vector, and the record with its key when there was one.
+			freed := int64(len(encodeVector(damagedVec, exp)))
+			wantCount := count
+			if tt.record != nil {
+				freed += int64(len("damaged") + len(tt.record))
+				wantCount--
+			}
+			if n, after := st.stats(); before-after != freed || n != wantCount {
+				t.Fatalf("count %d, freed %d bytes; want %d, %d", n, before-after, wantCount, freed)
+			}
+			if _, in := st.parts["p"].pos["damaged"]; in {
+				t.Fatal("damaged vector still in the index")
+			}
+			st.db.View(func(tx *bolt.Tx) error {
+				if tx.Bucket(bucketVectors).Bucket([]byte("p")).Get([]byte("damaged")) != nil || tx.Bucket(bucketEntries).Get([]byte("damaged")) != nil {
+					t.Fatal("damaged entry still in the file")
+				}
+				return nil
+			})
+		})
+	}
+}

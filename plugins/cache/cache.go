@@ -113,7 +113,9 @@ type Mode interface {
 // Query is what a Mode knows about one request.
 type Query struct {
 	// Key is Key(URL, Namespace, Body).
-	Key       string
+	Key string
+	// Endpoint is the request's endpoint (not part of the key: URL is).
+	Endpoint  core.Endpoint
 	URL       string
 	Namespace string
 	// Body is the provider-bound JSON body.
@@ -126,15 +128,18 @@ type Query struct {
 	// named in Settings.Embedding (the router supplies it). Semantic only.
 	Embed func(ctx context.Context, text string) ([]float32, error)
 
-	// Vector is the embedding computed by the semantic Lookup, reused by
-	// Save so a miss costs one embedding call, not two. Modes set it; the
-	// router leaves it alone.
-	Vector []float32
+	// Vector is the embedding computed by the semantic Lookup, which Save
+	// stores with the answer: a request costs at most one embedding call,
+	// made before the provider is called. Embedded is set with it, also
+	// when the call failed (Vector nil). Modes set both; the router leaves
+	// them alone.
+	Vector   []float32
+	Embedded bool
 }
 
-// NewQuery fills a Query's URL, Namespace, Body and Key.
-func NewQuery(url, namespace string, body []byte, settings *config.Cache) *Query {
-	return &Query{Key: Key(url, namespace, body), URL: url, Namespace: namespace, Body: body, Settings: settings}
+// NewQuery fills a Query's Endpoint, URL, Namespace, Body and Key.
+func NewQuery(endpoint core.Endpoint, url, namespace string, body []byte, settings *config.Cache) *Query {
+	return &Query{Key: Key(url, namespace, body), Endpoint: endpoint, URL: url, Namespace: namespace, Body: body, Settings: settings}
 }
 
 // Key is the exact cache key of a request: the sha256 hex of the provider

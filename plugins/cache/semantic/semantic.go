@@ -3,12 +3,18 @@
 // enough (cosine similarity of embeddings ≥ the configured threshold,
 // default 0.95) and whose model and parameters are the same.
 //
+// Which requests: chat completions, completions and Anthropic messages
+// (Endpoints). Every other endpoint (image generations, embeddings, ...) is
+// cached by exact match only, as by the "cache.simple" mode, with its
+// statuses (HIT, MISS, REFRESH): a similar prompt must not return an
+// earlier, different image.
+//
 // What is compared:
 //
 //   - The text is the conversation of a chat body (each message's role and
 //     text content, one "role: text" line per message) or a completion's
-//     prompt. Bodies with neither (embeddings, ...) are not cached by this
-//     mode: Lookup answers DISABLED and Save stores nothing.
+//     prompt. Such a body with neither is not cached by this mode: Lookup
+//     answers DISABLED and Save stores nothing.
 //   - Only requests of the same partition are compared. The partition hashes
 //     the provider URL, the namespace and the canonicalised body without its
 //     text: every parameter (model, temperature, stream, tools, ...), plus
@@ -18,8 +24,11 @@
 //     semantic hit, however similar the text.
 //
 // A repeated identical request is an exact-key HIT without an embedding call.
-// An embedding failure makes the lookup a SEMANTIC MISS; the error is
-// returned for logging only.
+// A request costs at most one embedding call, made by Lookup (also for a
+// forced refresh, whose answer is stored with it), so Save never waits on
+// the embedding provider: an embedding failure makes the lookup a SEMANTIC
+// MISS (or REFRESH; the error is returned for logging only), and the answer
+// is then stored for exact matches only.
 package semantic
 
 import (
@@ -35,6 +44,7 @@ import (
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/plugins/cache"
+	"github.com/llm-gateway/gateway/plugins/cache/simple"
 )
 
 // ID is the plugin's registry ID.
@@ -49,9 +59,18 @@ type Mode struct{}
 
 var _ cache.Mode = Mode{}
 
-// Lookup implements cache.Mode. It sets q.Vector when it embeds the text, so
-// Save does not embed it again.
+// Endpoints are the endpoints whose requests are matched semantically; the
+// others are matched exactly (see the package doc).
+var Endpoints = map[core.Endpoint]bool{
+	core.EndpointChatComplete: true, core.EndpointComplete: true, core.EndpointMessages: true,
+}
+
+// Lookup implements cache.Mode. It sets q.Embedded (and q.Vector) when it
+// calls Embed, so Save does not call it again.
 func (Mode) Lookup(ctx context.Context, st cache.Store, q *cache.Query) (*cache.Entry, cache.Status, error) {
+	if !Endpoints[q.Endpoint] {
+		return simple.Mode{}.Lookup(ctx, st, q)
+	}
 	p, err := Parse(q.URL, q.Namespace, q.Body)
 	if err != nil {
 		return nil, cache.StatusDisabled, err
@@ -60,7 +79,9 @@ func (Mode) Lookup(ctx context.Context, st cache.Store, q *cache.Query) (*cache.
 		return nil, cache.StatusDisabled, nil
 	}
 	if q.ForceRefresh {
-		return nil, cache.StatusRefresh, nil
+		// The vector is still needed to store the answer: taken now, so
+		// Save never waits on the embedding provider after the answer.
+		return nil, cache.StatusRefresh, embed(ctx, q, p.Text)
 	}
 	e, ok, getErr := st.Get(ctx, q.Key)
 	if ok {
@@ -69,46 +90,51 @@ func (Mode) Lookup(ctx context.Context, st cache.Store, q *cache.Query) (*cache.
 	if p.Text == "" {
 		return nil, cache.StatusSemanticMiss, getErr
 	}
-	if q.Embed == nil {
-		return nil, cache.StatusSemanticMiss, errors.Join(getErr, cache.ErrNoEmbedder)
+	if err := embed(ctx, q, p.Text); err != nil {
+		return nil, cache.StatusSemanticMiss, errors.Join(getErr, err)
 	}
-	vec, err := q.Embed(ctx, p.Text)
-	if err != nil {
-		return nil, cache.StatusSemanticMiss, errors.Join(getErr, fmt.Errorf("cache: embed: %w", err))
-	}
-	q.Vector = vec
-	_, e, _, ok, err = st.Nearest(ctx, p.Partition, vec, cache.Threshold(q.Settings))
+	_, e, _, ok, err = st.Nearest(ctx, p.Partition, q.Vector, cache.Threshold(q.Settings))
 	if ok {
 		return e, cache.StatusSemanticHit, nil
 	}
 	return nil, cache.StatusSemanticMiss, errors.Join(getErr, err)
 }
 
+// embed sets q.Vector to the embedding of text (when text is not empty)
+// and marks q.Embedded, so a request costs at most one embedding call.
+func embed(ctx context.Context, q *cache.Query, text string) error {
+	if text == "" || q.Embedded {
+		return nil
+	}
+	q.Embedded = true
+	if q.Embed == nil {
+		return cache.ErrNoEmbedder
+	}
+	vec, err := q.Embed(ctx, text)
+	if err != nil {
+		return fmt.Errorf("cache: embed: %w", err)
+	}
+	q.Vector = vec
+	return nil
+}
+
 // Save implements cache.Mode: e is stored under the exact key and, with the
-// conversation's vector, in the request's partition. When no vector can be
-// had (no text, no or failing Embed) only the exact key is stored.
+// vector Lookup took, in the request's partition; without one (no text, no
+// Embed, or the embedding call failed) under the exact key only. Save never
+// calls the embedding provider: the answer it stores has been sent.
 func (Mode) Save(ctx context.Context, st cache.Store, q *cache.Query, e *cache.Entry) error {
+	if !Endpoints[q.Endpoint] {
+		return simple.Mode{}.Save(ctx, st, q, e)
+	}
 	p, err := Parse(q.URL, q.Namespace, q.Body)
 	if err != nil || !p.Cacheable {
 		return nil // Lookup answered DISABLED
 	}
-	if p.Text == "" {
+	if q.Vector == nil {
 		return st.Put(ctx, q.Key, e)
 	}
-	vec := q.Vector
-	if vec == nil {
-		var embedErr error
-		if q.Embed == nil {
-			embedErr = cache.ErrNoEmbedder
-		} else if vec, embedErr = q.Embed(ctx, p.Text); embedErr != nil {
-			embedErr = fmt.Errorf("cache: embed: %w", embedErr)
-		}
-		if embedErr != nil {
-			return errors.Join(embedErr, st.Put(ctx, q.Key, e))
-		}
-	}
 	ent := *e
-	ent.Vector = vec
+	ent.Vector = q.Vector
 	return st.PutVector(ctx, p.Partition, q.Key, &ent)
 }
 

@@ -11,6 +11,7 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/config"
 	"github.com/llm-gateway/gateway/plugins/cache"
 	"github.com/llm-gateway/gateway/plugins/cache/semantic"
@@ -20,6 +21,7 @@ const (
 	chatURL = "https://api.openai.com/v1/chat/completions"
 	compURL = "https://api.openai.com/v1/completions"
 	embURL  = "https://api.openai.com/v1/embeddings"
+	imgURL  = "https://api.openai.com/v1/images/generations"
 )
 
 // stopwords are ignored by the fake embedding, as a real embedding model
@@ -62,6 +64,14 @@ func (e *embedder) Embed(_ context.Context, text string) ([]float32, error) {
 	return bagOfWords(text), nil
 }
 
+// endpoints are the test URLs' endpoints.
+var endpoints = map[string]core.Endpoint{chatURL: core.EndpointChatComplete, compURL: core.EndpointComplete,
+	embURL: core.EndpointEmbed, imgURL: core.EndpointImageGenerate}
+
+func query(url, ns string, body []byte, s *config.Cache) *cache.Query {
+	return cache.NewQuery(endpoints[url], url, ns, body, s)
+}
+
 func chat(model string, temp string, content string) string {
 	return `{"model":"` + model + `","temperature":` + temp + `,"messages":[{"role":"user","content":"` + content + `"}]}`
 }
@@ -85,7 +95,7 @@ func TestSemantic(t *testing.T) {
 	save := func(url, body, answer string) {
 		t.Helper()
 		emb := &embedder{}
-		q := cache.NewQuery(url, "ns", []byte(body), settings)
+		q := query(url, "ns", []byte(body), settings)
 		q.Embed = emb.Embed
 		if _, s, err := m.Lookup(ctx, st, q); s != cache.StatusSemanticMiss || err != nil {
 			t.Fatalf("seed lookup: %s %v", s, err)
@@ -139,8 +149,10 @@ func TestSemantic(t *testing.T) {
 		{name: "completion URL does not see chat answers", url: compURL, body: france, want: cache.StatusSemanticMiss, embeds: 1},
 		{name: "embed failure is a miss, not a failure", body: chat("gpt-4o", "0.2", "what's the capital of france"), failEmbed: true,
 			want: cache.StatusSemanticMiss, embeds: 1, wantErr: true},
-		{name: "force refresh", body: france, refresh: true, want: cache.StatusRefresh, embeds: 0},
-		{name: "embeddings are not cached", url: embURL, body: `{"model":"text-embedding-3-small","input":"What is the capital of France?"}`,
+		{name: "force refresh: no lookup, the vector taken for the save", body: france, refresh: true, want: cache.StatusRefresh, embeds: 1},
+		{name: "embeddings are matched exactly", url: embURL, body: `{"model":"text-embedding-3-small","input":"What is the capital of France?"}`,
+			want: cache.StatusMiss, embeds: 0},
+		{name: "a chat body without messages is not cached", body: `{"model":"gpt-4o","input":"What is the capital of France?"}`,
 			want: cache.StatusDisabled, embeds: 0},
 	}
 	for _, tt := range tests {
@@ -156,7 +168,7 @@ func TestSemantic(t *testing.T) {
 				s = settings
 			}
 			emb := &embedder{fail: tt.failEmbed}
-			q := cache.NewQuery(url, ns, []byte(tt.body), s)
+			q := query(url, ns, []byte(tt.body), s)
 			q.ForceRefresh = tt.refresh
 			q.Embed = emb.Embed
 			e, status, err := m.Lookup(ctx, st, q)
@@ -180,7 +192,7 @@ func TestSemantic(t *testing.T) {
 
 	t.Run("conversation text", func(t *testing.T) {
 		emb := &embedder{}
-		q := cache.NewQuery(chatURL, "ns", []byte(`{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi"},{"type":"text","text":"there"}]},{"role":"assistant","content":null,"tool_calls":[{"id":"1"}]}]}`), settings)
+		q := query(chatURL, "ns", []byte(`{"model":"m","messages":[{"role":"system","content":"Be brief."},{"role":"user","content":[{"type":"text","text":"Hi"},{"type":"text","text":"there"}]},{"role":"assistant","content":null,"tool_calls":[{"id":"1"}]}]}`), settings)
 		q.Embed = emb.Embed
 		m.Lookup(ctx, st, q)
 		if want := "system: Be brief.\nuser: Hi\nthere\nassistant: "; len(emb.texts) != 1 || emb.texts[0] != want {
@@ -188,33 +200,80 @@ func TestSemantic(t *testing.T) {
 		}
 	})
 
-	t.Run("save after a failed embedding keeps the exact key", func(t *testing.T) {
+	// The lookup's failed embedding call is the request's only one: the
+	// answer is stored for exact matches only (Save does not retry, which
+	// would delay the save and double the calls to a failing provider).
+	t.Run("save after a failed embedding keeps the exact key only", func(t *testing.T) {
 		body := chat("gpt-4o", "0", "Name a prime number")
-		q := cache.NewQuery(chatURL, "ns", []byte(body), settings)
-		q.Embed = (&embedder{fail: true}).Embed
+		q := query(chatURL, "ns", []byte(body), settings)
+		failing := &embedder{fail: true}
+		q.Embed = failing.Embed
 		if _, s, err := m.Lookup(ctx, st, q); s != cache.StatusSemanticMiss || err == nil {
 			t.Fatalf("lookup: %s %v", s, err)
 		}
-		if err := m.Save(ctx, st, q, &cache.Entry{Status: 200, Body: []byte("7")}); err == nil {
-			t.Fatal("Save hid the embedding error")
+		if err := m.Save(ctx, st, q, &cache.Entry{Status: 200, Body: []byte("7")}); err != nil {
+			t.Fatalf("Save: %v", err)
+		}
+		if n := failing.calls.Load(); n != 1 {
+			t.Fatalf("lookup+save called Embed %d times, want 1", n)
 		}
 		emb := &embedder{}
-		q2 := cache.NewQuery(chatURL, "ns", []byte(body), settings)
+		q2 := query(chatURL, "ns", []byte(body), settings)
 		q2.Embed = emb.Embed
 		if e, s, _ := m.Lookup(ctx, st, q2); s != cache.StatusHit || string(e.Body) != "7" || emb.calls.Load() != 0 {
 			t.Fatalf("identical request after failed-embedding save: %s %v", s, e)
+		}
+		q3 := query(chatURL, "ns", []byte(chat("gpt-4o", "0", "Name a prime number!")), settings)
+		q3.Embed = emb.Embed
+		if e, s, _ := m.Lookup(ctx, st, q3); s != cache.StatusSemanticMiss || e != nil {
+			t.Fatalf("near duplicate found an answer stored without a vector: %s %v", s, e)
+		}
+	})
+
+	// Image generations (and every endpoint but chat, completions and
+	// messages) are matched exactly: a similar prompt is another image.
+	t.Run("image generations are matched exactly", func(t *testing.T) {
+		emb := &embedder{}
+		steps := []struct {
+			name, prompt string
+			refresh      bool
+			save         string
+			want         cache.Status
+			answer       string
+		}{
+			{name: "first", prompt: "A red fox in the snow", save: "fox-1", want: cache.StatusMiss},
+			{name: "similar prompt", prompt: "a red fox in the snow!", save: "fox-2", want: cache.StatusMiss},
+			{name: "identical prompt", prompt: "A red fox in the snow", want: cache.StatusHit, answer: "fox-1"},
+			{name: "forced refresh", prompt: "A red fox in the snow", refresh: true, save: "fox-3", want: cache.StatusRefresh},
+			{name: "after the refresh", prompt: "A red fox in the snow", want: cache.StatusHit, answer: "fox-3"},
+		}
+		for _, s := range steps {
+			q := query(imgURL, "ns", []byte(`{"model":"dall-e-3","prompt":"`+s.prompt+`"}`), settings)
+			q.Embed, q.ForceRefresh = emb.Embed, s.refresh
+			e, status, err := m.Lookup(ctx, st, q)
+			if status != s.want || err != nil || (e == nil) != (s.answer == "") || (e != nil && string(e.Body) != s.answer) {
+				t.Fatalf("%s: %s %v %v, want %s %q", s.name, status, e, err, s.want, s.answer)
+			}
+			if s.save != "" {
+				if err := m.Save(ctx, st, q, &cache.Entry{Status: 200, Body: []byte(s.save)}); err != nil {
+					t.Fatalf("%s: Save: %v", s.name, err)
+				}
+			}
+		}
+		if n := emb.calls.Load(); n != 0 {
+			t.Fatalf("Embed called %d times for image generations", n)
 		}
 	})
 
 	t.Run("expired answers are misses", func(t *testing.T) {
 		now = now.Add(2 * time.Hour) // max_age is 1 h
 		emb := &embedder{}
-		q := cache.NewQuery(chatURL, "ns", []byte(chat("gpt-4o", "0.2", "what's the capital of france")), settings)
+		q := query(chatURL, "ns", []byte(chat("gpt-4o", "0.2", "what's the capital of france")), settings)
 		q.Embed = emb.Embed
 		if e, s, err := m.Lookup(ctx, st, q); s != cache.StatusSemanticMiss || e != nil || err != nil {
 			t.Fatalf("after expiry: %s %v %v", s, e, err)
 		}
-		q = cache.NewQuery(chatURL, "ns", []byte(france), settings)
+		q = query(chatURL, "ns", []byte(france), settings)
 		q.Embed = emb.Embed
 		if _, s, _ := m.Lookup(ctx, st, q); s != cache.StatusSemanticMiss {
 			t.Fatalf("identical after expiry: %s", s)
@@ -259,7 +318,10 @@ func TestParse(t *testing.T) {
 	}
 }
 
-func TestSaveWithoutLookupEmbeds(t *testing.T) {
+// TestForcedRefreshEmbedsAtLookup: a forced refresh takes its vector at
+// lookup, before the provider is called, so Save never calls the embedding
+// provider; its answer is then found by a similar request.
+func TestForcedRefreshEmbedsAtLookup(t *testing.T) {
 	st, err := cache.OpenBolt(filepath.Join(t.TempDir(), "cache.db"), cache.BoltOptions{})
 	if err != nil {
 		t.Fatal(err)
@@ -267,17 +329,17 @@ func TestSaveWithoutLookupEmbeds(t *testing.T) {
 	defer st.Close()
 	ctx := context.Background()
 	emb := &embedder{}
-	q := cache.NewQuery(chatURL, "", []byte(chat("m", "0", "hello world")), nil)
+	q := query(chatURL, "", []byte(chat("m", "0", "hello world")), nil)
 	q.ForceRefresh = true
 	q.Embed = emb.Embed
 	m := semantic.Mode{}
-	if _, s, _ := m.Lookup(ctx, st, q); s != cache.StatusRefresh {
-		t.Fatalf("status %s", s)
+	if _, s, _ := m.Lookup(ctx, st, q); s != cache.StatusRefresh || emb.calls.Load() != 1 {
+		t.Fatalf("status %s, %d embedding calls", s, emb.calls.Load())
 	}
-	if err := m.Save(ctx, st, q, &cache.Entry{Status: 200, Body: []byte("hi")}); err != nil {
-		t.Fatal(err)
+	if err := m.Save(ctx, st, q, &cache.Entry{Status: 200, Body: []byte("hi")}); err != nil || emb.calls.Load() != 1 {
+		t.Fatalf("save: %v, %d embedding calls", err, emb.calls.Load())
 	}
-	q2 := cache.NewQuery(chatURL, "", []byte(chat("m", "0", "Hello, world!")), nil)
+	q2 := query(chatURL, "", []byte(chat("m", "0", "Hello, world!")), nil)
 	q2.Embed = emb.Embed
 	if e, s, _ := m.Lookup(ctx, st, q2); s != cache.StatusSemanticHit || string(e.Body) != "hi" {
 		t.Fatalf("status %s entry %v", s, e)

@@ -6,6 +6,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/config"
 	"github.com/llm-gateway/gateway/plugins/cache"
 	"github.com/llm-gateway/gateway/plugins/cache/simple"
@@ -32,7 +33,7 @@ func TestSimple(t *testing.T) {
 		t.Fatalf("NewMode returned %T", m)
 	}
 	// Prime the cache: namespace "a", body above.
-	seed := cache.NewQuery(chatURL, "a", body, settings)
+	seed := cache.NewQuery(core.EndpointChatComplete, chatURL, "a", body, settings)
 	if e, s, err := m.Lookup(ctx, st, seed); e != nil || s != cache.StatusMiss || err != nil {
 		t.Fatalf("first lookup: %v %s %v", e, s, err)
 	}
@@ -57,7 +58,7 @@ func TestSimple(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			q := cache.NewQuery(tt.url, tt.ns, []byte(tt.body), settings)
+			q := cache.NewQuery(core.EndpointChatComplete, tt.url, tt.ns, []byte(tt.body), settings)
 			q.ForceRefresh = tt.refresh
 			e, s, err := m.Lookup(ctx, st, q)
 			if err != nil || s != tt.want || (e != nil) != s.Hit() {
@@ -70,15 +71,15 @@ func TestSimple(t *testing.T) {
 	}
 
 	// REFRESH then Save replaces the answer.
-	q := cache.NewQuery(chatURL, "a", body, settings)
+	q := cache.NewQuery(core.EndpointChatComplete, chatURL, "a", body, settings)
 	q.ForceRefresh = true
 	m.Save(ctx, st, q, &cache.Entry{Status: 200, Body: []byte(`{"id":"2"}`), CreatedAt: now, ExpiresAt: cache.Expiry(settings, now)})
-	if e, s, _ := m.Lookup(ctx, st, cache.NewQuery(chatURL, "a", body, settings)); s != cache.StatusHit || string(e.Body) != `{"id":"2"}` {
+	if e, s, _ := m.Lookup(ctx, st, cache.NewQuery(core.EndpointChatComplete, chatURL, "a", body, settings)); s != cache.StatusHit || string(e.Body) != `{"id":"2"}` {
 		t.Fatalf("after refresh: %s %v", s, e)
 	}
 	// max_age 60 s.
 	now = now.Add(time.Minute)
-	if _, s, _ := m.Lookup(ctx, st, cache.NewQuery(chatURL, "a", body, settings)); s != cache.StatusMiss {
+	if _, s, _ := m.Lookup(ctx, st, cache.NewQuery(core.EndpointChatComplete, chatURL, "a", body, settings)); s != cache.StatusMiss {
 		t.Fatalf("after max_age: %s", s)
 	}
 }
