@@ -38,9 +38,8 @@ var groupings = map[string]struct {
 	"api_key":     {of: func(r *core.LogRecord) string { return r.APIKeyID }},
 	"workspace":   {of: func(r *core.LogRecord) string { return r.WorkspaceID }},
 	// provider is the managed provider's or virtual key's id, else the
-	// provider name; config the saved config as the request named it
-	// (inline configs and none: null). Records carry no prompt: one null
-	// group.
+	// provider name; config the saved config's id (inline configs and
+	// none: null). Records carry no prompt: one null group.
 	"provider": {of: func(r *core.LogRecord) string { return cmp.Or(r.ProviderID, r.Provider) }},
 	"config":   {of: func(r *core.LogRecord) string { return r.ConfigID }},
 	"prompt":   {of: func(*core.LogRecord) string { return "" }},

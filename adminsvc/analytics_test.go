@@ -238,6 +238,8 @@ func TestAnalyticsRefusals(t *testing.T) {
 		{"ai_org_model without a provider", adminKey, "model?ai_org_model=gpt-4o", 400, core.CodeValidation, []string{"ai_org_model"}},
 		{"api_key_ids with an empty id", adminKey, "model?api_key_ids=a,,b", 400, core.CodeValidation, []string{"api_key_ids"}},
 		{"bad time", adminKey, "model?time_of_generation_min=yesterday", 400, core.CodeValidation, []string{"time_of_generation_min"}},
+		// The default range reaches 30 days before max: year -1, which has no JSON form.
+		{"time in year 0", adminKey, "model?time_of_generation_max=0000-01-05T00:00:00Z", 400, core.CodeValidation, []string{"time_of_generation_max"}},
 		{"bad page_size", adminKey, "model?page_size=0", 400, core.CodeValidation, []string{"page_size"}},
 		{"several named", adminKey, "nope?columns=x&cost_min=y", 400, core.CodeValidation, []string{"groupBy", "columns", "cost_min"}},
 		{"no analytics.view scope", logsOnly, "model", 403, core.CodeForbidden, []string{""}},

@@ -60,8 +60,10 @@ func parseTime(v, name string, p *problems) time.Time {
 		// string is decoded.
 		t, err = time.Parse(time.RFC3339Nano, strings.Replace(v, " ", "+", 1))
 	}
-	if err != nil {
-		p.add(name, "must be an RFC 3339 date-time such as \"2026-11-21T10:00:00Z\", got %q", v)
+	// Year 0 is refused: a range reaching back from it (the analytics'
+	// default) would hold a year that has no JSON form.
+	if err != nil || t.Year() < 1 {
+		p.add(name, "must be an RFC 3339 date-time from year 0001 such as \"2026-11-21T10:00:00Z\", got %q", v)
 	}
 	return t
 }

@@ -44,8 +44,8 @@ type LogFilter struct {
 	// Metadata keeps the records whose metadata holds every one of these
 	// keys with this value.
 	Metadata map[string]string
-	// Configs, when not nil, keeps the records of these saved configs: their
-	// config_id, the id or slug as the request named the config.
+	// Configs, when not nil, keeps the records whose config_id, the saved
+	// config's id, is one of these.
 	Configs []string
 	// PromptSlugs keeps the records of these prompts. Records carry no
 	// prompt, so a non-nil one keeps none.
