@@ -312,11 +312,13 @@ func announcedLength(resp *core.Response) int {
 }
 
 // proxiedBody is a proxied (not event-stream) answer as fasthttp sends it:
-// fasthttp reads it on the connection's goroutine, writing and flushing
-// every read as a chunk, so a stream of any format reaches the client
-// without delay. An upstream that breaks off fails the read, and fasthttp
-// then drops the connection before the body's last chunk: the client sees
-// a truncated body fail, never end as if it were whole.
+// fasthttp reads it on the connection's goroutine. Unsized, it writes and
+// flushes every read as a chunk, so a stream of any format reaches the
+// client without delay; sized, it copies the body straight to the
+// connection (one of at most 8 KiB may wait in the write buffer for its
+// end). An upstream that breaks off fails the read, and fasthttp then drops
+// the connection before the body's end: the client sees a truncated body
+// fail, never end as if it were whole.
 type proxiedBody struct {
 	s    *Server
 	req  *core.Request
