@@ -19,9 +19,11 @@
 //     the provider URL, the namespace and the canonicalised body without its
 //     text: every parameter (model, temperature, stream, tools, ...), plus
 //     the shape of the conversation (the number of messages, their roles and
-//     any non-text part: images, tool calls, tool_call_id, name). So a
-//     different model, temperature, image or tool call never gives a
-//     semantic hit, however similar the text.
+//     any non-text part: images, tool calls, tool_call_id, name), and the
+//     embedding provider and model the config names. So a different model,
+//     temperature, image or tool call never gives a semantic hit, however
+//     similar the text, and vectors of two embedding models are never
+//     compared.
 //
 // A repeated identical request is an exact-key HIT without an embedding call.
 // A request costs at most one embedding call, made by Lookup (also for a
@@ -43,6 +45,7 @@ import (
 	"strings"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/config"
 	"github.com/llm-gateway/gateway/plugins/cache"
 	"github.com/llm-gateway/gateway/plugins/cache/simple"
 )
@@ -93,11 +96,24 @@ func (Mode) Lookup(ctx context.Context, st cache.Store, q *cache.Query) (*cache.
 	if err := embed(ctx, q, p.Text); err != nil {
 		return nil, cache.StatusSemanticMiss, errors.Join(getErr, err)
 	}
-	_, e, _, ok, err = st.Nearest(ctx, p.Partition, q.Vector, cache.Threshold(q.Settings))
+	_, e, _, ok, err = st.Nearest(ctx, partition(p, q.Settings), q.Vector, cache.Threshold(q.Settings))
 	if ok {
 		return e, cache.StatusSemanticHit, nil
 	}
 	return nil, cache.StatusSemanticMiss, errors.Join(getErr, err)
+}
+
+// partition is p's partition under the embedding model that makes its
+// vectors (the embedding settings, when the config names them), so vectors
+// of two embedding models are never compared.
+func partition(p Parsed, s *config.Cache) string {
+	if s == nil || s.Embedding == nil {
+		return p.Partition
+	}
+	e := s.Embedding
+	h := sha256.New()
+	fmt.Fprintf(h, "%s\n%s\n%s\n%s\n", p.Partition, e.Provider, e.Model, e.CustomHost)
+	return hex.EncodeToString(h.Sum(nil))
 }
 
 // embed sets q.Vector to the embedding of text (when text is not empty)
@@ -135,7 +151,7 @@ func (Mode) Save(ctx context.Context, st cache.Store, q *cache.Query, e *cache.E
 	}
 	ent := *e
 	ent.Vector = q.Vector
-	return st.PutVector(ctx, p.Partition, q.Key, &ent)
+	return st.PutVector(ctx, partition(p, q.Settings), q.Key, &ent)
 }
 
 // Parsed is a body split into the text that is embedded and the partition

@@ -348,3 +348,34 @@ func TestForcedRefreshEmbedsAtLookup(t *testing.T) {
 		t.Fatalf("Embed called %d times, want 2", n)
 	}
 }
+
+// TestEmbeddingModelPartitions: vectors made by two embedding models are
+// never compared, even when they happen to be alike.
+func TestEmbeddingModelPartitions(t *testing.T) {
+	st, err := cache.OpenBolt(filepath.Join(t.TempDir(), "cache.db"), cache.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	ctx := context.Background()
+	m := semantic.Mode{}
+	withModel := func(model string) *config.Cache {
+		return &config.Cache{Mode: config.CacheSemantic, Embedding: &config.EmbeddingProvider{Provider: "openai", Model: model}}
+	}
+	q := query(chatURL, "", []byte(chat("m", "0", "hello world")), withModel("emb-a"))
+	q.Embed = (&embedder{}).Embed
+	m.Lookup(ctx, st, q)
+	if err := m.Save(ctx, st, q, &cache.Entry{Status: 200, Body: []byte("hi")}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		model string
+		want  cache.Status
+	}{{"emb-a", cache.StatusSemanticHit}, {"emb-b", cache.StatusSemanticMiss}} {
+		q2 := query(chatURL, "", []byte(chat("m", "0", "Hello, world!")), withModel(tc.model))
+		q2.Embed = (&embedder{}).Embed
+		if _, s, _ := m.Lookup(ctx, st, q2); s != tc.want {
+			t.Errorf("embedding model %s: %s, want %s", tc.model, s, tc.want)
+		}
+	}
+}
