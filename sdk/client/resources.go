@@ -3,6 +3,7 @@ package client
 import (
 	"bytes"
 	"context"
+	"maps"
 	"mime/multipart"
 	"net/http"
 	"net/url"
@@ -42,13 +43,16 @@ func (r resource) Create(ctx context.Context, body any) (Created, error) {
 // List lists records; filters are the resource's query parameters, e.g.
 // url.Values{"workspace_id": {"default"}}.
 func (r resource) List(ctx context.Context, filters url.Values, p Page) (List[Object], error) {
-	q := url.Values{}
-	for k, v := range filters {
-		q[k] = v
-	}
-	p.set(q)
 	var out List[Object]
-	return out, r.c.do(ctx, http.MethodGet, r.path, q, nil, &out)
+	return out, r.c.do(ctx, http.MethodGet, r.path, listQuery(filters, p), nil, &out)
+}
+
+// listQuery is the query of a list: a copy of filters with page p.
+func listQuery(filters url.Values, p Page) url.Values {
+	q := url.Values{}
+	maps.Copy(q, filters)
+	p.set(q)
+	return q
 }
 
 // Get reads one record by id or slug.
@@ -206,14 +210,10 @@ type Groups struct {
 // (none: the request count only); filters are the log filters (status_code,
 // metadata, time_of_generation_min, ...).
 func (r *Logs) Groups(ctx context.Context, groupBy string, columns []string, filters url.Values, p Page) (Groups, error) {
-	q := url.Values{}
-	for k, v := range filters {
-		q[k] = v
-	}
+	q := listQuery(filters, p)
 	if len(columns) > 0 {
 		q.Set("columns", strings.Join(columns, ","))
 	}
-	p.set(q)
 	var out Groups
 	return out, r.c.do(ctx, http.MethodGet, "/analytics/groups/"+esc(groupBy), q, nil, &out)
 }
@@ -225,8 +225,6 @@ type AuditLogs struct{ c *Client }
 // query parameters (method, resource_type, action, user_id, ...).
 func (r *AuditLogs) List(ctx context.Context, from, to time.Time, filters url.Values, p Page) (List[Object], error) {
 	q := url.Values{"start_time": {from.UTC().Format(time.RFC3339Nano)}, "end_time": {to.UTC().Format(time.RFC3339Nano)}}
-	for k, v := range filters {
-		q[k] = v
-	}
+	maps.Copy(q, filters)
 	return resource{r.c, "/audit-logs"}.List(ctx, q, p)
 }
