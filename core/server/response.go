@@ -197,8 +197,14 @@ type eventScanner struct {
 	lineStart int    // where the line being read starts
 	pos       int    // where the search for the next line end resumes
 	afterCR   bool   // the last line end was a "\r" at the end of buf
-	pending   core.Usage
-	usage     core.Usage // from the events handed out; pending adds the current event's lines
+	// cr and lf are where the next "\r" and "\n" at or after pos are
+	// (len(buf): none); below pos (fill sets -1) they are searched for
+	// again. Each byte is searched once however far apart the two kinds
+	// of line end are (a bare-CR stream searched to the buffer's end for
+	// a "\n" at every line).
+	cr, lf  int
+	pending core.Usage
+	usage   core.Usage // from the events handed out; pending adds the current event's lines
 }
 
 // fill reads more of the stream, after dropping the events handed out.
@@ -217,6 +223,7 @@ func (s *eventScanner) fill(r io.Reader) error {
 	}
 	n, err := r.Read(s.buf[len(s.buf):cap(s.buf)])
 	s.buf = s.buf[:len(s.buf)+n]
+	s.cr, s.lf = -1, -1 // a "none" found before does not cover the new bytes
 	return err
 }
 
@@ -231,12 +238,11 @@ func (s *eventScanner) next() []byte {
 				continue
 			}
 		}
-		i := lineEnd(s.buf[s.pos:])
-		if i < 0 {
+		eol := min(s.find(&s.cr, '\r'), s.find(&s.lf, '\n'))
+		if eol == len(s.buf) {
 			s.pos = len(s.buf)
 			return nil
 		}
-		eol := s.pos + i
 		line := s.buf[s.lineStart:eol]
 		s.pos = eol + 1
 		if s.buf[eol] == '\r' {
@@ -272,17 +278,16 @@ func (s *eventScanner) rest() []byte {
 	return rest
 }
 
-// lineEnd is the index of the first "\r" or "\n" in b, or -1.
-func lineEnd(b []byte) int {
-	lf := bytes.IndexByte(b, '\n')
-	before := b
-	if lf >= 0 {
-		before = b[:lf]
+// find is the index of the next c at or after s.pos (len(s.buf): none),
+// kept in *at so it is searched for again only once passed.
+func (s *eventScanner) find(at *int, c byte) int {
+	if *at < s.pos {
+		*at = len(s.buf)
+		if i := bytes.IndexByte(s.buf[s.pos:], c); i >= 0 {
+			*at = s.pos + i
+		}
 	}
-	if cr := bytes.IndexByte(before, '\r'); cr >= 0 {
-		return cr
-	}
-	return lf
+	return *at
 }
 
 // maxEventBytes bounds one server-sent event held in memory.
