@@ -16,8 +16,6 @@ import (
 	"github.com/llm-gateway/gateway/store"
 )
 
-const scopeAnalyticsView = "analytics.view"
-
 // analyticsWindow is the range grouped when the query names no
 // time_of_generation_min: this long before time_of_generation_max (or now).
 const analyticsWindow = 30 * 24 * time.Hour
@@ -136,7 +134,7 @@ type groupsBody struct {
 // matching records, and the columns asked for.
 func (s *Service) groupLogs(c *fiber.Ctx) error {
 	caller := principal(c)
-	if err := requireScope(caller, scopeAnalyticsView); err != nil {
+	if err := requireScope(caller, core.ScopeAnalyticsView); err != nil {
 		return err
 	}
 	var p problems

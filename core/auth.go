@@ -35,6 +35,8 @@ const (
 	ScopeLogsView   = "logs.view"
 	ScopeLogsExport = "logs.export"
 	ScopeLogsWrite  = "logs.write"
+
+	ScopeAnalyticsView = "analytics.view"
 )
 
 // crud expands a resource prefix into its create, read, update, delete and
@@ -69,7 +71,7 @@ var AllScopes = func() []string {
 	s = append(s, crud("guardrails", "invoke")...)
 	s = append(s,
 		"audit_logs.list", ScopeCompletionsWrite, "mcp.invoke", "agents.invoke",
-		"analytics.view", ScopeLogsList, ScopeLogsView, ScopeLogsExport, ScopeLogsWrite,
+		ScopeAnalyticsView, ScopeLogsList, ScopeLogsView, ScopeLogsExport, ScopeLogsWrite,
 	)
 	slices.Sort(s)
 	return slices.Compact(s)
