@@ -83,7 +83,6 @@ func (f AuditFilter) match(r *AuditRecord) bool {
 // number of matching records in all. It visits only the keys between From
 // and To.
 func QueryAudit(tx Tx, f AuditFilter) ([]AuditRecord, int, error) {
-	pg := newPager[AuditRecord](f.CurrentPage, f.PageSize)
 	from := ""
 	if !f.To.IsZero() {
 		from = timeKey(f.To) + "~"
@@ -92,20 +91,7 @@ func QueryAudit(tx Tx, f AuditFilter) ([]AuditRecord, int, error) {
 	if !f.From.IsZero() {
 		lowest = timeKey(f.From)
 	}
-	err := tx.Scan(BucketAuditLogs, from, true, func(key string, raw []byte) (bool, error) {
-		if key < lowest {
-			return false, nil
-		}
-		var r AuditRecord
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return false, err
-		}
-		if f.match(&r) {
-			pg.add(&r)
-		}
-		return true, nil
-	})
-	return pg.page, pg.total, err
+	return queryJSON(tx, BucketAuditLogs, from, lowest, f.CurrentPage, f.PageSize, f.match)
 }
 
 // NewAuditID returns the id of a record made at t: it sorts by time.

@@ -1,7 +1,6 @@
 package store
 
 import (
-	"encoding/json"
 	"slices"
 	"time"
 
@@ -58,16 +57,5 @@ func (f FeedbackFilter) match(r *Feedback) bool {
 // QueryFeedback returns one page of matching feedback, newest first, and
 // the number of matching records in all.
 func QueryFeedback(tx Tx, f FeedbackFilter) ([]Feedback, int, error) {
-	pg := newPager[Feedback](f.CurrentPage, f.PageSize)
-	err := tx.Scan(BucketFeedback, "", true, func(_ string, raw []byte) (bool, error) {
-		var r Feedback
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return false, err
-		}
-		if f.match(&r) {
-			pg.add(&r)
-		}
-		return true, nil
-	})
-	return pg.page, pg.total, err
+	return queryJSON(tx, BucketFeedback, "", "", f.CurrentPage, f.PageSize, f.match)
 }

@@ -198,6 +198,27 @@ func timeKey(t time.Time) string {
 	return core.LogIDPrefix(t)
 }
 
+// queryJSON returns one page of the JSON records of bucket that match
+// accepts, newest first from key from ("" for the newest) down to key
+// lowest, and the number of matching records in all.
+func queryJSON[T any](tx Tx, bucket Bucket, from, lowest string, current, size int, match func(*T) bool) ([]T, int, error) {
+	pg := newPager[T](current, size)
+	err := tx.Scan(bucket, from, true, func(key string, raw []byte) (bool, error) {
+		if key < lowest {
+			return false, nil
+		}
+		var r T
+		if err := json.Unmarshal(raw, &r); err != nil {
+			return false, err
+		}
+		if match(&r) {
+			pg.add(&r)
+		}
+		return true, nil
+	})
+	return pg.page, pg.total, err
+}
+
 // pager keeps page current (of size records) of the records offered to it
 // in order, and counts them all: the lists' paging.
 type pager[T any] struct {

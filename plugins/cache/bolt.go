@@ -205,19 +205,12 @@ func readEntry(tx *bolt.Tx, key string, rec record) *Entry {
 
 // deleteStale deletes key if it is (still) expired or undecodable.
 func (s *boltStore) deleteStale(key string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	now := s.now()
-	w := s.newWrite()
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx, w *write) error {
 		v := tx.Bucket(bucketEntries).Get([]byte(key))
 		if v == nil {
 			return nil
 		}
-		if rec, err := decodeRecord(v, true); err == nil && !expired(timeNanos(rec.ExpiresAt), now) {
+		if rec, err := decodeRecord(v, true); err == nil && !expired(timeNanos(rec.ExpiresAt), s.now()) {
 			return nil
 		}
 		if err := w.delete(tx, key); err != nil {
@@ -225,11 +218,6 @@ func (s *boltStore) deleteStale(key string) error {
 		}
 		return w.saveStats(tx)
 	})
-	if err != nil {
-		return closedErr(err)
-	}
-	s.apply(w)
-	return nil
 }
 
 // Put implements Store.
@@ -270,13 +258,7 @@ func (s *boltStore) put(ctx context.Context, partition, key string, e *Entry) er
 		return ErrTooLarge
 	}
 
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	w := s.newWrite()
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx, w *write) error {
 		if err := w.delete(tx, key); err != nil {
 			return err
 		}
@@ -304,7 +286,18 @@ func (s *boltStore) put(ctx context.Context, partition, key string, e *Entry) er
 		}
 		return w.saveStats(tx)
 	})
-	if err != nil {
+}
+
+// update runs fn in one bbolt write transaction under s.mu and, once it has
+// committed, publishes fn's write to the counters and the index.
+func (s *boltStore) update(fn func(tx *bolt.Tx, w *write) error) error {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed {
+		return ErrClosed
+	}
+	w := s.newWrite()
+	if err := s.db.Update(func(tx *bolt.Tx) error { return fn(tx, w) }); err != nil {
 		return closedErr(err)
 	}
 	s.apply(w)
@@ -548,13 +541,7 @@ func readRecord(tx *bolt.Tx, key, partition string) (record, bool) {
 // their bytes, in the file and in the index. Nothing is deleted when a
 // readable record has been stored since.
 func (s *boltStore) dropDamaged(partition, key string) error {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	if s.closed {
-		return ErrClosed
-	}
-	w := s.newWrite()
-	err := s.db.Update(func(tx *bolt.Tx) error {
+	return s.update(func(tx *bolt.Tx, w *write) error {
 		if _, ok := readRecord(tx, key, partition); ok {
 			return nil
 		}
@@ -573,11 +560,6 @@ func (s *boltStore) dropDamaged(partition, key string) error {
 		}
 		return w.saveStats(tx)
 	})
-	if err != nil {
-		return closedErr(err)
-	}
-	s.apply(w)
-	return nil
 }
 
 // loadPart returns the in-memory index of partition, loading it from bbolt

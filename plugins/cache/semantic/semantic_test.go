@@ -72,17 +72,25 @@ func query(url, ns string, body []byte, s *config.Cache) *cache.Query {
 	return cache.NewQuery(endpoints[url], url, ns, body, s)
 }
 
+// openStore opens a cache store in a temporary directory, closed when the
+// test ends.
+func openStore(t *testing.T, o cache.BoltOptions) cache.Store {
+	t.Helper()
+	st, err := cache.OpenBolt(filepath.Join(t.TempDir(), "cache.db"), o)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { st.Close() })
+	return st
+}
+
 func chat(model string, temp string, content string) string {
 	return `{"model":"` + model + `","temperature":` + temp + `,"messages":[{"role":"user","content":"` + content + `"}]}`
 }
 
 func TestSemantic(t *testing.T) {
 	now := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-	st, err := cache.OpenBolt(filepath.Join(t.TempDir(), "cache.db"), cache.BoltOptions{Now: func() time.Time { return now }})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, cache.BoltOptions{Now: func() time.Time { return now }})
 	ctx := context.Background()
 	m, err := cache.NewMode(config.CacheSemantic)
 	if err != nil {
@@ -322,11 +330,7 @@ func TestParse(t *testing.T) {
 // lookup, before the provider is called, so Save never calls the embedding
 // provider; its answer is then found by a similar request.
 func TestForcedRefreshEmbedsAtLookup(t *testing.T) {
-	st, err := cache.OpenBolt(filepath.Join(t.TempDir(), "cache.db"), cache.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, cache.BoltOptions{})
 	ctx := context.Background()
 	emb := &embedder{}
 	q := query(chatURL, "", []byte(chat("m", "0", "hello world")), nil)
@@ -352,11 +356,7 @@ func TestForcedRefreshEmbedsAtLookup(t *testing.T) {
 // TestEmbeddingModelPartitions: vectors made by two embedding models are
 // never compared, even when they happen to be alike.
 func TestEmbeddingModelPartitions(t *testing.T) {
-	st, err := cache.OpenBolt(filepath.Join(t.TempDir(), "cache.db"), cache.BoltOptions{})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer st.Close()
+	st := openStore(t, cache.BoltOptions{})
 	ctx := context.Background()
 	m := semantic.Mode{}
 	withModel := func(model string) *config.Cache {
