@@ -26,6 +26,28 @@ func decodeJSON(tb testing.TB, s string, v any) {
 	}
 }
 
+// chatRequest is a chat completion request of body, parsed as the
+// validator parses it.
+func chatRequest(tb testing.TB, body string) *core.Request {
+	tb.Helper()
+	req := &core.Request{Body: []byte(body), Model: "gpt-4o-mini", Endpoint: core.EndpointChatComplete}
+	decodeJSON(tb, body, &req.JSON)
+	return req
+}
+
+// parseHooks reads list, a config's hooks at path, with reg; a problem
+// fails the benchmark.
+func parseHooks(tb testing.TB, reg *hooks.Registry, path string, shorthand bool, list string) []hooks.Spec {
+	tb.Helper()
+	var v []any
+	decodeJSON(tb, list, &v)
+	specs, probs := reg.ParseList(path, shorthand, v)
+	if len(probs) > 0 {
+		tb.Fatal(probs)
+	}
+	return specs
+}
+
 // builtIns resolves built-in checks only, as a nil *Registry does.
 var builtIns *hooks.Registry
 
@@ -63,19 +85,13 @@ func loadMinimal(b *testing.B) *hooks.Registry {
 func BenchmarkRun(b *testing.B) {
 	reg := loadMinimal(b)
 	body := `{"model":"gpt-4o-mini","messages":[{"role":"system","content":"You are terse."},{"role":"user","content":"Say hello to the gateway in five words."}]}`
-	req := &core.Request{Body: []byte(body), Model: "gpt-4o-mini", Endpoint: core.EndpointChatComplete}
-	decodeJSON(b, body, &req.JSON)
+	req := chatRequest(b, body)
 	for _, bc := range []struct{ name, list string }{
 		{"wordCount", `[{"default.wordCount":{"maxWords":1000}}]`},
 		{"wordCount+wasm", `[{"default.wordCount":{"maxWords":1000}},{"wat-minimal.nonEmpty":{}}]`},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			var list []any
-			decodeJSON(b, bc.list, &list)
-			specs, probs := reg.ParseList("input_guardrails", true, list)
-			if len(probs) > 0 {
-				b.Fatal(probs)
-			}
+			specs := parseHooks(b, reg, "input_guardrails", true, bc.list)
 			r := hooks.Runner{Registry: reg}
 			ctx := context.Background()
 			b.ReportAllocs()
@@ -102,8 +118,7 @@ func chatAnswer(text string) []byte {
 // second check reads the first one's transform.
 func BenchmarkRunAfterResponse(b *testing.B) {
 	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello to the gateway in five words."}]}`
-	req := &core.Request{Body: []byte(body), Model: "gpt-4o-mini", Endpoint: core.EndpointChatComplete}
-	decodeJSON(b, body, &req.JSON)
+	req := chatRequest(b, body)
 	resp := &core.Response{Status: 200, Body: chatAnswer("Hello there, dear gateway friend: call 555-123-4567 now.")}
 	for _, bc := range []struct {
 		name, list string
@@ -114,12 +129,7 @@ func BenchmarkRunAfterResponse(b *testing.B) {
 		{"sequential", `[{"sequential":true,"checks":[{"id":"default.regexReplace","parameters":{"rule":"\\d{3}-\\d{3}-\\d{4}","replacement":"[phone]"}},{"id":"default.wordCount","parameters":{"maxWords":1000}},{"id":"default.contains","parameters":{"words":["555"],"operator":"none"}}]}]`, false},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
-			var list []any
-			decodeJSON(b, bc.list, &list)
-			specs, probs := builtIns.ParseList("output_guardrails", bc.shorthand, list)
-			if len(probs) > 0 {
-				b.Fatal(probs)
-			}
+			specs := parseHooks(b, builtIns, "output_guardrails", bc.shorthand, bc.list)
 			var r hooks.Runner
 			ctx := context.Background()
 			b.ReportAllocs()
@@ -136,14 +146,9 @@ func BenchmarkRunAfterResponse(b *testing.B) {
 // BenchmarkRunFeedback runs a hook with on_success and on_fail feedback.
 func BenchmarkRunFeedback(b *testing.B) {
 	body := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"Say hello to the gateway in five words."}]}`
-	req := &core.Request{Body: []byte(body), Model: "gpt-4o-mini", Endpoint: core.EndpointChatComplete}
-	decodeJSON(b, body, &req.JSON)
-	var list []any
-	decodeJSON(b, `[{"default.wordCount":{"maxWords":1000},"on_success":{"feedback":{"value":1,"weight":1,"metadata":{"team":"a"}}},"on_fail":{"feedback":{"value":-1}}}]`, &list)
-	specs, probs := builtIns.ParseList("input_guardrails", true, list)
-	if len(probs) > 0 {
-		b.Fatal(probs)
-	}
+	req := chatRequest(b, body)
+	specs := parseHooks(b, builtIns, "input_guardrails", true,
+		`[{"default.wordCount":{"maxWords":1000},"on_success":{"feedback":{"value":1,"weight":1,"metadata":{"team":"a"}}},"on_fail":{"feedback":{"value":-1}}}]`)
 	var r hooks.Runner
 	ctx := context.Background()
 	b.ReportAllocs()
