@@ -189,15 +189,35 @@ func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal) (core.Target, *cor
 		t.APIKey = strings.Clone(k)
 	}
 	if host := gatewayHeader(c, "custom-host"); host != "" {
-		u, err := netguard.CheckBaseURL(host) // the request's path and query are appended to it
+		base, err := s.customHost(host)
 		if err != nil {
-			return t, core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host: %v", err)
+			return t, err
 		}
-		t.BaseURL, t.CustomHost = u.String(), true
+		t.BaseURL, t.CustomHost = base, true
 	}
 	var err *core.Error
 	t.ForwardHeaders, err = forwardHeaders(c)
 	return t, err
+}
+
+// maxCustomHosts bounds the custom hosts remembered as checked.
+const maxCustomHosts = 256
+
+// customHost checks x-gateway-custom-host's value (the request's path and
+// query are appended to it) and returns it as the base URL. A host that
+// passed is remembered, so a client sending the same one on every request
+// has it parsed once.
+func (s *Server) customHost(host string) (string, *core.Error) {
+	if base, ok := s.hosts.Load(host); ok {
+		return base, nil
+	}
+	u, err := netguard.CheckBaseURL(host)
+	if err != nil {
+		return "", core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host: %v", err)
+	}
+	base := u.String()
+	s.hosts.Store(strings.Clone(host), base)
+	return base, nil
 }
 
 // forwardHeaders reads x-gateway-forward-headers: a comma-separated list of

@@ -61,8 +61,9 @@ type Server struct {
 	managed  core.ManagedTargets
 	limiter  core.Limiter
 	authFail func(c *fiber.Ctx, err *core.Error)
-	inline   *memo.Map[string, route] // parsed inline configs
-	logPaths map[string]string        // a static data route's provider path to its own
+	inline   *memo.Map[string, route]  // parsed inline configs
+	hosts    *memo.Map[string, string] // checked custom hosts: the header's value to the base URL
+	logPaths map[string]string         // a static data route's provider path to its own
 	log      *slog.Logger
 	now      func() time.Time
 }
@@ -82,7 +83,7 @@ func New(o Options) *fiber.App {
 		o.Now = time.Now
 	}
 	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, limiter: o.Limiter, authFail: o.OnAuthFailure, log: o.Logger, now: o.Now,
-		inline: memo.New[string, route](maxInlineConfigs)}
+		inline: memo.New[string, route](maxInlineConfigs), hosts: memo.New[string, string](maxCustomHosts)}
 	app := fiber.New(fiber.Config{
 		AppName:               "llm-gateway",
 		DisableStartupMessage: true,
