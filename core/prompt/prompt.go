@@ -75,11 +75,11 @@ func Render(v *Version, vars map[string]any, hyper map[string]json.RawMessage) (
 		return nil, err
 	}
 	r := renderer{stack: []any{vars}}
-	messages, err := c.appendMessages(nil, &r)
+	messages, err := c.appendMessages(make([]byte, 0, 2*len(v.Template)), &r)
 	if err != nil {
 		return nil, err
 	}
-	var b body
+	b := make(body, 0, len(v.Parameters)+len(hyper)+5)
 	for k, raw := range v.Parameters {
 		b.set(k, raw)
 	}
