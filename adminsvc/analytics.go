@@ -37,10 +37,11 @@ var groupings = map[string]struct {
 	"workspace":   {of: func(r *core.LogRecord) string { return r.WorkspaceID }},
 	// provider is the managed provider's or virtual key's id, else the
 	// provider name; config the saved config's id (inline configs and
-	// none: null). Records carry no prompt: one null group.
+	// none: null); prompt the saved prompt's id (requests not made by
+	// /v1/prompts/{id}/completions: null).
 	"provider": {of: func(r *core.LogRecord) string { return cmp.Or(r.ProviderID, r.Provider) }},
 	"config":   {of: func(r *core.LogRecord) string { return r.ConfigID }},
-	"prompt":   {of: func(*core.LogRecord) string { return "" }},
+	"prompt":   {of: func(r *core.LogRecord) string { return r.PromptID }},
 }
 
 // groupStats accumulates the records of one group.

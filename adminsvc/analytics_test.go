@@ -349,7 +349,7 @@ func TestListLogsReferenceFilters(t *testing.T) {
 // TestAnalyticsManagedRecords checks the groups, filters and cost of
 // records that name a managed provider, virtual key, integration and saved
 // config: provider groups by the managed id, config by config_id, the
-// configs filter matches config_id, and an integration's pricing_config
+// configs filter matches config_id, prompt groups by prompt_id, and an integration's pricing_config
 // replaces the list price (GET /v1/logs' cost bounds too).
 func TestAnalyticsManagedRecords(t *testing.T) {
 	e := newEnv(t)
@@ -373,16 +373,16 @@ func TestAnalyticsManagedRecords(t *testing.T) {
 	recs := []*core.LogRecord{
 		// 0: managed provider, overridden model: 1000×$1 + 1000×$2 per 1M.
 		{CreatedAt: at(10), WorkspaceID: e.wsID, Provider: "openai", ProviderID: "prov-1", IntegrationID: "integ-1", ConfigID: "cfg-a",
-			Model: "gpt-4o-mini", Status: 200, Usage: thousand},
+			PromptID: "pr-a", PromptSlug: "support", Model: "gpt-4o-mini", Status: 200, Usage: thousand},
 		// 1: managed provider, custom model priced only by the override.
 		{CreatedAt: at(9), WorkspaceID: e.wsID, Provider: "openai", ProviderID: "prov-1", IntegrationID: "integ-1", ConfigID: "cfg-b",
-			Model: "my-ft", Status: 200, Usage: core.Usage{PromptTokens: 1000, TotalTokens: 1000}},
+			PromptID: "pr-b", PromptSlug: "greet", Model: "my-ft", Status: 200, Usage: core.Usage{PromptTokens: 1000, TotalTokens: 1000}},
 		// 2: managed provider, model without an override: list price.
 		{CreatedAt: at(8), WorkspaceID: e.wsID, Provider: "openai", ProviderID: "prov-1", IntegrationID: "integ-1",
 			Model: "gpt-4o", Status: 200, Usage: thousand},
 		// 3: virtual key (no integration): list price.
 		{CreatedAt: at(7), WorkspaceID: e.wsID, Provider: "openai", ProviderID: "vk-1", ConfigID: "cfg-a",
-			Model: "gpt-4o-mini", Status: 200, Usage: thousand},
+			PromptID: "pr-a", PromptSlug: "support", Model: "gpt-4o-mini", Status: 200, Usage: thousand},
 		// 4: unmanaged: list price.
 		{CreatedAt: at(6), WorkspaceID: e.wsID, Provider: "openai", Model: "gpt-4o-mini", Status: 200, Usage: thousand},
 	}
@@ -403,7 +403,8 @@ func TestAnalyticsManagedRecords(t *testing.T) {
 			{"config": nil, "requests": 2}, {"config": "cfg-a", "requests": 2}, {"config": "cfg-b", "requests": 1}}},
 		{"configs filter, by id or slug", "config?configs=cfg-a,pc-b", []row{{"config": "cfg-a", "requests": 2}, {"config": "cfg-b", "requests": 1}}},
 		{"configs filter, unknown", "config?configs=nope", []row{}},
-		{"prompt stays one null group", "prompt", []row{{"prompt": nil, "requests": 5}}},
+		{"prompt: prompt_id, null without one", "prompt", []row{
+			{"prompt": nil, "requests": 2}, {"prompt": "pr-a", "requests": 2}, {"prompt": "pr-b", "requests": 1}}},
 		{"cost by model: the override where it applies", "model?columns=cost", []row{
 			{"model": "gpt-4o-mini", "requests": 3, "cost": override + 2*mini, "unpriced_requests": 0},
 			{"model": "gpt-4o", "requests": 1, "cost": gpt4o, "unpriced_requests": 0},

@@ -9,6 +9,8 @@ import (
 // the admin routes each name the scope they need.
 const (
 	ScopeCompletionsWrite = "completions.write"
+	// ScopePromptsRender allows POST /v1/prompts/{id}/render.
+	ScopePromptsRender = "prompts.render"
 
 	ScopeOrgServiceKeysCreate = "organisation_service_api_keys.create"
 	ScopeOrgServiceKeysRead   = "organisation_service_api_keys.read"

@@ -29,18 +29,22 @@ type LogRecord struct {
 	// pricing_config prices it; ConfigID is the id of the saved config the
 	// request was routed by. All empty otherwise: unmanaged targets, inline
 	// configs.
-	ProviderID    string   `json:"provider_id,omitempty"`
-	IntegrationID string   `json:"integration_id,omitempty"`
-	ConfigID      string   `json:"config_id,omitempty"`
-	Model         string   `json:"model,omitempty"`
-	Endpoint      Endpoint `json:"endpoint,omitempty"`
-	Method        string   `json:"method"`
-	Path          string   `json:"path"`
-	Status        int      `json:"status"`
-	Stream        bool     `json:"stream,omitempty"`
-	LatencyMs     float64  `json:"latency_ms"`
-	Usage         Usage    `json:"usage"`
-	Error         string   `json:"error,omitempty"`
+	ProviderID    string `json:"provider_id,omitempty"`
+	IntegrationID string `json:"integration_id,omitempty"`
+	ConfigID      string `json:"config_id,omitempty"`
+	// PromptID and PromptSlug name the saved prompt a request of
+	// /v1/prompts/{id}/completions was rendered from; empty otherwise.
+	PromptID   string   `json:"prompt_id,omitempty"`
+	PromptSlug string   `json:"prompt_slug,omitempty"`
+	Model      string   `json:"model,omitempty"`
+	Endpoint   Endpoint `json:"endpoint,omitempty"`
+	Method     string   `json:"method"`
+	Path       string   `json:"path"`
+	Status     int      `json:"status"`
+	Stream     bool     `json:"stream,omitempty"`
+	LatencyMs  float64  `json:"latency_ms"`
+	Usage      Usage    `json:"usage"`
+	Error      string   `json:"error,omitempty"`
 	// Routing outcome: the config path of the target that answered, the
 	// retries it took (-1: every attempt failed) and the cache status.
 	OptionPath  string `json:"last_used_option_index,omitempty"`
@@ -83,6 +87,8 @@ func (r *LogRecord) AppendJSON(b []byte) ([]byte, error) {
 	b = appendOmitEmpty(b, `,"provider_id":`, r.ProviderID)
 	b = appendOmitEmpty(b, `,"integration_id":`, r.IntegrationID)
 	b = appendOmitEmpty(b, `,"config_id":`, r.ConfigID)
+	b = appendOmitEmpty(b, `,"prompt_id":`, r.PromptID)
+	b = appendOmitEmpty(b, `,"prompt_slug":`, r.PromptSlug)
 	b = appendOmitEmpty(b, `,"model":`, r.Model)
 	b = appendOmitEmpty(b, `,"endpoint":`, string(r.Endpoint))
 	b = append(b, `,"method":`...)

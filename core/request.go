@@ -69,6 +69,9 @@ type Request struct {
 	// (named in x-gateway-config, the key's default or the workspace's);
 	// empty for an inline config or none.
 	ConfigID string
+	// PromptID and PromptSlug name the saved prompt the request was
+	// rendered from (/v1/prompts/{id}/completions); empty otherwise.
+	PromptID, PromptSlug string
 	// Timeout bounds the upstream call (for a stream: until the first byte);
 	// zero means none. A config target's request_timeout replaces it.
 	Timeout time.Duration

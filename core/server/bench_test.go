@@ -72,7 +72,7 @@ func BenchmarkNewRequest(b *testing.B) {
 	benchCtx(b, func(c *fiber.Ctx) {
 		b.ReportAllocs()
 		for b.Loop() {
-			if _, err := s.newRequest(c, core.EndpointChatComplete); err != nil {
+			if _, err := s.newRequest(c, core.EndpointChatComplete, core.ManagedRef{}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -187,7 +187,7 @@ func BenchmarkParseTarget(b *testing.B) {
 				p := c.Locals(localPrincipal).(*core.Principal)
 				b.ReportAllocs()
 				for b.Loop() {
-					if _, err := s.parseTarget(c, p); err != nil {
+					if _, err := s.parseTarget(c, p, core.ManagedRef{}); err != nil {
 						b.Fatal(err)
 					}
 				}

@@ -32,6 +32,8 @@ import (
 const (
 	keyGood    = "gw-key-good-0123456789"
 	keyNoScope = "gw-key-noscope-0123456789"
+	// keyRender may render saved prompts, and nothing else.
+	keyRender = "gw-key-render-0123456789"
 	// providerToken is the caller's provider credential (Authorization: Bearer).
 	providerToken = "sk-provider-token-42"
 )
@@ -59,6 +61,9 @@ var testAuth = fakeAuth{
 	keyNoScope: core.NewPrincipal(core.Principal{
 		KeyID: "key-noscope", KeyType: core.KeyTypeWorkspaceService, OrganisationID: "org-1", WorkspaceID: "ws-1",
 	}, []string{core.ScopeLogsList}),
+	keyRender: core.NewPrincipal(core.Principal{
+		KeyID: "key-render", KeyType: core.KeyTypeWorkspaceService, OrganisationID: "org-1", WorkspaceID: "ws-1",
+	}, []string{core.ScopePromptsRender}),
 }
 
 // logSink records every log record it is given.
@@ -183,6 +188,8 @@ type gatewayConfig struct {
 	hooks *hooks.Registry
 	// configs finds saved configs.
 	configs server.ConfigSource
+	// prompts finds saved prompts.
+	prompts server.PromptSource
 }
 
 // loopbackOnly refuses every destination that is not a literal 127/8 or ::1
@@ -227,7 +234,7 @@ func newGateway(t *testing.T, h http.Handler, opts ...func(*gatewayConfig)) *gat
 	}
 	logs := &logSink{}
 	app := server.New(server.Options{
-		Auth: testAuth, Pipeline: pipe, Logs: logs, BodyLimit: cfg.bodyLimit, Limiter: cfg.limiter, Managed: cfg.managed, Configs: cfg.configs,
+		Auth: testAuth, Pipeline: pipe, Logs: logs, BodyLimit: cfg.bodyLimit, Limiter: cfg.limiter, Managed: cfg.managed, Configs: cfg.configs, Prompts: cfg.prompts,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	t.Cleanup(func() {

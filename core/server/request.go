@@ -15,8 +15,10 @@ import (
 )
 
 // newRequest copies what the pipeline needs out of the Fiber context and
-// checks the gateway headers. Nothing it returns refers to Fiber's buffers.
-func (s *Server) newRequest(c *fiber.Ctx, endpoint core.Endpoint) (*core.Request, *core.Error) {
+// checks the gateway headers; fallback is the target to use when the
+// headers name none (see parseTarget). Nothing it returns refers to Fiber's
+// buffers.
+func (s *Server) newRequest(c *fiber.Ctx, endpoint core.Endpoint, fallback core.ManagedRef) (*core.Request, *core.Error) {
 	req := &core.Request{
 		TraceID:      TraceID(c),
 		SpanID:       strings.Clone(gatewayHeader(c, "span-id")),
@@ -41,7 +43,7 @@ func (s *Server) newRequest(c *fiber.Ctx, endpoint core.Endpoint) (*core.Request
 	if req.CacheNamespace, req.CacheForceRefresh, err = parseCacheHeaders(c); err != nil {
 		return req, err
 	}
-	if req.Target, err = s.parseTarget(c, req.Principal); err != nil {
+	if req.Target, err = s.parseTarget(c, req.Principal, fallback); err != nil {
 		return req, err
 	}
 	return req, nil
@@ -168,16 +170,24 @@ func (s *Server) missingProvider() *core.Error {
 
 // parseTarget reads the provider choice: x-gateway-provider with the
 // caller's credential, optionally x-gateway-custom-host; or a managed
-// provider (@slug) or virtual key, resolved with principal p.
+// provider (@slug) or virtual key, resolved with principal p. When the
+// request sends none of x-gateway-provider, x-gateway-virtual-key and
+// x-gateway-config, fallback's Provider and VirtualKey (a saved prompt's)
+// are read as if they were those headers; errors about them name their
+// parameter under fallback.Path.
 //
 // Header values read through Fiber point into fasthttp's reused buffers;
 // everything kept in the target is cloned, since the request (and the log
 // record made from it) outlives the handler.
-func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal) (core.Target, *core.Error) {
-	provider := strings.TrimSpace(gatewayHeader(c, "provider"))
-	if ref := (core.ManagedRef{Provider: provider, VirtualKey: strings.TrimSpace(gatewayHeader(c, "virtual-key"))}); ref.IsManaged() {
+func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal, fallback core.ManagedRef) (core.Target, *core.Error) {
+	ref := core.ManagedRef{Provider: strings.TrimSpace(gatewayHeader(c, "provider")), VirtualKey: strings.TrimSpace(gatewayHeader(c, "virtual-key"))}
+	if ref.Provider == "" && ref.VirtualKey == "" && (fallback.Provider != "" || fallback.VirtualKey != "") && gatewayHeader(c, "config") == "" {
+		ref = fallback
+	}
+	if ref.IsManaged() {
 		return s.managedTarget(c, p, ref)
 	}
+	provider := ref.Provider
 	t := core.Target{Provider: strings.Clone(strings.ToLower(provider))}
 	if auth := c.Get(fiber.HeaderAuthorization); auth != "" {
 		scheme, token, ok := strings.Cut(auth, " ")

@@ -107,58 +107,72 @@ func (s *Server) registerDataRoutes(v1 fiber.Router) {
 }
 
 // serve is the handler of every data-plane route: scope check, request
-// parsing and validation, the pipeline, the answer, and the log record.
+// parsing, then run.
 func (s *Server) serve(endpoint core.Endpoint, check bodyCheck) fiber.Handler {
 	return func(c *fiber.Ctx) error {
-		p := Principal(c)
-		if p == nil || !p.HasScope(core.ScopeCompletionsWrite) {
-			return core.Forbidden("this API key lacks the %s scope that data-plane routes need", core.ScopeCompletionsWrite)
-		}
-		req, err := s.newRequest(c, endpoint)
-		var rt route
-		if err == nil {
-			rt, err = s.routeFor(c, p, req.Target.Provider)
-			req.ConfigID = rt.savedID
-		}
-		if err == nil && rt.cfg == nil && req.Target.Provider == "" {
-			err = s.missingProvider()
-		}
-		if err == nil {
-			req.StrictCompliance, err = strictCompliance(c, rt.strict())
-		}
-		if err == nil && check != nil {
-			err = check(c, req)
-		}
-		var adm core.Admission
-		if err == nil && s.limiter != nil {
-			adm, err = s.limiter.Admit(context.Background(), req)
-		}
-		if err != nil {
-			s.record(req, nil, err.Status, core.Usage{}, err)
+		if err := needScope(Principal(c), core.ScopeCompletionsWrite); err != nil {
 			return err
 		}
-		resp, derr := s.pipeline.DoRoute(context.Background(), req, rt.node)
-		if derr != nil {
-			ce := asCoreError(derr)
-			s.record(req, nil, ce.Status, core.Usage{}, ce)
-			var re *pipeline.RouteError
-			if !errors.As(derr, &re) {
-				return ce
-			}
-			if re.OptionPath != "" {
-				c.Set(headerOptionIndex, re.OptionPath)
-				c.Set(headerRetryCount, strconv.Itoa(re.RetryCount))
-			}
-			if re.HookResults != nil {
-				// A guardrail's refusal says which hooks decided it.
-				c.Status(ce.Status).Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
-				sendWithHookResults(c, ce.Body(), re.HookResults)
-				return nil
-			}
+		req, err := s.newRequest(c, endpoint, core.ManagedRef{})
+		return s.run(c, req, err, check)
+	}
+}
+
+// needScope refuses a principal without scope.
+func needScope(p *core.Principal, scope string) *core.Error {
+	if p == nil || !p.HasScope(scope) {
+		return core.Forbidden("this API key lacks the %s scope that this route needs", scope)
+	}
+	return nil
+}
+
+// run takes a data-plane request from routing to the answer: config,
+// validation (check), limits, the pipeline, the answer and the log record.
+// err is a problem found while making req: it is answered and logged.
+func (s *Server) run(c *fiber.Ctx, req *core.Request, err *core.Error, check bodyCheck) error {
+	var rt route
+	if err == nil {
+		rt, err = s.routeFor(c, req.Principal, req.Target.Provider)
+		req.ConfigID = rt.savedID
+	}
+	if err == nil && rt.cfg == nil && req.Target.Provider == "" {
+		err = s.missingProvider()
+	}
+	if err == nil {
+		req.StrictCompliance, err = strictCompliance(c, rt.strict())
+	}
+	if err == nil && check != nil {
+		err = check(c, req)
+	}
+	var adm core.Admission
+	if err == nil && s.limiter != nil {
+		adm, err = s.limiter.Admit(context.Background(), req)
+	}
+	if err != nil {
+		s.record(req, nil, err.Status, core.Usage{}, err)
+		return err
+	}
+	resp, derr := s.pipeline.DoRoute(context.Background(), req, rt.node)
+	if derr != nil {
+		ce := asCoreError(derr)
+		s.record(req, nil, ce.Status, core.Usage{}, ce)
+		var re *pipeline.RouteError
+		if !errors.As(derr, &re) {
 			return ce
 		}
-		return s.writeResponse(c, req, resp, adm)
+		if re.OptionPath != "" {
+			c.Set(headerOptionIndex, re.OptionPath)
+			c.Set(headerRetryCount, strconv.Itoa(re.RetryCount))
+		}
+		if re.HookResults != nil {
+			// A guardrail's refusal says which hooks decided it.
+			c.Status(ce.Status).Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+			sendWithHookResults(c, ce.Body(), re.HookResults)
+			return nil
+		}
+		return ce
 	}
+	return s.writeResponse(c, req, resp, adm)
 }
 
 func asCoreError(err error) *core.Error {

@@ -32,6 +32,9 @@ type Options struct {
 	Configs ConfigSource
 	// Managed resolves @provider slugs and virtual keys; nil refuses them.
 	Managed core.ManagedTargets
+	// Prompts finds saved prompts for /v1/prompts/{id}/render and
+	// /v1/prompts/{id}/completions; nil answers them 404.
+	Prompts PromptSource
 	// Limiter enforces rate and usage limits before any upstream call;
 	// nil enforces none.
 	Limiter core.Limiter
@@ -60,6 +63,7 @@ type Server struct {
 	configs  ConfigSource
 	managed  core.ManagedTargets
 	limiter  core.Limiter
+	prompts  PromptSource
 	authFail func(c *fiber.Ctx, err *core.Error)
 	inline   *memo.Map[string, route]  // parsed inline configs
 	hosts    *memo.Map[string, string] // checked custom hosts: the header's value to the base URL
@@ -82,7 +86,7 @@ func New(o Options) *fiber.App {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, limiter: o.Limiter, authFail: o.OnAuthFailure, log: o.Logger, now: o.Now,
+	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, limiter: o.Limiter, prompts: o.Prompts, authFail: o.OnAuthFailure, log: o.Logger, now: o.Now,
 		inline: memo.New[string, route](maxInlineConfigs), hosts: memo.New[string, string](maxCustomHosts)}
 	app := fiber.New(fiber.Config{
 		AppName:               "llm-gateway",
@@ -100,6 +104,8 @@ func New(o Options) *fiber.App {
 		o.Public(app.Group("/v1"))
 	}
 	v1 := app.Group("/v1", s.authenticate)
+	// Before the admin routes, whose /prompts routes must not take these.
+	s.registerPromptRoutes(v1)
 	if o.Admin != nil {
 		o.Admin(v1)
 	}
