@@ -340,15 +340,24 @@ func nextVersionID(prev string, now time.Time) string {
 
 // loadConfig finds a saved config by id or slug that the caller may see.
 func (s *Service) loadConfig(tx store.Tx, caller *core.Principal, ref string) (store.SavedConfig, error) {
-	rec, err := store.ByIDOrSlug(tx, store.BucketConfigs, ref, func(r store.SavedConfig) string { return r.Slug })
+	return loadVisible(tx, caller, store.BucketConfigs, "config", ref,
+		func(r store.SavedConfig) (string, string) { return r.Slug, r.WorkspaceID })
+}
+
+// loadVisible finds a record of bucket b by id or slug that caller may
+// see: a workspace key sees only its own workspace's records, and another
+// workspace's is as missing as an unknown one (404 "no <what> <ref>").
+// slugWorkspace reads a record's slug and workspace id.
+func loadVisible[T any](tx store.Tx, caller *core.Principal, b store.Bucket, what, ref string, slugWorkspace func(T) (slug, workspaceID string)) (T, error) {
+	rec, err := store.ByIDOrSlug(tx, b, ref, func(r T) string { slug, _ := slugWorkspace(r); return slug })
 	if errors.Is(err, store.ErrNotFound) {
-		return rec, core.NotFound("no config %q", ref)
+		return rec, core.NotFound("no %s %q", what, ref)
 	}
 	if err != nil {
 		return rec, err
 	}
-	if !caller.IsOrganisationKey() && rec.WorkspaceID != caller.WorkspaceID {
-		return rec, core.NotFound("no config %q", ref)
+	if _, ws := slugWorkspace(rec); !caller.IsOrganisationKey() && ws != caller.WorkspaceID {
+		return rec, core.NotFound("no %s %q", what, ref)
 	}
 	return rec, nil
 }

@@ -37,11 +37,19 @@ type PromptVersion struct {
 	PromptID string `json:"prompt_id"`
 	// Version numbers a prompt's versions 1, 2, ...
 	Version int `json:"version"`
+	PromptContent
+	CreatedAt time.Time `json:"created_at"`
+	CreatedBy string    `json:"created_by"`
+}
+
+// PromptContent is what a prompt version holds.
+type PromptContent struct {
 	// Template is the prompt's "string": a mustache template.
 	Template string `json:"string"`
 	// Parameters is a JSON object of hyperparameters.
-	Parameters         json.RawMessage `json:"parameters"`
-	Model              string          `json:"model,omitempty"`
+	Parameters json.RawMessage `json:"parameters"`
+	Model      string          `json:"model,omitempty"`
+	// Provider or VirtualKey (never both) choose where the prompt runs.
 	Provider           string          `json:"provider,omitempty"`
 	VirtualKey         string          `json:"virtual_key,omitempty"`
 	Functions          json.RawMessage `json:"functions,omitempty"`
@@ -49,8 +57,6 @@ type PromptVersion struct {
 	ToolChoice         json.RawMessage `json:"tool_choice,omitempty"`
 	VersionDescription string          `json:"version_description,omitempty"`
 	TemplateMetadata   json.RawMessage `json:"template_metadata,omitempty"`
-	CreatedAt          time.Time       `json:"created_at"`
-	CreatedBy          string          `json:"created_by"`
 }
 
 // VersionKey is the key of one version of a versioned record (a saved

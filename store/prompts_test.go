@@ -16,9 +16,9 @@ func TestPromptVersionsPersistAndDelete(t *testing.T) {
 	p := Prompt{ID: "p1", Slug: "pp-greet-abc123", Name: "greet", WorkspaceID: "w1", Status: StatusActive,
 		CreatedAt: now, LastUpdatedAt: now, DefaultVersionID: "v1", DefaultVersion: 1, LatestVersionID: "v2", LatestVersion: 2}
 	versions := []PromptVersion{
-		{ID: "v1", PromptID: "p1", Version: 1, Template: "Hi {{name}}", Parameters: json.RawMessage(`{"temperature":0.5}`)},
-		{ID: "v2", PromptID: "p1", Version: 2, Template: "Hello {{name}}", Parameters: json.RawMessage(`{}`)},
-		{ID: "v1", PromptID: "p10", Version: 1, Template: "other"},
+		{ID: "v1", PromptID: "p1", Version: 1, PromptContent: PromptContent{Template: "Hi {{name}}", Parameters: json.RawMessage(`{"temperature":0.5}`)}},
+		{ID: "v2", PromptID: "p1", Version: 2, PromptContent: PromptContent{Template: "Hello {{name}}", Parameters: json.RawMessage(`{}`)}},
+		{ID: "v1", PromptID: "p10", Version: 1, PromptContent: PromptContent{Template: "other"}},
 	}
 	err := st.Update(func(tx Tx) error {
 		if err := tx.Put(BucketPrompts, p.ID, p); err != nil {
