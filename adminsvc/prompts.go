@@ -125,13 +125,10 @@ func (s *Service) registerPrompts(v1 fiber.Router) {
 	v1.Put("/prompts/:id/makeDefault", s.makeDefaultPrompt)
 }
 
-// promptDataActions are the last segments of the data-plane routes under
-// /v1/prompts/{id}/.
-var promptDataActions = []string{"render", "completions"}
-
 // isPromptDataPath reports whether path is a data-plane route under the
 // admin prefix /prompts: /v1/prompts/{id}/render or /completions (matched
-// as the router does, ignoring case and a trailing slash).
+// as the router does, ignoring case and a trailing slash). It runs on
+// every write under /v1/prompts, without allocating.
 func isPromptDataPath(path string) bool {
 	const prefix = "/v1/prompts/"
 	if len(path) <= len(prefix) || !strings.EqualFold(path[:len(prefix)], prefix) {
@@ -139,7 +136,7 @@ func isPromptDataPath(path string) bool {
 	}
 	id, action, ok := strings.Cut(path[len(prefix):], "/")
 	action = strings.TrimSuffix(action, "/")
-	return ok && id != "" && slices.ContainsFunc(promptDataActions, func(a string) bool { return strings.EqualFold(a, action) })
+	return ok && id != "" && (strings.EqualFold(action, "render") || strings.EqualFold(action, "completions"))
 }
 
 // promptAccess refuses caller when the organisation's prompt settings,
