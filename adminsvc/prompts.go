@@ -171,12 +171,13 @@ func promptVersion(tx store.Tx, rec store.Prompt, id string) (store.PromptVersio
 	return v, err
 }
 
-// Limits of the prompt fields.
+// Limits of the prompt fields; maxPromptIdentifier bounds model,
+// provider, virtual_key, collection_id and workspace_id.
 const (
-	maxPromptName        = 255
-	maxVersionDesc       = 1000
-	maxPromptRef         = 255
-	maxPromptTemplateLen = 1 << 20
+	maxPromptName         = 255
+	maxVersionDescription = 1000
+	maxPromptIdentifier   = 255
+	maxTemplateBytes      = 1 << 20
 )
 
 // promptFields are the fields a POST or PUT /prompts body may carry;
@@ -226,10 +227,10 @@ func parsePromptBody(fields map[string]json.RawMessage, create bool) (promptBody
 	if !create && b.nameSet && b.name == "" {
 		p.add("name", "must not be empty")
 	}
-	b.collectionID, b.collectionSet = strField(fields, "collection_id", false, maxPromptRef, &p)
+	b.collectionID, b.collectionSet = strField(fields, "collection_id", false, maxPromptIdentifier, &p)
 	b.collectionSet = b.collectionSet || b.sent("collection_id")
 	if create {
-		b.workspaceID, _ = strField(fields, "workspace_id", false, maxPromptRef, &p)
+		b.workspaceID, _ = strField(fields, "workspace_id", false, maxPromptIdentifier, &p)
 	}
 	parsePromptContent(fields, !b.patch, &b.content, &p)
 	slices.SortStableFunc(p, func(a, b problem) int { return strings.Compare(a.param, b.param) })
@@ -248,8 +249,8 @@ func parsePromptContent(fields map[string]json.RawMessage, required bool, c *sto
 		p.add("string", "must be a string: the prompt's mustache template")
 	case strings.TrimSpace(c.Template) == "":
 		p.add("string", "must not be empty")
-	case len(c.Template) > maxPromptTemplateLen:
-		p.add("string", "must be at most %d bytes", maxPromptTemplateLen)
+	case len(c.Template) > maxTemplateBytes:
+		p.add("string", "must be at most %d bytes", maxTemplateBytes)
 	default:
 		if err := prompt.Check(c.Template); err != nil {
 			p.add("string", "is not a valid template: %v", err)
@@ -265,23 +266,23 @@ func parsePromptContent(fields map[string]json.RawMessage, required bool, c *sto
 	default:
 		c.Parameters = objectField(fields, "parameters", p)
 	}
-	c.Model, _ = strField(fields, "model", false, maxPromptRef, p)
+	c.Model, _ = strField(fields, "model", false, maxPromptIdentifier, p)
 	c.Provider = providerField(fields, p)
-	c.VirtualKey, _ = strField(fields, "virtual_key", false, maxPromptRef, p)
+	c.VirtualKey, _ = strField(fields, "virtual_key", false, maxPromptIdentifier, p)
 	if c.Provider != "" && c.VirtualKey != "" {
 		p.add("virtual_key", "send either provider or virtual_key, not both")
 	}
 	c.Functions = objectsField(fields, "functions", p)
 	c.Tools = objectsField(fields, "tools", p)
 	c.ToolChoice = toolChoiceField(fields, p)
-	c.VersionDescription, _ = strField(fields, "version_description", false, maxVersionDesc, p)
+	c.VersionDescription, _ = strField(fields, "version_description", false, maxVersionDescription, p)
 	c.TemplateMetadata = objectField(fields, "template_metadata", p)
 }
 
 // providerField reads an optional provider: "@<slug>" of a managed
 // provider, or a provider name (lower-cased), as a config's provider.
 func providerField(fields map[string]json.RawMessage, p *problems) string {
-	s, ok := strField(fields, "provider", false, maxPromptRef, p)
+	s, ok := strField(fields, "provider", false, maxPromptIdentifier, p)
 	switch {
 	case !ok:
 		return ""
