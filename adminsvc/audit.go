@@ -179,9 +179,10 @@ func requestBody(c *fiber.Ctx) []byte {
 	return b
 }
 
-// isAdminPath reports whether a /v1 path belongs to the admin API. It runs
-// on every data-plane write too, so it compares in place (routes match
-// case-insensitively) without allocating.
+// isAdminPath reports whether a /v1 path belongs to the admin API (the
+// data-plane prompt routes under /prompts do not, see isPromptDataPath).
+// It runs on every data-plane write too, so it compares in place (routes
+// match case-insensitively) without allocating.
 func isAdminPath(path string) bool {
 	if len(path) < 3 || !strings.EqualFold(path[:3], "/v1") {
 		return false
@@ -190,7 +191,7 @@ func isAdminPath(path string) bool {
 	for _, prefix := range adminPrefixes {
 		n := len(prefix)
 		if len(rest) >= n && strings.EqualFold(rest[:n], prefix) && (len(rest) == n || rest[n] == '/') {
-			return true
+			return !isPromptDataPath(path)
 		}
 	}
 	return false

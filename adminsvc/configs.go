@@ -307,7 +307,7 @@ func (s *Service) putConfig(tx store.Tx, rec store.SavedConfig) error {
 		}
 	}
 	v := store.ConfigVersion{VersionID: rec.VersionID, ConfigID: rec.ID, Config: rec.Config, CreatedAt: rec.LastUpdatedAt}
-	if err := tx.Put(store.BucketConfigVersions, rec.ID+"/"+rec.VersionID, v); err != nil {
+	if err := tx.Put(store.BucketConfigVersions, store.VersionKey(rec.ID, rec.VersionID), v); err != nil {
 		return err
 	}
 	return tx.Put(store.BucketConfigs, rec.ID, rec)
@@ -325,9 +325,10 @@ func compactJSON(raw json.RawMessage) json.RawMessage {
 }
 
 // nextVersionID is a version id for a change made at now that sorts after
-// prev, the config's current version: versions are listed in key order, so
-// a change in the same instant, or after the wall clock stepped back, must
-// not sort before the version it replaces.
+// prev, the record's newest version (a saved config's, a prompt's):
+// versions are listed in key order (store.Versions), so a change in the
+// same instant, or after the wall clock stepped back, must not sort before
+// the version it replaces.
 func nextVersionID(prev string, now time.Time) string {
 	if len(prev) >= 16 {
 		if n, err := strconv.ParseUint(prev[:16], 16, 64); err == nil && int64(n) >= now.UnixNano() {
@@ -339,15 +340,24 @@ func nextVersionID(prev string, now time.Time) string {
 
 // loadConfig finds a saved config by id or slug that the caller may see.
 func (s *Service) loadConfig(tx store.Tx, caller *core.Principal, ref string) (store.SavedConfig, error) {
-	rec, err := store.ByIDOrSlug(tx, store.BucketConfigs, ref, func(r store.SavedConfig) string { return r.Slug })
+	return loadVisible(tx, caller, store.BucketConfigs, "config", ref,
+		func(r store.SavedConfig) (string, string) { return r.Slug, r.WorkspaceID })
+}
+
+// loadVisible finds a record of bucket b by id or slug that caller may
+// see: a workspace key sees only its own workspace's records, and another
+// workspace's is as missing as an unknown one (404 "no <what> <ref>").
+// slugWorkspace reads a record's slug and workspace id.
+func loadVisible[T any](tx store.Tx, caller *core.Principal, b store.Bucket, what, ref string, slugWorkspace func(T) (slug, workspaceID string)) (T, error) {
+	rec, err := store.ByIDOrSlug(tx, b, ref, func(r T) string { slug, _ := slugWorkspace(r); return slug })
 	if errors.Is(err, store.ErrNotFound) {
-		return rec, core.NotFound("no config %q", ref)
+		return rec, core.NotFound("no %s %q", what, ref)
 	}
 	if err != nil {
 		return rec, err
 	}
-	if !caller.IsOrganisationKey() && rec.WorkspaceID != caller.WorkspaceID {
-		return rec, core.NotFound("no config %q", ref)
+	if _, ws := slugWorkspace(rec); !caller.IsOrganisationKey() && ws != caller.WorkspaceID {
+		return rec, core.NotFound("no %s %q", what, ref)
 	}
 	return rec, nil
 }
@@ -461,20 +471,8 @@ func (s *Service) deleteConfig(c *fiber.Ctx) error {
 				return core.Conflict("config %s is the default config of API key %s; change the key's defaults first", rec.Slug, k.ID)
 			}
 		}
-		var versions []string
-		if err := tx.Scan(store.BucketConfigVersions, rec.ID+"/", false, func(k string, _ []byte) (bool, error) {
-			if !strings.HasPrefix(k, rec.ID+"/") {
-				return false, nil
-			}
-			versions = append(versions, k)
-			return true, nil
-		}); err != nil {
+		if err := store.DeleteVersions(tx, store.BucketConfigVersions, rec.ID); err != nil {
 			return err
-		}
-		for _, v := range versions {
-			if err := tx.Delete(store.BucketConfigVersions, v); err != nil {
-				return err
-			}
 		}
 		return tx.Delete(store.BucketConfigs, rec.ID)
 	})
@@ -503,21 +501,14 @@ func (s *Service) listConfigVersions(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		return tx.Scan(store.BucketConfigVersions, rec.ID+"/", false, func(k string, raw []byte) (bool, error) {
-			if !strings.HasPrefix(k, rec.ID+"/") {
-				return false, nil
-			}
-			var v store.ConfigVersion
-			if err := json.Unmarshal(raw, &v); err != nil {
-				return false, err
-			}
-			v.Config = maskConfigSecrets(v.Config)
-			versions = append(versions, v)
-			return true, nil
-		})
+		versions, err = store.Versions[store.ConfigVersion](tx, store.BucketConfigVersions, rec.ID)
+		return err
 	})
 	if err != nil {
 		return err
+	}
+	for i := range versions {
+		versions[i].Config = maskConfigSecrets(versions[i].Config)
 	}
 	slices.Reverse(versions) // newest first
 	return sendList(c, pg, versions)

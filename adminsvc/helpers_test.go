@@ -75,6 +75,8 @@ type env struct {
 	resolver *secrets.Resolver
 	// hooks is the registry of the app's hooks (set by start).
 	hooks *hooks.Registry
+	// prompts is the app's saved-prompt snapshot (set by start).
+	prompts *adminsvc.Prompts
 	// setup, when set, adjusts the admin deps and the server options
 	// before the app is built (audit log, JWT authentication).
 	setup func(*adminsvc.Deps, *server.Options)
@@ -155,9 +157,13 @@ func (e *env) start() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	e.keys, e.hooks = keys, guardrails.Hooks()
+	prompts, err := adminsvc.NewPrompts(st)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	e.keys, e.hooks, e.prompts = keys, guardrails.Hooks(), prompts
 	e.resolver = secrets.NewResolver(st, testCipher, secrets.Options{Now: e.clock.Now})
-	deps := adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails,
+	deps := adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Prompts: prompts, Guardrails: guardrails,
 		Cipher: testCipher, SecretResolver: e.resolver, PublicURL: "http://gw.test", Now: e.clock.Now}
 	opts := server.Options{Auth: fakeAuth{keys, e}, Pipeline: pl, Configs: configs, Now: e.clock.Now}
 	if e.setup != nil {

@@ -19,6 +19,7 @@ type Service struct {
 	st         store.Store
 	keys       *Keys
 	configs    *Configs
+	prompts    *Prompts
 	guardrails *Guardrails
 	host       *wasm.Host
 	cipher     *store.Cipher
@@ -32,9 +33,12 @@ type Service struct {
 
 // Deps are what the admin service works on.
 type Deps struct {
-	Store      store.Store
-	Keys       *Keys
-	Configs    *Configs
+	Store   store.Store
+	Keys    *Keys
+	Configs *Configs
+	// Prompts is the saved-prompt snapshot, reloaded after every change to
+	// prompts; nil skips the reload.
+	Prompts    *Prompts
 	Guardrails *Guardrails
 	// Host runs uploaded WASM plugins; nil turns the /plugins routes off.
 	Host *wasm.Host
@@ -71,7 +75,7 @@ func New(d Deps) *Service {
 	if d.PublicURL == "" {
 		d.PublicURL = "http://127.0.0.1:8787"
 	}
-	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher,
+	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, prompts: d.Prompts, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher,
 		managed: d.Managed, secrets: d.SecretResolver, publicURL: strings.TrimRight(d.PublicURL, "/"), now: d.Now, audit: d.Audit, limits: d.Limits}
 }
 
@@ -96,6 +100,7 @@ func (s *Service) Register(v1 fiber.Router) {
 	v1.Put("/configs/:slug", s.updateConfig)
 	v1.Delete("/configs/:slug", s.deleteConfig)
 	v1.Get("/configs/:slug/versions", s.listConfigVersions)
+	s.registerPrompts(v1)
 	v1.Post("/guardrails", s.createGuardrail)
 	v1.Get("/guardrails", s.listGuardrails)
 	v1.Get("/guardrails/:id", s.getGuardrail)
@@ -113,7 +118,8 @@ func (s *Service) Register(v1 fiber.Router) {
 	v1.Get("/analytics/groups/:groupBy", s.groupLogs)
 	v1.Get("/logs/:id", s.getLog)
 	// Any other method or path under the admin prefixes is an unknown admin
-	// route, never something for the generic proxy to forward.
+	// route, never something for the generic proxy to forward; the
+	// data-plane prompt routes are passed on (see unknownRoute).
 	for _, prefix := range adminPrefixes {
 		v1.All(prefix, unknownRoute)
 		v1.All(prefix+"/*", unknownRoute)
@@ -123,9 +129,16 @@ func (s *Service) Register(v1 fiber.Router) {
 // adminPrefixes are the paths the admin API owns.
 var adminPrefixes = []string{"/api-keys", "/configs", "/guardrails", "/plugins", "/logs",
 	"/admin", "/workspaces", "/audit-logs", "/integrations", "/providers", "/virtual-keys", "/secret-references", "/policies",
-	"/analytics", "/feedback"}
+	"/analytics", "/feedback", "/prompts"}
 
+// unknownRoute answers 404 for a path under an admin prefix that no admin
+// route matched. POST /v1/prompts/{id}/render and /completions, though
+// under /prompts, are data-plane routes that the server registers after the
+// admin ones: they go on to the next matching route.
 func unknownRoute(c *fiber.Ctx) error {
+	if c.Method() == fiber.MethodPost && isPromptDataPath(c.Path()) {
+		return c.Next()
+	}
 	return &core.Error{Status: fiber.StatusNotFound, Type: core.TypeNotFound, Code: core.CodeNotFoundPath,
 		Message: fmt.Sprintf("no admin route %s %s; see docs/admin-api.md", c.Method(), c.Path())}
 }

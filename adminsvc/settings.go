@@ -80,15 +80,20 @@ func permits(tx store.Tx, caller *core.Principal, what string) (bool, error) {
 	if caller.IsOrganisationKey() || caller.IsOrgAdmin() || caller.WorkspaceRole == core.RoleAdmin {
 		return true, nil
 	}
-	flag := "members" + what
-	if caller.WorkspaceRole == core.RoleManager {
-		flag = "managers" + what
-	}
 	sec, err := effectiveSecurity(tx, caller.OrganisationID, caller.WorkspaceID)
 	if err != nil {
 		return false, err
 	}
-	return sec[flag], nil
+	return sec[permitFlag(caller, what)], nil
+}
+
+// permitFlag is the security switch that governs what for caller:
+// "managers"+what for a workspace manager, else "members"+what.
+func permitFlag(caller *core.Principal, what string) string {
+	if caller.WorkspaceRole == core.RoleManager {
+		return "managers" + what
+	}
+	return "members" + what
 }
 
 // ownKeysOnly returns nil when caller may see all the data of its

@@ -24,7 +24,7 @@ const (
 	BucketLogs          Bucket = "logs"
 	BucketConfigs       Bucket = "configs"
 	// BucketConfigVersions holds every version of every saved config, keyed
-	// by config id + "/" + version id.
+	// by VersionKey.
 	BucketConfigVersions Bucket = "config_versions"
 	BucketGuardrails     Bucket = "guardrails"
 	BucketPlugins        Bucket = "plugins"
@@ -55,6 +55,10 @@ const (
 	// BucketFeedback holds feedback on traced requests, keyed by feedback
 	// id, which starts with its creation time (see NewFeedbackIDs).
 	BucketFeedback Bucket = "feedback"
+	BucketPrompts  Bucket = "prompts"
+	// BucketPromptVersions holds every version of every saved prompt,
+	// keyed by VersionKey.
+	BucketPromptVersions Bucket = "prompt_versions"
 )
 
 // allBuckets are created when the store is opened.
@@ -62,7 +66,8 @@ var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, Buc
 	BucketConfigs, BucketConfigVersions, BucketGuardrails, BucketPlugins, BucketPluginModules,
 	BucketMembers, BucketInvites, BucketSettings, BucketAuditLogs, BucketIntegrations, BucketProviders,
 	BucketVirtualKeys, BucketSecretReferences, BucketOutbox,
-	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters, BucketUsageStates, BucketFeedback}
+	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters, BucketUsageStates, BucketFeedback,
+	BucketPrompts, BucketPromptVersions}
 
 // Store is transactional access to the admin state. Update transactions are
 // durable once fn returns nil; a crash never leaves half of one behind.

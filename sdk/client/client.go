@@ -38,6 +38,7 @@ type Client struct {
 	Invites          *Invites
 	Settings         *Settings
 	Configs          *Configs
+	Prompts          *Prompts
 	Guardrails       *Guardrails
 	Plugins          *Plugins
 	Integrations     *Integrations
@@ -69,6 +70,7 @@ func New(baseURL, apiKey string, opts ...Option) *Client {
 	c.Invites = &Invites{c}
 	c.Settings = &Settings{c}
 	c.Configs = &Configs{c}
+	c.Prompts = &Prompts{c}
 	c.Guardrails = &Guardrails{resource{c, "/guardrails"}}
 	c.Plugins = &Plugins{c}
 	c.Integrations = &Integrations{resource{c, "/integrations"}}

@@ -151,6 +151,10 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	prompts, err := adminsvc.NewPrompts(st)
+	if err != nil {
+		return nil, err
+	}
 	responses, err := cache.OpenBolt(filepath.Join(o.DataDir, cache.DefaultFileName), cache.BoltOptions{})
 	if err != nil {
 		return nil, fmt.Errorf("open the response cache: %w", err)
@@ -194,7 +198,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		return nil, err
 	}
 	a.onClose(stopLimits)
-	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Guardrails: guardrails, Host: host,
+	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Prompts: prompts, Guardrails: guardrails, Host: host,
 		Cipher: cipher, Managed: managed, SecretResolver: secretResolver, Limits: engine, PublicURL: publicURL, Now: time.Now, Audit: audit})
 	a.onClose(startKeyWorker(ctx, st, keys, logger))
 	a.server = server.New(server.Options{

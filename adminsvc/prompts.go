@@ -1,0 +1,704 @@
+package adminsvc
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"slices"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/prompt"
+	"github.com/llm-gateway/gateway/store"
+)
+
+// Prompt scopes; makeDefault needs prompts.publish.
+const (
+	scopePromptsCreate  = "prompts.create"
+	scopePromptsRead    = "prompts.read"
+	scopePromptsUpdate  = "prompts.update"
+	scopePromptsDelete  = "prompts.delete"
+	scopePromptsList    = "prompts.list"
+	scopePromptsPublish = "prompts.publish"
+)
+
+// promptEntry is one saved prompt as the data plane renders it.
+type promptEntry struct {
+	status, workspaceID string
+	// version is the prompt's default version, shared by every request.
+	version *prompt.Version
+}
+
+// Prompts is the snapshot of saved prompts the data plane renders: each
+// prompt's default version, by id and by slug. Reload swaps in a new
+// snapshot after every change made through the admin API.
+type Prompts struct {
+	st   store.Store
+	mu   sync.Mutex
+	snap atomic.Pointer[map[string]*promptEntry]
+}
+
+// NewPrompts loads the snapshot from st.
+func NewPrompts(st store.Store) (*Prompts, error) {
+	ps := &Prompts{st: st}
+	return ps, ps.Reload()
+}
+
+// Reload rebuilds the snapshot from the store; on a nil Prompts it does
+// nothing.
+func (ps *Prompts) Reload() error {
+	if ps == nil {
+		return nil
+	}
+	ps.mu.Lock()
+	defer ps.mu.Unlock()
+	byRef := map[string]*promptEntry{}
+	err := ps.st.View(func(tx store.Tx) error {
+		recs, err := store.List[store.Prompt](tx, store.BucketPrompts)
+		if err != nil {
+			return err
+		}
+		for _, rec := range recs {
+			pv, err := defaultVersion(tx, rec)
+			if err != nil {
+				slog.Error("a saved prompt's default version cannot be read; it is skipped", "prompt", rec.Slug, "error", err)
+				continue
+			}
+			e := &promptEntry{status: rec.Status, workspaceID: rec.WorkspaceID, version: pv}
+			byRef[rec.ID], byRef[rec.Slug] = e, e
+		}
+		return nil
+	})
+	if err != nil {
+		return fmt.Errorf("load saved prompts: %w", err)
+	}
+	ps.snap.Store(&byRef)
+	return nil
+}
+
+// defaultVersion is rec's default version as the data plane renders it.
+func defaultVersion(tx store.Tx, rec store.Prompt) (*prompt.Version, error) {
+	var v store.PromptVersion
+	if err := tx.Get(store.BucketPromptVersions, store.VersionKey(rec.ID, rec.DefaultVersionID), &v); err != nil {
+		return nil, fmt.Errorf("version %s: %w", rec.DefaultVersionID, err)
+	}
+	var params map[string]json.RawMessage
+	if err := json.Unmarshal(v.Parameters, &params); err != nil {
+		return nil, fmt.Errorf("version %s, parameters: %w", v.ID, err)
+	}
+	return &prompt.Version{PromptID: rec.ID, Slug: rec.Slug, VersionID: v.ID, Version: v.Version, WorkspaceID: rec.WorkspaceID,
+		Template: v.Template, Parameters: params, Model: v.Model, Provider: v.Provider, VirtualKey: v.VirtualKey,
+		Functions: v.Functions, Tools: v.Tools, ToolChoice: v.ToolChoice}, nil
+}
+
+// Prompt finds an active saved prompt by id or slug that p may use (an
+// organisation key any, a workspace key its own workspace's) and returns
+// its default version. The version is shared: callers must not change it.
+func (ps *Prompts) Prompt(ref string, p *core.Principal) (*prompt.Version, *core.Error) {
+	e, ok := (*ps.snap.Load())[ref]
+	if !ok || (p != nil && !p.IsOrganisationKey() && e.workspaceID != p.WorkspaceID) {
+		return nil, core.NotFound("no prompt %q in this workspace", ref)
+	}
+	if e.status != store.StatusActive {
+		return nil, core.NotFound("prompt %q is %s", ref, e.status)
+	}
+	return e.version, nil
+}
+
+// registerPrompts adds the /prompts routes. POST /prompts/{id}/render and
+// /prompts/{id}/completions are data-plane routes of the server, registered
+// after these: the /prompts catch-all passes them on (see unknownRoute).
+func (s *Service) registerPrompts(v1 fiber.Router) {
+	v1.Post("/prompts", s.createPrompt)
+	v1.Get("/prompts", s.listPrompts)
+	v1.Get("/prompts/:id", s.getPrompt)
+	v1.Put("/prompts/:id", s.updatePrompt)
+	v1.Delete("/prompts/:id", s.deletePrompt)
+	v1.Get("/prompts/:id/versions", s.listPromptVersions)
+	v1.Get("/prompts/:id/versions/:versionId", s.getPromptVersion)
+	v1.Put("/prompts/:id/makeDefault", s.makeDefaultPrompt)
+}
+
+// isPromptDataPath reports whether path is a data-plane route under the
+// admin prefix /prompts: /v1/prompts/{id}/render or /completions (matched
+// as the router does, ignoring case and a trailing slash). It runs on
+// every write under /v1/prompts, without allocating.
+func isPromptDataPath(path string) bool {
+	const prefix = "/v1/prompts/"
+	if len(path) <= len(prefix) || !strings.EqualFold(path[:len(prefix)], prefix) {
+		return false
+	}
+	id, action, ok := strings.Cut(path[len(prefix):], "/")
+	action = strings.TrimSuffix(action, "/")
+	return ok && id != "" && (strings.EqualFold(action, "render") || strings.EqualFold(action, "completions"))
+}
+
+// promptAccess refuses caller when the organisation's prompt settings,
+// with its workspace's overrides, keep it from viewing (write false) or
+// changing (write true) prompts: membersViewPrompts / membersWritePrompts
+// for members, managersViewPrompts / managersWritePrompts for managers.
+func promptAccess(tx store.Tx, caller *core.Principal, write bool) error {
+	what, verb := "ViewPrompts", "view"
+	if write {
+		what, verb = "WritePrompts", "change"
+	}
+	ok, err := permits(tx, caller, what)
+	if err != nil || ok {
+		return err
+	}
+	return core.Forbidden("the %s setting is off for this workspace: this key may not %s prompts", permitFlag(caller, what), verb)
+}
+
+// loadPrompt finds a prompt by id or slug that caller may see.
+func loadPrompt(tx store.Tx, caller *core.Principal, ref string) (store.Prompt, error) {
+	return loadVisible(tx, caller, store.BucketPrompts, "prompt", ref,
+		func(r store.Prompt) (string, string) { return r.Slug, r.WorkspaceID })
+}
+
+// promptVersion reads version id of prompt rec.
+func promptVersion(tx store.Tx, rec store.Prompt, id string) (store.PromptVersion, error) {
+	var v store.PromptVersion
+	err := tx.Get(store.BucketPromptVersions, store.VersionKey(rec.ID, id), &v)
+	if errors.Is(err, store.ErrNotFound) {
+		return v, core.NotFound("prompt %s has no version %q", rec.Slug, id)
+	}
+	return v, err
+}
+
+// Limits of the prompt fields; maxPromptIdentifier bounds model,
+// provider, virtual_key, collection_id and workspace_id.
+const (
+	maxPromptName         = 255
+	maxVersionDescription = 1000
+	maxPromptIdentifier   = 255
+	maxTemplateBytes      = 1 << 20
+)
+
+// promptFields are the fields a POST or PUT /prompts body may carry;
+// workspace_id only on create, status and patch only on update.
+var promptFields = []string{"name", "collection_id", "workspace_id", "status", "patch",
+	"string", "parameters", "model", "provider", "virtual_key", "functions", "tools", "tool_choice",
+	"version_description", "template_metadata"}
+
+// promptBody is an accepted POST or PUT /prompts body.
+type promptBody struct {
+	name, collectionID, workspaceID, status string
+	// nameSet and collectionSet say the field was sent (an update changes
+	// only what is sent; collection_id null clears it).
+	nameSet, collectionSet bool
+	patch                  bool
+	content                store.PromptContent
+	// sent reports whether the body carried a field.
+	sent func(field string) bool
+}
+
+// parsePromptBody reads a POST (create) or PUT /prompts body. Every problem
+// is listed in one 400 AB01 whose param is the first. Without patch, string
+// and parameters are required; with patch (PUT only), what is left out is
+// filled from the latest version (see inherit).
+func parsePromptBody(fields map[string]json.RawMessage, create bool) (promptBody, *core.Error) {
+	b := promptBody{sent: func(f string) bool { _, ok := fields[f]; return ok }}
+	var p problems
+	unknownFields(fields, "", promptFields, &p)
+	if create {
+		for _, f := range []string{"status", "patch"} {
+			if b.sent(f) {
+				p.add(f, "is not accepted on create")
+			}
+		}
+	} else {
+		if b.sent("workspace_id") {
+			p.add("workspace_id", "a prompt cannot move to another workspace")
+		}
+		if raw, ok := fields["patch"]; ok && json.Unmarshal(raw, &b.patch) != nil {
+			p.add("patch", "must be true or false")
+		}
+		if raw, ok := fields["status"]; ok && (json.Unmarshal(raw, &b.status) != nil || (b.status != store.StatusActive && b.status != store.StatusArchived)) {
+			p.add("status", "must be active or archived")
+		}
+	}
+	b.name, b.nameSet = strField(fields, "name", create, maxPromptName, &p)
+	if !create && b.nameSet && b.name == "" {
+		p.add("name", "must not be empty")
+	}
+	b.collectionID, b.collectionSet = strField(fields, "collection_id", false, maxPromptIdentifier, &p)
+	b.collectionSet = b.collectionSet || b.sent("collection_id")
+	if create {
+		b.workspaceID, _ = strField(fields, "workspace_id", false, maxPromptIdentifier, &p)
+	}
+	parsePromptContent(fields, !b.patch, &b.content, &p)
+	slices.SortStableFunc(p, func(a, b problem) int { return strings.Compare(a.param, b.param) })
+	return b, p.err()
+}
+
+// parsePromptContent reads the version fields of a body into c; string and
+// parameters are required unless a patch fills them.
+func parsePromptContent(fields map[string]json.RawMessage, required bool, c *store.PromptContent, p *problems) {
+	switch raw, ok := fields["string"]; {
+	case !ok:
+		if required {
+			p.add("string", "is required: the prompt's mustache template")
+		}
+	case json.Unmarshal(raw, &c.Template) != nil:
+		p.add("string", "must be a string: the prompt's mustache template")
+	case strings.TrimSpace(c.Template) == "":
+		p.add("string", "must not be empty")
+	case len(c.Template) > maxTemplateBytes:
+		p.add("string", "must be at most %d bytes", maxTemplateBytes)
+	default:
+		if err := prompt.Check(c.Template); err != nil {
+			p.add("string", "is not a valid template: %v", err)
+		}
+	}
+	switch raw, ok := fields["parameters"]; {
+	case !ok:
+		if required {
+			p.add("parameters", "is required: an object of hyperparameters such as {\"temperature\": 0.2}")
+		}
+	case string(raw) == "null":
+		p.add("parameters", "must be an object of hyperparameters")
+	default:
+		c.Parameters = objectField(fields, "parameters", p)
+	}
+	c.Model, _ = strField(fields, "model", false, maxPromptIdentifier, p)
+	c.Provider = providerField(fields, p)
+	c.VirtualKey, _ = strField(fields, "virtual_key", false, maxPromptIdentifier, p)
+	if c.Provider != "" && c.VirtualKey != "" {
+		p.add("virtual_key", "send either provider or virtual_key, not both")
+	}
+	c.Functions = objectsField(fields, "functions", p)
+	c.Tools = objectsField(fields, "tools", p)
+	c.ToolChoice = toolChoiceField(fields, p)
+	c.VersionDescription, _ = strField(fields, "version_description", false, maxVersionDescription, p)
+	c.TemplateMetadata = objectField(fields, "template_metadata", p)
+}
+
+// providerField reads an optional provider: "@<slug>" of a managed
+// provider, or a provider name (lower-cased), as a config's provider.
+func providerField(fields map[string]json.RawMessage, p *problems) string {
+	s, ok := strField(fields, "provider", false, maxPromptIdentifier, p)
+	switch {
+	case !ok:
+		return ""
+	case s == "" || s == "@":
+		p.add("provider", "must be \"@<provider slug>\" or a provider name")
+		return ""
+	case s[0] != '@':
+		return strings.ToLower(s)
+	}
+	return s
+}
+
+// objectsField reads an optional array of JSON objects kept as sent.
+func objectsField(fields map[string]json.RawMessage, name string, p *problems) json.RawMessage {
+	raw, ok := fields[name]
+	if !ok || string(raw) == "null" {
+		return nil
+	}
+	var items []map[string]json.RawMessage
+	if json.Unmarshal(raw, &items) != nil || slices.ContainsFunc(items, func(m map[string]json.RawMessage) bool { return m == nil }) {
+		p.add(name, "must be an array of objects")
+		return nil
+	}
+	return compactJSON(raw)
+}
+
+// toolChoices are the tool_choice strings; an object names one tool.
+var toolChoices = []string{"none", "auto", "required"}
+
+// toolChoiceField reads an optional tool_choice: one of toolChoices or an
+// object.
+func toolChoiceField(fields map[string]json.RawMessage, p *problems) json.RawMessage {
+	raw, ok := fields["tool_choice"]
+	if !ok || string(raw) == "null" {
+		return nil
+	}
+	var s string
+	if json.Unmarshal(raw, &s) == nil {
+		if !slices.Contains(toolChoices, s) {
+			p.add("tool_choice", "must be one of %v or an object, got %q", toolChoices, s)
+			return nil
+		}
+		return compactJSON(raw)
+	}
+	return objectField(fields, "tool_choice", p)
+}
+
+// inherit fills the version fields b left out from latest (a PUT with
+// patch): every field but version_description, which describes only the
+// version it is sent with; provider and virtual_key are one choice, so
+// sending either replaces both.
+func (b *promptBody) inherit(latest store.PromptContent) {
+	c := &b.content
+	inheritField(b.sent, "string", &c.Template, latest.Template)
+	inheritField(b.sent, "parameters", &c.Parameters, latest.Parameters)
+	inheritField(b.sent, "model", &c.Model, latest.Model)
+	if !b.sent("provider") && !b.sent("virtual_key") {
+		c.Provider, c.VirtualKey = latest.Provider, latest.VirtualKey
+	}
+	inheritField(b.sent, "functions", &c.Functions, latest.Functions)
+	inheritField(b.sent, "tools", &c.Tools, latest.Tools)
+	inheritField(b.sent, "tool_choice", &c.ToolChoice, latest.ToolChoice)
+	inheritField(b.sent, "template_metadata", &c.TemplateMetadata, latest.TemplateMetadata)
+}
+
+// inheritField sets *dst to latest unless field was sent.
+func inheritField[T any](sent func(string) bool, field string, dst *T, latest T) {
+	if !sent(field) {
+		*dst = latest
+	}
+}
+
+// promptView is a prompt as the API shows it: prompt_version and
+// prompt_version_id are its default version, whose content GET /{id} adds.
+type promptView struct {
+	ID              string    `json:"id"`
+	Slug            string    `json:"slug"`
+	Name            string    `json:"name"`
+	OrganisationID  string    `json:"organisation_id"`
+	WorkspaceID     string    `json:"workspace_id"`
+	CollectionID    *string   `json:"collection_id"`
+	Status          string    `json:"status"`
+	CreatedBy       string    `json:"created_by"`
+	UpdatedBy       string    `json:"updated_by"`
+	CreatedAt       time.Time `json:"created_at"`
+	LastUpdatedAt   time.Time `json:"last_updated_at"`
+	PromptVersion   int       `json:"prompt_version"`
+	PromptVersionID string    `json:"prompt_version_id"`
+	LatestVersion   int       `json:"latest_version"`
+	*store.PromptContent
+	Object string `json:"object"`
+}
+
+func promptViewOf(r store.Prompt, content *store.PromptContent) promptView {
+	v := promptView{ID: r.ID, Slug: r.Slug, Name: r.Name, OrganisationID: r.OrganisationID, WorkspaceID: r.WorkspaceID,
+		Status: r.Status, CreatedBy: r.CreatedBy, UpdatedBy: r.UpdatedBy, CreatedAt: r.CreatedAt, LastUpdatedAt: r.LastUpdatedAt,
+		PromptVersion: r.DefaultVersion, PromptVersionID: r.DefaultVersionID, LatestVersion: r.LatestVersion,
+		PromptContent: content, Object: "prompt"}
+	if r.CollectionID != "" {
+		v.CollectionID = &r.CollectionID
+	}
+	return v
+}
+
+// promptVersionView is one version of a prompt.
+type promptVersionView struct {
+	store.PromptVersion
+	IsDefault bool   `json:"is_default"`
+	Object    string `json:"object"`
+}
+
+func promptVersionViewOf(r store.Prompt, v store.PromptVersion) promptVersionView {
+	return promptVersionView{PromptVersion: v, IsDefault: v.ID == r.DefaultVersionID, Object: "prompt_version"}
+}
+
+// newPromptSlug makes a slug like "pp-greeting-a1b2c3".
+func newPromptSlug(name string) string { return newSlug("pp", name, "prompt") }
+
+// putPromptVersion stores content as version number n (id id) of rec.
+func putPromptVersion(tx store.Tx, rec store.Prompt, id string, n int, content store.PromptContent, by string, at time.Time) error {
+	v := store.PromptVersion{ID: id, PromptID: rec.ID, Version: n, PromptContent: content, CreatedAt: at, CreatedBy: by}
+	return tx.Put(store.BucketPromptVersions, store.VersionKey(rec.ID, id), v)
+}
+
+// reloadPrompts reloads the prompt snapshot after a change was stored.
+func (s *Service) reloadPrompts(what string) error {
+	if err := s.prompts.Reload(); err != nil {
+		return core.Internal(err, "the prompt was %s but the prompt snapshot could not be reloaded", what)
+	}
+	return nil
+}
+
+func (s *Service) createPrompt(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsCreate); err != nil {
+		return err
+	}
+	fields, cerr := decodeObject(c.Body())
+	if cerr != nil {
+		return cerr
+	}
+	b, cerr := parsePromptBody(fields, true)
+	if cerr != nil {
+		return cerr
+	}
+	now := s.now()
+	versionID := core.NewLogID(now)
+	rec := store.Prompt{ID: core.NewID(), Slug: newPromptSlug(b.name), Name: b.name, OrganisationID: caller.OrganisationID,
+		CollectionID: b.collectionID, Status: store.StatusActive, CreatedBy: actor(caller), UpdatedBy: actor(caller),
+		CreatedAt: now, LastUpdatedAt: now, DefaultVersionID: versionID, DefaultVersion: 1, LatestVersionID: versionID, LatestVersion: 1}
+	err := s.st.Update(func(tx store.Tx) error {
+		ws, err := s.resolveWorkspace(tx, caller, b.workspaceID, true)
+		if err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, true); err != nil {
+			return err
+		}
+		rec.WorkspaceID = ws.ID
+		if err := putPromptVersion(tx, rec, versionID, 1, b.content, actor(caller), now); err != nil {
+			return err
+		}
+		return tx.Put(store.BucketPrompts, rec.ID, rec)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadPrompts("stored"); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"id": rec.ID, "slug": rec.Slug, "version_id": versionID, "object": "prompt"})
+}
+
+func (s *Service) listPrompts(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsList); err != nil {
+		return err
+	}
+	var p problems
+	pg := parsePage(c.Query, 50, 1000, &p)
+	if err := p.err(); err != nil {
+		return err
+	}
+	collection, search := c.Query("collection_id"), strings.ToLower(c.Query("search"))
+	var out []promptView
+	err := s.st.View(func(tx store.Tx) error {
+		wsFilter, err := s.listWorkspace(tx, caller, c.Query("workspace_id"))
+		if err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, false); err != nil {
+			return err
+		}
+		all, err := store.List[store.Prompt](tx, store.BucketPrompts)
+		for _, r := range all {
+			if (wsFilter == "" || r.WorkspaceID == wsFilter) && (collection == "" || r.CollectionID == collection) &&
+				strings.Contains(strings.ToLower(r.Name), search) {
+				out = append(out, promptViewOf(r, nil))
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return newestFirst(c, pg, out, func(v promptView) (time.Time, string) { return v.CreatedAt, v.Slug })
+}
+
+func (s *Service) getPrompt(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsRead); err != nil {
+		return err
+	}
+	var view promptView
+	err := s.st.View(func(tx store.Tx) error {
+		rec, err := loadPrompt(tx, caller, c.Params("id"))
+		if err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, false); err != nil {
+			return err
+		}
+		v, err := promptVersion(tx, rec, rec.DefaultVersionID)
+		view = promptViewOf(rec, &v.PromptContent)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(view)
+}
+
+func (s *Service) updatePrompt(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsUpdate); err != nil {
+		return err
+	}
+	fields, cerr := decodeObject(c.Body())
+	if cerr != nil {
+		return cerr
+	}
+	b, cerr := parsePromptBody(fields, false)
+	if cerr != nil {
+		return cerr
+	}
+	var rec store.Prompt
+	err := s.st.Update(func(tx store.Tx) (err error) {
+		if rec, err = loadPrompt(tx, caller, c.Params("id")); err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, true); err != nil {
+			return err
+		}
+		if b.patch {
+			latest, err := promptVersion(tx, rec, rec.LatestVersionID)
+			if err != nil {
+				return err
+			}
+			b.inherit(latest.PromptContent)
+		}
+		if b.nameSet {
+			rec.Name = b.name
+		}
+		if b.collectionSet {
+			rec.CollectionID = b.collectionID
+		}
+		if b.status != "" {
+			rec.Status = b.status
+		}
+		now := s.now()
+		rec.LatestVersion, rec.LatestVersionID = rec.LatestVersion+1, nextVersionID(rec.LatestVersionID, now)
+		rec.UpdatedBy, rec.LastUpdatedAt = actor(caller), now
+		if err := putPromptVersion(tx, rec, rec.LatestVersionID, rec.LatestVersion, b.content, actor(caller), now); err != nil {
+			return err
+		}
+		return tx.Put(store.BucketPrompts, rec.ID, rec)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadPrompts("stored"); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"id": rec.ID, "slug": rec.Slug, "prompt_version_id": rec.LatestVersionID, "prompt_version": rec.LatestVersion})
+}
+
+func (s *Service) deletePrompt(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsDelete); err != nil {
+		return err
+	}
+	err := s.st.Update(func(tx store.Tx) error {
+		rec, err := loadPrompt(tx, caller, c.Params("id"))
+		if err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, true); err != nil {
+			return err
+		}
+		if err := store.DeleteVersions(tx, store.BucketPromptVersions, rec.ID); err != nil {
+			return err
+		}
+		return tx.Delete(store.BucketPrompts, rec.ID)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadPrompts("deleted"); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{})
+}
+
+func (s *Service) listPromptVersions(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsRead); err != nil {
+		return err
+	}
+	var p problems
+	pg := parsePage(c.Query, 50, 1000, &p)
+	if err := p.err(); err != nil {
+		return err
+	}
+	var out []promptVersionView
+	err := s.st.View(func(tx store.Tx) error {
+		rec, err := loadPrompt(tx, caller, c.Params("id"))
+		if err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, false); err != nil {
+			return err
+		}
+		versions, err := store.Versions[store.PromptVersion](tx, store.BucketPromptVersions, rec.ID)
+		for _, v := range slices.Backward(versions) { // newest first
+			out = append(out, promptVersionViewOf(rec, v))
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return sendList(c, pg, out)
+}
+
+func (s *Service) getPromptVersion(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsRead); err != nil {
+		return err
+	}
+	var view promptVersionView
+	err := s.st.View(func(tx store.Tx) error {
+		rec, err := loadPrompt(tx, caller, c.Params("id"))
+		if err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, false); err != nil {
+			return err
+		}
+		v, err := promptVersion(tx, rec, c.Params("versionId"))
+		view = promptVersionViewOf(rec, v)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(view)
+}
+
+// makeDefaultPrompt publishes a version: PUT /prompts/{id}/makeDefault
+// {version}, a version number, makes it the one the data plane renders.
+func (s *Service) makeDefaultPrompt(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsPublish); err != nil {
+		return err
+	}
+	fields, cerr := decodeObject(c.Body())
+	if cerr != nil {
+		return cerr
+	}
+	var p problems
+	unknownFields(fields, "", []string{"version"}, &p)
+	var n int
+	if raw, ok := fields["version"]; !ok {
+		p.add("version", "is required: the version number to publish")
+	} else if json.Unmarshal(raw, &n) != nil || n < 1 {
+		p.add("version", "must be a version number (1, 2, ...)")
+	}
+	if err := p.err(); err != nil {
+		return err
+	}
+	var rec store.Prompt
+	err := s.st.Update(func(tx store.Tx) (err error) {
+		if rec, err = loadPrompt(tx, caller, c.Params("id")); err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, true); err != nil {
+			return err
+		}
+		versions, err := store.Versions[store.PromptVersion](tx, store.BucketPromptVersions, rec.ID)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(versions, func(v store.PromptVersion) bool { return v.Version == n })
+		if i < 0 {
+			return core.ValidationError("version", "version: prompt %s has no version %d (the latest is %d)", rec.Slug, n, rec.LatestVersion)
+		}
+		now := s.now()
+		rec.DefaultVersion, rec.DefaultVersionID = n, versions[i].ID
+		rec.UpdatedBy, rec.LastUpdatedAt = actor(caller), now
+		return tx.Put(store.BucketPrompts, rec.ID, rec)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadPrompts("published"); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"id": rec.ID, "slug": rec.Slug, "prompt_version": rec.DefaultVersion, "prompt_version_id": rec.DefaultVersionID})
+}
