@@ -202,7 +202,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Cipher: cipher, Managed: managed, SecretResolver: secretResolver, Limits: engine, PublicURL: publicURL, Now: time.Now, Audit: audit})
 	a.onClose(startKeyWorker(ctx, st, keys, logger))
 	a.server = server.New(server.Options{
-		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Managed: managed, Limiter: engine, Admin: admin.Register, Public: admin.RegisterPublic,
+		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Prompts: prompts, Managed: managed, Limiter: engine, Admin: admin.Register, Public: admin.RegisterPublic,
 		BodyLimit: o.MaxBodyBytes, Logger: logger, OnAuthFailure: audit.AuthFailed,
 	})
 	stopAlerts, err := startAlerts(ctx, st, o.SMTP, logger)
