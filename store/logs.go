@@ -146,18 +146,24 @@ func (ps Prices) Price(list *pricing.Table, integ, provider, model string) (pric
 // of the range (limit <= 0: all of them) and reports whether that limit
 // stopped it before the range's end; an error from fn stops it too.
 func ScanLogs(tx Tx, f LogFilter, limit int, fn func(r *core.LogRecord) error) (truncated bool, err error) {
-	from := ""
+	// Keys start with their record's creation time (core.NewLogID), so
+	// the range's ends are keys: the scan starts past To's and stops below
+	// From's without decoding the records outside.
+	from, lowest := "", ""
 	if !f.To.IsZero() {
 		from = timeKey(f.To) + "~"
 	}
+	if !f.From.IsZero() {
+		lowest = timeKey(f.From)
+	}
 	read := 0
-	err = tx.Scan(BucketLogs, from, true, func(_ string, raw []byte) (bool, error) {
+	err = tx.Scan(BucketLogs, from, true, func(key string, raw []byte) (bool, error) {
+		if key < lowest {
+			return false, nil
+		}
 		var r core.LogRecord
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return false, err
-		}
-		if !f.From.IsZero() && r.CreatedAt.Before(f.From) {
-			return false, nil
 		}
 		if !f.To.IsZero() && r.CreatedAt.After(f.To) {
 			return true, nil

@@ -56,3 +56,32 @@ func TestScanLogsLimit(t *testing.T) {
 		})
 	}
 }
+
+// TestScanLogsLowerBound checks that ScanLogs keeps a record created
+// exactly at From and stops at the key of From without decoding the record
+// a nanosecond older (undecodable here, so decoding it would be an error).
+func TestScanLogsLowerBound(t *testing.T) {
+	st, _ := openTemp(t)
+	defer st.Close()
+	from := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	w := NewLogWriter(st, LogWriterOptions{Interval: time.Hour})
+	for i, at := range []time.Time{from, from.Add(time.Nanosecond)} {
+		w.Enqueue(&core.LogRecord{ID: core.NewLogID(at), CreatedAt: at, Status: 200 + i})
+	}
+	w.Close()
+	below := []byte(core.NewLogID(from.Add(-time.Nanosecond)))
+	if err := st.Update(func(tx Tx) error { return tx.Append(BucketLogs, below, []byte("not json")) }); err != nil {
+		t.Fatal(err)
+	}
+	var got []int
+	err := st.View(func(tx Tx) error {
+		_, err := ScanLogs(tx, LogFilter{From: from}, 0, func(r *core.LogRecord) error {
+			got = append(got, r.Status)
+			return nil
+		})
+		return err
+	})
+	if err != nil || len(got) != 2 || got[0] != 201 || got[1] != 200 {
+		t.Fatalf("got %v err=%v, want [201 200]", got, err)
+	}
+}

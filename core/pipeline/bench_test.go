@@ -14,6 +14,7 @@ import (
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/transport"
+	"github.com/llm-gateway/gateway/plugins/cache"
 )
 
 // BenchmarkDoRoute sends a chat completion along configs like the
@@ -96,4 +97,61 @@ type benchManaged struct{ core.Target }
 
 func (m benchManaged) Resolve(context.Context, string, bool, *core.Principal) (core.Target, *core.Error) {
 	return m.Target, nil
+}
+
+// BenchmarkCacheHit routes a chat completion whose answer the cache holds,
+// under each cache mode: the work of a cached request, the upstream (an
+// in-memory fasthttp server) called only to fill the cache first.
+func BenchmarkCacheHit(b *testing.B) {
+	ln := fasthttputil.NewInmemoryListener()
+	srv := &fasthttp.Server{Handler: func(c *fasthttp.RequestCtx) {
+		c.SetContentType("application/json")
+		if strings.HasSuffix(string(c.Path()), "/embeddings") {
+			c.SetBody([]byte(`{"data":[{"embedding":[1,0]}]}`))
+			return
+		}
+		c.SetBody([]byte(`{"id":"chatcmpl-1","object":"chat.completion","choices":[]}`))
+	}}
+	go srv.Serve(ln)
+	defer srv.Shutdown()
+	tr := transport.Provider()
+	tr.Proxy = nil
+	tr.DialContext = func(context.Context, string, string) (net.Conn, error) { return ln.Dial() }
+	client := &http.Client{Transport: transport.New(tr)}
+	store, err := cache.OpenBolt(b.TempDir()+"/c.db", cache.BoltOptions{})
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer store.Close()
+	pipe, err := pipeline.New(pipeline.Options{Client: client, GuardedClient: client, Cache: store})
+	if err != nil {
+		b.Fatal(err)
+	}
+	for _, bc := range []struct{ name, cache string }{
+		{"simple", `{"mode":"simple"}`},
+		{"semantic", `{"mode":"semantic","embedding":{"provider":"openai","model":"e","custom_host":"http://upstream.test/v1"}}`},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			root := route(b, `{"provider":"openai","custom_host":"http://upstream.test/v1","cache":`+bc.cache+`}`)
+			req := chat("hello")
+			ctx := context.Background()
+			for i := 0; i < 2; i++ { // a miss fills the cache, then a hit
+				r := *req
+				if _, err := pipe.DoRoute(ctx, &r, root); err != nil {
+					b.Fatal(err)
+				}
+			}
+			b.ReportAllocs()
+			for b.Loop() {
+				r := *req
+				resp, err := pipe.DoRoute(ctx, &r, root)
+				if err != nil {
+					b.Fatal(err)
+				}
+				if resp.CacheStatus != string(cache.StatusHit) {
+					b.Fatalf("cache status %q", resp.CacheStatus)
+				}
+			}
+		})
+	}
 }

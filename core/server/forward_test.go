@@ -43,6 +43,42 @@ func TestForwardEventsBoundsEventSize(t *testing.T) {
 	}
 }
 
+// TestForwardEventsAtTheCap: an event of exactly maxEventBytes passes,
+// also when a "\r\n" is split across two reads, before it or at its
+// end; one byte more is refused.
+func TestForwardEventsAtTheCap(t *testing.T) {
+	event := func(size int) string { // "data: xx...x\r\n\r\n" of size bytes
+		return "data: " + strings.Repeat("x", size-len("data: \r\n\r\n")) + "\r\n\r\n"
+	}
+	atCap, overCap := event(maxEventBytes), event(maxEventBytes+1)
+	done := "data: [DONE]\r\n\r\n"
+	cases := []struct {
+		name      string
+		reads     []string
+		wantError bool
+	}{
+		{"at the cap", []string{atCap, done}, false},
+		{"at the cap, after a split \\r|\\n", []string{"data: a\r\n\r", "\n" + atCap, done}, false},
+		{"at the cap, ending in a split \\r|\\n", []string{atCap[:len(atCap)-1], "\n" + done}, false},
+		{"over the cap", []string{overCap, done}, true},
+		{"over the cap, after a split \\r|\\n", []string{"data: a\r\n\r", "\n" + overCap, done}, true},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			var out bytes.Buffer
+			w := bufio.NewWriter(&out)
+			r := &chunkReader{}
+			for _, s := range tc.reads {
+				r.chunks = append(r.chunks, []byte(s))
+			}
+			_, err := forwardEvents(w, r)
+			if (err != nil) != tc.wantError || strings.HasSuffix(out.String(), done) == tc.wantError {
+				t.Fatalf("err = %v, output ends %q", err, out.String()[max(0, out.Len()-40):])
+			}
+		})
+	}
+}
+
 // TestForwardEventsLineEnds: an event ends at a blank line whichever line
 // ends ("\r\n", "\n", a bare "\r") the upstream uses; its bytes pass as
 // received, and usage is read from its data lines. Read one byte at a
@@ -54,8 +90,8 @@ func TestForwardEventsLineEnds(t *testing.T) {
 	cases := []struct {
 		name string
 		// events is the stream, split where each event is complete: a
-		// blank line's "\r" completes it, so the "\n" of a blank "\r\n"
-		// line read after it starts the next.
+		// blank line's "\r" completes it, and the "\n" of a blank "\r\n"
+		// line read after it is flushed on its own.
 		events []string
 		// unfinished: the last event has no blank line; it is forwarded
 		// at the stream's end.
@@ -63,12 +99,12 @@ func TestForwardEventsLineEnds(t *testing.T) {
 		usage      core.Usage
 	}{
 		{"lf", []string{"data: a\n\n", "data: " + usage + "\n\n", "data: [DONE]\n\n"}, false, want},
-		{"crlf", []string{"data: a\r\n\r", "\ndata: " + usage + "\r\n\r", "\ndata: [DONE]\r\n\r", "\n"}, true, want},
+		{"crlf", []string{"data: a\r\n\r", "\n", "data: " + usage + "\r\n\r", "\n", "data: [DONE]\r\n\r", "\n"}, false, want},
 		{"bare cr", []string{"data: a\r\r", "data: " + usage + "\r\r", "data: [DONE]\r\r"}, false, want},
 		{"bare cr, usage after an event name", []string{"event: message_delta\rdata: " + usage + "\r\r", "event: message_stop\rdata: {}\r\r"}, false, want},
-		{"mixed", []string{"event: a\r\ndata: a\n\r", "\ndata: " + usage + "\r\r", "data: [DONE]\n\n"}, false, want},
-		{"crlf inside an event", []string{"data: a\r\ndata: b\r\n\r", "\ndata: [DONE]\n\n"}, false, core.Usage{}},
-		{"an empty event", []string{"data: a\r\r", "\r", "\r", "\ndata: [DONE]\n\n"}, false, core.Usage{}},
+		{"mixed", []string{"event: a\r\ndata: a\n\r", "\n", "data: " + usage + "\r\r", "data: [DONE]\n\n"}, false, want},
+		{"crlf inside an event", []string{"data: a\r\ndata: b\r\n\r", "\n", "data: [DONE]\n\n"}, false, core.Usage{}},
+		{"an empty event", []string{"data: a\r\r", "\r", "\r", "\n", "data: [DONE]\n\n"}, false, core.Usage{}},
 		{"unfinished last event", []string{"data: a\r\r", "data: " + usage}, true, want},
 		{"unfinished last line end", []string{"data: a\r\r", "data: b\r"}, true, core.Usage{}},
 	}

@@ -190,7 +190,8 @@ func eventTooLarge(w *bufio.Writer) error {
 // the bytes as received. A line ends in "\r\n", "\n" or a bare "\r"; an
 // event ends with a blank line. A "\r" that ends one read and a "\n" that
 // starts the next are one line end: the event that "\r" ends is handed out
-// at once, and the "\n" starts the next event's bytes.
+// at once, and the "\n" on its own when it is read (so it never counts
+// toward the next event's size).
 type eventScanner struct {
 	buf       []byte // bytes read; buf[start:] are not handed out yet
 	start     int    // where the event being read starts
@@ -235,6 +236,13 @@ func (s *eventScanner) next() []byte {
 			if s.buf[s.pos] == '\n' { // the rest of a "\r\n"
 				s.pos++
 				s.lineStart = s.pos
+				if s.start == s.pos-1 {
+					// The "\r" ended an event, handed out already: the
+					// "\n" is that event's last byte, not the next one's.
+					end := s.buf[s.start:s.pos]
+					s.start = s.pos
+					return end
+				}
 				continue
 			}
 		}

@@ -68,10 +68,21 @@ type boltStore struct {
 	bytes  int64
 	// parts is the in-memory vector index of the partitions Nearest has
 	// loaded. A partition present here is complete (kept in step with every
-	// write); an absent one is loaded from bbolt on first use. Empty
-	// partitions are dropped.
+	// write); an absent one is loaded from bbolt on first use, unless empty
+	// knows it has no vector. An emptied partition moves to empty.
 	parts map[string]*partIndex
+	// empty holds partitions known to hold no vector (loaded so, or emptied
+	// by a write), so a lookup in one takes neither the exclusive lock nor a
+	// bbolt read. Every write to a partition's vectors is applied here under
+	// the exclusive lock: the first vector put into a known-empty partition
+	// moves it to parts, as a complete index of that vector. Partitions come
+	// from clients' parameters, so at most maxEmptyParts are kept; past
+	// that, one is forgotten (and loaded again at its next lookup).
+	empty map[string]struct{}
 }
+
+// maxEmptyParts bounds boltStore.empty (a partition name is 64 bytes).
+const maxEmptyParts = 4096
 
 // OpenBolt opens (creating when needed) the cache file at path.
 func OpenBolt(path string, o BoltOptions) (Store, error) {
@@ -107,7 +118,7 @@ func OpenBolt(path string, o BoltOptions) (Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("cache: open %s: %w", path, err)
 	}
-	s := &boltStore{db: db, opts: o, parts: map[string]*partIndex{}}
+	s := &boltStore{db: db, opts: o, parts: map[string]*partIndex{}, empty: map[string]struct{}{}}
 	err = db.Update(func(tx *bolt.Tx) error {
 		meta := tx.Bucket(bucketMeta)
 		if meta == nil {
@@ -325,14 +336,36 @@ func (s *boltStore) apply(w *write) {
 	for _, c := range w.changes {
 		pi := s.parts[c.partition]
 		if pi == nil {
-			continue // not loaded: Nearest reads it from bbolt, already in step
+			if _, known := s.empty[c.partition]; !known || !c.add {
+				continue // not loaded: Nearest reads it from bbolt, already in step
+			}
+			// The first vector of a known-empty partition is all it holds.
+			delete(s.empty, c.partition)
+			pi = newPartIndex()
+			s.parts[c.partition] = pi
 		}
 		if c.add {
 			pi.set(c.item)
-		} else if pi.remove(c.key); len(pi.items) == 0 {
+		} else {
+			pi.remove(c.key)
+		}
+		if len(pi.items) == 0 {
 			delete(s.parts, c.partition)
+			s.keepEmpty(c.partition)
 		}
 	}
+}
+
+// keepEmpty records that partition holds no vector, forgetting another
+// when maxEmptyParts are kept. Called with s.mu held.
+func (s *boltStore) keepEmpty(partition string) {
+	if len(s.empty) >= maxEmptyParts {
+		for p := range s.empty {
+			delete(s.empty, p)
+			break
+		}
+	}
+	s.empty[partition] = struct{}{}
 }
 
 // delete removes key with its age index entry and vector, if present.
@@ -486,7 +519,7 @@ func (s *boltStore) Nearest(ctx context.Context, partition string, vec []float32
 // record cannot be read.
 func (s *boltStore) nearest(partition string, q []float32, threshold float64) (key string, e *Entry, score float64, damaged bool, err error) {
 	s.mu.RLock()
-	if !s.closed && s.parts[partition] == nil {
+	if _, empty := s.empty[partition]; !s.closed && !empty && s.parts[partition] == nil {
 		// First use of the partition: load it under the exclusive lock.
 		s.mu.RUnlock()
 		s.mu.Lock()
@@ -563,7 +596,8 @@ func (s *boltStore) dropDamaged(partition, key string) error {
 }
 
 // loadPart returns the in-memory index of partition, loading it from bbolt
-// on first use; nil when the partition is empty. Called with s.mu held.
+// on first use; nil (and the partition kept as empty) when it holds no
+// vector. Called with s.mu held.
 func (s *boltStore) loadPart(partition string) (*partIndex, error) {
 	if pi := s.parts[partition]; pi != nil {
 		return pi, nil
@@ -587,6 +621,7 @@ func (s *boltStore) loadPart(partition string) (*partIndex, error) {
 		return nil, closedErr(err)
 	}
 	if len(pi.items) == 0 {
+		s.keepEmpty(partition)
 		return nil, nil
 	}
 	s.parts[partition] = pi
@@ -601,7 +636,7 @@ func (s *boltStore) Close() error {
 		return nil
 	}
 	s.closed = true
-	s.parts = nil
+	s.parts, s.empty = nil, nil
 	return s.db.Close()
 }
 

@@ -557,6 +557,99 @@ func BenchmarkNearest1000(b *testing.B) {
 	}
 }
 
+// TestEmptyPartitionKept: a partition found or left without vectors is
+// kept as empty, so looking it up again reads nothing from bbolt; the first
+// vector put into it is found at once; at most maxEmptyParts are kept.
+func TestEmptyPartitionKept(t *testing.T) {
+	v := []float32{1, 0}
+	ctx := context.Background()
+	cases := []struct {
+		name string
+		// empty leaves partition "p" without vectors, known to st.
+		empty func(st *boltStore, clk *clock)
+	}{
+		{"never written", func(st *boltStore, _ *clock) {
+			st.Nearest(ctx, "p", v, 0.9)
+		}},
+		{"its vector re-put elsewhere", func(st *boltStore, _ *clock) {
+			st.PutVector(ctx, "p", "a", &Entry{Vector: v})
+			st.Nearest(ctx, "p", v, 0.9)
+			st.PutVector(ctx, "r", "a", &Entry{Vector: v})
+		}},
+		{"its vector expired and pruned", func(st *boltStore, clk *clock) {
+			st.PutVector(ctx, "p", "a", &Entry{Vector: v, ExpiresAt: clk.Now().Add(time.Second)})
+			st.Nearest(ctx, "p", v, 0.9)
+			clk.Advance(2 * time.Second)
+			st.Put(ctx, "b", &Entry{})
+		}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			clk := newClock()
+			st, _ := openTest(t, BoltOptions{Now: clk.Now})
+			tc.empty(st, clk)
+			if _, _, _, ok, err := st.Nearest(ctx, "p", v, 0.9); ok || err != nil {
+				t.Fatalf("empty partition: ok=%v err=%v", ok, err)
+			}
+			if _, kept := st.empty["p"]; !kept || st.parts["p"] != nil {
+				t.Fatalf("partition not kept as empty: empty=%v parts=%v", kept, st.parts["p"])
+			}
+			clk.Advance(time.Second)
+			st.PutVector(ctx, "p", "c", &Entry{Vector: v})
+			if k, _, _, ok, err := st.Nearest(ctx, "p", v, 0.9); !ok || k != "c" || err != nil {
+				t.Fatalf("vector put into an empty partition: got %q %v %v", k, ok, err)
+			}
+			if _, kept := st.empty["p"]; kept {
+				t.Fatal("partition still kept as empty")
+			}
+		})
+	}
+	t.Run("no bbolt read", func(t *testing.T) {
+		st, _ := openTest(t, BoltOptions{})
+		st.Nearest(ctx, "p", v, 0.9)
+		st.db.Close() // any read now fails
+		if _, _, _, _, err := st.Nearest(ctx, "p", v, 0.9); err != nil {
+			t.Fatalf("a known-empty partition was read: %v", err)
+		}
+		if _, _, _, _, err := st.Nearest(ctx, "q", v, 0.9); err == nil {
+			t.Fatal("an unknown partition was not read")
+		}
+	})
+	t.Run("bounded", func(t *testing.T) {
+		st, _ := openTest(t, BoltOptions{})
+		for i := range maxEmptyParts + 10 {
+			st.Nearest(ctx, fmt.Sprint("e", i), v, 0.9)
+		}
+		if len(st.empty) != maxEmptyParts {
+			t.Fatalf("%d empty partitions kept, want %d", len(st.empty), maxEmptyParts)
+		}
+		for _, p := range []string{"e0", fmt.Sprint("e", maxEmptyParts+9)} { // forgotten or kept
+			st.PutVector(ctx, p, p, &Entry{Vector: v})
+			if k, _, _, ok, _ := st.Nearest(ctx, p, v, 0.9); !ok || k != p {
+				t.Fatalf("%s: got %q %v", p, k, ok)
+			}
+		}
+	})
+}
+
+// BenchmarkNearestEmptyPartition looks up, again and again, a partition
+// that holds no vector while others do: the cost of a semantic lookup of a
+// new combination of model and parameters.
+func BenchmarkNearestEmptyPartition(b *testing.B) {
+	st, _ := openTest(b, BoltOptions{})
+	ctx := context.Background()
+	for i := range 100 {
+		st.PutVector(ctx, fmt.Sprint("p", i), fmt.Sprint("k", i), &Entry{Status: 200, Body: []byte("answer"), Vector: []float32{1, 0}})
+	}
+	q := []float32{1, 0}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, _, _, ok, err := st.Nearest(ctx, "empty", q, 0.95); ok || err != nil {
+			b.Fatal(ok, err)
+		}
+	}
+}
+
 func TestCorruptRecordIsAMissAndHeals(t *testing.T) {
 	clk := newClock()
 	st, _ := openTest(t, BoltOptions{Now: clk.Now, MaxEntries: 2})

@@ -129,12 +129,14 @@ type Query struct {
 	Embed func(ctx context.Context, text string) ([]float32, error)
 
 	// Vector is the embedding computed by the semantic Lookup, which Save
-	// stores with the answer: a request costs at most one embedding call,
-	// made before the provider is called. Embedded is set with it, also
-	// when the call failed (Vector nil). Modes set both; the router leaves
-	// them alone.
-	Vector   []float32
-	Embedded bool
+	// stores with the answer in Partition, the request's semantic
+	// partition: a request costs at most one embedding call, made before
+	// the provider is called, and its body is parsed once. Partition is set
+	// with Vector; Embedded is set with it, also when the call failed
+	// (Vector nil). Modes set the three; the router leaves them alone.
+	Vector    []float32
+	Partition string
+	Embedded  bool
 }
 
 // NewQuery fills a Query's Endpoint, URL, Namespace, Body and Key.

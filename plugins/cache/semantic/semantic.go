@@ -14,7 +14,7 @@
 //   - The text is the conversation of a chat body (each message's role and
 //     text content, one "role: text" line per message) or a completion's
 //     prompt. Such a body with neither is not cached by this mode: Lookup
-//     answers DISABLED and Save stores nothing.
+//     answers DISABLED, after which the answer is not saved.
 //   - Only requests of the same partition are compared. The partition hashes
 //     the provider URL, the namespace and the canonicalised body without its
 //     text: every parameter (model, temperature, stream, tools, ...), plus
@@ -84,7 +84,7 @@ func (Mode) Lookup(ctx context.Context, st cache.Store, q *cache.Query) (*cache.
 	if q.ForceRefresh {
 		// The vector is still needed to store the answer: taken now, so
 		// Save never waits on the embedding provider after the answer.
-		return nil, cache.StatusRefresh, embed(ctx, q, p.Text)
+		return nil, cache.StatusRefresh, embed(ctx, q, p)
 	}
 	e, ok, getErr := st.Get(ctx, q.Key)
 	if ok {
@@ -93,10 +93,10 @@ func (Mode) Lookup(ctx context.Context, st cache.Store, q *cache.Query) (*cache.
 	if p.Text == "" {
 		return nil, cache.StatusSemanticMiss, getErr
 	}
-	if err := embed(ctx, q, p.Text); err != nil {
+	if err := embed(ctx, q, p); err != nil {
 		return nil, cache.StatusSemanticMiss, errors.Join(getErr, err)
 	}
-	_, e, _, ok, err = st.Nearest(ctx, partition(p, q.Settings), q.Vector, cache.Threshold(q.Settings))
+	_, e, _, ok, err = st.Nearest(ctx, q.Partition, q.Vector, cache.Threshold(q.Settings))
 	if ok {
 		return e, cache.StatusSemanticHit, nil
 	}
@@ -116,42 +116,41 @@ func partition(p Parsed, s *config.Cache) string {
 	return hex.EncodeToString(h.Sum(nil))
 }
 
-// embed sets q.Vector to the embedding of text (when text is not empty)
-// and marks q.Embedded, so a request costs at most one embedding call.
-func embed(ctx context.Context, q *cache.Query, text string) error {
-	if text == "" || q.Embedded {
+// embed sets q.Vector to the embedding of p's text (when it is not empty),
+// with q.Partition, and marks q.Embedded, so a request costs at most one
+// embedding call.
+func embed(ctx context.Context, q *cache.Query, p Parsed) error {
+	if p.Text == "" || q.Embedded {
 		return nil
 	}
 	q.Embedded = true
 	if q.Embed == nil {
 		return cache.ErrNoEmbedder
 	}
-	vec, err := q.Embed(ctx, text)
+	vec, err := q.Embed(ctx, p.Text)
 	if err != nil {
 		return fmt.Errorf("cache: embed: %w", err)
 	}
-	q.Vector = vec
+	q.Vector, q.Partition = vec, partition(p, q.Settings)
 	return nil
 }
 
 // Save implements cache.Mode: e is stored under the exact key and, with the
-// vector Lookup took, in the request's partition; without one (no text, no
-// Embed, or the embedding call failed) under the exact key only. Save never
-// calls the embedding provider: the answer it stores has been sent.
+// vector Lookup took, in the request's partition (both on q, so the body is
+// not parsed again); without one (no text, no Embed, or the embedding call
+// failed) under the exact key only. Save never calls the embedding
+// provider: the answer it stores has been sent. As cache.Mode says, it
+// follows a Lookup of q that did not answer DISABLED.
 func (Mode) Save(ctx context.Context, st cache.Store, q *cache.Query, e *cache.Entry) error {
 	if !Endpoints[q.Endpoint] {
 		return simple.Mode{}.Save(ctx, st, q, e)
-	}
-	p, err := Parse(q.URL, q.Namespace, q.Body)
-	if err != nil || !p.Cacheable {
-		return nil // Lookup answered DISABLED
 	}
 	if q.Vector == nil {
 		return st.Put(ctx, q.Key, e)
 	}
 	ent := *e
 	ent.Vector = q.Vector
-	return st.PutVector(ctx, partition(p, q.Settings), q.Key, &ent)
+	return st.PutVector(ctx, q.Partition, q.Key, &ent)
 }
 
 // Parsed is a body split into the text that is embedded and the partition

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"hash/fnv"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -378,4 +379,42 @@ func TestEmbeddingModelPartitions(t *testing.T) {
 			t.Errorf("embedding model %s: %s, want %s", tc.model, s, tc.want)
 		}
 	}
+}
+
+// BenchmarkMissSave is the mode's own work for a request whose
+// conversation (20 messages) is not cached: Lookup, then Save of the
+// answer, against a store that keeps nothing.
+func BenchmarkMissSave(b *testing.B) {
+	var msgs []string
+	for i := range 20 {
+		msgs = append(msgs, `{"role":"user","content":"`+strings.Repeat("word ", 40)+strconv.Itoa(i)+`"}`)
+	}
+	body := []byte(`{"model":"gpt-4o","temperature":0.2,"messages":[` + strings.Join(msgs, ",") + `]}`)
+	settings := &config.Cache{Mode: config.CacheSemantic, Embedding: &config.EmbeddingProvider{Provider: "openai", Model: "e"}}
+	vec := []float32{1, 0}
+	embed := func(context.Context, string) ([]float32, error) { return vec, nil }
+	ctx := context.Background()
+	e := &cache.Entry{Status: 200, Body: []byte("{}")}
+	b.ReportAllocs()
+	for b.Loop() {
+		q := query(chatURL, "ns", body, settings)
+		q.Embed = embed
+		if _, s, err := (semantic.Mode{}).Lookup(ctx, nopStore{}, q); s != cache.StatusSemanticMiss || err != nil {
+			b.Fatal(s, err)
+		}
+		if err := (semantic.Mode{}).Save(ctx, nopStore{}, q, e); err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// nopStore holds nothing.
+type nopStore struct{}
+
+func (nopStore) Get(context.Context, string) (*cache.Entry, bool, error)       { return nil, false, nil }
+func (nopStore) Put(context.Context, string, *cache.Entry) error               { return nil }
+func (nopStore) PutVector(context.Context, string, string, *cache.Entry) error { return nil }
+func (nopStore) Close() error                                                  { return nil }
+func (nopStore) Nearest(context.Context, string, []float32, float64) (string, *cache.Entry, float64, bool, error) {
+	return "", nil, 0, false, nil
 }
