@@ -145,7 +145,7 @@ func TestAnalyticsGroups(t *testing.T) {
 		{"ai_org_model", adminKey, "model?ai_org_model=acme__mystery,openai__gpt-4o", 2, []row{{"model": "gpt-4o", "requests": 1}, {"model": "mystery", "requests": 1}}},
 		{"trace_id", adminKey, "model?trace_id=tr1", 2, []row{{"model": "gpt-4o", "requests": 1}, {"model": "gpt-4o-mini", "requests": 1}}},
 		{"configs match nothing yet", adminKey, "model?configs=c1", 0, []row{}},
-		{"prompt_slug matches nothing yet", adminKey, "model?prompt_slug=p1", 0, []row{}},
+		{"prompt_slug: no record names p1", adminKey, "model?prompt_slug=p1", 0, []row{}},
 		{"paging", adminKey, "model?page_size=1&current_page=1", 3, []row{{"model": "gpt-4o", "requests": 1}}},
 	}
 	for _, tc := range cases {
@@ -405,6 +405,9 @@ func TestAnalyticsManagedRecords(t *testing.T) {
 		{"configs filter, unknown", "config?configs=nope", []row{}},
 		{"prompt: prompt_id, null without one", "prompt", []row{
 			{"prompt": nil, "requests": 2}, {"prompt": "pr-a", "requests": 2}, {"prompt": "pr-b", "requests": 1}}},
+		{"prompt_slug filter", "prompt?prompt_slug=support,greet", []row{{"prompt": "pr-a", "requests": 2}, {"prompt": "pr-b", "requests": 1}}},
+		{"prompt_slug filter, one", "model?prompt_slug=greet", []row{{"model": "my-ft", "requests": 1}}},
+		{"prompt_slug filter, unknown", "prompt?prompt_slug=nope", []row{}},
 		{"cost by model: the override where it applies", "model?columns=cost", []row{
 			{"model": "gpt-4o-mini", "requests": 3, "cost": override + 2*mini, "unpriced_requests": 0},
 			{"model": "gpt-4o", "requests": 1, "cost": gpt4o, "unpriced_requests": 0},

@@ -47,8 +47,8 @@ type LogFilter struct {
 	// Configs, when not nil, keeps the records whose config_id, the saved
 	// config's id, is one of these.
 	Configs []string
-	// PromptSlugs keeps the records of these prompts. Records carry no
-	// prompt, so a non-nil one keeps none.
+	// PromptSlugs, when not nil, keeps the records of requests made
+	// through one of these saved prompts (by the slug the record names).
 	PromptSlugs []string
 	// Models, when not nil, keeps the records of one of these provider and
 	// model pairs.
@@ -75,7 +75,8 @@ func (f *LogFilter) Match(r *core.LogRecord) bool {
 		(f.APIKeyIDs != nil && !slices.Contains(f.APIKeyIDs, r.APIKeyID)) ||
 		(f.RequestedKeyIDs != nil && !slices.Contains(f.RequestedKeyIDs, r.APIKeyID)) ||
 		(f.StatusCodes != nil && !slices.Contains(f.StatusCodes, r.Status)) ||
-		(f.Configs != nil && !slices.Contains(f.Configs, r.ConfigID)) || f.PromptSlugs != nil ||
+		(f.Configs != nil && !slices.Contains(f.Configs, r.ConfigID)) ||
+		(f.PromptSlugs != nil && !slices.Contains(f.PromptSlugs, r.PromptSlug)) ||
 		(f.Models != nil && !slices.Contains(f.Models, ProviderModel{r.Provider, r.Model})) {
 		return false
 	}
