@@ -67,7 +67,7 @@ func (g *groupStats) add(r *core.LogRecord, keepLatencies bool, prices store.Pri
 		g.last = r.CreatedAt
 	}
 	g.requests++
-	if r.Status < 100 || r.Status >= 400 {
+	if failed(r.Status) {
 		g.errors++
 	}
 	if cache.Status(r.CacheStatus).Hit() {
@@ -87,13 +87,29 @@ func (g *groupStats) add(r *core.LogRecord, keepLatencies bool, prices store.Pri
 	}
 }
 
-// per is total over the group's requests (never zero for a group).
-func (g *groupStats) per(total float64) float64 { return total / float64(g.requests) }
+// failed reports whether a record's HTTP status counts as an error: any
+// status outside 100–399.
+func failed(status int) bool { return status < 100 || status >= 400 }
+
+// per is total over the group's requests; 0 when it has none (an empty
+// graph bucket; a group always has some).
+func (g *groupStats) per(total float64) float64 { return ratio(total, float64(g.requests)) }
+
+// ratio is a / b, and 0 when b is 0, so that no answer holds NaN.
+func ratio(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
 
 // percentile is the nearest-rank p-th percentile of the latencies: the
-// smallest value at least p percent of them are at or below. They must be
-// sorted.
+// smallest value at least p percent of them are at or below; 0 when there
+// are none. They must be sorted.
 func (g *groupStats) percentile(p float64) float64 {
+	if len(g.latencies) == 0 {
+		return 0
+	}
 	rank := int(math.Ceil(p / 100 * float64(len(g.latencies))))
 	return g.latencies[max(rank, 1)-1]
 }
@@ -155,37 +171,17 @@ func (s *Service) groupLogs(c *fiber.Ctx) error {
 	if err := p.err(); err != nil {
 		return err
 	}
-	if f.To.IsZero() {
-		f.To = s.now()
-	}
-	if f.From.IsZero() {
-		f.From = f.To.Add(-analyticsWindow)
-	}
+	s.analyticsRange(&f)
 	keepLatencies := slices.Contains(columns, "p95_latency") || slices.Contains(columns, "p99_latency")
 	groups := map[string]*groupStats{}
-	var truncated bool
-	err := s.st.View(func(tx store.Tx) error {
-		var err error
-		if f.WorkspaceID, err = s.listWorkspace(tx, caller, c.Query("workspace_id")); err != nil {
-			return err
+	truncated, err := s.scanAnalytics(c, caller, &f, slices.Contains(columns, "cost"), func(r *core.LogRecord) {
+		key := grouping.of(r)
+		g := groups[key]
+		if g == nil {
+			g = &groupStats{key: key}
+			groups[key] = g
 		}
-		if f.APIKeyIDs, err = analyticsKeysOnly(tx, caller); err != nil {
-			return err
-		}
-		if err = prepareFilter(tx, &f, slices.Contains(columns, "cost")); err != nil {
-			return err
-		}
-		truncated, err = store.ScanLogs(tx, f, analyticsScanLimit, func(r *core.LogRecord) error {
-			key := grouping.of(r)
-			g := groups[key]
-			if g == nil {
-				g = &groupStats{key: key}
-				groups[key] = g
-			}
-			g.add(r, keepLatencies, f.Prices)
-			return nil
-		})
-		return err
+		g.add(r, keepLatencies, f.Prices)
 	})
 	if err != nil {
 		return err
@@ -204,6 +200,44 @@ func (s *Service) groupLogs(c *fiber.Ctx) error {
 		rows = append(rows, row)
 	}
 	return c.JSON(groupsBody{Object: "list", Total: len(sorted), Data: rows, From: f.From, To: f.To, Truncated: truncated})
+}
+
+// analyticsRange completes the range of an analytics query: it ends at
+// time_of_generation_max, else now, and starts at time_of_generation_min,
+// else analyticsWindow before its end.
+func (s *Service) analyticsRange(f *store.LogFilter) {
+	if f.To.IsZero() {
+		f.To = s.now()
+	}
+	if f.From.IsZero() {
+		f.From = f.To.Add(-analyticsWindow)
+	}
+}
+
+// scanAnalytics calls fn with the records of f's range that f matches and
+// that caller may see the analytics of, in the workspace the query's
+// workspace_id names (see listWorkspace), newest first. It reads at most
+// analyticsScanLimit records and reports whether that cut the range short.
+// withCost reads the integrations' prices into f (see prepareFilter).
+func (s *Service) scanAnalytics(c *fiber.Ctx, caller *core.Principal, f *store.LogFilter, withCost bool, fn func(r *core.LogRecord)) (truncated bool, err error) {
+	err = s.st.View(func(tx store.Tx) error {
+		var err error
+		if f.WorkspaceID, err = s.listWorkspace(tx, caller, c.Query("workspace_id")); err != nil {
+			return err
+		}
+		if f.APIKeyIDs, err = analyticsKeysOnly(tx, caller); err != nil {
+			return err
+		}
+		if err = prepareFilter(tx, f, withCost); err != nil {
+			return err
+		}
+		truncated, err = store.ScanLogs(tx, *f, analyticsScanLimit, func(r *core.LogRecord) error {
+			fn(r)
+			return nil
+		})
+		return err
+	})
+	return truncated, err
 }
 
 // compareGroupKeys orders group values: numbers as numbers, strings as

@@ -55,7 +55,8 @@ func analyticsLogs(ws, ws2 string) []*core.LogRecord {
 type row map[string]any
 
 // sameRow compares a decoded answer row with want: the same keys, numbers
-// within a relative 1e-9, times as RFC 3339 strings.
+// within a relative 1e-9, times as RFC 3339 strings, lists of rows row by
+// row.
 func sameRow(got map[string]any, want row) bool {
 	if len(got) != len(want) {
 		return false
@@ -79,10 +80,28 @@ func sameRow(got map[string]any, want row) bool {
 			if g != w.Format(time.RFC3339Nano) {
 				return false
 			}
+		case []row:
+			if !sameRows(g, w) {
+				return false
+			}
 		default:
 			if g != w {
 				return false
 			}
+		}
+	}
+	return true
+}
+
+// sameRows compares a decoded list of rows with want (see sameRow).
+func sameRows(got any, want []row) bool {
+	list, ok := got.([]any)
+	if !ok || len(list) != len(want) {
+		return false
+	}
+	for i, it := range list {
+		if m, ok := it.(map[string]any); !ok || !sameRow(m, want[i]) {
+			return false
 		}
 	}
 	return true

@@ -138,7 +138,7 @@ func TestListEdges(t *testing.T) {
 			t.Errorf("GET %s%s: %d %s", path, huge, r.status, r.raw)
 		}
 	}
-	for _, path := range []string{"/v1/analytics/graphs/requests", "/v1/analytics", "/v1/policies/nope"} {
+	for _, path := range []string{"/v1/analytics/summary/cache", "/v1/analytics", "/v1/policies/nope"} {
 		wantErr(t, e.do(http.MethodGet, path, adminKey, nil), http.StatusNotFound, core.CodeNotFoundPath)
 	}
 }

@@ -116,6 +116,8 @@ func (s *Service) Register(v1 fiber.Router) {
 	v1.Get("/logs", s.listLogs)
 	v1.Get("/logs/groups/:groupBy", s.groupLogs)
 	v1.Get("/analytics/groups/:groupBy", s.groupLogs)
+	// Graph kinds have one or two segments (requests, errors/rate).
+	v1.Get("/analytics/graphs/*", s.graphLogs)
 	v1.Get("/logs/:id", s.getLog)
 	// Any other method or path under the admin prefixes is an unknown admin
 	// route, never something for the generic proxy to forward; the
