@@ -218,6 +218,33 @@ func (r *Logs) Groups(ctx context.Context, groupBy string, columns []string, fil
 	return out, r.c.do(ctx, http.MethodGet, "/analytics/groups/"+esc(groupBy), q, nil, &out)
 }
 
+// Graph is the answer of an analytics graph: the summary of the range,
+// its data points (one per bucket, oldest first; one per status for
+// errors/status-codes), the bucket size, the range drawn, and whether the
+// gateway's cap on the records it reads left the oldest of the range out.
+type Graph struct {
+	Object     string    `json:"object"`
+	Summary    Object    `json:"summary"`
+	DataPoints []Object  `json:"data_points"`
+	Bucket     string    `json:"bucket"`
+	From       time.Time `json:"time_of_generation_min"`
+	To         time.Time `json:"time_of_generation_max"`
+	Truncated  bool      `json:"truncated"`
+}
+
+// Graph draws the request log as the graph kind (requests, cost, latency,
+// errors/rate, ...; GET /v1/analytics/graphs/{kind}); filters are the log
+// filters (status_code, metadata, time_of_generation_min, ...) and bucket
+// (minute, hour or day; by default by the range's length).
+func (r *Logs) Graph(ctx context.Context, kind string, filters url.Values) (Graph, error) {
+	segments := strings.Split(kind, "/")
+	for i, s := range segments {
+		segments[i] = esc(s)
+	}
+	var out Graph
+	return out, r.c.do(ctx, http.MethodGet, "/analytics/graphs/"+strings.Join(segments, "/"), listQuery(filters, Page{}), nil, &out)
+}
+
 // AuditLogs is /v1/audit-logs.
 type AuditLogs struct{ c *Client }
 
