@@ -211,6 +211,8 @@ func TestAnalyticsGraphsRefusals(t *testing.T) {
 		{"unknown bucket", adminKey, "/requests?bucket=week", 400, core.CodeValidation, []string{"bucket"}},
 		{"too many minutes", adminKey, "/requests?bucket=minute", 400, core.CodeValidation, []string{"bucket"}},
 		{"too many days", adminKey, "/requests?time_of_generation_min=1990-01-01T00:00:00Z", 400, core.CodeValidation, []string{"time_of_generation_min"}},
+		{"years 1 to 9999, past time.Duration", adminKey, "/requests?bucket=day&time_of_generation_min=0001-01-02T00:00:00Z&time_of_generation_max=9999-12-31T00:00:00Z",
+			400, core.CodeValidation, []string{"bucket"}},
 		{"range ends before it starts", adminKey, "/requests?time_of_generation_min=2026-03-01T00:00:00Z&time_of_generation_max=2026-02-01T00:00:00Z",
 			400, core.CodeValidation, []string{"time_of_generation_max"}},
 		{"bad time", adminKey, "/requests?time_of_generation_max=soon", 400, core.CodeValidation, []string{"time_of_generation_max"}},
