@@ -2,6 +2,7 @@ package adminsvc_test
 
 import (
 	"context"
+	"log/slog"
 	"net/http"
 	"path/filepath"
 	"strings"
@@ -34,7 +35,8 @@ func newLogsEnv(t *testing.T, run bool) *logsEnv {
 func (e *logsEnv) restart(run bool) {
 	e.t.Helper()
 	w := store.NewLogWriter(e.st, store.LogWriterOptions{Interval: time.Hour})
-	x, err := adminsvc.NewExports(adminsvc.ExportsOptions{Store: e.st, Dir: filepath.Join(e.dir, "exports"), Now: e.clock.Now, MaxBytes: 4096})
+	x, err := adminsvc.NewExports(adminsvc.ExportsOptions{Store: e.st, Dir: filepath.Join(e.dir, "exports"), Now: e.clock.Now, MaxBytes: 4096,
+		Logger: slog.New(slog.DiscardHandler)})
 	if err != nil {
 		e.t.Fatal(err)
 	}
