@@ -29,6 +29,8 @@ type Service struct {
 	now        func() time.Time
 	audit      *Audit
 	limits     LimitsEngine
+	logs       LogInserter
+	exports    *Exports
 }
 
 // Deps are what the admin service works on.
@@ -61,6 +63,10 @@ type Deps struct {
 	// keys, workspaces and providers, and asked for usage-limit usage; nil
 	// means nothing is counted (no usage to show or reset).
 	Limits LimitsEngine
+	// Logs writes custom log records (POST /logs); nil turns the route off.
+	Logs LogInserter
+	// Exports runs log exports; nil turns the /logs/exports routes off.
+	Exports *Exports
 }
 
 // New builds the admin service over st; the keys, configs and guardrails
@@ -76,7 +82,8 @@ func New(d Deps) *Service {
 		d.PublicURL = "http://127.0.0.1:8787"
 	}
 	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, prompts: d.Prompts, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher,
-		managed: d.Managed, secrets: d.SecretResolver, publicURL: strings.TrimRight(d.PublicURL, "/"), now: d.Now, audit: d.Audit, limits: d.Limits}
+		managed: d.Managed, secrets: d.SecretResolver, publicURL: strings.TrimRight(d.PublicURL, "/"), now: d.Now, audit: d.Audit, limits: d.Limits,
+		logs: d.Logs, exports: d.Exports}
 }
 
 // Register adds the admin routes to the /v1 group.
@@ -112,6 +119,12 @@ func (s *Service) Register(v1 fiber.Router) {
 		v1.Get("/plugins/:id", s.getPlugin)
 		v1.Put("/plugins/:id", s.updatePlugin)
 		v1.Delete("/plugins/:id", s.deletePlugin)
+	}
+	if s.logs != nil {
+		v1.Post("/logs", s.insertLogs)
+	}
+	if s.exports != nil {
+		s.registerExports(v1)
 	}
 	v1.Get("/logs", s.listLogs)
 	v1.Get("/logs/groups/:groupBy", s.groupLogs)

@@ -1,6 +1,8 @@
 package core
 
 import (
+	"bytes"
+	"encoding/json"
 	"fmt"
 	"slices"
 	"strconv"
@@ -50,6 +52,25 @@ type LogRecord struct {
 	OptionPath  string `json:"last_used_option_index,omitempty"`
 	RetryCount  int    `json:"retry_attempt_count,omitempty"`
 	CacheStatus string `json:"cache_status,omitempty"`
+	// Source is LogSourceCustom for a record inserted through POST
+	// /v1/logs, empty for a request the gateway served.
+	Source string `json:"source,omitempty"`
+	// Request and Response are what a custom record was inserted with:
+	// its headers (secrets masked) and body. The gateway's own records
+	// keep neither.
+	Request  *LogMessage `json:"request,omitempty"`
+	Response *LogMessage `json:"response,omitempty"`
+}
+
+// LogSourceCustom is the Source of a record inserted through POST /v1/logs.
+const LogSourceCustom = "custom"
+
+// LogMessage is the request or response of a custom log record.
+type LogMessage struct {
+	Headers map[string]string `json:"headers,omitempty"`
+	// Body is a JSON value; AppendJSON writes it compact and HTML-escaped,
+	// as json.Marshal does.
+	Body json.RawMessage `json:"body,omitempty"`
 }
 
 // LogSink receives log records. Enqueue must not block the request path.
@@ -118,6 +139,42 @@ func (r *LogRecord) AppendJSON(b []byte) ([]byte, error) {
 		b = strconv.AppendInt(b, int64(r.RetryCount), 10)
 	}
 	b = appendOmitEmpty(b, `,"cache_status":`, r.CacheStatus)
+	b = appendOmitEmpty(b, `,"source":`, r.Source)
+	if b, err = r.Request.appendJSON(b, `,"request":`); err != nil {
+		return nil, fmt.Errorf("log record %s: request: %w", r.ID, err)
+	}
+	if b, err = r.Response.appendJSON(b, `,"response":`); err != nil {
+		return nil, fmt.Errorf("log record %s: response: %w", r.ID, err)
+	}
+	return append(b, '}'), nil
+}
+
+// appendJSON appends key and m's JSON encoding, or nothing when m is nil.
+// Only custom records have one, so the allocations of re-encoding the body
+// are off the request path.
+func (m *LogMessage) appendJSON(b []byte, key string) ([]byte, error) {
+	if m == nil {
+		return b, nil
+	}
+	b = append(b, key...)
+	b = append(b, '{')
+	if len(m.Headers) > 0 {
+		b = append(b, `"headers":`...)
+		b = appendJSONStringMap(b, m.Headers)
+	}
+	if len(m.Body) > 0 {
+		if len(m.Headers) > 0 {
+			b = append(b, ',')
+		}
+		b = append(b, `"body":`...)
+		var compact bytes.Buffer
+		if err := json.Compact(&compact, m.Body); err != nil {
+			return nil, err
+		}
+		out := bytes.NewBuffer(b)
+		json.HTMLEscape(out, compact.Bytes())
+		b = out.Bytes()
+	}
 	return append(b, '}'), nil
 }
 

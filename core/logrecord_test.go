@@ -49,11 +49,24 @@ func everyField(t *testing.T, s string, n int, f float64) *LogRecord {
 			default:
 				t.Fatalf("field %s: no test value for %T", v.Type().Field(i).Name, x)
 			}
+		case reflect.Pointer:
+			switch x := fv.Addr().Interface().(type) {
+			case **LogMessage:
+				*x = &LogMessage{Headers: map[string]string{s: s, "a": ""}, Body: json.RawMessage(" {\"b\" : [1, 2.50, \"" + jsonEscape(s) + "\"], \"a\":null} ")}
+			default:
+				t.Fatalf("field %s: no test value for %T", v.Type().Field(i).Name, x)
+			}
 		default:
 			t.Fatalf("field %s: no test value for kind %s", v.Type().Field(i).Name, fv.Kind())
 		}
 	}
 	return &r
+}
+
+// jsonEscape is s as the inside of a JSON string.
+func jsonEscape(s string) string {
+	b, _ := json.Marshal(s)
+	return string(b[1 : len(b)-1])
 }
 
 func TestLogRecordAppendJSONMatchesMarshal(t *testing.T) {
@@ -68,8 +81,15 @@ func TestLogRecordAppendJSONMatchesMarshal(t *testing.T) {
 	for _, f := range []float64{0, math.Copysign(0, -1), 1, -1, 0.1, 1e-6, 9.99e-7, 1e-7, 1e20, 1e21, 1.5e300, 5e-324, -2.5e-9, 123456.789} {
 		checkAppendJSON(t, everyField(t, "x", -7, f))
 	}
+	for _, r := range []*LogRecord{ // custom records' messages, partly empty
+		{Request: &LogMessage{}, Response: &LogMessage{Body: json.RawMessage(`"text"`)}},
+		{Request: &LogMessage{Headers: map[string]string{"x": "1"}}, Response: &LogMessage{Body: json.RawMessage(`{}`)}},
+	} {
+		checkAppendJSON(t, r)
+	}
 	for _, r := range []*LogRecord{ // json.Marshal fails on these too
 		{LatencyMs: math.NaN()}, {LatencyMs: math.Inf(1)}, {LatencyMs: math.Inf(-1)},
+		{Request: &LogMessage{Body: json.RawMessage(`{"a":`)}}, {Response: &LogMessage{Body: json.RawMessage(`1 2`)}},
 		{CreatedAt: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)}, {CreatedAt: time.Date(-1, 1, 1, 0, 0, 0, 0, time.UTC)},
 	} {
 		checkAppendJSON(t, r)
@@ -90,6 +110,12 @@ func TestLogRecordAppendJSONDecodes(t *testing.T) {
 		t.Fatalf("created_at %v, want %v", got.CreatedAt, want.CreatedAt)
 	}
 	got.CreatedAt = want.CreatedAt
+	for _, m := range []*LogMessage{want.Request, want.Response} {
+		// A body decodes as it was encoded: compact and HTML-escaped.
+		if m.Body, err = json.Marshal(m.Body); err != nil {
+			t.Fatal(err)
+		}
+	}
 	if !reflect.DeepEqual(&got, want) {
 		t.Fatalf("decoded %+v\nwant %+v", got, *want)
 	}

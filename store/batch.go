@@ -114,6 +114,27 @@ func (b *batcher[T]) Enqueue(rec T) {
 	}
 }
 
+// EnqueueAll hands recs to the writer without blocking, all of them or,
+// when the queue has no room for them all, none: it reports which.
+func (b *batcher[T]) EnqueueAll(recs []T) bool {
+	b.mu.Lock()
+	if len(b.queue)+len(recs) > b.queueSize {
+		b.mu.Unlock()
+		return false
+	}
+	before := len(b.queue)
+	b.queue = append(b.queue, recs...)
+	wake := before < b.wakeAt && len(b.queue) >= b.wakeAt
+	b.mu.Unlock()
+	if wake {
+		select {
+		case b.wake <- struct{}{}:
+		default: // already woken
+		}
+	}
+	return true
+}
+
 // Dropped is the number of records dropped because the queue was full.
 func (b *batcher[T]) Dropped() int64 { return b.dropped.Load() }
 

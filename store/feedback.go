@@ -25,11 +25,15 @@ type Feedback struct {
 	LastUpdatedAt  time.Time         `json:"last_updated_at"`
 }
 
-// NewFeedbackIDs returns n distinct ids for feedback created at t, in
-// ascending order: they start with t (core.NewLogID), so the bucket's key
-// order is creation order, and feedback given in one request keeps the
-// order it was given in.
-func NewFeedbackIDs(t time.Time, n int) []string {
+// NewFeedbackIDs returns n distinct ids for feedback created at t (see
+// NewLogIDs).
+func NewFeedbackIDs(t time.Time, n int) []string { return NewLogIDs(t, n) }
+
+// NewLogIDs returns n distinct ids for records created at t, in ascending
+// order: they start with t (core.NewLogID), so a bucket's key order is
+// creation order, and records made in one request keep the order they
+// were given in.
+func NewLogIDs(t time.Time, n int) []string {
 	ids := make([]string, 0, n)
 	for len(ids) < n {
 		ids = append(ids, core.NewLogID(t))

@@ -147,16 +147,7 @@ func (ps Prices) Price(list *pricing.Table, integ, provider, model string) (pric
 // of the range (limit <= 0: all of them) and reports whether that limit
 // stopped it before the range's end; an error from fn stops it too.
 func ScanLogs(tx Tx, f LogFilter, limit int, fn func(r *core.LogRecord) error) (truncated bool, err error) {
-	// Keys start with their record's creation time (core.NewLogID), so
-	// the range's ends are keys: the scan starts past To's and stops below
-	// From's without decoding the records outside.
-	from, lowest := "", ""
-	if !f.To.IsZero() {
-		from = timeKey(f.To) + "~"
-	}
-	if !f.From.IsZero() {
-		lowest = timeKey(f.From)
-	}
+	from, lowest := logRange(f)
 	read := 0
 	err = tx.Scan(BucketLogs, from, true, func(key string, raw []byte) (bool, error) {
 		if key < lowest {
@@ -180,6 +171,21 @@ func ScanLogs(tx Tx, f LogFilter, limit int, fn func(r *core.LogRecord) error) (
 		return true, fn(&r)
 	})
 	return truncated, err
+}
+
+// logRange is the range of keys ScanLogs visits for f, downwards: from
+// the largest ("" for the newest record) to the lowest.
+func logRange(f LogFilter) (from, lowest string) {
+	// Keys start with their record's creation time (core.NewLogID), so
+	// the range's ends are keys: the scan starts past To's and stops below
+	// From's without decoding the records outside.
+	if !f.To.IsZero() {
+		from = timeKey(f.To) + "~"
+	}
+	if !f.From.IsZero() {
+		lowest = timeKey(f.From)
+	}
+	return from, lowest
 }
 
 // QueryLogs returns one page of matching records, newest first, and the

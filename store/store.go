@@ -59,6 +59,9 @@ const (
 	// BucketPromptVersions holds every version of every saved prompt,
 	// keyed by VersionKey.
 	BucketPromptVersions Bucket = "prompt_versions"
+	// BucketLogExports holds log exports, keyed by export id, which
+	// starts with its creation time (NewLogIDs).
+	BucketLogExports Bucket = "log_exports"
 )
 
 // allBuckets are created when the store is opened.
@@ -67,7 +70,7 @@ var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, Buc
 	BucketMembers, BucketInvites, BucketSettings, BucketAuditLogs, BucketIntegrations, BucketProviders,
 	BucketVirtualKeys, BucketSecretReferences, BucketOutbox,
 	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters, BucketUsageStates, BucketFeedback,
-	BucketPrompts, BucketPromptVersions}
+	BucketPrompts, BucketPromptVersions, BucketLogExports}
 
 // Store is transactional access to the admin state. Update transactions are
 // durable once fn returns nil; a crash never leaves half of one behind.

@@ -157,19 +157,7 @@ func (c *Client) do(ctx context.Context, method, path string, q url.Values, in, 
 }
 
 func (c *Client) send(ctx context.Context, method, path string, q url.Values, body io.Reader, contentType string, out any) error {
-	u := c.baseURL + path
-	if len(q) > 0 {
-		u += "?" + q.Encode()
-	}
-	req, err := http.NewRequestWithContext(ctx, method, u, body)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("x-gateway-api-key", c.apiKey)
-	if body != nil {
-		req.Header.Set("Content-Type", contentType)
-	}
-	resp, err := c.http.Do(req)
+	resp, err := c.open(ctx, method, path, q, body, contentType)
 	if err != nil {
 		return err
 	}
@@ -178,9 +166,6 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, bo
 	if err != nil {
 		return fmt.Errorf("read answer of %s %s: %w", method, path, err)
 	}
-	if resp.StatusCode >= 300 {
-		return decodeError(resp.StatusCode, raw)
-	}
 	if out == nil || len(bytes.TrimSpace(raw)) == 0 {
 		return nil
 	}
@@ -188,6 +173,36 @@ func (c *Client) send(ctx context.Context, method, path string, q url.Values, bo
 		return fmt.Errorf("decode answer of %s %s: %w", method, path, err)
 	}
 	return nil
+}
+
+// open sends a request and returns the answer, whose body the caller
+// closes; an error status is returned as an *Error.
+func (c *Client) open(ctx context.Context, method, path string, q url.Values, body io.Reader, contentType string) (*http.Response, error) {
+	u := c.baseURL + path
+	if len(q) > 0 {
+		u += "?" + q.Encode()
+	}
+	req, err := http.NewRequestWithContext(ctx, method, u, body)
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("x-gateway-api-key", c.apiKey)
+	if body != nil {
+		req.Header.Set("Content-Type", contentType)
+	}
+	resp, err := c.http.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	if resp.StatusCode >= 300 {
+		defer resp.Body.Close()
+		raw, err := io.ReadAll(io.LimitReader(resp.Body, 64<<20))
+		if err != nil {
+			return nil, fmt.Errorf("read answer of %s %s: %w", method, path, err)
+		}
+		return nil, decodeError(resp.StatusCode, raw)
+	}
+	return resp, nil
 }
 
 func decodeError(status int, raw []byte) error {

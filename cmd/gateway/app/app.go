@@ -87,7 +87,7 @@ type App struct {
 }
 
 // New builds the gateway as o says and listens on o.Addr. Background work
-// (key worker, limit resets, alert sending, log pruning) runs until ctx
+// (key worker, limit resets, alert sending, log pruning, log exports) runs until ctx
 // ends or Close is called. On error, whatever was started is stopped.
 func New(ctx context.Context, o Options) (_ *App, err error) {
 	if o.Logger == nil {
@@ -198,8 +198,14 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		return nil, err
 	}
 	a.onClose(stopLimits)
+	exports, err := adminsvc.NewExports(adminsvc.ExportsOptions{Store: st, Dir: filepath.Join(o.DataDir, "exports"), Logger: logger})
+	if err != nil {
+		return nil, err
+	}
+	a.onClose(startExports(ctx, exports))
 	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Prompts: prompts, Guardrails: guardrails, Host: host,
-		Cipher: cipher, Managed: managed, SecretResolver: secretResolver, Limits: engine, PublicURL: publicURL, Now: time.Now, Audit: audit})
+		Cipher: cipher, Managed: managed, SecretResolver: secretResolver, Limits: engine, PublicURL: publicURL, Now: time.Now, Audit: audit,
+		Logs: logs, Exports: exports})
 	a.onClose(startKeyWorker(ctx, st, keys, logger))
 	a.server = server.New(server.Options{
 		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Prompts: prompts, Managed: managed, Limiter: engine, Admin: admin.Register, Public: admin.RegisterPublic,
@@ -293,6 +299,18 @@ func openStore(o Options) (*store.Cipher, store.Store, error) {
 func startKeyWorker(ctx context.Context, st store.Store, keys *adminsvc.Keys, logger *slog.Logger) (stop func()) {
 	wctx, cancel := context.WithCancel(ctx)
 	done := adminsvc.NewKeyWorker(st, keys, time.Now, logger).Start(wctx, time.Minute)
+	return func() {
+		cancel()
+		<-done
+	}
+}
+
+// startExports runs the log-export worker; the returned stop waits for it,
+// a run it interrupts marked failed, so it must run before the store
+// closes.
+func startExports(ctx context.Context, exports *adminsvc.Exports) (stop func()) {
+	wctx, cancel := context.WithCancel(ctx)
+	done := exports.Start(wctx)
 	return func() {
 		cancel()
 		<-done

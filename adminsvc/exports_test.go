@@ -1,0 +1,318 @@
+package adminsvc_test
+
+import (
+	"context"
+	"fmt"
+	"net/http"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/store"
+)
+
+// createExport creates an export with key and fails the test unless it
+// works; it returns the id and total.
+func (e *logsEnv) createExport(key string, body any) (string, int) {
+	e.t.Helper()
+	r := e.do(http.MethodPost, "/v1/logs/exports", key, body)
+	if r.status != 200 || r.str("object") != "export" {
+		e.t.Fatalf("create export: %d %s", r.status, r.raw)
+	}
+	return r.str("id"), r.total()
+}
+
+// runExports runs the started exports as the worker does.
+func (e *logsEnv) runExports() { e.exports.RunPending(context.Background()) }
+
+func exportBody(filters map[string]any, fields ...string) map[string]any {
+	return map[string]any{"filters": filters, "requested_data": fields}
+}
+
+func TestExportRun(t *testing.T) {
+	e := newLogsEnv(t, false)
+	ws2 := e.addWorkspace("team-b")
+	ids := seedLogs(t, e.st, e.wsID, ws2)
+	id, total := e.createExport(adminKey, exportBody(map[string]any{"status_code": []int{200}}, "status", "id", "trace_id", "error"))
+	if total != 5 {
+		t.Fatalf("total %d, want 5", total)
+	}
+	got := e.do(http.MethodGet, "/v1/logs/exports/"+id, adminKey, nil)
+	if got.str("status") != "draft" || fmt.Sprint(got.body["requested_data"]) != "[id trace_id status error]" {
+		t.Fatalf("%s", got.raw)
+	}
+	// Not downloadable before it succeeds.
+	wantErr(t, e.do(http.MethodGet, "/v1/logs/exports/"+id+"/download", adminKey, nil), http.StatusConflict, core.CodeConflict)
+	// A draft can change: the total follows the filters.
+	if r := e.do(http.MethodPut, "/v1/logs/exports/"+id, adminKey, map[string]any{"filters": map[string]any{"status": "200", "trace_id": "t0"}}); r.total() != 2 {
+		t.Fatalf("update: %s", r.raw)
+	}
+	if r := e.do(http.MethodPut, "/v1/logs/exports/"+id, adminKey, map[string]any{"filters": map[string]any{"status": 200}}); r.total() != 5 {
+		t.Fatalf("update: %s", r.raw)
+	}
+	if r := e.do(http.MethodPost, "/v1/logs/exports/"+id+"/start", adminKey, nil); r.status != 200 || r.str("status") != "in_progress" {
+		t.Fatalf("start: %d %s", r.status, r.raw)
+	}
+	wantErr(t, e.do(http.MethodGet, "/v1/logs/exports/"+id+"/download", adminKey, nil), http.StatusConflict, core.CodeConflict)
+	e.runExports()
+	got = e.do(http.MethodGet, "/v1/logs/exports/"+id, adminKey, nil)
+	if got.str("status") != "success" || got.body["exported"] != 5.0 || got.body["completed_at"] == nil || got.body["started_at"] == nil {
+		t.Fatalf("after the run: %s", got.raw)
+	}
+	var want strings.Builder
+	for _, i := range []int{8, 6, 4, 2, 0} {
+		fmt.Fprintf(&want, `{"id":%q,"trace_id":"t%d","status":200}`+"\n", ids[i], i%3)
+	}
+	dl := e.do(http.MethodGet, "/v1/logs/exports/"+id+"/download", adminKey, nil)
+	if dl.status != 200 || string(dl.raw) != want.String() {
+		t.Fatalf("download %d:\n%s\nwant:\n%s", dl.status, dl.raw, want.String())
+	}
+	if got.body["bytes"] != float64(want.Len()) {
+		t.Fatalf("bytes %v, want %d", got.body["bytes"], want.Len())
+	}
+	// A finished export changes no more.
+	for _, r := range []resp{
+		e.do(http.MethodPut, "/v1/logs/exports/"+id, adminKey, map[string]any{"requested_data": []string{"id"}}),
+		e.do(http.MethodPost, "/v1/logs/exports/"+id+"/start", adminKey, nil),
+		e.do(http.MethodPost, "/v1/logs/exports/"+id+"/cancel", adminKey, nil),
+	} {
+		wantErr(t, r, http.StatusConflict, core.CodeConflict)
+	}
+}
+
+func TestExportWorker(t *testing.T) {
+	e := newLogsEnv(t, true)
+	seedLogs(t, e.st, e.wsID, e.wsID)
+	id, _ := e.createExport(adminKey, exportBody(map[string]any{}, "id"))
+	e.do(http.MethodPost, "/v1/logs/exports/"+id+"/start", adminKey, nil)
+	status := ""
+	for range 10000 { // waits for the worker, however slow the machine
+		if status = e.do(http.MethodGet, "/v1/logs/exports/"+id, adminKey, nil).str("status"); status != "in_progress" {
+			break
+		}
+		time.Sleep(time.Millisecond)
+	}
+	if status != "success" {
+		t.Fatalf("status %q", status)
+	}
+	if dl := e.do(http.MethodGet, "/v1/logs/exports/"+id+"/download", adminKey, nil); strings.Count(string(dl.raw), "\n") != 10 {
+		t.Fatalf("download: %s", dl.raw)
+	}
+}
+
+func TestExportCancel(t *testing.T) {
+	e := newLogsEnv(t, false)
+	seedLogs(t, e.st, e.wsID, e.wsID)
+	for _, start := range []bool{false, true} {
+		t.Run(fmt.Sprintf("started %v", start), func(t *testing.T) {
+			id, _ := e.createExport(adminKey, exportBody(map[string]any{}, "id"))
+			if start {
+				e.do(http.MethodPost, "/v1/logs/exports/"+id+"/start", adminKey, nil)
+			}
+			if r := e.do(http.MethodPost, "/v1/logs/exports/"+id+"/cancel", adminKey, nil); r.status != 200 || r.str("status") != "stopped" {
+				t.Fatalf("cancel: %d %s", r.status, r.raw)
+			}
+			e.runExports()
+			if got := e.do(http.MethodGet, "/v1/logs/exports/"+id, adminKey, nil); got.str("status") != "stopped" {
+				t.Fatalf("%s", got.raw)
+			}
+			wantErr(t, e.do(http.MethodGet, "/v1/logs/exports/"+id+"/download", adminKey, nil), http.StatusConflict, core.CodeConflict)
+			wantErr(t, e.do(http.MethodPost, "/v1/logs/exports/"+id+"/start", adminKey, nil), http.StatusConflict, core.CodeConflict)
+			if _, err := os.Stat(filepath.Join(e.dir, "exports", id+".jsonl")); !os.IsNotExist(err) {
+				t.Fatalf("a stopped export has a file: %v", err)
+			}
+		})
+	}
+}
+
+func TestExportTooLarge(t *testing.T) {
+	e := newLogsEnv(t, false) // MaxBytes 4096
+	_, key := e.wsKey(e.wsID, core.ScopeLogsWrite, core.ScopeLogsExport)
+	many := make([]any, 30)
+	for i := range many {
+		many[i] = customLog("/v1/chat/completions", 200)
+	}
+	if r := e.do(http.MethodPost, "/v1/logs", key, many); r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	id, _ := e.createExport(key, exportBody(map[string]any{}, "request", "response"))
+	e.do(http.MethodPost, "/v1/logs/exports/"+id+"/start", key, nil)
+	e.runExports()
+	got := e.do(http.MethodGet, "/v1/logs/exports/"+id, key, nil)
+	if got.str("status") != "failed" || !strings.Contains(got.str("error"), "exceeds 4096 bytes") {
+		t.Fatalf("%s", got.raw)
+	}
+	if parts, _ := filepath.Glob(filepath.Join(e.dir, "exports", "*")); len(parts) != 0 {
+		t.Fatalf("files left: %v", parts)
+	}
+}
+
+func TestExportRestart(t *testing.T) {
+	e := newLogsEnv(t, false)
+	seedLogs(t, e.st, e.wsID, e.wsID)
+	done, _ := e.createExport(adminKey, exportBody(map[string]any{"trace_id": "t1"}, "trace_id"))
+	e.do(http.MethodPost, "/v1/logs/exports/"+done+"/start", adminKey, nil)
+	e.runExports()
+	draft, _ := e.createExport(adminKey, exportBody(map[string]any{}, "id"))
+	running, _ := e.createExport(adminKey, exportBody(map[string]any{}, "id"))
+	e.do(http.MethodPost, "/v1/logs/exports/"+running+"/start", adminKey, nil)
+	// A crash mid-run leaves a partial file and the export in progress.
+	part := filepath.Join(e.dir, "exports", running+".jsonl.part")
+	if err := os.WriteFile(part, []byte(`{"id":`), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.reopen()
+	e.restart(false)
+	cases := []struct {
+		id, status, errorHas string
+	}{
+		{done, "success", ""},
+		{draft, "draft", ""},
+		{running, "failed", "stopped while the export ran"},
+	}
+	for _, tc := range cases {
+		got := e.do(http.MethodGet, "/v1/logs/exports/"+tc.id, adminKey, nil)
+		if got.str("status") != tc.status || !strings.Contains(got.str("error"), tc.errorHas) {
+			t.Fatalf("%s: %s", tc.id, got.raw)
+		}
+	}
+	if _, err := os.Stat(part); !os.IsNotExist(err) {
+		t.Fatalf("the partial file is left: %v", err)
+	}
+	if dl := e.do(http.MethodGet, "/v1/logs/exports/"+done+"/download", adminKey, nil); string(dl.raw) != strings.Repeat(`{"trace_id":"t1"}`+"\n", 3) {
+		t.Fatalf("download after restart: %s", dl.raw)
+	}
+}
+
+func TestExportValidation(t *testing.T) {
+	e := newLogsEnv(t, false)
+	id, _ := e.createExport(adminKey, exportBody(map[string]any{}, "id"))
+	cases := []struct {
+		name   string
+		method string
+		body   any
+		want   []string
+	}{
+		{"empty body", http.MethodPost, "", []string{"body"}},
+		{"not an object", http.MethodPost, "[]", []string{"body"}},
+		{"filters missing", http.MethodPost, map[string]any{"requested_data": []string{"id"}}, []string{"filters"}},
+		{"filters not an object", http.MethodPost, map[string]any{"filters": "x", "requested_data": []string{"id"}}, []string{"filters"}},
+		{"requested_data missing", http.MethodPost, map[string]any{"filters": map[string]any{}}, []string{"requested_data"}},
+		{"requested_data empty", http.MethodPost, exportBody(map[string]any{}), []string{"requested_data"}},
+		{"requested_data not strings", http.MethodPost, map[string]any{"filters": map[string]any{}, "requested_data": []int{1}}, []string{"requested_data"}},
+		{"requested_data unknown field", http.MethodPost, exportBody(map[string]any{}, "id", "log_format"), []string{"requested_data[1]"}},
+		{"unknown filter", http.MethodPost, exportBody(map[string]any{"page_size": 1}, "id"), []string{"filters.page_size"}},
+		{"filter an object", http.MethodPost, exportBody(map[string]any{"status": map[string]any{}}, "id"), []string{"filters.status"}},
+		{"filter nested arrays", http.MethodPost, exportBody(map[string]any{"status_code": [][]int{{200}}}, "id"), []string{"filters.status_code"}},
+		{"bad status_code", http.MethodPost, exportBody(map[string]any{"status_code": []any{200, "x"}}, "id"), []string{"filters.status_code"}},
+		{"bad time", http.MethodPost, exportBody(map[string]any{"time_of_generation_min": "yesterday"}, "id"), []string{"filters.time_of_generation_min"}},
+		{"bad metadata", http.MethodPost, exportBody(map[string]any{"metadata": map[string]any{"a": 1}}, "id"), []string{"filters.metadata"}},
+		{"bad cost", http.MethodPost, exportBody(map[string]any{"cost_min": -1}, "id"), []string{"filters.cost_min"}},
+		{"workspace_id a number", http.MethodPost, map[string]any{"workspace_id": 1, "filters": map[string]any{}, "requested_data": []string{"id"}}, []string{"workspace_id"}},
+		{"unknown field", http.MethodPost, map[string]any{"description": "x", "filters": map[string]any{}, "requested_data": []string{"id"}}, []string{"description"}},
+		{"every problem", http.MethodPost, map[string]any{"filters": map[string]any{"status": "x"}, "requested_data": []string{"nope"}}, []string{"filters.status", "requested_data[0]"}},
+		{"update nothing", http.MethodPut, map[string]any{}, []string{"body"}},
+		{"update workspace", http.MethodPut, map[string]any{"workspace_id": "default"}, []string{"workspace_id"}},
+		{"update bad filter", http.MethodPut, map[string]any{"filters": map[string]any{"cost_max": "a"}}, []string{"filters.cost_max"}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path := "/v1/logs/exports"
+			if tc.method == http.MethodPut {
+				path += "/" + id
+			}
+			r := e.do(tc.method, path, adminKey, tc.body)
+			wantErr(t, r, http.StatusBadRequest, core.CodeValidation)
+			if r.errField("param") != tc.want[0] {
+				t.Fatalf("param %q, want %q: %s", r.errField("param"), tc.want[0], r.raw)
+			}
+			for _, w := range tc.want {
+				// A body that is no JSON object is the message itself.
+				if !strings.Contains(r.errField("message"), w+":") && !(w == "body" && strings.HasPrefix(r.errField("message"), "request body")) {
+					t.Fatalf("message does not name %s: %s", w, r.raw)
+				}
+			}
+		})
+	}
+	if n := len(listBucket[store.LogExport](t, e.st, store.BucketLogExports)); n != 1 {
+		t.Fatalf("%d exports stored, want the one made first", n)
+	}
+}
+
+func TestExportAccess(t *testing.T) {
+	e := newLogsEnv(t, false)
+	wsB := e.addWorkspace("team-b")
+	seedLogs(t, e.st, e.wsID, wsB)
+	_, exporterA := e.wsKey(e.wsID, core.ScopeLogsExport)
+	_, exporterB := e.wsKey(wsB, core.ScopeLogsExport)
+	_, listerA := e.wsKey(e.wsID, core.ScopeLogsList)
+	_, viewerA := e.wsKey(e.wsID, core.ScopeLogsView)
+	_, noScope := e.wsKey(e.wsID, core.ScopeCompletionsWrite)
+
+	idA, totalA := e.createExport(exporterA, exportBody(map[string]any{}, "id"))
+	e.clock.Advance(time.Second) // lists are newest first
+	idOrg, totalOrg := e.createExport(adminKey, exportBody(map[string]any{}, "id"))
+	e.clock.Advance(time.Second)
+	idOrgB, totalOrgB := e.createExport(adminKey, map[string]any{"workspace_id": "team-b", "filters": map[string]any{}, "requested_data": []string{"id"}})
+	if totalA != 5 || totalOrg != 10 || totalOrgB != 5 {
+		t.Fatalf("totals %d %d %d, want the workspace's 5, all 10, team-b's 5", totalA, totalOrg, totalOrgB)
+	}
+
+	cases := []struct {
+		name, method, path, key string
+		body                    any
+		status                  int
+		wantIDs                 []string // for lists
+	}{
+		{"create without logs.export", http.MethodPost, "/v1/logs/exports", listerA, exportBody(map[string]any{}, "id"), 403, nil},
+		{"create for another workspace", http.MethodPost, "/v1/logs/exports", exporterA, map[string]any{"workspace_id": "team-b", "filters": map[string]any{}, "requested_data": []string{"id"}}, 403, nil},
+		{"list without a scope", http.MethodGet, "/v1/logs/exports", noScope, nil, 403, nil},
+		{"list with logs.list: own workspace", http.MethodGet, "/v1/logs/exports", listerA, nil, 200, []string{idA}},
+		{"list with logs.export: own workspace", http.MethodGet, "/v1/logs/exports", exporterB, nil, 200, []string{idOrgB}},
+		{"organisation key lists all", http.MethodGet, "/v1/logs/exports", adminKey, nil, 200, []string{idOrgB, idOrg, idA}},
+		{"organisation key lists a workspace", http.MethodGet, "/v1/logs/exports?workspace_id=team-b", adminKey, nil, 200, []string{idOrgB}},
+		{"paged", http.MethodGet, "/v1/logs/exports?page_size=1&current_page=1", adminKey, nil, 200, []string{idOrg}},
+		{"get with logs.view", http.MethodGet, "/v1/logs/exports/" + idA, viewerA, nil, 200, nil},
+		{"get with logs.list only", http.MethodGet, "/v1/logs/exports/" + idA, listerA, nil, 403, nil},
+		{"get another workspace's", http.MethodGet, "/v1/logs/exports/" + idA, exporterB, nil, 404, nil},
+		{"get the organisation's", http.MethodGet, "/v1/logs/exports/" + idOrg, exporterA, nil, 404, nil},
+		{"get unknown", http.MethodGet, "/v1/logs/exports/nope", adminKey, nil, 404, nil},
+		{"update without logs.export", http.MethodPut, "/v1/logs/exports/" + idA, viewerA, map[string]any{"requested_data": []string{"id"}}, 403, nil},
+		{"update another workspace's", http.MethodPut, "/v1/logs/exports/" + idA, exporterB, map[string]any{"requested_data": []string{"id"}}, 404, nil},
+		{"start without logs.export", http.MethodPost, "/v1/logs/exports/" + idA + "/start", viewerA, nil, 403, nil},
+		{"start another workspace's", http.MethodPost, "/v1/logs/exports/" + idA + "/start", exporterB, nil, 404, nil},
+		{"cancel another workspace's", http.MethodPost, "/v1/logs/exports/" + idA + "/cancel", exporterB, nil, 404, nil},
+		{"download without logs.export", http.MethodGet, "/v1/logs/exports/" + idA + "/download", viewerA, nil, 403, nil},
+		{"download another workspace's", http.MethodGet, "/v1/logs/exports/" + idA + "/download", exporterB, nil, 404, nil},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(tc.method, tc.path, tc.key, tc.body)
+			if r.status != tc.status {
+				t.Fatalf("%d %s, want %d", r.status, r.raw, tc.status)
+			}
+			if tc.wantIDs == nil {
+				return
+			}
+			var got []string
+			for _, it := range r.list() {
+				got = append(got, it["id"].(string))
+				if it["object"] != "export" || it["visible_key_ids"] != nil {
+					t.Fatalf("item %v", it)
+				}
+			}
+			if fmt.Sprint(got) != fmt.Sprint(tc.wantIDs) {
+				t.Fatalf("ids %v, want %v: %s", got, tc.wantIDs, r.raw)
+			}
+		})
+	}
+	// A workspace key's export holds its workspace's records only.
+	e.do(http.MethodPost, "/v1/logs/exports/"+idA+"/start", exporterA, nil)
+	e.runExports()
+	if dl := e.do(http.MethodGet, "/v1/logs/exports/"+idA+"/download", exporterA, nil); strings.Count(string(dl.raw), "\n") != 5 {
+		t.Fatalf("download: %d %s", dl.status, dl.raw)
+	}
+}
