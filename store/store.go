@@ -59,6 +59,7 @@ const (
 	// BucketPromptVersions holds every version of every saved prompt,
 	// keyed by VersionKey.
 	BucketPromptVersions Bucket = "prompt_versions"
+	BucketDeployments    Bucket = "deployments"
 )
 
 // allBuckets are created when the store is opened.
@@ -67,7 +68,7 @@ var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, Buc
 	BucketMembers, BucketInvites, BucketSettings, BucketAuditLogs, BucketIntegrations, BucketProviders,
 	BucketVirtualKeys, BucketSecretReferences, BucketOutbox,
 	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters, BucketUsageStates, BucketFeedback,
-	BucketPrompts, BucketPromptVersions}
+	BucketPrompts, BucketPromptVersions, BucketDeployments}
 
 // Store is transactional access to the admin state. Update transactions are
 // durable once fn returns nil; a crash never leaves half of one behind.
