@@ -1,6 +1,7 @@
 package adminsvc_test
 
 import (
+	"encoding/json"
 	"io"
 	"net/http"
 	"net/http/httptest"
@@ -8,7 +9,9 @@ import (
 	"sync/atomic"
 	"testing"
 
+	"github.com/llm-gateway/gateway/adminsvc"
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/store"
 )
 
 // deployment is a valid create body; extra holds field/value pairs that
@@ -264,7 +267,9 @@ func TestDeploymentRoutes(t *testing.T) {
 		t.Cleanup(up.Close)
 		hosts[i] = up.URL + "/v1"
 	}
-	cfg := func(i int) map[string]any { return map[string]any{"provider": "openai", "custom_host": hosts[i], "api_key": "sk-x"} }
+	cfg := func(i int) map[string]any {
+		return map[string]any{"provider": "openai", "custom_host": hosts[i], "api_key": "sk-x"}
+	}
 	_, key := e.createKey(adminKey, "workspace/service", map[string]any{"name": "k", "workspace_id": "default",
 		"scopes": []string{core.ScopeCompletionsWrite}})
 	chat := func() resp {
@@ -303,5 +308,36 @@ func TestDeploymentRoutes(t *testing.T) {
 	e.do(http.MethodDelete, "/v1/deployments/staging", adminKey, nil)
 	if r := chat(); r.status != http.StatusBadRequest || hits[0].Load()+hits[1].Load() != 2 {
 		t.Fatalf("after delete: %d", r.status)
+	}
+}
+
+// BenchmarkConfigsDeployment looks up a deployment limited to one
+// workspace, as the data plane does for a request naming it, and an
+// unknown environment.
+func BenchmarkConfigsDeployment(b *testing.B) {
+	st, err := store.Open(b.TempDir())
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer st.Close()
+	d := store.Deployment{ID: "dep-1", Slug: "staging", Type: store.DeploymentNonProduction, AllowedWorkspaces: []string{"ws-0", "ws-1"},
+		Config: json.RawMessage(`{"provider":"openai","retry":{"attempts":2}}`)}
+	if err := st.Update(func(tx store.Tx) error { return tx.Put(store.BucketDeployments, d.ID, d) }); err != nil {
+		b.Fatal(err)
+	}
+	cfgs, err := adminsvc.NewConfigs(st, nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	p := core.NewPrincipal(core.Principal{KeyType: core.KeyTypeWorkspaceService, WorkspaceID: "ws-1"}, nil)
+	for _, env := range []string{"staging", "nope"} {
+		b.Run(env, func(b *testing.B) {
+			b.ReportAllocs()
+			for b.Loop() {
+				if _, ok, err := cfgs.Deployment(env, p); err != nil || ok != (env == "staging") {
+					b.Fatal(ok, err)
+				}
+			}
+		})
 	}
 }
