@@ -341,3 +341,69 @@ func BenchmarkConfigsDeployment(b *testing.B) {
 		})
 	}
 }
+
+// TestConfigsDeployment checks the snapshot's answer for each caller: a
+// workspace outside allowed_workspaces is refused naming the deployment,
+// organisation keys may use it, an unknown slug is no deployment, and a
+// stored config that no longer validates is refused, not skipped.
+func TestConfigsDeployment(t *testing.T) {
+	st, err := store.Open(t.TempDir())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer st.Close()
+	cfg := json.RawMessage(`{"provider":"openai"}`)
+	deps := []store.Deployment{
+		{ID: "d1", Slug: "open", Config: cfg},
+		{ID: "d2", Slug: "ws-a-only", Config: cfg, AllowedWorkspaces: []string{"ws-a"}},
+		{ID: "d3", Slug: "broken", Config: json.RawMessage(`{"input_guardrails":["pg-deleted"]}`)},
+	}
+	if err := st.Update(func(tx store.Tx) error {
+		for _, d := range deps {
+			if err := tx.Put(store.BucketDeployments, d.ID, d); err != nil {
+				return err
+			}
+		}
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cfgs, err := adminsvc.NewConfigs(st, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wsKey := func(ws string) *core.Principal {
+		return core.NewPrincipal(core.Principal{KeyType: core.KeyTypeWorkspaceService, WorkspaceID: ws}, nil)
+	}
+	orgKey := core.NewPrincipal(core.Principal{KeyType: core.KeyTypeOrganisationService, Role: core.RoleAdmin}, nil)
+	tests := []struct {
+		name   string
+		env    string
+		p      *core.Principal
+		ok     bool
+		status int // of the error; 0 for none
+		msg    string
+	}{
+		{"open to every workspace", "open", wsKey("ws-b"), true, 0, ""},
+		{"allowed workspace", "ws-a-only", wsKey("ws-a"), true, 0, ""},
+		{"other workspace", "ws-a-only", wsKey("ws-b"), false, 403, `deployment "ws-a-only"`},
+		{"organisation key", "ws-a-only", orgKey, true, 0, ""},
+		{"unknown slug", "nope", wsKey("ws-a"), false, 0, ""},
+		{"the id is not a slug", "d1", wsKey("ws-a"), false, 0, ""},
+		{"config no longer validates", "broken", wsKey("ws-a"), false, 400, "no longer validates"},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			sv, ok, err := cfgs.Deployment(tc.env, tc.p)
+			if ok != tc.ok || (ok && (sv.Node == nil || sv.ID == "")) {
+				t.Fatalf("ok %v saved %+v, want ok %v", ok, sv, tc.ok)
+			}
+			switch {
+			case tc.status == 0 && err != nil:
+				t.Fatalf("error %v", err)
+			case tc.status != 0 && (err == nil || err.Status != tc.status || !strings.Contains(err.Message, tc.msg)):
+				t.Fatalf("error %v, want %d naming %q", err, tc.status, tc.msg)
+			}
+		})
+	}
+}
