@@ -22,7 +22,6 @@ var deploymentTypes = []string{store.DeploymentProduction, store.DeploymentNonPr
 // deploymentRoute is a deployment as the data plane routes by it: its
 // config parsed and resolved once.
 type deploymentRoute struct {
-	slug    string
 	allowed []string // workspace ids; empty allows every workspace
 	saved   config.Saved
 	// invalid is set when the stored config no longer validates (a saved
@@ -35,7 +34,7 @@ type deploymentRoute struct {
 func (c *Configs) deploymentRoutes(recs []store.Deployment) map[string]*deploymentRoute {
 	out := make(map[string]*deploymentRoute, len(recs))
 	for _, rec := range recs {
-		d := &deploymentRoute{slug: rec.Slug, allowed: rec.AllowedWorkspaces}
+		d := &deploymentRoute{allowed: rec.AllowedWorkspaces}
 		if cfg, perr := config.Parse(rec.Config, c.hooks); perr != nil {
 			slog.Error("a deployment's config no longer validates; requests naming it are refused", "deployment", rec.Slug, "error", perr.Message)
 			d.invalid = perr.Message
@@ -196,13 +195,11 @@ func (b deploymentBody) apply(tx store.Tx, rec *store.Deployment) error {
 // uniqueDeploymentSlug answers 409 when another deployment has rec's slug
 // (or uses it as its id).
 func uniqueDeploymentSlug(tx store.Tx, rec store.Deployment) error {
-	other, err := store.DeploymentByIDOrSlug(tx, rec.Slug)
-	switch {
-	case errors.Is(err, store.ErrNotFound):
-		return nil
-	case err != nil:
+	other, found, err := findBySlug(tx, store.BucketDeployments, rec.Slug, func(d store.Deployment) (string, string) { return d.ID, d.Slug })
+	if err != nil {
 		return err
-	case other.ID != rec.ID:
+	}
+	if found && other.ID != rec.ID {
 		return core.Conflict("a deployment with slug %q exists already; send another slug", rec.Slug)
 	}
 	return nil
