@@ -34,14 +34,17 @@ func (r *savedRoute) saved() config.Saved {
 	return config.Saved{ID: r.rec.ID, Config: r.cfg, Node: r.node}
 }
 
-// configSnap is the in-memory view of saved configs the data plane reads.
+// configSnap is the in-memory view of saved configs and deployments the
+// data plane reads.
 type configSnap struct {
-	byRef    map[string]*savedRoute // id and slug
-	defaults map[string]*savedRoute // workspace id → its default config
+	byRef       map[string]*savedRoute      // id and slug
+	defaults    map[string]*savedRoute      // workspace id → its default config
+	deployments map[string]*deploymentRoute // slug
 }
 
-// Configs is the snapshot of saved configs; it implements
-// server.ConfigSource. Reload swaps in a new snapshot after every change.
+// Configs is the snapshot of saved configs and deployments; it implements
+// server.ConfigSource. Reload swaps in a new snapshot after every change to
+// either.
 type Configs struct {
 	st    store.Store
 	hooks *hooks.Registry
@@ -61,13 +64,17 @@ func (c *Configs) Reload() error {
 	c.mu.Lock()
 	defer c.mu.Unlock()
 	var recs []store.SavedConfig
+	var deps []store.Deployment
 	if err := c.st.View(func(tx store.Tx) (err error) {
-		recs, err = store.List[store.SavedConfig](tx, store.BucketConfigs)
+		if recs, err = store.List[store.SavedConfig](tx, store.BucketConfigs); err != nil {
+			return err
+		}
+		deps, err = store.List[store.Deployment](tx, store.BucketDeployments)
 		return err
 	}); err != nil {
-		return fmt.Errorf("load saved configs: %w", err)
+		return fmt.Errorf("load saved configs and deployments: %w", err)
 	}
-	s := &configSnap{byRef: map[string]*savedRoute{}, defaults: map[string]*savedRoute{}}
+	s := &configSnap{byRef: map[string]*savedRoute{}, defaults: map[string]*savedRoute{}, deployments: c.deploymentRoutes(deps)}
 	for _, rec := range recs {
 		cfg, perr := config.Parse(rec.Config, c.hooks)
 		if perr != nil {
@@ -164,18 +171,24 @@ func (c *Configs) parseBody(fields map[string]json.RawMessage, create bool) (con
 	if create && b.config == nil {
 		p.add("config", "is required: a config object")
 	}
-	slices.SortStableFunc(p, func(a, b problem) int { return strings.Compare(a.param, b.param) })
-	if b.config != nil {
-		// The gateway's own validator: every problem with its JSON path.
-		if _, perr := config.Parse(b.config, c.hooks); perr != nil {
+	return b, c.checkConfig(b.config, sortedProblems(p))
+}
+
+// checkConfig is the error of a body whose other fields had problems p and
+// whose "config" field is raw (nil when not sent): raw is validated by the
+// gateway's own validator, as Reload does, and every problem, p's then the
+// config's with their JSON paths, is listed in one 400 AB01 whose param
+// names the first listed.
+func (c *Configs) checkConfig(raw json.RawMessage, p problems) *core.Error {
+	if raw != nil {
+		if _, perr := config.Parse(raw, c.hooks); perr != nil {
 			if err := p.err(); err != nil {
-				// One error listing every problem; param names the first listed.
 				perr.Message, perr.Param = err.Message+"; "+perr.Message, err.Param
 			}
-			return b, perr
+			return perr
 		}
 	}
-	return b, p.err()
+	return p.err()
 }
 
 // newConfigSlug makes a slug like "pc-support-bot-a1b2c3".

@@ -64,16 +64,24 @@ func secretRefViewOf(r store.SecretReference, auth map[string]string) secretRefV
 	return v
 }
 
-// requireSecretRefWrite checks the scope and that the caller is an
-// organisation key: only those manage secret references.
-func requireSecretRefWrite(caller *core.Principal, scope string) *core.Error {
+// requireOrgAdminKey checks the scope and that the caller is an
+// organisation key of an owner or admin: only those manage organisation
+// resources (what, e.g. "secret references"); workspace keys may only read
+// them.
+func requireOrgAdminKey(caller *core.Principal, scope, what string) *core.Error {
 	if err := requireScope(caller, scope); err != nil {
 		return err
 	}
 	if !caller.IsOrganisationKey() || !caller.IsOrgAdmin() {
-		return core.Forbidden("secret references are managed with an organisation API key; workspace keys may only read them")
+		return core.Forbidden("%s are managed with an organisation API key; workspace keys may only read them", what)
 	}
 	return nil
+}
+
+// requireSecretRefWrite checks the scope and that the caller may manage
+// secret references.
+func requireSecretRefWrite(caller *core.Principal, scope string) *core.Error {
+	return requireOrgAdminKey(caller, scope, "secret references")
 }
 
 // needCipher is the error when no encryption key is configured.

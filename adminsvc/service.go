@@ -93,6 +93,7 @@ func (s *Service) Register(v1 fiber.Router) {
 	s.registerUsers(v1)
 	s.registerIntegrations(v1)
 	s.registerSecretReferences(v1)
+	s.registerDeployments(v1)
 	s.registerPolicies(v1)
 	s.registerFeedback(v1)
 	v1.Post("/api-keys/:id/rotate", s.rotateAPIKey)
@@ -143,7 +144,7 @@ func (s *Service) Register(v1 fiber.Router) {
 
 // adminPrefixes are the paths the admin API owns.
 var adminPrefixes = []string{"/api-keys", "/configs", "/guardrails", "/plugins", "/logs",
-	"/admin", "/workspaces", "/audit-logs", "/integrations", "/providers", "/virtual-keys", "/secret-references", "/policies",
+	"/admin", "/workspaces", "/audit-logs", "/integrations", "/providers", "/virtual-keys", "/secret-references", "/deployments", "/policies",
 	"/analytics", "/feedback", "/prompts"}
 
 // unknownRoute answers 404 for a path under an admin prefix that no admin

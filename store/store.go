@@ -62,6 +62,8 @@ const (
 	// BucketLogExports holds log exports, keyed by export id, which
 	// starts with its creation time (NewLogIDs).
 	BucketLogExports Bucket = "log_exports"
+	// BucketDeployments holds deployments, keyed by id.
+	BucketDeployments Bucket = "deployments"
 )
 
 // allBuckets are created when the store is opened.
@@ -70,7 +72,7 @@ var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, Buc
 	BucketMembers, BucketInvites, BucketSettings, BucketAuditLogs, BucketIntegrations, BucketProviders,
 	BucketVirtualKeys, BucketSecretReferences, BucketOutbox,
 	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters, BucketUsageStates, BucketFeedback,
-	BucketPrompts, BucketPromptVersions, BucketLogExports}
+	BucketPrompts, BucketPromptVersions, BucketLogExports, BucketDeployments}
 
 // Store is transactional access to the admin state. Update transactions are
 // durable once fn returns nil; a crash never leaves half of one behind.

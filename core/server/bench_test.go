@@ -14,6 +14,8 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/config"
+	"github.com/llm-gateway/gateway/core/memo"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/hooks"
 )
@@ -251,4 +253,58 @@ func (r *chunkReader) Read(p []byte) (int, error) {
 		r.chunks = r.chunks[1:]
 	}
 	return n, nil
+}
+
+// benchConfigs is a ConfigSource with one saved config, the workspace
+// default, and one deployment, "staging".
+type benchConfigs struct{ saved, deployment config.Saved }
+
+func (b benchConfigs) SavedConfig(string, *core.Principal) (config.Saved, *core.Error) {
+	return b.saved, nil
+}
+
+func (b benchConfigs) WorkspaceDefault(*core.Principal) (config.Saved, bool) { return b.saved, true }
+
+func (b benchConfigs) Deployment(env string, _ *core.Principal) (config.Saved, bool, *core.Error) {
+	return b.deployment, env == "staging", nil
+}
+
+// BenchmarkRouteFor picks the config of the benchmark's request (inline,
+// parsed already),
+// of one naming no config (the workspace default), and of one whose
+// metadata names an unknown environment or a deployment.
+func BenchmarkRouteFor(b *testing.B) {
+	cfg, err := config.Parse([]byte(`{"provider":"openai","retry":{"attempts":1}}`), nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	sv := config.Saved{ID: "cfg-1", Config: cfg, Node: config.Resolve(cfg)}
+	s := &Server{now: time.Now, configs: benchConfigs{sv, sv}, inline: memo.New[string, route](maxInlineConfigs)}
+	s.inline.Store(benchConfig, routeOf(sv)) // parsed by an earlier request
+	for _, bc := range []struct {
+		name   string
+		inline bool
+		md     map[string]string
+	}{
+		{"inline-config", true, nil},
+		{"workspace-default", false, nil},
+		{"other-metadata", false, map[string]string{"team": "a"}},
+		{"unknown-environment", false, map[string]string{MetadataEnvironment: "nope"}},
+		{"deployment", false, map[string]string{MetadataEnvironment: "staging"}},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			benchCtx(b, func(c *fiber.Ctx) {
+				if !bc.inline {
+					c.Request().Header.Del("X-Gateway-Config")
+				}
+				p := c.Locals(localPrincipal).(*core.Principal)
+				b.ReportAllocs()
+				for b.Loop() {
+					if rt, err := s.routeFor(c, p, "", bc.md[MetadataEnvironment]); err != nil || rt.node == nil {
+						b.Fatal(err)
+					}
+				}
+			})
+		})
+	}
 }

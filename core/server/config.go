@@ -10,19 +10,27 @@ import (
 )
 
 // ConfigSource finds saved configs by id or slug, for the workspaces the
-// principal may use.
+// principal may use, and deployments by slug.
 type ConfigSource interface {
 	SavedConfig(ref string, p *core.Principal) (config.Saved, *core.Error)
 	// WorkspaceDefault is the default config of the principal's workspace.
 	WorkspaceDefault(p *core.Principal) (config.Saved, bool)
+	// Deployment is the config of the deployment whose slug is env; ok is
+	// false when no deployment has that slug. It answers 403 when the
+	// principal's workspace is not among the deployment's allowed ones.
+	Deployment(env string, p *core.Principal) (sv config.Saved, ok bool, err *core.Error)
 }
+
+// MetadataEnvironment is the metadata key naming a deployment.
+const MetadataEnvironment = "_environment"
 
 // route is the config a request is routed by.
 type route struct {
 	cfg  *config.Config // nil without a config
 	node *config.Node
 	// savedID is the id of the saved config routed by (named, a key's
-	// default or the workspace's); empty for an inline config or none.
+	// default or the workspace's); empty for an inline config, a
+	// deployment's (the request's _environment metadata names it) or none.
 	savedID string
 }
 
@@ -35,15 +43,26 @@ func (r route) strict() *bool {
 }
 
 // routeFor picks the request's config: x-gateway-config (inline JSON or a
-// saved config's id or slug), else the key's default config, else the one
-// target the headers name, else the workspace's default config.
-func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal, headerProvider string) (route, *core.Error) {
+// saved config's id or slug), else the key's default config, else the
+// deployment whose slug env is (the request metadata's _environment; an
+// unknown one is only metadata), else the one target the headers name, else
+// the workspace's default config.
+func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal, headerProvider, env string) (route, *core.Error) {
 	raw := strings.TrimSpace(gatewayHeader(c, "config"))
 	if raw != "" && p != nil && p.DefaultConfig != "" && p.NoConfigOverride {
 		return route{}, core.Forbidden("this API key does not allow x-gateway-config: it always uses its default config")
 	}
 	if raw == "" && p != nil {
 		raw = p.DefaultConfig
+	}
+	if raw == "" && env != "" && s.configs != nil {
+		sv, ok, err := s.configs.Deployment(env, p)
+		if err != nil {
+			return route{}, err
+		}
+		if ok {
+			return route{cfg: sv.Config, node: sv.Node}, nil
+		}
 	}
 	switch {
 	case raw == "" && headerProvider == "" && s.configs != nil:

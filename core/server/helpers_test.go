@@ -34,6 +34,11 @@ const (
 	keyNoScope = "gw-key-noscope-0123456789"
 	// keyRender may render saved prompts, and nothing else.
 	keyRender = "gw-key-render-0123456789"
+	// keyStaging names deployment "staging" in its default metadata;
+	// keyStagingDefaultConfig too, and has saved config cfg-1 as its
+	// default config.
+	keyStaging              = "gw-key-staging-0123456789"
+	keyStagingDefaultConfig = "gw-key-staging-cfg-0123456789"
 	// providerToken is the caller's provider credential (Authorization: Bearer).
 	providerToken = "sk-provider-token-42"
 )
@@ -61,6 +66,14 @@ var testAuth = fakeAuth{
 	keyNoScope: core.NewPrincipal(core.Principal{
 		KeyID: "key-noscope", KeyType: core.KeyTypeWorkspaceService, OrganisationID: "org-1", WorkspaceID: "ws-1",
 	}, []string{core.ScopeLogsList}),
+	keyStaging: core.NewPrincipal(core.Principal{
+		KeyID: "key-staging", KeyType: core.KeyTypeWorkspaceService, OrganisationID: "org-1", WorkspaceID: "ws-1",
+		DefaultMetadata: map[string]string{"_environment": "staging"},
+	}, []string{core.ScopeCompletionsWrite}),
+	keyStagingDefaultConfig: core.NewPrincipal(core.Principal{
+		KeyID: "key-staging-cfg", KeyType: core.KeyTypeWorkspaceService, OrganisationID: "org-1", WorkspaceID: "ws-1",
+		DefaultMetadata: map[string]string{"_environment": "staging"}, DefaultConfig: "cfg-1",
+	}, []string{core.ScopeCompletionsWrite}),
 	keyRender: core.NewPrincipal(core.Principal{
 		KeyID: "key-render", KeyType: core.KeyTypeWorkspaceService, OrganisationID: "org-1", WorkspaceID: "ws-1",
 	}, []string{core.ScopePromptsRender}),

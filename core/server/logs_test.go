@@ -42,6 +42,11 @@ func (s savedConfigs) SavedConfig(ref string, _ *core.Principal) (config.Saved, 
 	return config.Saved{ID: "cfg-1", Config: s.cfg, Node: s.node}, nil
 }
 
+// Deployment knows no deployment.
+func (savedConfigs) Deployment(string, *core.Principal) (config.Saved, bool, *core.Error) {
+	return config.Saved{}, false, nil
+}
+
 func (s savedConfigs) WorkspaceDefault(*core.Principal) (config.Saved, bool) {
 	if s.def == nil || s.def.Node == nil {
 		return config.Saved{}, false

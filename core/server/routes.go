@@ -132,7 +132,7 @@ func needScope(p *core.Principal, scope string) *core.Error {
 func (s *Server) run(c *fiber.Ctx, req *core.Request, err *core.Error, check bodyCheck) error {
 	var rt route
 	if err == nil {
-		rt, err = s.routeFor(c, req.Principal, req.Target.Provider)
+		rt, err = s.routeFor(c, req.Principal, req.Target.Provider, req.Metadata[MetadataEnvironment])
 		req.ConfigID = rt.savedID
 	}
 	if err == nil && rt.cfg == nil && req.Target.Provider == "" {

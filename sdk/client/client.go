@@ -45,6 +45,7 @@ type Client struct {
 	Providers        *Providers
 	VirtualKeys      *VirtualKeys
 	SecretReferences *SecretReferences
+	Deployments      *Deployments
 	Logs             *Logs
 	Feedback         *Feedback
 	AuditLogs        *AuditLogs
@@ -77,6 +78,7 @@ func New(baseURL, apiKey string, opts ...Option) *Client {
 	c.Providers = &Providers{resource{c, "/providers"}}
 	c.VirtualKeys = &VirtualKeys{resource{c, "/virtual-keys"}}
 	c.SecretReferences = &SecretReferences{resource{c, "/secret-references"}}
+	c.Deployments = &Deployments{c}
 	c.Logs = &Logs{c}
 	c.Feedback = &Feedback{c}
 	c.AuditLogs = &AuditLogs{c}
