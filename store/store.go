@@ -59,6 +59,10 @@ const (
 	// BucketPromptVersions holds every version of every saved prompt,
 	// keyed by VersionKey.
 	BucketPromptVersions Bucket = "prompt_versions"
+	// BucketMCPIntegrations and BucketMCPServers hold MCP integrations (an
+	// MCP server's URL and credentials) and the workspace handles on them.
+	BucketMCPIntegrations Bucket = "mcp_integrations"
+	BucketMCPServers      Bucket = "mcp_servers"
 )
 
 // allBuckets are created when the store is opened.
@@ -67,7 +71,7 @@ var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, Buc
 	BucketMembers, BucketInvites, BucketSettings, BucketAuditLogs, BucketIntegrations, BucketProviders,
 	BucketVirtualKeys, BucketSecretReferences, BucketOutbox,
 	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters, BucketUsageStates, BucketFeedback,
-	BucketPrompts, BucketPromptVersions}
+	BucketPrompts, BucketPromptVersions, BucketMCPIntegrations, BucketMCPServers}
 
 // Store is transactional access to the admin state. Update transactions are
 // durable once fn returns nil; a crash never leaves half of one behind.
