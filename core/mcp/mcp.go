@@ -18,6 +18,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
+
+	"github.com/llm-gateway/gateway/core"
 )
 
 // Header names and values of the Streamable HTTP transport.
@@ -32,6 +34,9 @@ const (
 	// maxAnswerBytes bounds an answer Discover reads.
 	maxAnswerBytes = 8 << 20
 )
+
+// LogEndpoint names /v1/mcp/{slug} requests in the gateway's log records.
+const LogEndpoint core.Endpoint = "mcp"
 
 // Capability types, as the admin API names them.
 const (
