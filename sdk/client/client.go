@@ -45,6 +45,8 @@ type Client struct {
 	Providers        *Providers
 	VirtualKeys      *VirtualKeys
 	SecretReferences *SecretReferences
+	MCPIntegrations  *MCPIntegrations
+	MCPServers       *MCPServers
 	Logs             *Logs
 	Feedback         *Feedback
 	AuditLogs        *AuditLogs
@@ -77,6 +79,8 @@ func New(baseURL, apiKey string, opts ...Option) *Client {
 	c.Providers = &Providers{resource{c, "/providers"}}
 	c.VirtualKeys = &VirtualKeys{resource{c, "/virtual-keys"}}
 	c.SecretReferences = &SecretReferences{resource{c, "/secret-references"}}
+	c.MCPIntegrations = &MCPIntegrations{resource{c, "/mcp-integrations"}}
+	c.MCPServers = &MCPServers{resource{c, "/mcp-servers"}}
 	c.Logs = &Logs{c}
 	c.Feedback = &Feedback{c}
 	c.AuditLogs = &AuditLogs{c}
@@ -113,6 +117,9 @@ type List[T any] struct {
 	Object string `json:"object"`
 	Total  int    `json:"total"`
 	Data   []T    `json:"data"`
+	// HasMore tells whether pages follow, for the lists that say
+	// (MCP integrations); false for the others.
+	HasMore bool `json:"has_more"`
 }
 
 // Page selects a page of a list: CurrentPage is 0-based; zero values leave

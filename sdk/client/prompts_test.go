@@ -14,11 +14,15 @@ import (
 const testAdminKey = "sdk-test-admin-key-0123456789abcdef"
 
 // startGateway runs the whole gateway in-process over dataDir until the
-// test ends, and returns its base URL.
-func startGateway(t *testing.T, dataDir string) (url string, stop func()) {
+// test ends, and returns its base URL; opts adjust its options.
+func startGateway(t *testing.T, dataDir string, opts ...func(*app.Options)) (url string, stop func()) {
 	t.Helper()
-	a, err := app.New(t.Context(), app.Options{Addr: "127.0.0.1:0", DataDir: dataDir, AdminKey: testAdminKey,
-		Logger: slog.New(slog.DiscardHandler), Stdout: io.Discard, ShutdownTimeout: -1})
+	o := app.Options{Addr: "127.0.0.1:0", DataDir: dataDir, AdminKey: testAdminKey,
+		Logger: slog.New(slog.DiscardHandler), Stdout: io.Discard, ShutdownTimeout: -1}
+	for _, opt := range opts {
+		opt(&o)
+	}
+	a, err := app.New(t.Context(), o)
 	if err != nil {
 		t.Fatal(err)
 	}
