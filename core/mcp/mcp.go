@@ -155,7 +155,7 @@ func (c *Client) Discover(ctx context.Context, ep Endpoint) (Info, error) {
 	if err := c.call(ctx, s, "initialize", params, &init); err != nil {
 		return Info{}, fmt.Errorf("initialize: %w", err)
 	}
-	defer c.end(s)
+	defer c.end(ctx, s)
 	s.version = init.ProtocolVersion
 	info := Info{ServerName: init.ServerInfo.Name, ServerVersion: init.ServerInfo.Version, ProtocolVersion: init.ProtocolVersion,
 		Title: init.ServerInfo.Title, Description: init.ServerInfo.Description, Icons: init.ServerInfo.Icons}
@@ -281,11 +281,11 @@ func (c *Client) send(ctx context.Context, s *session, method string, params, ou
 
 // end closes the session, if the server gave one (best effort: a server
 // may answer 405 to DELETE).
-func (c *Client) end(s *session) {
+func (c *Client) end(ctx context.Context, s *session) {
 	if s.id == "" {
 		return
 	}
-	req, err := s.request(context.Background(), http.MethodDelete, nil)
+	req, err := s.request(ctx, http.MethodDelete, nil)
 	if err != nil {
 		return
 	}

@@ -73,9 +73,10 @@ func (s *Server) serveMCP(c *fiber.Ctx) error {
 	}
 	var body []byte
 	if err == nil && c.Method() == fiber.MethodPost {
-		body = c.Body()
-		var refused string
-		if refused, err = s.inspectMCPBody(req, t, body); err == nil && refused != "" {
+		// A copy: the transport may still be sending it after the handler
+		// has returned (an event-stream answer), when Fiber reuses c.Body.
+		body = bytes.Clone(c.Body())
+		if refused := inspectMCPBody(req, t, body); refused != "" {
 			return s.refuseMCPCall(c, req, body, refused)
 		}
 	}
@@ -110,17 +111,17 @@ type rpcMessage struct {
 // inspectMCPBody notes the JSON-RPC method (and tool) in req's metadata
 // and returns what the body calls that t disables, if anything. A body
 // that is not JSON-RPC is forwarded for the server to answer.
-func (s *Server) inspectMCPBody(req *core.Request, t *mcp.Target, body []byte) (string, *core.Error) {
+func inspectMCPBody(req *core.Request, t *mcp.Target, body []byte) string {
 	var msgs []rpcMessage
 	trimmed := bytes.TrimSpace(body)
 	if len(trimmed) > 0 && trimmed[0] == '[' {
 		if json.Unmarshal(trimmed, &msgs) != nil {
-			return "", nil
+			return ""
 		}
 	} else {
 		var m rpcMessage
 		if json.Unmarshal(trimmed, &m) != nil {
-			return "", nil
+			return ""
 		}
 		msgs = []rpcMessage{m}
 	}
@@ -142,10 +143,10 @@ func (s *Server) inspectMCPBody(req *core.Request, t *mcp.Target, body []byte) (
 	req.Metadata = md
 	for _, m := range msgs {
 		if what, ok := t.Refused(m.Method, m.Params); ok {
-			return what, nil
+			return what
 		}
 	}
-	return "", nil
+	return ""
 }
 
 // refuseMCPCall answers a call of a disabled capability with a JSON-RPC
@@ -199,18 +200,11 @@ func (s *Server) sendMCP(c *fiber.Ctx, t *mcp.Target, body []byte) (*http.Respon
 	case err == nil:
 		return resp, nil
 	case errors.Is(err, netguard.ErrBlocked):
-		return nil, core.Upstream(err, "refused to connect to MCP server %s: %v (an operator may trust the address with GATEWAY_TRUSTED_HOSTS)", t.ServerSlug, blockedCause(err))
+		// The address stays out of the client's answer: the URL is the
+		// integration's, not the client's.
+		return nil, core.Upstream(err, "refused to connect to MCP server %s: its address is private or reserved (an operator may trust it with GATEWAY_TRUSTED_HOSTS)", t.ServerSlug)
 	}
-	return nil, core.Upstream(err, "could not reach MCP server %s: %v", t.ServerSlug, err)
-}
-
-// blockedCause is the guard's own message, without the transport's wrapping.
-func blockedCause(err error) error {
-	var be *netguard.BlockedError
-	if errors.As(err, &be) {
-		return be
-	}
-	return err
+	return nil, core.Upstream(err, "could not reach MCP server %s", t.ServerSlug)
 }
 
 // answerMCP hands the MCP server's answer to the client: status and
