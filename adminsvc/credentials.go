@@ -184,9 +184,29 @@ var (
 	valueFormats        = []string{"string", "json"}
 )
 
-// parseSecretMappings reads a secret_mappings array; the references are
-// checked against the store later (checkSecretRefs).
+// mappingTargets are the fields secret mappings of a kind of record may
+// fill, with the messages that describe them.
+type mappingTargets struct {
+	valid    func(string) bool
+	required string // the problem of a mapping without target_field
+	invalid  string // the problem of one naming another field
+}
+
+// providerTargets are the targets of an integration's or virtual key's
+// mappings: the key or a configurations field.
+var providerTargets = mappingTargets{valid: validTargetField,
+	required: "is required: \"key\" or \"configurations.<field>\"",
+	invalid:  fmt.Sprintf("must be \"key\" or \"configurations.<field>\" with a field of %v", configFieldNames())}
+
+// parseSecretMappings reads a secret_mappings array of an integration or a
+// virtual key; the references are checked against the store later
+// (checkSecretRefs).
 func parseSecretMappings(raw json.RawMessage, param string, p *problems) []store.SecretMapping {
+	return parseMappings(raw, param, providerTargets, p)
+}
+
+// parseMappings reads a secret_mappings array whose targets are tg.
+func parseMappings(raw json.RawMessage, param string, tg mappingTargets, p *problems) []store.SecretMapping {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
@@ -202,9 +222,9 @@ func parseSecretMappings(raw json.RawMessage, param string, p *problems) []store
 		unknownFields(it, at, secretMappingFields, p)
 		var m store.SecretMapping
 		if v, ok := it["target_field"]; !ok {
-			p.add(at+".target_field", "is required: \"key\" or \"configurations.<field>\"")
-		} else if json.Unmarshal(v, &m.TargetField) != nil || !validTargetField(m.TargetField) {
-			p.add(at+".target_field", "must be \"key\" or \"configurations.<field>\" with a field of %v", configFieldNames())
+			p.add(at+".target_field", "%s", tg.required)
+		} else if json.Unmarshal(v, &m.TargetField) != nil || !tg.valid(m.TargetField) {
+			p.add(at+".target_field", "%s", tg.invalid)
 		} else if seen[m.TargetField] {
 			p.add(at+".target_field", "%s is mapped twice", m.TargetField)
 		}
@@ -331,15 +351,26 @@ func mapSecrets(cfg store.ProviderConfig, fn func(string) (string, error)) (stor
 			*dst = v
 		}
 	}
-	if cfg.CustomHeaders != nil {
-		out.CustomHeaders = make(map[string]string, len(cfg.CustomHeaders))
-		for k, v := range cfg.CustomHeaders {
-			sv, err := fn(v)
-			if err != nil {
-				return cfg, err
-			}
-			out.CustomHeaders[k] = sv
+	var err error
+	if out.CustomHeaders, err = mapHeaderValues(cfg.CustomHeaders, fn); err != nil {
+		return cfg, err
+	}
+	return out, nil
+}
+
+// mapHeaderValues is a copy of h with fn applied to every value (sealing,
+// opening or masking custom headers); nil stays nil.
+func mapHeaderValues(h map[string]string, fn func(string) (string, error)) (map[string]string, error) {
+	if h == nil {
+		return nil, nil
+	}
+	out := make(map[string]string, len(h))
+	for k, v := range h {
+		sv, err := fn(v)
+		if err != nil {
+			return nil, err
 		}
+		out[k] = sv
 	}
 	return out, nil
 }

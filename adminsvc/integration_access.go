@@ -25,13 +25,19 @@ func (s *Service) getIntegrationWorkspaces(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	return c.JSON(workspaceAccessOf(rec.WorkspaceID, rec.AllWorkspaces, rec.Workspaces))
+}
+
+// workspaceAccessOf is the access body of a record kept in workspace owner
+// or, for an organisation record, shared by all and list.
+func workspaceAccessOf(owner string, all bool, list []store.IntegrationWorkspace) workspaceAccess {
 	var out workspaceAccess
-	out.GlobalWorkspaceAccess.Enabled = rec.AllWorkspaces && rec.WorkspaceID == ""
-	out.Workspaces = nonNil(rec.Workspaces)
-	if rec.WorkspaceID != "" {
-		out.Workspaces = []store.IntegrationWorkspace{{ID: rec.WorkspaceID, Enabled: true}}
+	out.GlobalWorkspaceAccess.Enabled = all && owner == ""
+	out.Workspaces = nonNil(list)
+	if owner != "" {
+		out.Workspaces = []store.IntegrationWorkspace{{ID: owner, Enabled: true}}
 	}
-	return c.JSON(out)
+	return out
 }
 
 // putIntegrationWorkspaces sets which workspaces may use an organisation
@@ -46,45 +52,53 @@ func (s *Service) putIntegrationWorkspaces(c *fiber.Ctx) error {
 		return cerr
 	}
 	err := s.changeIntegration(c, caller, func(tx store.Tx, rec *store.Integration, p *problems) error {
-		if rec.WorkspaceID != "" {
-			return core.ValidationError("workspaces", "workspaces: integration %s belongs to one workspace; only organisation integrations are shared with workspaces", rec.Slug)
-		}
-		unknownFields(fields, "", []string{"workspaces", "global_workspace_access", "override_existing_workspace_access"}, p)
-		override := false
-		if raw, ok := fields["override_existing_workspace_access"]; ok && json.Unmarshal(raw, &override) != nil {
-			p.add("override_existing_workspace_access", "must be true or false")
-		}
-		if raw, ok := fields["global_workspace_access"]; ok {
-			var g map[string]json.RawMessage
-			if json.Unmarshal(raw, &g) != nil || g == nil {
-				p.add("global_workspace_access", "must be an object {enabled}")
-			} else {
-				unknownFields(g, "global_workspace_access", []string{"enabled"}, p)
-				if v, ok := g["enabled"]; !ok || json.Unmarshal(v, &rec.AllWorkspaces) != nil {
-					p.add("global_workspace_access.enabled", "is required: true or false")
-				}
-			}
-		}
-		entries, err := parseWorkspaceEntries(tx, fields["workspaces"], p)
-		if err != nil {
-			return err
-		}
-		if _, ok := fields["workspaces"]; !ok && fields["global_workspace_access"] == nil {
-			p.add("workspaces", "is required (or global_workspace_access)")
-		}
-		if override {
-			rec.Workspaces = nil
-		}
-		for _, e := range entries {
-			if i := slices.IndexFunc(rec.Workspaces, func(w store.IntegrationWorkspace) bool { return w.ID == e.ID }); i >= 0 {
-				rec.Workspaces[i] = e
-			} else {
-				rec.Workspaces = append(rec.Workspaces, e)
-			}
-		}
-		return nil
+		return applyWorkspaceAccess(tx, fields, "integration "+rec.Slug, "integrations", rec.WorkspaceID, &rec.AllWorkspaces, &rec.Workspaces, p)
 	})
 	return s.answerReloaded(c, err)
+}
+
+// applyWorkspaceAccess applies a PUT .../workspaces body to the sharing of
+// an organisation record (what names it, plural its kind in messages); a
+// workspace record (owner set) cannot be shared.
+func applyWorkspaceAccess(tx store.Tx, fields map[string]json.RawMessage, what, plural, owner string,
+	all *bool, list *[]store.IntegrationWorkspace, p *problems) error {
+	if owner != "" {
+		return core.ValidationError("workspaces", "workspaces: %s belongs to one workspace; only organisation %s are shared with workspaces", what, plural)
+	}
+	unknownFields(fields, "", []string{"workspaces", "global_workspace_access", "override_existing_workspace_access"}, p)
+	override := false
+	if raw, ok := fields["override_existing_workspace_access"]; ok && json.Unmarshal(raw, &override) != nil {
+		p.add("override_existing_workspace_access", "must be true or false")
+	}
+	if raw, ok := fields["global_workspace_access"]; ok {
+		var g map[string]json.RawMessage
+		if json.Unmarshal(raw, &g) != nil || g == nil {
+			p.add("global_workspace_access", "must be an object {enabled}")
+		} else {
+			unknownFields(g, "global_workspace_access", []string{"enabled"}, p)
+			if v, ok := g["enabled"]; !ok || json.Unmarshal(v, all) != nil {
+				p.add("global_workspace_access.enabled", "is required: true or false")
+			}
+		}
+	}
+	entries, err := parseWorkspaceEntries(tx, fields["workspaces"], p)
+	if err != nil {
+		return err
+	}
+	if _, ok := fields["workspaces"]; !ok && fields["global_workspace_access"] == nil {
+		p.add("workspaces", "is required (or global_workspace_access)")
+	}
+	if override {
+		*list = nil
+	}
+	for _, e := range entries {
+		if i := slices.IndexFunc(*list, func(w store.IntegrationWorkspace) bool { return w.ID == e.ID }); i >= 0 {
+			(*list)[i] = e
+		} else {
+			*list = append(*list, e)
+		}
+	}
+	return nil
 }
 
 // parseWorkspaceEntries reads [{id*, enabled*, usage_limits, rate_limits}];

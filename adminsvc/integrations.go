@@ -35,37 +35,57 @@ const defaultWorkspaceSlug = "default"
 // integrationScope is the scope of action on rec: organisation_integrations
 // or workspace_integrations, by its level.
 func integrationScope(workspaceID, action string) string {
+	return levelScope("integrations", workspaceID, action)
+}
+
+// levelScope is the scope of action on a record of resource (integrations,
+// mcp_integrations) kept at organisation level (workspaceID "") or in one
+// workspace: organisation_<resource>.<action> or workspace_<resource>.<action>.
+func levelScope(resource, workspaceID, action string) string {
 	if workspaceID == "" {
-		return "organisation_integrations." + action
+		return "organisation_" + resource + "." + action
 	}
-	return "workspace_integrations." + action
+	return "workspace_" + resource + "." + action
 }
 
 // canManageIntegration checks the role rule for changing an integration:
 // organisation owners and admins for organisation integrations, admins of
 // the workspace for workspace integrations.
 func canManageIntegration(p *core.Principal, workspaceID string) *core.Error {
+	return canManageLevel(p, workspaceID, "integrations")
+}
+
+// canManageLevel is canManageIntegration's rule for records named plural
+// ("integrations", "MCP integrations").
+func canManageLevel(p *core.Principal, workspaceID, plural string) *core.Error {
 	if workspaceID == "" {
 		if !p.IsOrgAdmin() {
-			return core.Forbidden("only organisation owners and admins manage organisation integrations")
+			return core.Forbidden("only organisation owners and admins manage organisation %s", plural)
 		}
 		return nil
 	}
 	if !p.IsWorkspaceAdmin(workspaceID) {
-		return core.Forbidden("only admins of the workspace manage its integrations")
+		return core.Forbidden("only admins of the workspace manage its %s", plural)
 	}
 	return nil
 }
 
 // integrationAllows reports whether workspace ws may use rec.
 func integrationAllows(rec store.Integration, ws string) bool {
-	if rec.WorkspaceID != "" {
-		return rec.WorkspaceID == ws
+	return sharedWith(rec.WorkspaceID, rec.AllWorkspaces, rec.Workspaces, ws)
+}
+
+// sharedWith reports whether workspace ws may use a record kept in workspace
+// owner, or, for an organisation record (owner ""), shared by its entry in
+// list, else by all.
+func sharedWith(owner string, all bool, list []store.IntegrationWorkspace, ws string) bool {
+	if owner != "" {
+		return owner == ws
 	}
-	if i := slices.IndexFunc(rec.Workspaces, func(w store.IntegrationWorkspace) bool { return w.ID == ws }); i >= 0 {
-		return rec.Workspaces[i].Enabled
+	if i := slices.IndexFunc(list, func(w store.IntegrationWorkspace) bool { return w.ID == ws }); i >= 0 {
+		return list[i].Enabled
 	}
-	return rec.AllWorkspaces
+	return all
 }
 
 // canSeeIntegration: organisation keys see all; workspace keys see their

@@ -194,16 +194,9 @@ func (m *Managed) applySecret(ctx context.Context, t *core.Target, mp store.Secr
 		return fail(err, "could not be resolved")
 	}
 	if mp.TargetField == "configurations."+fieldCustomHeaders {
-		var h map[string]string
-		if json.Unmarshal([]byte(v), &h) != nil {
+		merged, ok := mergeSecretHeaders(t.Headers, v)
+		if !ok {
 			return fail(nil, "is not a JSON object of strings")
-		}
-		merged := maps.Clone(t.Headers)
-		if merged == nil {
-			merged = make(map[string]string, len(h))
-		}
-		for k, hv := range h {
-			merged[http.CanonicalHeaderKey(k)] = hv
 		}
 		t.Headers = merged
 		return nil
@@ -233,4 +226,21 @@ func (m *Managed) secret(ctx context.Context, ref, key string) (string, error) {
 		return "", fmt.Errorf("no secret resolver is configured")
 	}
 	return m.o.Lookup(ctx, ref, key)
+}
+
+// mergeSecretHeaders is a copy of base with the headers of secret v, a
+// JSON object of strings, added over it; ok is false when v is not one.
+func mergeSecretHeaders(base map[string]string, v string) (merged map[string]string, ok bool) {
+	var h map[string]string
+	if json.Unmarshal([]byte(v), &h) != nil {
+		return nil, false
+	}
+	merged = maps.Clone(base)
+	if merged == nil {
+		merged = make(map[string]string, len(h))
+	}
+	for k, hv := range h {
+		merged[http.CanonicalHeaderKey(k)] = hv
+	}
+	return merged, true
 }

@@ -27,6 +27,17 @@ type managedKind[T any] struct {
 	object string // the object of the create answer
 	idSlug func(T) (string, string)
 	fields func(*T) managedFields
+	// reload rebuilds the snapshot that serves the kind after a change;
+	// nil: Service.reloadManaged.
+	reload func(*Service) error
+}
+
+// reloaded rebuilds the kind's snapshot after a change.
+func (k managedKind[T]) reloaded(s *Service) error {
+	if k.reload != nil {
+		return k.reload(s)
+	}
+	return s.reloadManaged()
 }
 
 // managedFields points at the fields of a record the shared handlers read
@@ -125,7 +136,7 @@ func createManaged[T any](s *Service, c *fiber.Ctx, k managedKind[T], rec *T, ws
 	if err != nil {
 		return err
 	}
-	if err := s.reloadManaged(); err != nil {
+	if err := k.reloaded(s); err != nil {
 		return err
 	}
 	id, slug := k.idSlug(*rec)
@@ -297,5 +308,11 @@ func deleteManaged[T any](s *Service, c *fiber.Ctx, k managedKind[T]) error {
 		}
 		return tx.Delete(k.bucket, *k.fields(&rec).id)
 	})
-	return s.answerReloaded(c, err)
+	if err != nil {
+		return err
+	}
+	if err := k.reloaded(s); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{})
 }

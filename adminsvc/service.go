@@ -9,6 +9,7 @@ import (
 
 	"github.com/llm-gateway/gateway/adminsvc/secrets"
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/mcp"
 	"github.com/llm-gateway/gateway/core/server"
 	"github.com/llm-gateway/gateway/hooks/wasm"
 	"github.com/llm-gateway/gateway/store"
@@ -31,6 +32,8 @@ type Service struct {
 	limits     LimitsEngine
 	logs       LogInserter
 	exports    *Exports
+	mcp        *MCPServers
+	mcpClient  *mcp.Client
 }
 
 // Deps are what the admin service works on.
@@ -67,6 +70,13 @@ type Deps struct {
 	Logs LogInserter
 	// Exports runs log exports; nil turns the /logs/exports routes off.
 	Exports *Exports
+	// MCP is the MCP server snapshot, reloaded after every change to MCP
+	// integrations and servers; nil skips the reload.
+	MCP *MCPServers
+	// MCPClient tests MCP servers (POST /mcp-servers/{id}/test); its HTTP
+	// client must dial through the netguard policy. Nil answers the test
+	// 500.
+	MCPClient *mcp.Client
 }
 
 // New builds the admin service over st; the keys, configs and guardrails
@@ -83,7 +93,7 @@ func New(d Deps) *Service {
 	}
 	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, prompts: d.Prompts, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher,
 		managed: d.Managed, secrets: d.SecretResolver, publicURL: strings.TrimRight(d.PublicURL, "/"), now: d.Now, audit: d.Audit, limits: d.Limits,
-		logs: d.Logs, exports: d.Exports}
+		logs: d.Logs, exports: d.Exports, mcp: d.MCP, mcpClient: d.MCPClient}
 }
 
 // Register adds the admin routes to the /v1 group.
@@ -96,6 +106,7 @@ func (s *Service) Register(v1 fiber.Router) {
 	s.registerDeployments(v1)
 	s.registerPolicies(v1)
 	s.registerFeedback(v1)
+	s.registerMCP(v1)
 	v1.Post("/api-keys/:id/rotate", s.rotateAPIKey)
 	v1.Post("/api-keys/:type/:subtype", s.createAPIKey)
 	v1.Get("/api-keys", s.listAPIKeys)
@@ -145,7 +156,7 @@ func (s *Service) Register(v1 fiber.Router) {
 // adminPrefixes are the paths the admin API owns.
 var adminPrefixes = []string{"/api-keys", "/configs", "/guardrails", "/plugins", "/logs",
 	"/admin", "/workspaces", "/audit-logs", "/integrations", "/providers", "/virtual-keys", "/secret-references", "/deployments", "/policies",
-	"/analytics", "/feedback", "/prompts"}
+	"/analytics", "/feedback", "/prompts", "/mcp-integrations", "/mcp-servers"}
 
 // unknownRoute answers 404 for a path under an admin prefix that no admin
 // route matched. POST /v1/prompts/{id}/render and /completions, though

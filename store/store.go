@@ -64,6 +64,10 @@ const (
 	BucketLogExports Bucket = "log_exports"
 	// BucketDeployments holds deployments, keyed by id.
 	BucketDeployments Bucket = "deployments"
+	// BucketMCPIntegrations and BucketMCPServers hold MCP integrations (an
+	// MCP server's URL and credentials) and the workspace handles on them.
+	BucketMCPIntegrations Bucket = "mcp_integrations"
+	BucketMCPServers      Bucket = "mcp_servers"
 )
 
 // allBuckets are created when the store is opened.
@@ -72,7 +76,8 @@ var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, Buc
 	BucketMembers, BucketInvites, BucketSettings, BucketAuditLogs, BucketIntegrations, BucketProviders,
 	BucketVirtualKeys, BucketSecretReferences, BucketOutbox,
 	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters, BucketUsageStates, BucketFeedback,
-	BucketPrompts, BucketPromptVersions, BucketLogExports, BucketDeployments}
+	BucketPrompts, BucketPromptVersions, BucketLogExports, BucketDeployments,
+	BucketMCPIntegrations, BucketMCPServers}
 
 // Store is transactional access to the admin state. Update transactions are
 // durable once fn returns nil; a crash never leaves half of one behind.

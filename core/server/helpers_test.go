@@ -39,6 +39,8 @@ const (
 	// default config.
 	keyStaging              = "gw-key-staging-0123456789"
 	keyStagingDefaultConfig = "gw-key-staging-cfg-0123456789"
+	// keyMCP may invoke MCP servers, and nothing else.
+	keyMCP = "gw-key-mcp-0123456789"
 	// providerToken is the caller's provider credential (Authorization: Bearer).
 	providerToken = "sk-provider-token-42"
 )
@@ -77,6 +79,9 @@ var testAuth = fakeAuth{
 	keyRender: core.NewPrincipal(core.Principal{
 		KeyID: "key-render", KeyType: core.KeyTypeWorkspaceService, OrganisationID: "org-1", WorkspaceID: "ws-1",
 	}, []string{core.ScopePromptsRender}),
+	keyMCP: core.NewPrincipal(core.Principal{
+		KeyID: "key-mcp", KeyType: core.KeyTypeWorkspaceService, OrganisationID: "org-1", WorkspaceID: "ws-1",
+	}, []string{server.ScopeMCPInvoke}),
 }
 
 // logSink records every log record it is given.
@@ -203,6 +208,9 @@ type gatewayConfig struct {
 	configs server.ConfigSource
 	// prompts finds saved prompts.
 	prompts server.PromptSource
+	// mcp finds the MCP servers of /v1/mcp/{slug}, sent to through the
+	// guarded client.
+	mcp server.MCPSource
 }
 
 // loopbackOnly refuses every destination that is not a literal 127/8 or ::1
@@ -248,6 +256,7 @@ func newGateway(t *testing.T, h http.Handler, opts ...func(*gatewayConfig)) *gat
 	logs := &logSink{}
 	app := server.New(server.Options{
 		Auth: testAuth, Pipeline: pipe, Logs: logs, BodyLimit: cfg.bodyLimit, Limiter: cfg.limiter, Managed: cfg.managed, Configs: cfg.configs, Prompts: cfg.prompts,
+		MCP: cfg.mcp, MCPClient: &http.Client{Transport: transport.New(guardedTr)},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	t.Cleanup(func() {

@@ -10,6 +10,7 @@ import (
 	"fmt"
 	"log/slog"
 	"math/rand/v2"
+	"net/http"
 	"runtime/debug"
 	"strings"
 	"time"
@@ -35,6 +36,12 @@ type Options struct {
 	// Prompts finds saved prompts for /v1/prompts/{id}/render and
 	// /v1/prompts/{id}/completions; nil answers them 404.
 	Prompts PromptSource
+	// MCP finds the MCP servers served at /v1/mcp/{slug}; nil answers
+	// them 404.
+	MCP MCPSource
+	// MCPClient sends the requests of /v1/mcp/{slug}; it must dial through
+	// the netguard policy (MCP URLs are user-supplied).
+	MCPClient *http.Client
 	// Limiter enforces rate and usage limits before any upstream call;
 	// nil enforces none.
 	Limiter core.Limiter
@@ -57,19 +64,21 @@ type Options struct {
 
 // Server holds what the handlers share.
 type Server struct {
-	auth     core.Authenticator
-	pipeline *pipeline.Pipeline
-	logs     core.LogSink
-	configs  ConfigSource
-	managed  core.ManagedTargets
-	limiter  core.Limiter
-	prompts  PromptSource
-	authFail func(c *fiber.Ctx, err *core.Error)
-	inline   *memo.Map[string, route]  // parsed inline configs
-	hosts    *memo.Map[string, string] // checked custom hosts: the header's value to the base URL
-	logPaths map[string]string         // a static data route's provider path to its own
-	log      *slog.Logger
-	now      func() time.Time
+	auth      core.Authenticator
+	pipeline  *pipeline.Pipeline
+	logs      core.LogSink
+	configs   ConfigSource
+	managed   core.ManagedTargets
+	limiter   core.Limiter
+	prompts   PromptSource
+	mcp       MCPSource
+	mcpClient *http.Client
+	authFail  func(c *fiber.Ctx, err *core.Error)
+	inline    *memo.Map[string, route]  // parsed inline configs
+	hosts     *memo.Map[string, string] // checked custom hosts: the header's value to the base URL
+	logPaths  map[string]string         // a static data route's provider path to its own
+	log       *slog.Logger
+	now       func() time.Time
 }
 
 // DefaultBodyLimit is large enough for audio uploads.
@@ -86,7 +95,7 @@ func New(o Options) *fiber.App {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, limiter: o.Limiter, prompts: o.Prompts, authFail: o.OnAuthFailure, log: o.Logger, now: o.Now,
+	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, limiter: o.Limiter, prompts: o.Prompts, mcp: o.MCP, mcpClient: o.MCPClient, authFail: o.OnAuthFailure, log: o.Logger, now: o.Now,
 		inline: memo.New[string, route](maxInlineConfigs), hosts: memo.New[string, string](maxCustomHosts)}
 	app := fiber.New(fiber.Config{
 		AppName:               "llm-gateway",
@@ -106,6 +115,7 @@ func New(o Options) *fiber.App {
 	v1 := app.Group("/v1", s.authenticate)
 	// Before the admin routes, whose /prompts routes must not take these.
 	s.registerPromptRoutes(v1)
+	s.registerMCPRoutes(v1)
 	if o.Admin != nil {
 		o.Admin(v1)
 	}

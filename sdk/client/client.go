@@ -46,6 +46,8 @@ type Client struct {
 	VirtualKeys      *VirtualKeys
 	SecretReferences *SecretReferences
 	Deployments      *Deployments
+	MCPIntegrations  *MCPIntegrations
+	MCPServers       *MCPServers
 	Logs             *Logs
 	Feedback         *Feedback
 	AuditLogs        *AuditLogs
@@ -79,6 +81,8 @@ func New(baseURL, apiKey string, opts ...Option) *Client {
 	c.VirtualKeys = &VirtualKeys{resource{c, "/virtual-keys"}}
 	c.SecretReferences = &SecretReferences{resource{c, "/secret-references"}}
 	c.Deployments = &Deployments{c}
+	c.MCPIntegrations = &MCPIntegrations{resource{c, "/mcp-integrations"}}
+	c.MCPServers = &MCPServers{resource{c, "/mcp-servers"}}
 	c.Logs = &Logs{c}
 	c.Feedback = &Feedback{c}
 	c.AuditLogs = &AuditLogs{c}
@@ -115,6 +119,9 @@ type List[T any] struct {
 	Object string `json:"object"`
 	Total  int    `json:"total"`
 	Data   []T    `json:"data"`
+	// HasMore tells whether pages follow, for the lists that say
+	// (MCP integrations); false for the others.
+	HasMore bool `json:"has_more"`
 }
 
 // Page selects a page of a list: CurrentPage is 0-based; zero values leave

@@ -26,6 +26,7 @@ import (
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/limits"
 	"github.com/llm-gateway/gateway/core/limits/counters"
+	"github.com/llm-gateway/gateway/core/mcp"
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/core/periodic"
 	"github.com/llm-gateway/gateway/core/pipeline"
@@ -166,9 +167,16 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		pruner := store.StartLogPruner(st, store.LogPrunerOptions{Retention: o.LogRetention, Logger: logger})
 		a.onClose(pruner.Close)
 	}
+	mcpServers, err := adminsvc.NewMCPServers(adminsvc.MCPOptions{Store: st, Cipher: cipher, Lookup: secretResolver.Resolve})
+	if err != nil {
+		return nil, err
+	}
+	// User-supplied upstream URLs (custom hosts, MCP servers) are dialled
+	// through the address guard.
+	guarded := &http.Client{Transport: transport.New(policy.NewTransport())}
 	pipe, err := pipeline.New(pipeline.Options{
 		Client:        &http.Client{Transport: transport.New(transport.Provider())},
-		GuardedClient: &http.Client{Transport: transport.New(policy.NewTransport())},
+		GuardedClient: guarded,
 		Hooks:         &hooks.Runner{Logger: logger, Registry: guardrails.Hooks()},
 		Cache:         responses,
 		Managed:       managed,
@@ -205,10 +213,11 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	a.onClose(startExports(ctx, exports))
 	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Prompts: prompts, Guardrails: guardrails, Host: host,
 		Cipher: cipher, Managed: managed, SecretResolver: secretResolver, Limits: engine, PublicURL: publicURL, Now: time.Now, Audit: audit,
-		Logs: logs, Exports: exports})
+		Logs: logs, Exports: exports,
+		MCP: mcpServers, MCPClient: &mcp.Client{HTTP: guarded}})
 	a.onClose(startKeyWorker(ctx, st, keys, logger))
 	a.server = server.New(server.Options{
-		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Prompts: prompts, Managed: managed, Limiter: engine, Admin: admin.Register, Public: admin.RegisterPublic,
+		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Prompts: prompts, Managed: managed, MCP: mcpServers, MCPClient: guarded, Limiter: engine, Admin: admin.Register, Public: admin.RegisterPublic,
 		BodyLimit: o.MaxBodyBytes, Logger: logger, OnAuthFailure: audit.AuthFailed,
 	})
 	stopAlerts, err := startAlerts(ctx, st, o.SMTP, logger)

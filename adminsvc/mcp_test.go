@@ -1,0 +1,361 @@
+package adminsvc_test
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/llm-gateway/gateway/adminsvc"
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/mcp"
+	"github.com/llm-gateway/gateway/core/mcp/mcptest"
+	"github.com/llm-gateway/gateway/core/netguard"
+	"github.com/llm-gateway/gateway/core/server"
+	"github.com/llm-gateway/gateway/store"
+)
+
+// withMCP restarts e's app with the MCP server snapshot and a client that
+// dials through a netguard policy trusting trusted (a host:port list).
+func (e *env) withMCP(trusted string) {
+	e.t.Helper()
+	policy, err := netguard.ParseTrusted(trusted)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	tr := policy.NewTransport()
+	e.t.Cleanup(tr.CloseIdleConnections)
+	client := &http.Client{Transport: tr}
+	e.setup = func(d *adminsvc.Deps, o *server.Options) {
+		snap, err := adminsvc.NewMCPServers(adminsvc.MCPOptions{Store: d.Store, Cipher: d.Cipher, Lookup: e.resolver.Resolve})
+		if err != nil {
+			e.t.Fatal(err)
+		}
+		d.MCP, d.MCPClient = snap, &mcp.Client{HTTP: client, Version: "test"}
+		o.MCP, o.MCPClient = snap, client
+	}
+	e.start()
+}
+
+// fakeMCPServer starts a fake MCP server offering tools ls and rm.
+func fakeMCPServer(t *testing.T) (*mcptest.Server, *httptest.Server) {
+	fake := &mcptest.Server{SessionID: "sess-1", Tools: []string{"ls", "rm"}}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	return fake, srv
+}
+
+// mcpIntegrationBody is a valid POST /mcp-integrations body, with over
+// replacing or (nil) removing fields.
+func mcpIntegrationBody(url string, over map[string]any) map[string]any {
+	b := map[string]any{"name": "Tools", "url": url, "auth_type": "headers", "transport": "http", "slug": "tools",
+		"configurations": map[string]any{"custom_headers": map[string]any{"Authorization": "Bearer sk-live-0123456789abcd"},
+			"passthrough_header": "x-user-token"}}
+	for k, v := range over {
+		if v == nil {
+			delete(b, k)
+		} else {
+			b[k] = v
+		}
+	}
+	return b
+}
+
+func TestMCPIntegrationValidation(t *testing.T) {
+	e := newEnv(t)
+	for _, tc := range []struct {
+		name  string
+		over  map[string]any
+		param string
+		want  string
+	}{
+		{"name missing", map[string]any{"name": nil}, "name", "is required"},
+		{"url missing", map[string]any{"url": nil}, "url", "is required"},
+		{"url not http", map[string]any{"url": "ftp://example.com/mcp"}, "url", "http"},
+		{"auth_type missing", map[string]any{"auth_type": nil}, "auth_type", "is required"},
+		{"auth_type unknown", map[string]any{"auth_type": "basic"}, "auth_type", "must be one of"},
+		{"oauth_auto not built", map[string]any{"auth_type": "oauth_auto"}, "auth_type", "not built"},
+		{"transport missing", map[string]any{"transport": nil}, "transport", "is required"},
+		{"sse not built", map[string]any{"transport": "sse"}, "transport", "not built"},
+		{"headers auth without headers", map[string]any{"configurations": map[string]any{}}, "configurations.custom_headers", "is required with auth_type headers"},
+		{"reserved header", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"Host": "x"}}}, "configurations.custom_headers.Host", "cannot be overridden"},
+		{"passthrough of a gateway header", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"A": "b"}, "passthrough_header": "x-gateway-api-key"}}, "configurations.passthrough_header", "set by the gateway"},
+		{"passthrough not a name", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"A": "b"}, "passthrough_header": "a b"}}, "configurations.passthrough_header", "header name"},
+		{"mapping of the key", map[string]any{"secret_mappings": []any{map[string]any{"target_field": "key", "secret_reference_id": "x"}}}, "secret_mappings[0].target_field", "configurations.custom_headers"},
+		{"bad slug", map[string]any{"slug": "a b"}, "slug", "must match"},
+		{"unknown field", map[string]any{"ai_provider_id": "openai"}, "ai_provider_id", "unknown field"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody("https://mcp.example.com/mcp", tc.over))
+			wantErr(t, r, 400, "AB01")
+			if r.errField("param") != tc.param || !strings.Contains(r.errField("message"), tc.want) {
+				t.Errorf("param %q, message %q; want %q, %q", r.errField("param"), r.errField("message"), tc.param, tc.want)
+			}
+		})
+	}
+}
+
+func TestMCPIntegrationCRUD(t *testing.T) {
+	e := newEnv(t)
+	r := e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody("https://mcp.example.com/mcp", nil))
+	if r.status != 200 || r.str("slug") != "tools" || r.str("object") != "mcp-integration" {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	id := r.str("id")
+	// The header value is sealed at rest and masked on read.
+	stored := listBucket[store.MCPIntegration](t, e.st, store.BucketMCPIntegrations)
+	if v := stored[0].Configurations.CustomHeaders["Authorization"]; v == "" || strings.Contains(v, "sk-live") {
+		t.Errorf("stored header %q is not sealed", v)
+	}
+	for _, path := range []string{"/v1/mcp-integrations/tools", "/v1/mcp-integrations/" + id} {
+		r = e.do(http.MethodGet, path, adminKey, nil)
+		cfg, _ := r.body["configurations"].(map[string]any)
+		h, _ := cfg["custom_headers"].(map[string]any)
+		if r.status != 200 || h["Authorization"] != "Bea****abcd" || cfg["passthrough_header"] != "X-User-Token" || r.str("url") != "https://mcp.example.com/mcp" {
+			t.Fatalf("get %s: %d %s", path, r.status, r.raw)
+		}
+	}
+	if r := e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody("https://mcp.example.com/mcp", nil)); r.status != 409 {
+		t.Errorf("duplicate slug: %d %s", r.status, r.raw)
+	}
+	e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody("https://b.example.com/mcp", map[string]any{"slug": "b", "auth_type": "none", "configurations": nil}))
+	r = e.do(http.MethodGet, "/v1/mcp-integrations?page_size=1", adminKey, nil)
+	if r.total() != 2 || len(r.list()) != 1 || r.body["has_more"] != true {
+		t.Errorf("page 0: %s", r.raw)
+	}
+	if r = e.do(http.MethodGet, "/v1/mcp-integrations?page_size=1&current_page=1", adminKey, nil); r.body["has_more"] != false {
+		t.Errorf("page 1: %s", r.raw)
+	}
+	// Update: a header sent replaces the headers; the passthrough stays.
+	r = e.do(http.MethodPut, "/v1/mcp-integrations/tools", adminKey, map[string]any{"name": "Tools 2",
+		"configurations": map[string]any{"custom_headers": map[string]any{"X-Key": "another-secret-value"}}})
+	if r.status != 200 {
+		t.Fatalf("update: %d %s", r.status, r.raw)
+	}
+	r = e.do(http.MethodGet, "/v1/mcp-integrations/tools", adminKey, nil)
+	cfg, _ := r.body["configurations"].(map[string]any)
+	if h, _ := cfg["custom_headers"].(map[string]any); r.str("name") != "Tools 2" || len(h) != 1 || h["X-Key"] != "ano****alue" || cfg["passthrough_header"] != "X-User-Token" {
+		t.Errorf("after update: %s", r.raw)
+	}
+	for _, tc := range []struct {
+		body  map[string]any
+		param string
+	}{
+		{map[string]any{"slug": "x"}, "slug"},
+		{map[string]any{"auth_type": "oauth_auto"}, "auth_type"},
+		{map[string]any{"url": "http://"}, "url"},
+	} {
+		if r := e.do(http.MethodPut, "/v1/mcp-integrations/tools", adminKey, tc.body); r.status != 400 || r.errField("param") != tc.param {
+			t.Errorf("update %v: %d %s", tc.body, r.status, r.raw)
+		}
+	}
+	// A server holds the integration: 409 until it is deleted.
+	sv := e.do(http.MethodPost, "/v1/mcp-servers", adminKey, map[string]any{"name": "s", "mcp_integration_id": "tools", "workspace_id": e.wsID})
+	if sv.status != 200 {
+		t.Fatalf("server: %d %s", sv.status, sv.raw)
+	}
+	if r := e.do(http.MethodDelete, "/v1/mcp-integrations/tools", adminKey, nil); r.status != 409 || !strings.Contains(r.errField("message"), sv.str("slug")) {
+		t.Errorf("delete in use: %d %s", r.status, r.raw)
+	}
+	for _, tc := range []struct {
+		body   map[string]any
+		status int
+		param  string
+	}{
+		{map[string]any{"name": "renamed", "description": "d"}, 200, ""},
+		{map[string]any{"name": ""}, 400, "name"},
+		{map[string]any{"mcp_integration_id": "b"}, 400, "mcp_integration_id"},
+		{map[string]any{"usage_limits": nil}, 400, "usage_limits"},
+	} {
+		if r := e.do(http.MethodPut, "/v1/mcp-servers/"+sv.str("id"), adminKey, tc.body); r.status != tc.status || (tc.param != "" && r.errField("param") != tc.param) {
+			t.Errorf("update server %v: %d %s", tc.body, r.status, r.raw)
+		}
+	}
+	if r := e.do(http.MethodGet, "/v1/mcp-servers/"+sv.str("slug"), adminKey, nil); r.str("name") != "renamed" || r.str("url") != "http://gw.test/v1/mcp/"+sv.str("slug") {
+		t.Errorf("server: %s", r.raw)
+	}
+	if r := e.do(http.MethodDelete, "/v1/mcp-servers/"+sv.str("id"), adminKey, nil); r.status != 200 {
+		t.Errorf("delete server: %d %s", r.status, r.raw)
+	}
+	if r := e.do(http.MethodDelete, "/v1/mcp-integrations/tools", adminKey, nil); r.status != 200 {
+		t.Errorf("delete: %d %s", r.status, r.raw)
+	}
+	if r := e.do(http.MethodGet, "/v1/mcp-integrations/tools", adminKey, nil); r.status != 404 {
+		t.Errorf("after delete: %d", r.status)
+	}
+}
+
+// Scopes and roles: organisation MCP integrations need the organisation
+// scopes and an organisation admin; a workspace key makes workspace ones,
+// and sees only what its workspace may use.
+func TestMCPScopesAndWorkspaces(t *testing.T) {
+	e := newEnv(t)
+	wsB := e.addWorkspace("team-b")
+	_, noScope := e.wsKey(e.wsID, core.ScopeCompletionsWrite)
+	_, wsAdmin := e.wsKey(e.wsID, "workspace_mcp_integrations.create", "workspace_mcp_integrations.read", "workspace_mcp_integrations.list",
+		"organisation_mcp_integrations.read", "mcp_servers.create", "mcp_servers.read", "mcp_servers.list")
+	_, wsBKey := e.wsKey(wsB, "workspace_mcp_integrations.read", "organisation_mcp_integrations.read", "mcp_servers.read", "mcp_servers.list")
+	member := e.as(core.Principal{KeyType: core.KeyTypeOrganisationService, Role: core.RoleMember}, "organisation_mcp_integrations.create")
+	body := mcpIntegrationBody("https://mcp.example.com/mcp", nil)
+	for _, tc := range []struct {
+		name, method, path, key string
+		body                    any
+		status                  int
+		want                    string
+	}{
+		{"create without scope", http.MethodPost, "/v1/mcp-integrations", noScope, body, 403, "workspace_mcp_integrations.create"},
+		{"list without scope", http.MethodGet, "/v1/mcp-integrations", noScope, nil, 403, "organisation_mcp_integrations.list"},
+		{"organisation create by a member", http.MethodPost, "/v1/mcp-integrations", member, body, 403, "owners and admins"},
+		{"servers without scope", http.MethodGet, "/v1/mcp-servers", noScope, nil, 403, "mcp_servers.list"},
+		{"server test without scope", http.MethodPost, "/v1/mcp-servers/x/test", noScope, nil, 403, "mcp_servers.update"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(tc.method, tc.path, tc.key, tc.body)
+			if r.status != tc.status || !strings.Contains(r.errField("message"), tc.want) {
+				t.Fatalf("%d %s, want %d %q", r.status, r.raw, tc.status, tc.want)
+			}
+		})
+	}
+	// The workspace key makes a workspace integration in its workspace.
+	r := e.do(http.MethodPost, "/v1/mcp-integrations", wsAdmin, mcpIntegrationBody("https://mcp.example.com/mcp", map[string]any{"slug": "mine"}))
+	if r.status != 200 {
+		t.Fatalf("workspace create: %d %s", r.status, r.raw)
+	}
+	if r := e.do(http.MethodGet, "/v1/mcp-integrations/mine", wsAdmin, nil); r.str("type") != "workspace" || r.str("workspace_id") != e.wsID {
+		t.Errorf("workspace integration: %s", r.raw)
+	}
+	if r := e.do(http.MethodGet, "/v1/mcp-integrations/mine", wsBKey, nil); r.status != 404 {
+		t.Errorf("another workspace sees it: %d %s", r.status, r.raw)
+	}
+	if r := e.do(http.MethodPut, "/v1/mcp-integrations/mine/workspaces", adminKey, map[string]any{"workspaces": []any{}}); r.status != 400 || r.errField("param") != "workspaces" {
+		t.Errorf("sharing a workspace integration: %d %s", r.status, r.raw)
+	}
+	// An organisation integration shared with the default workspace only.
+	e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody("https://mcp.example.com/mcp", map[string]any{"slug": "org"}))
+	r = e.do(http.MethodPut, "/v1/mcp-integrations/org/workspaces", adminKey, map[string]any{"global_workspace_access": map[string]any{"enabled": false},
+		"workspaces": []any{map[string]any{"id": e.wsID, "enabled": true}}})
+	if r.status != 200 {
+		t.Fatalf("workspaces: %d %s", r.status, r.raw)
+	}
+	r = e.do(http.MethodGet, "/v1/mcp-integrations/org/workspaces", adminKey, nil)
+	if g, _ := r.body["global_workspace_access"].(map[string]any); g["enabled"] != false || len(r.body["workspaces"].([]any)) != 1 {
+		t.Errorf("workspaces: %s", r.raw)
+	}
+	if r := e.do(http.MethodGet, "/v1/mcp-integrations/org", wsBKey, nil); r.status != 404 {
+		t.Errorf("team-b sees the integration not shared with it: %d", r.status)
+	}
+	if r := e.do(http.MethodPost, "/v1/mcp-servers", adminKey, map[string]any{"name": "b", "mcp_integration_id": "org", "workspace_id": wsB}); r.status != 400 || r.errField("param") != "mcp_integration_id" {
+		t.Errorf("server on an integration team-b may not use: %d %s", r.status, r.raw)
+	}
+	r = e.do(http.MethodPost, "/v1/mcp-servers", wsAdmin, map[string]any{"name": "a", "mcp_integration_id": "org"})
+	if r.status != 200 {
+		t.Fatalf("server in the key's workspace: %d %s", r.status, r.raw)
+	}
+	if r := e.do(http.MethodGet, "/v1/mcp-servers/a", wsBKey, nil); r.status != 404 {
+		t.Errorf("team-b sees server a: %d", r.status)
+	}
+	if r := e.do(http.MethodGet, "/v1/mcp-servers", wsBKey, nil); r.total() != 0 {
+		t.Errorf("team-b lists %s", r.raw)
+	}
+	if r := e.do(http.MethodPost, "/v1/mcp-servers", adminKey, map[string]any{"mcp_integration_id": "org", "workspace_id": e.wsID}); r.status != 400 || r.errField("param") != "name" {
+		t.Errorf("server without name: %d %s", r.status, r.raw)
+	}
+}
+
+// A server is tested through its integration (initialize and tools/list),
+// its capabilities disable tools on the data plane, and the integration's
+// workspace list decides who may use it.
+func TestMCPServerEndToEnd(t *testing.T) {
+	fake, srv := fakeMCPServer(t)
+	e := newEnv(t)
+	e.withMCP(strings.TrimPrefix(srv.URL, "http://"))
+	if r := e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody(srv.URL, nil)); r.status != 200 {
+		t.Fatalf("integration: %d %s", r.status, r.raw)
+	}
+	r := e.do(http.MethodPost, "/v1/mcp-servers", adminKey, map[string]any{"name": "Tools", "slug": "tools", "mcp_integration_id": "tools", "workspace_id": e.wsID})
+	if r.status != 200 || r.str("object") != "mcp-server" {
+		t.Fatalf("server: %d %s", r.status, r.raw)
+	}
+	if r := e.do(http.MethodGet, "/v1/mcp-servers/tools/metadata", adminKey, nil); r.str("sync_status") != "never" {
+		t.Errorf("metadata before a test: %s", r.raw)
+	}
+	r = e.do(http.MethodPost, "/v1/mcp-servers/tools/test", adminKey, nil)
+	if r.status != 200 || r.str("sync_status") != "synced" || r.str("server_name") != "fake-mcp" || r.str("server_version") != "1.2.3" ||
+		r.str("protocol_version") != mcp.ProtocolVersion || r.str("title") != "Fake MCP" || r.body["sync_error"] != nil {
+		t.Fatalf("test: %d %s", r.status, r.raw)
+	}
+	if h := fake.Requests()[0].Header; h.Get("Authorization") != "Bearer sk-live-0123456789abcd" {
+		t.Errorf("the test did not send the integration's header: %v", h)
+	}
+	for _, path := range []string{"/v1/mcp-servers/tools/metadata", "/v1/mcp-integrations/tools/metadata"} {
+		if r := e.do(http.MethodGet, path, adminKey, nil); r.str("server_name") != "fake-mcp" || r.body["last_synced_at"] == nil {
+			t.Errorf("%s: %s", path, r.raw)
+		}
+	}
+	r = e.do(http.MethodGet, "/v1/mcp-servers/tools/capabilities", adminKey, nil)
+	if r.total() != 2 || r.list()[0]["name"] != "ls" || r.list()[1]["enabled"] != true {
+		t.Errorf("capabilities: %s", r.raw)
+	}
+	r = e.do(http.MethodPut, "/v1/mcp-servers/tools/capabilities", adminKey, map[string]any{"capabilities": []any{map[string]any{"name": "rm", "type": "tool", "enabled": false}}})
+	if r.status != 200 {
+		t.Fatalf("put capabilities: %d %s", r.status, r.raw)
+	}
+	if r := e.do(http.MethodPut, "/v1/mcp-servers/tools/capabilities", adminKey, map[string]any{"capabilities": []any{map[string]any{"name": "rm", "type": "function", "enabled": false}}}); r.errField("param") != "capabilities[0].type" {
+		t.Errorf("bad capability: %s", r.raw)
+	}
+	if r := e.do(http.MethodGet, "/v1/mcp-servers/tools/capabilities", adminKey, nil); r.list()[1]["name"] != "rm" || r.list()[1]["enabled"] != false {
+		t.Errorf("capabilities after put: %s", r.raw)
+	}
+
+	_, invoke := e.wsKey(e.wsID, "mcp.invoke")
+	call := func(tool string) resp {
+		return e.doHeaders(http.MethodPost, "/v1/mcp/tools", invoke, `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tool+`"}}`,
+			map[string]string{mcp.HeaderSessionID: "sess-1", "Accept": mcp.Accept})
+	}
+	if r := call("ls"); r.status != 200 || !strings.Contains(string(r.raw), "called ls") {
+		t.Errorf("ls: %d %s", r.status, r.raw)
+	}
+	if r := call("rm"); r.status != 200 || !strings.Contains(string(r.raw), "tool rm is disabled") {
+		t.Errorf("rm: %d %s", r.status, r.raw)
+	}
+	// Once the integration is no longer shared with the workspace, its
+	// server there refuses.
+	e.do(http.MethodPut, "/v1/mcp-integrations/tools/workspaces", adminKey, map[string]any{"global_workspace_access": map[string]any{"enabled": false}})
+	if r := call("ls"); r.status != 403 || !strings.Contains(r.errField("message"), "not enabled for this workspace") {
+		t.Errorf("unshared: %d %s", r.status, r.raw)
+	}
+}
+
+// A server the guard refuses to reach is a failed sync, with the reason.
+func TestMCPServerTestUntrusted(t *testing.T) {
+	_, srv := fakeMCPServer(t)
+	e := newEnv(t)
+	e.withMCP("")
+	e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody(srv.URL, nil))
+	e.do(http.MethodPost, "/v1/mcp-servers", adminKey, map[string]any{"name": "Tools", "slug": "tools", "mcp_integration_id": "tools", "workspace_id": e.wsID})
+	r := e.do(http.MethodPost, "/v1/mcp-servers/tools/test", adminKey, nil)
+	if r.status != 200 || r.str("sync_status") != "failed" || !strings.Contains(r.str("sync_error"), "GATEWAY_TRUSTED_HOSTS") {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}
+
+// doHeaders is do with a raw body and extra headers.
+func (e *env) doHeaders(method, path, key, body string, hdr map[string]string) resp {
+	req := httptest.NewRequest(method, path, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("x-gateway-api-key", key)
+	for k, v := range hdr {
+		req.Header.Set(k, v)
+	}
+	res, err := e.app.Test(req, -1)
+	if err != nil {
+		return resp{raw: []byte(err.Error())}
+	}
+	defer res.Body.Close()
+	raw, _ := io.ReadAll(res.Body)
+	r := resp{status: res.StatusCode, raw: raw}
+	_ = json.Unmarshal(raw, &r.body)
+	return r
+}

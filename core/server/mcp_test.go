@@ -1,0 +1,195 @@
+package server_test
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"net/http"
+	"strconv"
+	"strings"
+	"testing"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/mcp"
+	"github.com/llm-gateway/gateway/core/mcp/mcptest"
+)
+
+// fakeMCP serves targets by slug, in their workspace.
+type fakeMCP map[string]*mcp.Target
+
+func (f fakeMCP) MCPServer(_ context.Context, ref string, p *core.Principal) (*mcp.Target, *core.Error) {
+	t, ok := f[ref]
+	if !ok || (!p.IsOrganisationKey() && t.WorkspaceID != p.WorkspaceID) {
+		return nil, core.NotFound("no MCP server %q in this workspace", ref)
+	}
+	return t, nil
+}
+
+// mcpGateway is a gateway whose MCP server "tools" (workspace ws-1) and
+// "other" (ws-2) are fake, with a custom header, a passthrough header and
+// the tool "rm" disabled.
+func mcpGateway(t *testing.T, fake *mcptest.Server, opts ...func(*gatewayConfig)) *gateway {
+	src := fakeMCP{}
+	g := newGateway(t, fake, append(opts, func(c *gatewayConfig) { c.mcp = src })...)
+	src["tools"] = &mcp.Target{ServerID: "srv-1", ServerSlug: "tools", WorkspaceID: "ws-1", URL: g.up.URL + "/mcp",
+		Header: map[string]string{"Authorization": "Bearer integration-secret"}, PassthroughHeader: "X-User-Token",
+		Disabled: map[string]bool{mcp.DisabledKey(mcp.TypeTool, "rm"): true}}
+	src["other"] = &mcp.Target{ServerSlug: "other", WorkspaceID: "ws-2", URL: g.up.URL + "/mcp"}
+	return g
+}
+
+// mcpHeaders are a client's headers for /v1/mcp: the MCP key, no provider.
+func mcpHeaders(extra ...string) []string {
+	return append([]string{"x-gateway-api-key", keyMCP, "x-gateway-provider", "", "x-gateway-custom-host", "", "Authorization", "",
+		"Accept", mcp.Accept}, extra...)
+}
+
+func rpc(id int, method, params string) []byte {
+	return []byte(`{"jsonrpc":"2.0","id":` + strconv.Itoa(id) + `,"method":"` + method + `","params":` + params + `}`)
+}
+
+func TestMCPProxy(t *testing.T) {
+	fake := &mcptest.Server{SessionID: "sess-1", Tools: []string{"ls", "rm"}}
+	g := mcpGateway(t, fake)
+
+	// initialize: a JSON answer, with the session id handed back.
+	r := g.do(t, http.MethodPost, "/v1/mcp/tools", rpc(1, "initialize", `{}`), mcpHeaders("X-User-Token", "user-7", "X-Other", "no")...)
+	if r.status != 200 || r.header.Get(mcp.HeaderSessionID) != "sess-1" || !strings.Contains(string(r.body), `"fake-mcp"`) {
+		t.Fatalf("initialize: %d %v %s", r.status, r.header, r.body)
+	}
+	got := fake.Requests()[0]
+	for name, want := range map[string]string{"Authorization": "Bearer integration-secret", "X-User-Token": "user-7",
+		"X-Other": "", "X-Gateway-Api-Key": "", "Accept": mcp.Accept} {
+		if v := got.Header.Get(name); v != want {
+			t.Errorf("upstream %s = %q, want %q", name, v, want)
+		}
+	}
+	rec := g.logs.one(t, r.trace())
+	if rec.Endpoint != mcp.LogEndpoint || rec.Path != "/v1/mcp/tools" || rec.Status != 200 || rec.Metadata["mcp_method"] != "initialize" || rec.WorkspaceID != "ws-1" {
+		t.Errorf("log record %+v", rec)
+	}
+
+	// The session and protocol headers go to the server and back.
+	r = g.do(t, http.MethodPost, "/v1/mcp/tools", rpc(2, "ping", `{}`), mcpHeaders(mcp.HeaderSessionID, "sess-1", mcp.HeaderProtocolVersion, mcp.ProtocolVersion)...)
+	if r.status != 200 {
+		t.Fatalf("ping: %d %s", r.status, r.body)
+	}
+	last := fake.Requests()[len(fake.Requests())-1]
+	if last.Header.Get(mcp.HeaderSessionID) != "sess-1" || last.Header.Get(mcp.HeaderProtocolVersion) != mcp.ProtocolVersion {
+		t.Errorf("session headers not forwarded: %v", last.Header)
+	}
+	// Without the session the server's own 404 comes back as it is.
+	if r := g.do(t, http.MethodPost, "/v1/mcp/tools", rpc(3, "ping", `{}`), mcpHeaders()...); r.status != 404 || !strings.Contains(string(r.body), "unknown session") {
+		t.Errorf("no session: %d %s", r.status, r.body)
+	}
+	// DELETE ends the session at the server.
+	if r := g.do(t, http.MethodDelete, "/v1/mcp/tools", nil, mcpHeaders(mcp.HeaderSessionID, "sess-1")...); r.status != 200 {
+		t.Errorf("delete: %d %s", r.status, r.body)
+	}
+	if last := fake.Requests()[len(fake.Requests())-1]; last.HTTPMethod != http.MethodDelete {
+		t.Errorf("last upstream request %+v", last)
+	}
+}
+
+// A call of a disabled tool is answered with a JSON-RPC error by the
+// gateway; the server never sees it.
+func TestMCPDisabledToolRefused(t *testing.T) {
+	fake := &mcptest.Server{SessionID: "sess-1"}
+	g := mcpGateway(t, fake)
+	for _, tc := range []struct{ name, body string }{
+		{"single", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"rm","arguments":{}}}`},
+		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"rm"}}]`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := g.do(t, http.MethodPost, "/v1/mcp/tools", []byte(tc.body), mcpHeaders(mcp.HeaderSessionID, "sess-1")...)
+			var answer struct {
+				ID    json.RawMessage `json:"id"`
+				Error struct {
+					Code    int    `json:"code"`
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			if r.status != 200 || json.Unmarshal(r.body, &answer) != nil || answer.Error.Code != -32602 || !strings.Contains(answer.Error.Message, "tool rm is disabled") {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			if want := map[string]string{"single": "7", "batch": "null"}[tc.name]; string(answer.ID) != want {
+				t.Errorf("id %s, want %s", answer.ID, want)
+			}
+			if n := len(fake.Requests()); n != 0 {
+				t.Errorf("the server got %d requests", n)
+			}
+			if rec := g.logs.one(t, r.trace()); !strings.Contains(rec.Error, "disabled") {
+				t.Errorf("log record %+v", rec)
+			}
+		})
+	}
+	// An enabled tool goes through.
+	r := g.do(t, http.MethodPost, "/v1/mcp/tools", rpc(9, "tools/call", `{"name":"ls"}`), mcpHeaders(mcp.HeaderSessionID, "sess-1")...)
+	if r.status != 200 || !strings.Contains(string(r.body), "called ls") {
+		t.Fatalf("ls: %d %s", r.status, r.body)
+	}
+}
+
+// An event-stream answer reaches the client event by event: the progress
+// event arrives while the server still holds the result back.
+func TestMCPStreamForwardedEventByEvent(t *testing.T) {
+	fake := &mcptest.Server{SessionID: "sess-1", Release: make(chan struct{})}
+	g := mcpGateway(t, fake)
+	base := g.listen(t)
+	req := g.liveRequest(base, http.MethodPost, "/v1/mcp/tools", rpc(4, "tools/call", `{"name":"ls"}`), mcpHeaders(mcp.HeaderSessionID, "sess-1")...)
+	resp, err := liveClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	if ct := resp.Header.Get("Content-Type"); ct != "text/event-stream" {
+		t.Fatalf("content type %q", ct)
+	}
+	events := mcp.NewEventReader(bufio.NewReader(resp.Body))
+	first, err := events.Next()
+	if err != nil || !strings.Contains(string(first), "notifications/progress") {
+		t.Fatalf("first event %q, %v", first, err)
+	}
+	close(fake.Release) // only now may the result be sent
+	second, err := events.Next()
+	if err != nil || !strings.Contains(string(second), "called ls") {
+		t.Fatalf("second event %q, %v", second, err)
+	}
+	rec := g.logs.one(t, resp.Header.Get(core.HeaderTraceID))
+	if !rec.Stream || rec.Metadata["mcp_method"] != "tools/call" || rec.Metadata["mcp_tool"] != "ls" || rec.Status != 200 {
+		t.Errorf("log record %+v", rec)
+	}
+}
+
+// The refusals of /v1/mcp, none of which reaches the server.
+func TestMCPRefusals(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		distrust bool
+		method   string
+		path     string
+		hdr      []string
+		status   int
+		want     string
+	}{
+		{"missing scope", false, http.MethodPost, "/v1/mcp/tools", []string{"x-gateway-api-key", keyGood}, 403, "mcp.invoke"},
+		{"unknown server", false, http.MethodPost, "/v1/mcp/nope", nil, 404, `no MCP server "nope"`},
+		{"another workspace's server", false, http.MethodPost, "/v1/mcp/other", nil, 404, `no MCP server "other"`},
+		{"untrusted address", true, http.MethodPost, "/v1/mcp/tools", nil, 502, "refused to connect to MCP server tools"},
+		{"method", false, http.MethodPut, "/v1/mcp/tools", nil, 405, "POST, GET and DELETE"},
+		{"deeper path", false, http.MethodPost, "/v1/mcp/tools/x", nil, 404, "/v1/mcp/{slug}"},
+		{"bare prefix", false, http.MethodPost, "/v1/mcp", nil, 404, "/v1/mcp/{slug}"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			fake := &mcptest.Server{SessionID: "sess-1"}
+			g := mcpGateway(t, fake, func(c *gatewayConfig) { c.distrustUpstream = tc.distrust })
+			r := g.do(t, tc.method, tc.path, rpc(1, "initialize", `{}`), mcpHeaders(tc.hdr...)...)
+			if e := errorOf(t, r); r.status != tc.status || !strings.Contains(e.Message, tc.want) {
+				t.Fatalf("%d %s, want %d %q", r.status, r.body, tc.status, tc.want)
+			}
+			if n := len(fake.Requests()); n != 0 {
+				t.Errorf("the server got %d requests", n)
+			}
+		})
+	}
+}

@@ -1,0 +1,99 @@
+package client_test
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/llm-gateway/gateway/cmd/gateway/app"
+	"github.com/llm-gateway/gateway/core/mcp"
+	"github.com/llm-gateway/gateway/core/mcp/mcptest"
+	"github.com/llm-gateway/gateway/sdk/client"
+)
+
+// The MCP clients against the real gateway and a fake MCP server it
+// trusts: an invalid create, create, list, test, capabilities, metadata,
+// a call through /v1/mcp/{slug}, and delete.
+func TestMCPClients(t *testing.T) {
+	fake := &mcptest.Server{SessionID: "sess-1", Tools: []string{"ls", "rm"}}
+	srv := httptest.NewServer(fake)
+	defer srv.Close()
+	base, _ := startGateway(t, t.TempDir(), func(o *app.Options) { o.TrustedHosts = strings.TrimPrefix(srv.URL, "http://") })
+	ctx := context.Background()
+	c := client.New(base, testAdminKey)
+
+	_, err := c.MCPIntegrations.Create(ctx, client.MCPIntegrationInput{Name: "x", URL: srv.URL, AuthType: "oauth_auto", Transport: "http"})
+	var apiErr *client.Error
+	if !errors.As(err, &apiErr) || apiErr.Status != 400 || apiErr.Param != "auth_type" || !strings.Contains(apiErr.Message, "not built") {
+		t.Fatalf("oauth_auto: %v", err)
+	}
+	integ, err := c.MCPIntegrations.Create(ctx, client.MCPIntegrationInput{Name: "Tools", Slug: "tools", URL: srv.URL, AuthType: "headers", Transport: "http",
+		Configurations: &client.MCPConfig{CustomHeaders: map[string]string{"Authorization": "Bearer secret-token-1234"}}})
+	if err != nil || integ.Object != "mcp-integration" {
+		t.Fatalf("create integration: %+v %v", integ, err)
+	}
+	if _, err := c.MCPIntegrations.Create(ctx, client.MCPIntegrationInput{Name: "Other", URL: srv.URL, AuthType: "none", Transport: "http"}); err != nil {
+		t.Fatal(err)
+	}
+	list, err := c.MCPIntegrations.List(ctx, "", client.Page{PageSize: 1})
+	if err != nil || list.Total != 2 || len(list.Data) != 1 || !list.HasMore {
+		t.Fatalf("list: %+v %v", list, err)
+	}
+	got, err := c.MCPIntegrations.Get(ctx, "tools")
+	if h, _ := got["configurations"].(map[string]any)["custom_headers"].(map[string]any); err != nil || h["Authorization"] != "Bea****1234" {
+		t.Fatalf("get: %v %v", got, err)
+	}
+	sv, err := c.MCPServers.Create(ctx, client.MCPServerInput{Name: "Tools", Slug: "tools", MCPIntegrationID: integ.ID, WorkspaceID: "default"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	md, err := c.MCPServers.Test(ctx, sv.Slug)
+	if err != nil || md.SyncStatus != "synced" || md.ServerName != "fake-mcp" {
+		t.Fatalf("test: %+v %v", md, err)
+	}
+	if md, err := c.MCPIntegrations.Metadata(ctx, "tools"); err != nil || md.ServerVersion != "1.2.3" || md.LastSyncedAt == nil {
+		t.Fatalf("metadata: %+v %v", md, err)
+	}
+	if err := c.MCPServers.SetCapabilities(ctx, sv.Slug, []client.MCPCapability{{Name: "rm", Type: "tool"}}); err != nil {
+		t.Fatal(err)
+	}
+	caps, err := c.MCPServers.Capabilities(ctx, sv.Slug)
+	if err != nil || len(caps) != 2 || caps[1] != (client.MCPCapability{Name: "rm", Type: "tool"}) || !caps[0].Enabled {
+		t.Fatalf("capabilities: %+v %v", caps, err)
+	}
+	if ws, err := c.MCPIntegrations.Workspaces(ctx, "tools"); err != nil || ws["global_workspace_access"].(map[string]any)["enabled"] != true {
+		t.Fatalf("workspaces: %v %v", ws, err)
+	}
+
+	// The gateway serves it: a disabled tool is refused, the rest answered.
+	for tool, want := range map[string]string{"ls": "called ls", "rm": "tool rm is disabled"} {
+		req, _ := http.NewRequest(http.MethodPost, base+"/v1/mcp/tools", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tool+`"}}`))
+		req.Header.Set("x-gateway-api-key", testAdminKey)
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", mcp.Accept)
+		req.Header.Set(mcp.HeaderSessionID, "sess-1")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		body, _ := io.ReadAll(resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
+			t.Errorf("%s: %d %s", tool, resp.StatusCode, body)
+		}
+	}
+
+	if err := c.MCPServers.Delete(ctx, sv.ID); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.MCPIntegrations.Delete(ctx, "tools"); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.MCPIntegrations.Get(ctx, "tools"); !client.IsNotFound(err) {
+		t.Fatalf("after delete: %v", err)
+	}
+}
