@@ -43,3 +43,27 @@ func TestPublicRoutesSkipAuthentication(t *testing.T) {
 		}
 	}
 }
+
+// TestUnifiedRoutesComeFirst checks the order of the POST routes under /v1:
+// Fiber compares a request with the routes in the order they were added, so
+// the unified routes go before the admin routes (each chat completion would
+// otherwise be compared with every one of them), and the generic proxy goes
+// after the admin routes, which it must not take.
+func TestUnifiedRoutesComeFirst(t *testing.T) {
+	app := server.New(server.Options{
+		Auth:  testAuth,
+		Admin: func(v1 fiber.Router) { v1.Post("/configs", func(c *fiber.Ctx) error { return nil }) },
+	})
+	index := map[string]int{}
+	for i, r := range app.GetRoutes(true) {
+		if r.Method == fiber.MethodPost {
+			if _, seen := index[r.Path]; !seen {
+				index[r.Path] = i
+			}
+		}
+	}
+	chat, admin, proxy := index["/v1/chat/completions"], index["/v1/configs"], index["/v1/*"]
+	if !(chat < admin && admin < proxy) {
+		t.Fatalf("POST routes in order chat %d, admin %d, proxy %d; want chat < admin < proxy", chat, admin, proxy)
+	}
+}

@@ -100,6 +100,11 @@ func (s *Server) registerDataRoutes(v1 fiber.Router) {
 			s.logPaths[r.path] = "/v1" + r.path
 		}
 	}
+}
+
+// registerProxy adds the generic proxy: any other path, for the four
+// methods the spec names. It goes last, after every route it must not take.
+func (s *Server) registerProxy(v1 fiber.Router) {
 	proxy := s.serve(core.EndpointProxy, nil)
 	for _, m := range []string{fiber.MethodPost, fiber.MethodGet, fiber.MethodPut, fiber.MethodDelete} {
 		v1.Add(m, "/*", proxy)

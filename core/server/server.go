@@ -113,13 +113,18 @@ func New(o Options) *fiber.App {
 		o.Public(app.Group("/v1"))
 	}
 	v1 := app.Group("/v1", s.authenticate)
+	// Fiber tries a request's routes in the order they were added, so the
+	// unified routes, which carry nearly all the traffic, come first: a chat
+	// completion is not compared with every admin route. None of their
+	// paths is an admin path.
+	s.registerDataRoutes(v1)
 	// Before the admin routes, whose /prompts routes must not take these.
 	s.registerPromptRoutes(v1)
 	s.registerMCPRoutes(v1)
 	if o.Admin != nil {
 		o.Admin(v1)
 	}
-	s.registerDataRoutes(v1)
+	s.registerProxy(v1)
 	return app
 }
 
