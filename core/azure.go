@@ -6,20 +6,21 @@ import "strings"
 // They come from the x-gateway-azure-* headers, a config target's azure_*
 // fields and a managed integration's configurations; each source is
 // checked with CheckAzure as it is read, and the provider checks the
-// merged settings again before building a URL of them.
+// merged settings again before building a URL of them. The JSON names are
+// the config target's fields.
 type AzureSettings struct {
 	// ResourceName is the Azure resource: the host
 	// https://{ResourceName}.openai.azure.com.
-	ResourceName string
+	ResourceName string `json:"azure_resource_name,omitempty"`
 	// DeploymentID is the deployment the unified endpoints are sent to:
 	// /openai/deployments/{DeploymentID}/...
-	DeploymentID string
+	DeploymentID string `json:"azure_deployment_id,omitempty"`
 	// APIVersion is the api-version query parameter; empty means
 	// DefaultAzureAPIVersion.
-	APIVersion string
+	APIVersion string `json:"azure_api_version,omitempty"`
 	// ModelName is the model behind the deployment (for the caller's
 	// records); it is checked and carried, not sent upstream.
-	ModelName string
+	ModelName string `json:"azure_model_name,omitempty"`
 }
 
 // DefaultAzureAPIVersion is the api-version sent when no source sets one:
