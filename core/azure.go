@@ -130,6 +130,9 @@ func (a *AzureSettings) field(field int) *string {
 // 400 whose param is resourceParam, since the stored key would be sent to
 // a host the caller chose.
 func (t *Target) ApplyAzure(over AzureSettings, resourceParam string) *Error {
+	if over == (AzureSettings{}) {
+		return nil // the common case: nothing given
+	}
 	if over.ResourceName != "" && t.Managed {
 		return BadRequest(resourceParam, "%s cannot be combined with a managed provider or virtual key: the stored credential is only sent to the integration's own resource (set azure_resource_name in its configurations)", resourceParam)
 	}
