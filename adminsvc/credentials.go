@@ -26,15 +26,19 @@ type configField struct {
 	pattern *regexp.Regexp
 	maxLen  int
 	hint    string
+	// check, when set, says what is wrong with a value ("" when nothing).
+	check func(string) string
+}
+
+// azureCheck checks Azure setting field as the request path does.
+func azureCheck(field int) func(string) string {
+	return func(v string) string { return core.CheckAzure(field, v) }
 }
 
 var (
-	reAzureResource = regexp.MustCompile(`^[a-zA-Z0-9-]{2,64}$`)
-	reAzureDeploy   = regexp.MustCompile(`^[a-zA-Z0-9._-]{1,64}$`)
-	reAPIVersion    = regexp.MustCompile(`^[0-9a-zA-Z._-]{1,32}$`)
-	reRegion        = regexp.MustCompile(`^[a-z]{2,}(-[a-z0-9]+)+$`)
-	reGCPProject    = regexp.MustCompile(`^[a-z][a-z0-9-]{4,28}[a-z0-9]$`)
-	reSlug          = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+	reRegion     = regexp.MustCompile(`^[a-z]{2,}(-[a-z0-9]+)+$`)
+	reGCPProject = regexp.MustCompile(`^[a-z][a-z0-9-]{4,28}[a-z0-9]$`)
+	reSlug       = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 )
 
 // configFields are the string fields of a provider configuration. The
@@ -42,9 +46,9 @@ var (
 // that use them; custom_host is checked with netguard.CheckURL.
 var configFields = []configField{
 	{name: "custom_host", get: func(c *store.ProviderConfig) *string { return &c.CustomHost }, maxLen: 2048},
-	{name: "azure_resource_name", get: func(c *store.ProviderConfig) *string { return &c.AzureResourceName }, pattern: reAzureResource, hint: "2-64 letters, digits or dashes"},
-	{name: "azure_deployment_id", get: func(c *store.ProviderConfig) *string { return &c.AzureDeploymentID }, pattern: reAzureDeploy, hint: "1-64 letters, digits, dots, dashes or underscores"},
-	{name: "azure_api_version", get: func(c *store.ProviderConfig) *string { return &c.AzureAPIVersion }, pattern: reAPIVersion, hint: "e.g. 2024-10-21"},
+	{name: "azure_resource_name", get: func(c *store.ProviderConfig) *string { return &c.AzureResourceName }, check: azureCheck(core.AzureResourceName)},
+	{name: "azure_deployment_id", get: func(c *store.ProviderConfig) *string { return &c.AzureDeploymentID }, check: azureCheck(core.AzureDeploymentID)},
+	{name: "azure_api_version", get: func(c *store.ProviderConfig) *string { return &c.AzureAPIVersion }, check: azureCheck(core.AzureAPIVersion)},
 	{name: "aws_region", get: func(c *store.ProviderConfig) *string { return &c.AWSRegion }, pattern: reRegion, hint: "e.g. us-east-1"},
 	{name: "aws_access_key_id", get: func(c *store.ProviderConfig) *string { return &c.AWSAccessKeyID }, sealed: true, maxLen: 128},
 	{name: "aws_secret_access_key", get: func(c *store.ProviderConfig) *string { return &c.AWSSecretAccessKey }, sealed: true, maxLen: 256},
@@ -120,6 +124,9 @@ func parseProviderConfig(raw json.RawMessage, param string, base store.ProviderC
 				continue
 			}
 			s = u.String()
+		case f.check != nil && f.check(s) != "":
+			p.add(at, "%s", f.check(s))
+			continue
 		case f.pattern != nil && !f.pattern.MatchString(s):
 			p.add(at, "must be %s", f.hint)
 			continue

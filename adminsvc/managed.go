@@ -139,6 +139,7 @@ func (m *Managed) targetOf(provider, sealedKey string, cfg store.ProviderConfig)
 		t.BaseURL, t.CustomHost = open.CustomHost, true
 	}
 	t.Headers = open.CustomHeaders
+	t.Azure = core.AzureSettings{ResourceName: open.AzureResourceName, DeploymentID: open.AzureDeploymentID, APIVersion: open.AzureAPIVersion}
 	return t, nil
 }
 

@@ -309,3 +309,45 @@ func TestConfigurationsNullClears(t *testing.T) {
 		})
 	}
 }
+
+// TestResolutionAzure: an azure-openai integration's configurations locate
+// the deployment (its custom host standing in for the resource's host);
+// the request's deployment header goes over the integration's, its
+// resource header is refused; configurations that could change the host or
+// the path are refused when saved.
+func TestResolutionAzure(t *testing.T) {
+	m := newMgEnv(t)
+	m.integration("azure-prod", providerKey, map[string]any{"ai_provider_id": "azure-openai", "configurations": map[string]any{
+		"custom_host": m.up.srv.URL, "azure_resource_name": "my-res", "azure_deployment_id": "gpt-4o", "azure_api_version": "2024-06-01"}})
+	for _, tc := range []struct {
+		name    string
+		headers []string
+		path    string
+	}{
+		{"integration", nil, "/openai/deployments/gpt-4o/chat/completions"},
+		{"deployment header", []string{"x-gateway-azure-deployment-id", "other"}, "/openai/deployments/other/chat/completions"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := m.chat(adminKey, append([]string{"x-gateway-provider", "@azure-prod"}, tc.headers...)...)
+			if r.status != http.StatusOK {
+				t.Fatalf("%d %s", r.status, r.raw)
+			}
+			got := m.up.last(t)
+			if got.URL.Path != tc.path || got.URL.RawQuery != "api-version=2024-06-01" || got.Header.Get("api-key") != providerKey || got.Header.Get("Authorization") != "" {
+				t.Fatalf("upstream got %s?%s api-key %q", got.URL.Path, got.URL.RawQuery, got.Header.Get("api-key"))
+			}
+		})
+	}
+	before := m.up.count()
+	if r := m.chat(adminKey, "x-gateway-provider", "@azure-prod", "x-gateway-azure-resource-name", "evil"); r.status != http.StatusBadRequest ||
+		r.errField("param") != "x-gateway-azure-resource-name" || m.up.count() != before {
+		t.Fatalf("resource header: %d %s", r.status, r.raw)
+	}
+	for field, v := range map[string]string{"azure_resource_name": "evil.com/x", "azure_deployment_id": "../x", "azure_api_version": "1&x=y"} {
+		r := m.do(http.MethodPost, "/v1/integrations", adminKey, map[string]any{"name": "bad", "ai_provider_id": "azure-openai", "key": providerKey,
+			"configurations": map[string]any{field: v}})
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.raw), "configurations."+field) {
+			t.Errorf("%s %q: %d %s", field, v, r.status, r.raw)
+		}
+	}
+}

@@ -95,6 +95,8 @@ type Target struct {
 	CustomHost bool
 	// APIKey is the provider credential, sent in the provider's own header.
 	APIKey string
+	// Azure locates the deployment of an azure-openai target.
+	Azure AzureSettings
 	// ForwardHeaders names client headers to pass upstream unchanged.
 	ForwardHeaders []string
 	// Headers are extra upstream headers (a managed provider's

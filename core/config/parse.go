@@ -157,12 +157,12 @@ const (
 	fStrictAlias    = "strict_open_ai_compliance"
 )
 
-var targetFields = []string{
+var targetFields = append([]string{
 	fStrategy, fTargets, fName, fWeight, fProvider, fAPIKey, fVirtualKey,
 	fCustomHost, fForwardHeaders, fOverrideParams, fRetry, fCache,
 	fRequestTimeout, fCircuitBreaker, fBeforeHooks, fAfterHooks,
 	fInputGuards, fOutputGuards, fStrict, fStrictAlias,
-}
+}, core.AzureFields[:]...)
 
 // target checks one config object (the root or a target) at depth levels
 // of targets under the root.
@@ -227,6 +227,11 @@ func (p *parser) target(path string, v any, depth int) *Config {
 	}
 	if v, ok := get(obj, fCustomHost); ok {
 		c.CustomHost = p.host(join(path, fCustomHost), v)
+	}
+	for f, name := range core.AzureFields {
+		if v, ok := get(obj, name); ok {
+			c.AzureSettings.Set(f, p.azure(join(path, name), f, v))
+		}
 	}
 	if v, ok := get(obj, fForwardHeaders); ok {
 		c.ForwardHeaders = p.headerNames(join(path, fForwardHeaders), v)
@@ -603,6 +608,19 @@ func (p *problems) host(path string, v any) string {
 	// The same rules as x-gateway-custom-host: paths are appended to it.
 	if _, err := netguard.CheckBaseURL(s); err != nil {
 		p.add(path, "must be an absolute http or https base URL (%v)", err)
+		return ""
+	}
+	return s
+}
+
+// azure reads Azure setting field (core.CheckAzure's rules).
+func (p *problems) azure(path string, field int, v any) string {
+	s, ok := p.nonEmptyStr(path, v)
+	if !ok {
+		return ""
+	}
+	if msg := core.CheckAzure(field, s); msg != "" {
+		p.add(path, "%s", msg)
 		return ""
 	}
 	return s

@@ -18,6 +18,7 @@ const DefaultSimilarityThreshold = 0.95
 type inherited struct {
 	provider, apiKey, virtualKey string
 	customHost                   string
+	azure                        core.AzureSettings
 	forwardHeaders               []string
 	overrideParams               map[string]any
 	retry                        *Retry
@@ -37,7 +38,8 @@ type inherited struct {
 //   - override_params: merged, the child's top-level keys win;
 //   - retry, cache: a child's replaces the parent's whole;
 //   - request_timeout, custom_host, forward_headers, circuit_breaker,
-//     strict_reference_compliance: the parent's when the child sets none
+//     strict_reference_compliance, each azure_* field: the parent's when
+//     the child sets none
 //     (an explicit empty array is "set": a child can switch off
 //     forward_headers with []);
 //   - provider, virtual_key: the parent's when the child sets neither; then
@@ -89,6 +91,7 @@ func (in inherited) with(c *Config) inherited {
 	if c.CustomHost != "" {
 		in.customHost = c.CustomHost
 	}
+	in.azure = c.AzureSettings.Over(in.azure)
 	if c.ForwardHeaders != nil {
 		in.forwardHeaders = c.ForwardHeaders
 	}
@@ -125,6 +128,7 @@ func (in inherited) leaf() *Leaf {
 		APIKey:         in.apiKey,
 		VirtualKey:     in.virtualKey,
 		CustomHost:     in.customHost,
+		Azure:          in.azure,
 		ForwardHeaders: slices.Clone(in.forwardHeaders),
 		OverrideParams: maps.Clone(in.overrideParams),
 		Strict:         cloneBool(in.strict),

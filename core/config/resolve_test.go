@@ -9,6 +9,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/hooks"
 )
 
@@ -154,6 +155,11 @@ func TestResolveInheritance(t *testing.T) {
 		{"circuit_breaker replaced", `{"circuit_breaker":{"failure_threshold":3},"targets":[{"circuit_breaker":{"cooldown_ms":5}}]}`, "config.targets[0]",
 			Leaf{CircuitBreaker: &CircuitBreaker{CooldownMs: 5}}},
 		{"strict inherited", `{"strict_open_ai_compliance":false,"targets":[{}]}`, "config.targets[0]", Leaf{Strict: ptr(false)}},
+		{"azure fields inherited one by one",
+			`{"azure_resource_name":"res","azure_api_version":"2024-10-21","targets":[{"azure_deployment_id":"d1","azure_api_version":"2025-01-01-preview","azure_model_name":"gpt-4o"}]}`,
+			"config.targets[0]", Leaf{Azure: core.AzureSettings{ResourceName: "res", DeploymentID: "d1", APIVersion: "2025-01-01-preview", ModelName: "gpt-4o"}}},
+		{"azure resource overridden", `{"azure_resource_name":"a1","targets":[{"azure_resource_name":"a2"}]}`, "config.targets[0]",
+			Leaf{Azure: core.AzureSettings{ResourceName: "a2"}}},
 		{"strict overridden", `{"strict_reference_compliance":false,"targets":[{"strict_reference_compliance":true}]}`, "config.targets[0]", Leaf{Strict: ptr(true)}},
 	}
 	for _, tt := range tests {

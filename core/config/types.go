@@ -8,6 +8,7 @@ import (
 	"encoding/json"
 	"time"
 
+	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/hooks"
 )
 
@@ -42,6 +43,8 @@ type Config struct {
 	InputGuards    json.RawMessage `json:"input_guardrails,omitempty"`
 	OutputGuards   json.RawMessage `json:"output_guardrails,omitempty"`
 	Strict         *bool           `json:"strict_reference_compliance,omitempty"` // alias strict_open_ai_compliance
+	// The azure_* fields (azure-openai targets), in the JSON at this level.
+	core.AzureSettings
 
 	// before and after are the parsed hooks of this target itself:
 	// before_request_hooks + input_guardrails, after_request_hooks +
@@ -141,6 +144,7 @@ type Leaf struct {
 	APIKey         string
 	VirtualKey     string
 	CustomHost     string
+	Azure          core.AzureSettings
 	ForwardHeaders []string
 	OverrideParams map[string]any
 	Retry          *Retry

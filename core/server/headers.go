@@ -71,6 +71,17 @@ func (g *gatewayHeaders) get(name string, compat bool) string {
 	return ""
 }
 
+// hasPrefix reports whether a gateway header's name (without the x-gateway-
+// or x-portkey- prefix) starts with prefix, in any case.
+func (g *gatewayHeaders) hasPrefix(prefix string) bool {
+	for i := range g.list {
+		if n := g.list[i].name; len(n) >= len(prefix) && strings.EqualFold(n[:len(prefix)], prefix) {
+			return true
+		}
+	}
+	return false
+}
+
 // gatewayHeader reads x-gateway-<name>, falling back to x-portkey-<name>.
 func gatewayHeader(c *fiber.Ctx, name string) string {
 	g := requestGatewayHeaders(c)

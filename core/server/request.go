@@ -180,6 +180,19 @@ func (s *Server) missingProvider() *core.Error {
 // everything kept in the target is cloned, since the request (and the log
 // record made from it) outlives the handler.
 func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal, fallback core.ManagedRef) (core.Target, *core.Error) {
+	t, err := s.headerTarget(c, p, fallback)
+	if err != nil {
+		return t, err
+	}
+	az, err := azureHeaders(c)
+	if err == nil {
+		err = t.ApplyAzure(az, core.AzureHeaders[core.AzureResourceName])
+	}
+	return t, err
+}
+
+// headerTarget is parseTarget without the Azure settings.
+func (s *Server) headerTarget(c *fiber.Ctx, p *core.Principal, fallback core.ManagedRef) (core.Target, *core.Error) {
 	ref := core.ManagedRef{Provider: strings.TrimSpace(gatewayHeader(c, "provider")), VirtualKey: strings.TrimSpace(gatewayHeader(c, "virtual-key"))}
 	if ref.Provider == "" && ref.VirtualKey == "" && (fallback.Provider != "" || fallback.VirtualKey != "") && gatewayHeader(c, "config") == "" {
 		ref = fallback
@@ -208,6 +221,27 @@ func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal, fallback core.Mana
 	var err *core.Error
 	t.ForwardHeaders, err = forwardHeaders(c)
 	return t, err
+}
+
+// azureHeaders reads the x-gateway-azure-* headers, each checked with
+// core.CheckAzure (400 naming the header). A request without any (most)
+// costs one look over its gateway headers.
+func azureHeaders(c *fiber.Ctx) (core.AzureSettings, *core.Error) {
+	var a core.AzureSettings
+	if !requestGatewayHeaders(c).hasPrefix("azure-") {
+		return a, nil
+	}
+	for f, h := range core.AzureHeaders {
+		v := strings.TrimSpace(gatewayHeader(c, h[len(core.HeaderPrefix):]))
+		if v == "" {
+			continue
+		}
+		if msg := core.CheckAzure(f, v); msg != "" {
+			return a, core.BadRequest(h, "%s: %q %s", h, v, msg)
+		}
+		a.Set(f, strings.Clone(v))
+	}
+	return a, nil
 }
 
 // maxCustomHosts bounds the custom hosts remembered as checked.

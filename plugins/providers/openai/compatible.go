@@ -16,6 +16,14 @@ var Compatible = []Spec{
 	bearer("groq", "https://api.groq.com/openai/v1"),
 	bearer("together-ai", "https://api.together.xyz/v1"),
 	bearer("mistral-ai", "https://api.mistral.ai/v1"),
+	{
+		// Gemini through Google's OpenAI-compatible endpoint: chat
+		// completions, embeddings, and GET /models through the proxy. The
+		// native API (generateContent) is not translated.
+		Name: "google", BaseURL: "https://generativelanguage.googleapis.com/v1beta/openai",
+		AuthHeader: "Authorization", AuthPrefix: "Bearer ",
+		Endpoints: []core.Endpoint{core.EndpointChatComplete, core.EndpointEmbed},
+	},
 	bearer("deepseek", "https://api.deepseek.com/v1"),
 	bearer("fireworks-ai", "https://api.fireworks.ai/inference/v1"),
 	bearer("openrouter", "https://openrouter.ai/api/v1"),

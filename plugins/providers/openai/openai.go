@@ -91,20 +91,26 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	if t.BaseURL != "" {
 		base, parsed = t.BaseURL, p.customBase(t.BaseURL)
 	}
+	return p.build(ctx, req, t, base, parsed, req.Path, req.RawQuery)
+}
+
+// build is BuildRequest for the URL base + path + "?" + rawQuery, where
+// parsed is base as parseBase makes it.
+func (p *Provider) build(ctx context.Context, req *core.Request, t *core.Target, base string, parsed *url.URL, path, rawQuery string) (*http.Request, error) {
 	var body io.Reader = http.NoBody
 	if len(req.Body) > 0 {
 		body = newBody(req.Body)
 	}
 	var hr *http.Request
 	var err error
-	if u, ok := joinURL(parsed, req.Path, req.RawQuery); ok {
+	if u, ok := joinURL(parsed, path, rawQuery); ok {
 		// The request http.NewRequestWithContext makes of u's text, unparsed.
 		if hr, err = http.NewRequestWithContext(ctx, req.Method, "", body); err == nil {
 			*hr.URL = u
 			hr.Host = u.Host
 		}
 	} else {
-		hr, err = http.NewRequestWithContext(ctx, req.Method, rawURL(base, req.Path, req.RawQuery), body)
+		hr, err = http.NewRequestWithContext(ctx, req.Method, rawURL(base, path, rawQuery), body)
 	}
 	if err != nil {
 		return nil, err

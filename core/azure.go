@@ -1,0 +1,141 @@
+package core
+
+import "strings"
+
+// AzureSettings locate an Azure OpenAI deployment (provider azure-openai).
+// They come from the x-gateway-azure-* headers, a config target's azure_*
+// fields and a managed integration's configurations; each source is
+// checked with CheckAzure as it is read, and the provider checks the
+// merged settings again before building a URL of them. The JSON names are
+// the config target's fields.
+type AzureSettings struct {
+	// ResourceName is the Azure resource: the host
+	// https://{ResourceName}.openai.azure.com.
+	ResourceName string `json:"azure_resource_name,omitempty"`
+	// DeploymentID is the deployment the unified endpoints are sent to:
+	// /openai/deployments/{DeploymentID}/...
+	DeploymentID string `json:"azure_deployment_id,omitempty"`
+	// APIVersion is the api-version query parameter; empty means
+	// DefaultAzureAPIVersion.
+	APIVersion string `json:"azure_api_version,omitempty"`
+	// ModelName is the model behind the deployment (for the caller's
+	// records); it is checked and carried, not sent upstream.
+	ModelName string `json:"azure_model_name,omitempty"`
+}
+
+// DefaultAzureAPIVersion is the api-version sent when no source sets one:
+// the current generally available version of the Azure OpenAI data plane.
+const DefaultAzureAPIVersion = "2024-10-21"
+
+// Over returns a with each empty field taken from b: a's settings take
+// precedence, field by field.
+func (a AzureSettings) Over(b AzureSettings) AzureSettings {
+	if a.ResourceName == "" {
+		a.ResourceName = b.ResourceName
+	}
+	if a.DeploymentID == "" {
+		a.DeploymentID = b.DeploymentID
+	}
+	if a.APIVersion == "" {
+		a.APIVersion = b.APIVersion
+	}
+	if a.ModelName == "" {
+		a.ModelName = b.ModelName
+	}
+	return a
+}
+
+// The Azure settings, as CheckAzure names them.
+const (
+	AzureResourceName = iota
+	AzureDeploymentID
+	AzureAPIVersion
+	AzureModelName
+)
+
+// AzureHeaders are the request headers of the Azure settings (also
+// accepted with the x-portkey- prefix), indexed by AzureResourceName, ...
+var AzureHeaders = [...]string{
+	"x-gateway-azure-resource-name", "x-gateway-azure-deployment-id",
+	"x-gateway-azure-api-version", "x-gateway-azure-model-name",
+}
+
+// AzureFields are the config target fields and integration configurations
+// of the Azure settings, indexed by AzureResourceName, ...
+var AzureFields = [...]string{"azure_resource_name", "azure_deployment_id", "azure_api_version", "azure_model_name"}
+
+// CheckAzure checks the value v of Azure setting field and says what is
+// wrong with it ("" when nothing is). A resource name is a DNS label of 2
+// to 63 letters, digits and dashes, neither starting nor ending with a
+// dash, so it can only name a host under openai.azure.com; a deployment
+// id, an api-version and a model name are 1 to 64 letters, digits, dots,
+// dashes and underscores, and a deployment id is not "." or "..", so they
+// stay one path segment or one query value.
+func CheckAzure(field int, v string) string {
+	switch field {
+	case AzureResourceName:
+		if len(v) < 2 || len(v) > 63 || v[0] == '-' || v[len(v)-1] == '-' || !azureChars(v, "-") {
+			return "must be an Azure resource name: 2-63 letters, digits or dashes, not starting or ending with a dash"
+		}
+	case AzureDeploymentID:
+		if v == "." || v == ".." {
+			return "must be a deployment id, not \".\" or \"..\""
+		}
+		fallthrough
+	default:
+		if len(v) == 0 || len(v) > 64 || !azureChars(v, "._-") {
+			return "must be 1-64 letters, digits, dots, dashes or underscores"
+		}
+	}
+	return ""
+}
+
+// azureChars reports whether v holds only ASCII letters, digits and the
+// bytes of extra.
+func azureChars(v, extra string) bool {
+	for i := 0; i < len(v); i++ {
+		c := v[i]
+		if !(c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9') && strings.IndexByte(extra, c) < 0 {
+			return false
+		}
+	}
+	return true
+}
+
+// Get returns setting field of a.
+func (a *AzureSettings) Get(field int) string {
+	return *a.field(field)
+}
+
+// Set sets setting field of a to v.
+func (a *AzureSettings) Set(field int, v string) {
+	*a.field(field) = v
+}
+
+func (a *AzureSettings) field(field int) *string {
+	switch field {
+	case AzureResourceName:
+		return &a.ResourceName
+	case AzureDeploymentID:
+		return &a.DeploymentID
+	case AzureAPIVersion:
+		return &a.APIVersion
+	}
+	return &a.ModelName
+}
+
+// ApplyAzure sets over (the settings a request's headers or a config
+// target give) on t, field by field over t's own. A managed target's
+// resource name is its integration's: over naming one is refused with a
+// 400 whose param is resourceParam, since the stored key would be sent to
+// a host the caller chose.
+func (t *Target) ApplyAzure(over AzureSettings, resourceParam string) *Error {
+	if over == (AzureSettings{}) {
+		return nil // the common case: nothing given
+	}
+	if over.ResourceName != "" && t.Managed {
+		return BadRequest(resourceParam, "%s cannot be combined with a managed provider or virtual key: the stored credential is only sent to the integration's own resource (set azure_resource_name in its configurations)", resourceParam)
+	}
+	t.Azure = over.Over(t.Azure)
+	return nil
+}
