@@ -55,8 +55,11 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 		// caller's Authorization is its key unless the config sets one.
 		t = core.Target{Provider: l.Provider, ForwardHeaders: h.ForwardHeaders}
 		if !h.Managed {
-			t.APIKey = h.APIKey
+			t.APIKey, t.Azure = h.APIKey, h.Azure
 		}
+	}
+	if err := t.ApplyAzure(l.Azure, n.Path+".azure_resource_name"); err != nil {
+		return t, err
 	}
 	if l.APIKey != "" {
 		t.APIKey = l.APIKey
