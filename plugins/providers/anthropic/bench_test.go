@@ -44,10 +44,11 @@ func BenchmarkTranslateResponse(b *testing.B) {
 // 4 KiB pieces as the gateway does; per stream of 8 events.
 func BenchmarkTranslateStream(b *testing.B) {
 	buf := make([]byte, 4096)
+	p := New()
 	b.ReportAllocs()
 	b.SetBytes(int64(len(textStream)))
 	for b.Loop() {
-		s := translated(strings.NewReader(textStream), false)
+		s := translatedBy(p, strings.NewReader(textStream), false)
 		for {
 			if _, err := s.Read(buf); err == io.EOF {
 				break

@@ -77,6 +77,8 @@ type chunkStream struct {
 	id, model string
 	usage     usage
 	tools     map[int]int // a tool_use block's index → its tool call's index
+	ev        streamEvent // the event being translated, reused
+	delta     []byte      // scratch for a chunk's delta
 }
 
 func (s *chunkStream) Read(p []byte) (int, error) {
@@ -154,29 +156,31 @@ func (s *chunkStream) nextEvent() (data []byte, ok bool) {
 	}
 }
 
-// streamEvent is one Messages stream event, as much of it as is translated.
+// streamEvent is one Messages stream event, as much of it as is
+// translated. Its parts are values, not pointers: a part an event lacks
+// reads as zero, and decoding allocates only the strings.
 type streamEvent struct {
 	Type    string `json:"type"`
-	Message *struct {
+	Message struct {
 		ID    string `json:"id"`
 		Model string `json:"model"`
 		Usage usage  `json:"usage"`
 	} `json:"message"`
 	Index        int `json:"index"`
-	ContentBlock *struct {
+	ContentBlock struct {
 		Type string `json:"type"`
 		Text string `json:"text"`
 		ID   string `json:"id"`
 		Name string `json:"name"`
 	} `json:"content_block"`
-	Delta *struct {
+	Delta struct {
 		Type        string `json:"type"`
 		Text        string `json:"text"`
 		PartialJSON string `json:"partial_json"`
 		StopReason  string `json:"stop_reason"`
 	} `json:"delta"`
-	Usage *usage `json:"usage"`
-	Error *struct {
+	Usage usage `json:"usage"`
+	Error struct {
 		Type    string `json:"type"`
 		Message string `json:"message"`
 	} `json:"error"`
@@ -190,19 +194,17 @@ func (e *StreamError) Error() string { return "Anthropic sent an error: " + e.Ty
 // translate appends to out the chunks of one event; io.EOF ends the stream
 // cleanly (message_stop).
 func (s *chunkStream) translate(data []byte) error {
-	var ev streamEvent
-	if err := json.Unmarshal(data, &ev); err != nil {
+	ev := &s.ev
+	*ev = streamEvent{}
+	if err := json.Unmarshal(data, ev); err != nil {
 		return fmt.Errorf("an event of Anthropic's stream is not JSON: %w", err)
 	}
 	switch ev.Type {
 	case "message_start":
-		if m := ev.Message; m != nil {
-			s.id, s.model, s.usage = m.ID, m.Model, m.Usage
-		}
+		s.id, s.model, s.usage = ev.Message.ID, ev.Message.Model, ev.Message.Usage
 		s.chunk(roleDelta, "", false)
 	case "content_block_start":
-		switch b := ev.ContentBlock; {
-		case b == nil:
+		switch b := &ev.ContentBlock; {
 		case b.Type == "tool_use":
 			call := len(s.tools)
 			s.tools[ev.Index] = call
@@ -210,15 +212,15 @@ func (s *chunkStream) translate(data []byte) error {
 			d = jsonenc.AppendString(d, b.ID)
 			d = append(d, `,"type":"function","function":{"name":`...)
 			d = jsonenc.AppendString(d, b.Name)
-			s.chunk(append(d, `,"arguments":""}}]}`...), "", false)
+			s.delta = append(d, `,"arguments":""}}]}`...)
+			s.chunk(s.delta, "", false)
 		case b.Type == "text" && b.Text != "":
-			s.chunk(contentDelta(b.Text), "", false)
+			s.chunk(s.contentDelta(b.Text), "", false)
 		}
 	case "content_block_delta":
-		switch d := ev.Delta; {
-		case d == nil:
+		switch d := &ev.Delta; {
 		case d.Type == "text_delta" && d.Text != "":
-			s.chunk(contentDelta(d.Text), "", false)
+			s.chunk(s.contentDelta(d.Text), "", false)
 		case d.Type == "input_json_delta" && d.PartialJSON != "":
 			call, ok := s.tools[ev.Index]
 			if !ok {
@@ -226,30 +228,25 @@ func (s *chunkStream) translate(data []byte) error {
 			}
 			b := append(s.toolDelta(call), `,"function":{"arguments":`...)
 			b = jsonenc.AppendString(b, d.PartialJSON)
-			s.chunk(append(b, `}}]}`...), "", false)
+			s.delta = append(b, `}}]}`...)
+			s.chunk(s.delta, "", false)
 		}
 	case "message_delta":
-		if u := ev.Usage; u != nil {
-			// message_delta's counts are cumulative; those it leaves out
-			// stay as message_start gave them.
-			if u.OutputTokens > 0 {
-				s.usage.OutputTokens = u.OutputTokens
-			}
-			if u.InputTokens > 0 {
-				s.usage.InputTokens = u.InputTokens
-			}
-			if u.CacheCreationInputTokens > 0 {
-				s.usage.CacheCreationInputTokens = u.CacheCreationInputTokens
-			}
-			if u.CacheReadInputTokens > 0 {
-				s.usage.CacheReadInputTokens = u.CacheReadInputTokens
-			}
+		// message_delta's counts are cumulative; those it leaves out stay
+		// as message_start gave them.
+		if u := ev.Usage; u.OutputTokens > 0 {
+			s.usage.OutputTokens = u.OutputTokens
 		}
-		stop := ""
-		if ev.Delta != nil {
-			stop = ev.Delta.StopReason
+		if u := ev.Usage; u.InputTokens > 0 {
+			s.usage.InputTokens = u.InputTokens
 		}
-		s.chunk(emptyDelta, finishReason(stop), !s.includeUsage)
+		if u := ev.Usage; u.CacheCreationInputTokens > 0 {
+			s.usage.CacheCreationInputTokens = u.CacheCreationInputTokens
+		}
+		if u := ev.Usage; u.CacheReadInputTokens > 0 {
+			s.usage.CacheReadInputTokens = u.CacheReadInputTokens
+		}
+		s.chunk(emptyDelta, finishReason(ev.Delta.StopReason), !s.includeUsage)
 	case "message_stop":
 		if s.includeUsage {
 			s.chunk(nil, "", true)
@@ -257,22 +254,25 @@ func (s *chunkStream) translate(data []byte) error {
 		s.out = append(s.out, "data: [DONE]\n\n"...)
 		return io.EOF
 	case "error":
-		e := &StreamError{Type: "api_error", Message: "unknown error"}
-		if ev.Error != nil {
-			e.Type, e.Message = ev.Error.Type, ev.Error.Message
+		e := &StreamError{Type: ev.Error.Type, Message: ev.Error.Message}
+		if e.Type == "" {
+			e.Type = "api_error"
 		}
 		return e
 	}
 	return nil
 }
 
-// toolDelta starts the delta of tool call i, up to its index.
+// toolDelta starts the delta of tool call i, up to its index, in the
+// scratch buffer.
 func (s *chunkStream) toolDelta(i int) []byte {
-	return strconv.AppendInt([]byte(`{"tool_calls":[{"index":`), int64(i), 10)
+	return strconv.AppendInt(append(s.delta[:0], `{"tool_calls":[{"index":`...), int64(i), 10)
 }
 
-func contentDelta(text string) []byte {
-	return append(jsonenc.AppendString([]byte(`{"content":`), text), '}')
+// contentDelta is the delta of a piece of text, in the scratch buffer.
+func (s *chunkStream) contentDelta(text string) []byte {
+	s.delta = append(jsonenc.AppendString(append(s.delta[:0], `{"content":`...), text), '}')
+	return s.delta
 }
 
 var roleDelta, emptyDelta = []byte(`{"role":"assistant","content":""}`), []byte(`{}`)

@@ -99,12 +99,16 @@ func TestTranslateStream(t *testing.T) {
 
 // translated is the chunk stream of src, as TranslateStream makes it.
 func translated(src io.Reader, includeUsage bool) io.ReadCloser {
-	body := `{"model":"m","stream":true,"messages":[]}`
+	return translatedBy(testProvider(), src, includeUsage)
+}
+
+func translatedBy(p *Provider, src io.Reader, includeUsage bool) io.ReadCloser {
+	req := &core.Request{Endpoint: core.EndpointChatComplete, JSON: map[string]any{}}
 	if includeUsage {
-		body = `{"model":"m","stream":true,"stream_options":{"include_usage":true},"messages":[]}`
+		req.JSON["stream_options"] = map[string]any{"include_usage": true}
 	}
 	resp := &core.Response{Status: 200, Header: http.Header{}, Stream: io.NopCloser(src), SSE: true}
-	testProvider().TranslateStream(&core.Request{Endpoint: core.EndpointChatComplete, Body: []byte(body)}, resp)
+	p.TranslateStream(req, resp)
 	return resp.Stream
 }
 
@@ -189,5 +193,25 @@ func TestTranslateStreamEventByEvent(t *testing.T) {
 	}
 	if n, err := s.Read(buf); n != 0 || err != io.EOF {
 		t.Errorf("after [DONE]: %d %v", n, err)
+	}
+}
+
+// TestIncludeUsage: stream_options.include_usage is read from the parsed
+// body when the server has parsed it, else from the body.
+func TestIncludeUsage(t *testing.T) {
+	for _, tc := range []struct {
+		req  core.Request
+		want bool
+	}{
+		{core.Request{Body: []byte(`{"stream":true,"stream_options":{"include_usage":true}}`)}, true},
+		{core.Request{Body: []byte(`{"stream":true,"stream_options":{"include_usage":false}}`)}, false},
+		{core.Request{Body: []byte(`{"stream":true}`)}, false},
+		{core.Request{JSON: map[string]any{"stream_options": map[string]any{"include_usage": true}}}, true},
+		{core.Request{JSON: map[string]any{"stream_options": "x"}}, false},
+		{core.Request{JSON: map[string]any{}, Body: []byte(`{"stream_options":{"include_usage":true}}`)}, false},
+	} {
+		if got := includeUsage(&tc.req); got != tc.want {
+			t.Errorf("%s %v: %v, want %v", tc.req.Body, tc.req.JSON, got, tc.want)
+		}
 	}
 }
