@@ -74,6 +74,7 @@ type chunkStream struct {
 	out       []byte // translated; out[off:] is not handed out yet
 	off       int
 	err       error // returned once out is handed out: the stream's end
+	srcErr    error // src's error, returned by fill once the bytes read with it are translated
 	id, model string
 	usage     usage
 	tools     map[int]int // a tool_use block's index → its tool call's index
@@ -116,13 +117,17 @@ func (s *chunkStream) fill() error {
 	if len(s.in) == cap(s.in) {
 		s.in = append(s.in, make([]byte, max(4096, len(s.in)))...)[:len(s.in)]
 	}
+	if err := s.srcErr; err != nil {
+		return err
+	}
 	n, err := s.src.Read(s.in[len(s.in):cap(s.in)])
 	s.in = s.in[:len(s.in)+n]
 	if err == io.EOF {
-		if n > 0 {
-			return nil // the rest is read on the next call
-		}
-		return fmt.Errorf("Anthropic's stream ended before message_stop: %w", io.ErrUnexpectedEOF)
+		err = fmt.Errorf("Anthropic's stream ended before message_stop: %w", io.ErrUnexpectedEOF)
+	}
+	if err != nil && n > 0 {
+		// The events those bytes complete are handed out first.
+		s.srcErr, err = err, nil
 	}
 	return err
 }

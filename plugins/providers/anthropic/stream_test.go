@@ -130,6 +130,8 @@ func TestTranslateStreamFails(t *testing.T) {
 			}},
 		{"broken upstream", io.MultiReader(strings.NewReader(start+"data: {\"type\":\"content_bl"), iotest.ErrReader(broken)),
 			func(err error) bool { return errors.Is(err, broken) }},
+		{"broken upstream, the error read with the last bytes", iotest.DataErrReader(io.MultiReader(strings.NewReader(start), iotest.ErrReader(broken))),
+			func(err error) bool { return errors.Is(err, broken) }},
 		{"ends early", strings.NewReader(start + "data: {\"type\":\"content_bl"),
 			func(err error) bool { return errors.Is(err, io.ErrUnexpectedEOF) }},
 		{"not JSON", strings.NewReader(start + "data: {\"type\n\n"),
