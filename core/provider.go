@@ -7,7 +7,8 @@ import (
 
 // Provider turns a request for a target into the provider's own HTTP request.
 // Answers in the OpenAI shape are passed through unchanged; a provider whose
-// wire format differs also implements ResponseTranslator.
+// wire format differs also implements ResponseTranslator and
+// StreamTranslator.
 type Provider interface {
 	// Name is what x-gateway-provider selects, e.g. "openai".
 	Name() string
@@ -19,7 +20,23 @@ type Provider interface {
 }
 
 // ResponseTranslator is implemented by providers whose answers are not in the
-// OpenAI shape. It is found by type assertion.
+// OpenAI shape. It is found by type assertion. The pipeline calls it on every
+// whole answer from the provider (not on cached ones, which are stored
+// translated), before the cache and the afterResponseHook hooks see it:
+// TranslateResponse rewrites resp.Body (and its headers) in place for the
+// request req, and leaves answers of other endpoints as they are. An error
+// means a 2xx answer it could not read.
 type ResponseTranslator interface {
 	TranslateResponse(req *Request, resp *Response) error
+}
+
+// StreamTranslator is implemented by providers whose event streams are not
+// in the OpenAI shape. It is found by type assertion. The pipeline calls it
+// on every event stream from the provider (resp.SSE), before the cache keeps
+// a copy: TranslateStream replaces resp.Stream with the stream in the OpenAI
+// shape for the request req, translated event by event as each arrives (it
+// holds back no more than the one event being read), and leaves streams of
+// other endpoints as they are.
+type StreamTranslator interface {
+	TranslateStream(req *Request, resp *Response)
 }

@@ -220,11 +220,13 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 			hresp.Body.Close()
 			return fail(errTimeout)
 		}
-		var stream io.ReadCloser = &streamBody{Reader: br, body: hresp.Body, cancel: cancel}
-		if cs.save != nil && ok2xx(resp.Status) {
-			stream = cs.teeStream(stream, resp)
+		resp.Stream, resp.SSE = &streamBody{Reader: br, body: hresp.Body, cancel: cancel}, sse
+		if st, ok := prov.(core.StreamTranslator); ok && sse {
+			st.TranslateStream(&lreq, resp) // before the tee: the cache keeps what the client gets
 		}
-		resp.Stream, resp.SSE = stream, sse
+		if cs.save != nil && ok2xx(resp.Status) {
+			resp.Stream = cs.teeStream(resp.Stream, resp)
+		}
 		res.resp = resp
 		return res
 	}
@@ -236,6 +238,13 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 	stop()
 	cancel(nil)
 	resp.Body = body
+	if rt, ok := prov.(core.ResponseTranslator); ok {
+		// Before the cache and the afterResponseHook hooks see the answer.
+		if err := rt.TranslateResponse(&lreq, resp); err != nil {
+			res.err = core.Upstream(err, "provider %s answered with a body the gateway cannot translate: %v", prov.Name(), err)
+			return res
+		}
+	}
 	if cs.save != nil && ok2xx(resp.Status) {
 		cs.saveBody(resp)
 	}

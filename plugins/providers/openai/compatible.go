@@ -37,12 +37,4 @@ var Compatible = []Spec{
 	bearer("ollama", "http://localhost:11434/v1"),
 	bearer("vllm", "http://localhost:8000/v1"),
 	bearer("lm-studio", "http://localhost:1234/v1"),
-	{
-		// Anthropic is served for its own routes (/v1/messages) and the proxy;
-		// chat completions need a translation that is not built yet.
-		Name: "anthropic", BaseURL: "https://api.anthropic.com/v1",
-		AuthHeader: "x-api-key", StaticHeaders: map[string]string{"anthropic-version": "2023-06-01"},
-		PassHeaders: []string{"anthropic-version", "anthropic-beta"},
-		Endpoints:   []core.Endpoint{core.EndpointMessages, core.EndpointMessagesCount},
-	},
 }

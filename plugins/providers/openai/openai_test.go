@@ -163,7 +163,7 @@ func TestBuildRequestHeaders(t *testing.T) {
 		{"target headers", Compatible[1], core.Target{APIKey: "sk", Headers: map[string]string{"content-type": "text/plain", "x-extra": "e"}}, http.Header{
 			"Content-Type": {"text/plain"}, "Accept": {"text/event-stream"}, "X-Extra": {"e"}, "Authorization": {"Bearer sk"},
 		}},
-		{"static header sent by the client", Compatible[len(Compatible)-1], core.Target{APIKey: "ak"}, http.Header{
+		{"static header sent by the client", Spec{Name: "a", BaseURL: "http://h", AuthHeader: "x-api-key", StaticHeaders: map[string]string{"anthropic-version": "2023-06-01"}, PassHeaders: []string{"anthropic-version"}}, core.Target{APIKey: "ak"}, http.Header{
 			"Content-Type": {"application/json"}, "Accept": {"text/event-stream"}, "Anthropic-Version": {"2024-01-01"}, "X-Api-Key": {"ak"},
 		}},
 		{"static header", Spec{Name: "s", BaseURL: "http://h", AuthHeader: "x-key", StaticHeaders: map[string]string{"x-static": "s", "content-type": "ignored"}}, core.Target{APIKey: "k", Headers: map[string]string{"X-Static": ""}}, http.Header{

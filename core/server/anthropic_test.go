@@ -1,0 +1,204 @@
+package server_test
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/llm-gateway/gateway/core"
+)
+
+// fakeAnthropic answers /v1/messages as Anthropic does (a stream holds
+// after its first text until release is closed, or the request is
+// abandoned); /v1/chat/completions fails with 500, as a broken OpenAI
+// target would. A request whose system prompt is "fail" gets Anthropic's
+// error body.
+func fakeAnthropic(release <-chan struct{}) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if r.URL.Path == "/v1/chat/completions" {
+			w.WriteHeader(500)
+			io.WriteString(w, `{"error":{"message":"boom","type":"server_error","param":null,"code":null}}`)
+			return
+		}
+		var req struct {
+			System string
+			Stream bool
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		if req.System == "fail" {
+			w.WriteHeader(400)
+			io.WriteString(w, `{"type":"error","error":{"type":"invalid_request_error","message":"messages: text content blocks must be non-empty"}}`)
+			return
+		}
+		if !req.Stream {
+			io.WriteString(w, `{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[{"type":"text","text":"Hello"},{"type":"tool_use","id":"toolu_1","name":"now","input":{}}],"stop_reason":"tool_use","usage":{"input_tokens":7,"cache_read_input_tokens":3,"output_tokens":2}}`)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		send := func(data string) {
+			fmt.Fprintf(w, "event: x\ndata: %s\n\n", data)
+			w.(http.Flusher).Flush()
+		}
+		send(`{"type":"message_start","message":{"id":"msg_2","model":"claude-x","usage":{"input_tokens":7,"output_tokens":1}}}`)
+		send(`{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}`)
+		send(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}`)
+		select {
+		case <-release:
+		case <-r.Context().Done():
+			return
+		case <-time.After(5 * time.Second):
+			return
+		}
+		send(`{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lo"}}`)
+		send(`{"type":"content_block_stop","index":0}`)
+		send(`{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":4}}`)
+		send(`{"type":"message_stop"}`)
+	})
+}
+
+// TestAnthropicChatCompletions: POST /v1/chat/completions reaches
+// Anthropic, by header or by a config's fallback, and the client gets the
+// OpenAI shape: the answer, an error, and a stream forwarded event by
+// event; the log counts the tokens.
+func TestAnthropicChatCompletions(t *testing.T) {
+	t.Parallel()
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	g := newGateway(t, fakeAnthropic(release))
+	fallback := `{"strategy":{"mode":"fallback"},"targets":[{"provider":"openai","custom_host":"` + g.host + `"},{"provider":"anthropic","custom_host":"` + g.host + `"}]}`
+	const body = `{"model":"claude-x","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}]}`
+
+	for _, tc := range []struct {
+		name, option string
+		hdr          []string
+	}{
+		{"by header", "config", []string{"x-gateway-provider", "anthropic"}},
+		{"fallback from openai", "config.targets[1]", []string{"x-gateway-config", fallback}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			trace := "anthropic-" + strings.ReplaceAll(tc.name, " ", "-")
+			r := g.do(t, "POST", "/v1/chat/completions", []byte(body), append([]string{"x-gateway-trace-id", trace}, tc.hdr...)...)
+			if r.status != 200 || r.header.Get("X-Gateway-Provider") != "anthropic" || r.header.Get("X-Gateway-Last-Used-Option-Index") != tc.option {
+				t.Fatalf("status %d headers %v: %s", r.status, r.header, r.body)
+			}
+			want := `{"id":"msg_1","object":"chat.completion","created":0,"model":"claude-x","choices":[{"index":0,"message":{"role":"assistant","content":"Hello","refusal":null,` +
+				`"tool_calls":[{"id":"toolu_1","type":"function","function":{"name":"now","arguments":"{}"}}]},"logprobs":null,"finish_reason":"tool_calls"}],` +
+				`"usage":{"prompt_tokens":10,"completion_tokens":2,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":3}}}`
+			var got map[string]any
+			if err := json.Unmarshal(r.body, &got); err != nil || got["created"] == nil {
+				t.Fatalf("answer %s", r.body)
+			}
+			got["created"] = 0.0
+			if b, _ := json.Marshal(got); !jsonSame(t, b, want) {
+				t.Errorf("answer %s\nwant   %s", r.body, want)
+			}
+			up := g.up.last(t)
+			if up.Path != "/v1/messages" || up.Header.Get("X-Api-Key") != providerToken || up.Header.Get("Anthropic-Version") == "" ||
+				!jsonSame(t, up.Body, `{"model":"claude-x","system":"be brief","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"max_tokens":4096}`) {
+				t.Errorf("upstream got %s %v %s", up.Path, up.Header, up.Body)
+			}
+			if rec := g.logs.one(t, trace); rec.Usage != (core.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}) || rec.Status != 200 || rec.OptionPath != tc.option {
+				t.Errorf("log record %+v", rec)
+			}
+		})
+	}
+
+	t.Run("error", func(t *testing.T) {
+		r := g.do(t, "POST", "/v1/chat/completions", []byte(`{"model":"claude-x","messages":[{"role":"system","content":"fail"},{"role":"user","content":"hi"}]}`),
+			"x-gateway-provider", "anthropic", "x-gateway-trace-id", "anthropic-error")
+		if r.status != 400 {
+			t.Fatalf("status %d: %s", r.status, r.body)
+		}
+		if e := errorOf(t, r); e.Type != "invalid_request_error" || !strings.Contains(e.Message, "non-empty") {
+			t.Errorf("error %+v", e)
+		}
+		if rec := g.logs.one(t, "anthropic-error"); !strings.Contains(rec.Error, "non-empty") {
+			t.Errorf("log record error %q", rec.Error)
+		}
+	})
+
+	t.Run("n refused", func(t *testing.T) {
+		before := g.up.hits()
+		r := g.do(t, "POST", "/v1/chat/completions", []byte(`{"model":"claude-x","n":2,"messages":[{"role":"user","content":"hi"}]}`), "x-gateway-provider", "anthropic")
+		if e := errorOf(t, r); r.status != 400 || deref(e.Param) != "n" {
+			t.Errorf("status %d error %+v", r.status, e)
+		}
+		if g.up.hits() != before {
+			t.Error("the request was sent")
+		}
+	})
+
+	t.Run("stream", func(t *testing.T) {
+		base := g.listen(t)
+		req := g.liveRequest(base, "POST", "/v1/chat/completions", []byte(`{"model":"claude-x","stream":true,"messages":[{"role":"user","content":"hi"}]}`),
+			"x-gateway-provider", "anthropic", "x-gateway-trace-id", "anthropic-stream")
+		resp, err := liveClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer resp.Body.Close()
+		if resp.StatusCode != 200 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "text/event-stream") {
+			t.Fatalf("status %d content type %q", resp.StatusCode, resp.Header.Get("Content-Type"))
+		}
+		// The role chunk and the first text arrive while the upstream holds the rest.
+		br := bufio.NewReader(resp.Body)
+		got := make(chan []string, 1)
+		go func() {
+			var events []string
+			var ev strings.Builder
+			for len(events) < 2 {
+				line, err := br.ReadString('\n')
+				ev.WriteString(line)
+				if err != nil {
+					break
+				}
+				if line == "\n" {
+					events = append(events, ev.String())
+					ev.Reset()
+				}
+			}
+			got <- events
+		}()
+		select {
+		case events := <-got:
+			if len(events) != 2 || !strings.Contains(events[0], `"role":"assistant"`) || !strings.Contains(events[1], `"content":"Hel"`) {
+				t.Fatalf("first events %q", events)
+			}
+		case <-time.After(3 * time.Second):
+			t.Fatal("the first chunks did not reach the client while the upstream held the stream open: the translation buffers")
+		}
+		once.Do(func() { close(release) })
+		rest, err := io.ReadAll(br)
+		if err != nil {
+			t.Fatal(err)
+		}
+		events := sseEvents(rest)
+		if len(events) != 3 || !strings.Contains(events[0], `"content":"lo"`) || !strings.Contains(events[1], `"finish_reason":"stop"`) ||
+			!strings.Contains(events[1], `"usage":{"prompt_tokens":7,"completion_tokens":4,"total_tokens":11`) || events[2] != "data: [DONE]" {
+			t.Errorf("rest of the stream %q", events)
+		}
+		if rec := g.logs.one(t, "anthropic-stream"); rec.Usage != (core.Usage{PromptTokens: 7, CompletionTokens: 4, TotalTokens: 11}) || !rec.Stream || rec.Error != "" {
+			t.Errorf("log record %+v", rec)
+		}
+	})
+}
+
+// jsonSame reports whether got holds the same JSON value as want.
+func jsonSame(t *testing.T, got []byte, want string) bool {
+	t.Helper()
+	var g, w any
+	if json.Unmarshal(got, &g) != nil || json.Unmarshal([]byte(want), &w) != nil {
+		return false
+	}
+	gb, _ := json.Marshal(g)
+	wb, _ := json.Marshal(w)
+	return string(gb) == string(wb)
+}

@@ -1,0 +1,219 @@
+package anthropic
+
+import (
+	"errors"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+	"testing/iotest"
+
+	"github.com/llm-gateway/gateway/core"
+)
+
+// Recorded Messages streams (event by event, as Anthropic sends them).
+const (
+	textStream = "event: message_start\n" +
+		`data: {"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","model":"claude-x","content":[],"stop_reason":null,"stop_sequence":null,"usage":{"input_tokens":25,"cache_read_input_tokens":5,"output_tokens":1}}}` + "\n\n" +
+		"event: content_block_start\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\n\n" +
+		"event: ping\n" + `data: {"type": "ping"}` + "\n\n" +
+		"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hel"}}` + "\n\n" +
+		"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"lo \"you\""}}` + "\n\n" +
+		"event: content_block_stop\n" + `data: {"type":"content_block_stop","index":0}` + "\n\n" +
+		"event: message_delta\n" + `data: {"type":"message_delta","delta":{"stop_reason":"end_turn","stop_sequence":null},"usage":{"output_tokens":15}}` + "\n\n" +
+		"event: message_stop\n" + `data: {"type":"message_stop"}` + "\n\n"
+
+	toolStream = "event: message_start\r\n" +
+		`data: {"type":"message_start","message":{"id":"msg_2","model":"claude-x","usage":{"input_tokens":40,"output_tokens":1}}}` + "\r\n\r\n" +
+		"event: content_block_start\r\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\r\n\r\n" +
+		"event: content_block_delta\r\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Checking."}}` + "\r\n\r\n" +
+		"event: content_block_stop\r\n" + `data: {"type":"content_block_stop","index":0}` + "\r\n\r\n" +
+		"event: content_block_start\r\n" + `data: {"type":"content_block_start","index":1,"content_block":{"type":"tool_use","id":"toolu_1","name":"weather","input":{}}}` + "\r\n\r\n" +
+		"event: content_block_delta\r\n" + `data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":""}}` + "\r\n\r\n" +
+		"event: content_block_delta\r\n" + `data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"{\"city\": "}}` + "\r\n\r\n" +
+		"event: content_block_delta\r\n" + `data: {"type":"content_block_delta","index":1,"delta":{"type":"input_json_delta","partial_json":"\"Paris\"}"}}` + "\r\n\r\n" +
+		"event: content_block_stop\r\n" + `data: {"type":"content_block_stop","index":1}` + "\r\n\r\n" +
+		"event: content_block_start\r\n" + `data: {"type":"content_block_start","index":2,"content_block":{"type":"tool_use","id":"toolu_2","name":"now","input":{}}}` + "\r\n\r\n" +
+		"event: content_block_stop\r\n" + `data: {"type":"content_block_stop","index":2}` + "\r\n\r\n" +
+		"event: message_delta\r\n" + `data: {"type":"message_delta","delta":{"stop_reason":"tool_use"},"usage":{"output_tokens":30}}` + "\r\n\r\n" +
+		"event: message_stop\r\n" + `data: {"type":"message_stop"}` + "\r\n\r\n"
+)
+
+// chunk is the expected chunk event for delta and finish ("null" or a
+// quoted reason), with usage when not empty.
+func chunk(id, delta, finish, usage string) string {
+	s := `data: {"id":"` + id + `","object":"chat.completion.chunk","created":1700000000,"model":"claude-x","choices":[{"index":0,"delta":` + delta + `,"logprobs":null,"finish_reason":` + finish + `}]`
+	if usage != "" {
+		s += `,"usage":` + usage
+	}
+	return s + "}\n\n"
+}
+
+// TestTranslateStream: recorded Messages streams become the chunks an
+// OpenAI stream has, read whole or a byte at a time.
+func TestTranslateStream(t *testing.T) {
+	const textUsage = `{"prompt_tokens":30,"completion_tokens":15,"total_tokens":45,"prompt_tokens_details":{"cached_tokens":5}}`
+	textChunks := chunk("msg_1", `{"role":"assistant","content":""}`, "null", "") +
+		chunk("msg_1", `{"content":"Hel"}`, "null", "") +
+		chunk("msg_1", `{"content":"lo \"you\""}`, "null", "")
+	const toolUsage = `{"prompt_tokens":40,"completion_tokens":30,"total_tokens":70,"prompt_tokens_details":{"cached_tokens":0}}`
+	toolChunks := chunk("msg_2", `{"role":"assistant","content":""}`, "null", "") +
+		chunk("msg_2", `{"content":"Checking."}`, "null", "") +
+		chunk("msg_2", `{"tool_calls":[{"index":0,"id":"toolu_1","type":"function","function":{"name":"weather","arguments":""}}]}`, "null", "") +
+		chunk("msg_2", `{"tool_calls":[{"index":0,"function":{"arguments":"{\"city\": "}}]}`, "null", "") +
+		chunk("msg_2", `{"tool_calls":[{"index":0,"function":{"arguments":"\"Paris\"}"}}]}`, "null", "") +
+		chunk("msg_2", `{"tool_calls":[{"index":1,"id":"toolu_2","type":"function","function":{"name":"now","arguments":""}}]}`, "null", "")
+	for _, tc := range []struct {
+		name, in     string
+		includeUsage bool
+		want         string
+	}{
+		{"text", textStream, false, textChunks + chunk("msg_1", `{}`, `"stop"`, textUsage) + "data: [DONE]\n\n"},
+		{"text with include_usage", textStream, true, textChunks + chunk("msg_1", `{}`, `"stop"`, "") +
+			`data: {"id":"msg_1","object":"chat.completion.chunk","created":1700000000,"model":"claude-x","choices":[],"usage":` + textUsage + "}\n\n" + "data: [DONE]\n\n"},
+		{"tool use", toolStream, false, toolChunks + chunk("msg_2", `{}`, `"tool_calls"`, toolUsage) + "data: [DONE]\n\n"},
+		{"events after message_stop are not read", textStream + "data: {\"type\":\"bogus\"\n\n", false, textChunks + chunk("msg_1", `{}`, `"stop"`, textUsage) + "data: [DONE]\n\n"},
+		{"max_tokens", strings.Replace(textStream, "end_turn", "max_tokens", 1), false, textChunks + chunk("msg_1", `{}`, `"length"`, textUsage) + "data: [DONE]\n\n"},
+	} {
+		for _, oneByte := range []bool{false, true} {
+			name := tc.name
+			if oneByte {
+				name += ", a byte at a time"
+			}
+			t.Run(name, func(t *testing.T) {
+				var src io.Reader = strings.NewReader(tc.in)
+				if oneByte {
+					src = iotest.OneByteReader(src)
+				}
+				got, err := io.ReadAll(translated(src, tc.includeUsage))
+				if err != nil {
+					t.Fatal(err)
+				}
+				if string(got) != tc.want {
+					t.Errorf("got\n%s\nwant\n%s", got, tc.want)
+				}
+			})
+		}
+	}
+}
+
+// translated is the chunk stream of src, as TranslateStream makes it.
+func translated(src io.Reader, includeUsage bool) io.ReadCloser {
+	return translatedBy(testProvider(), src, includeUsage)
+}
+
+func translatedBy(p *Provider, src io.Reader, includeUsage bool) io.ReadCloser {
+	req := &core.Request{Endpoint: core.EndpointChatComplete, JSON: map[string]any{}}
+	if includeUsage {
+		req.JSON["stream_options"] = map[string]any{"include_usage": true}
+	}
+	resp := &core.Response{Status: 200, Header: http.Header{}, Stream: io.NopCloser(src), SSE: true}
+	p.TranslateStream(req, resp)
+	return resp.Stream
+}
+
+// TestTranslateStreamFails: an error event, a broken upstream and a stream
+// that ends before message_stop fail the stream after what came before,
+// with no [DONE].
+func TestTranslateStreamFails(t *testing.T) {
+	start := textStream[:strings.Index(textStream, "event: content_block_stop")]
+	broken := errors.New("connection reset")
+	for _, tc := range []struct {
+		name    string
+		src     io.Reader
+		wantErr func(error) bool
+	}{
+		{"error event", strings.NewReader(start + "event: error\ndata: {\"type\":\"error\",\"error\":{\"type\":\"overloaded_error\",\"message\":\"Overloaded\"}}\n\n" + "event: message_stop\ndata: {\"type\":\"message_stop\"}\n\n"),
+			func(err error) bool {
+				var se *StreamError
+				return errors.As(err, &se) && se.Type == "overloaded_error" && se.Message == "Overloaded"
+			}},
+		{"broken upstream", io.MultiReader(strings.NewReader(start+"data: {\"type\":\"content_bl"), iotest.ErrReader(broken)),
+			func(err error) bool { return errors.Is(err, broken) }},
+		{"broken upstream, the error read with the last bytes", iotest.DataErrReader(io.MultiReader(strings.NewReader(start), iotest.ErrReader(broken))),
+			func(err error) bool { return errors.Is(err, broken) }},
+		{"ends early", strings.NewReader(start + "data: {\"type\":\"content_bl"),
+			func(err error) bool { return errors.Is(err, io.ErrUnexpectedEOF) }},
+		{"not JSON", strings.NewReader(start + "data: {\"type\n\n"),
+			func(err error) bool { return err != nil && strings.Contains(err.Error(), "not JSON") }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := io.ReadAll(translated(tc.src, false))
+			if !tc.wantErr(err) {
+				t.Errorf("error %v", err)
+			}
+			want := chunk("msg_1", `{"role":"assistant","content":""}`, "null", "") +
+				chunk("msg_1", `{"content":"Hel"}`, "null", "") + chunk("msg_1", `{"content":"lo \"you\""}`, "null", "")
+			if string(got) != want {
+				t.Errorf("got\n%s\nwant\n%s", got, want)
+			}
+		})
+	}
+}
+
+// scriptedReader hands out one piece per Read and counts the reads.
+type scriptedReader struct {
+	pieces []string
+	reads  int
+}
+
+func (r *scriptedReader) Read(p []byte) (int, error) {
+	if r.reads == len(r.pieces) {
+		return 0, io.EOF
+	}
+	r.reads++
+	return copy(p, r.pieces[r.reads-1]), nil
+}
+
+// TestTranslateStreamEventByEvent: each event is handed out as soon as it
+// has been read whole, before the upstream is read again; half an event is
+// held until its end arrives.
+func TestTranslateStreamEventByEvent(t *testing.T) {
+	events := strings.SplitAfter(textStream, "\n\n")
+	events = events[:len(events)-1]
+	// The second event arrives in two reads.
+	src := &scriptedReader{pieces: append([]string{events[0], events[1][:10], events[1][10:]}, events[2:]...)}
+	s := translated(src, false)
+	buf := make([]byte, 64<<10)
+	for _, want := range []struct {
+		reads int
+		chunk string
+	}{
+		{1, `"role":"assistant"`},
+		{5, `"content":"Hel"`}, // content_block_start (in two reads) and ping give no chunk
+		{6, `"content":"lo \"you\""`},
+		{8, `"finish_reason":"stop"`}, // after content_block_stop
+		{9, "data: [DONE]"},
+	} {
+		n, err := s.Read(buf)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := string(buf[:n]); !strings.Contains(got, want.chunk) || strings.Count(got, "\n\n") != 1 || src.reads != want.reads {
+			t.Fatalf("after %d upstream reads: %q, want %q after %d reads", src.reads, got, want.chunk, want.reads)
+		}
+	}
+	if n, err := s.Read(buf); n != 0 || err != io.EOF {
+		t.Errorf("after [DONE]: %d %v", n, err)
+	}
+}
+
+// TestIncludeUsage: stream_options.include_usage is read from the parsed
+// body when the server has parsed it, else from the body.
+func TestIncludeUsage(t *testing.T) {
+	for _, tc := range []struct {
+		req  core.Request
+		want bool
+	}{
+		{core.Request{Body: []byte(`{"stream":true,"stream_options":{"include_usage":true}}`)}, true},
+		{core.Request{Body: []byte(`{"stream":true,"stream_options":{"include_usage":false}}`)}, false},
+		{core.Request{Body: []byte(`{"stream":true}`)}, false},
+		{core.Request{JSON: map[string]any{"stream_options": map[string]any{"include_usage": true}}}, true},
+		{core.Request{JSON: map[string]any{"stream_options": "x"}}, false},
+		{core.Request{JSON: map[string]any{}, Body: []byte(`{"stream_options":{"include_usage":true}}`)}, false},
+	} {
+		if got := includeUsage(&tc.req); got != tc.want {
+			t.Errorf("%s %v: %v, want %v", tc.req.Body, tc.req.JSON, got, tc.want)
+		}
+	}
+}
