@@ -64,6 +64,12 @@ const (
 	BucketLogExports Bucket = "log_exports"
 	// BucketDeployments holds deployments, keyed by id.
 	BucketDeployments Bucket = "deployments"
+	// BucketPromptPartials holds prompt partials, keyed by id; their
+	// versions are in BucketPartialVersions, keyed by VersionKey.
+	BucketPromptPartials  Bucket = "prompt_partials"
+	BucketPartialVersions Bucket = "prompt_partial_versions"
+	BucketPromptLabels    Bucket = "prompt_labels"
+	BucketCollections     Bucket = "prompt_collections"
 )
 
 // allBuckets are created when the store is opened.
@@ -72,7 +78,8 @@ var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, Buc
 	BucketMembers, BucketInvites, BucketSettings, BucketAuditLogs, BucketIntegrations, BucketProviders,
 	BucketVirtualKeys, BucketSecretReferences, BucketOutbox,
 	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters, BucketUsageStates, BucketFeedback,
-	BucketPrompts, BucketPromptVersions, BucketLogExports, BucketDeployments}
+	BucketPrompts, BucketPromptVersions, BucketLogExports, BucketDeployments,
+	BucketPromptPartials, BucketPartialVersions, BucketPromptLabels, BucketCollections}
 
 // Store is transactional access to the admin state. Update transactions are
 // durable once fn returns nil; a crash never leaves half of one behind.
