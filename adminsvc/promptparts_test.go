@@ -3,6 +3,7 @@ package adminsvc_test
 import (
 	"errors"
 	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -461,6 +462,26 @@ func TestPromptPartsPersistAcrossRestart(t *testing.T) {
 	for _, path := range []string{"/v1/prompts/partials/" + pl.id, "/v1/collections/" + col, "/v1/labels/" + lbl} {
 		if r := e.do(http.MethodGet, path, adminKey, nil); r.status != 200 {
 			t.Fatalf("%s after restart: %d %s", path, r.status, r.raw)
+		}
+	}
+}
+
+// Partial, label and collection writes are audited under their own
+// resource types.
+func TestPromptPartsAreAudited(t *testing.T) {
+	a := newAuditEnv(t)
+	pl := a.mkPartial(adminKey, "default", "audited", "x")
+	a.do(http.MethodPut, "/v1/prompts/partials/"+pl.id+"/makeDefault", adminKey, map[string]any{"version": 1})
+	a.mkLabel(adminKey, map[string]any{"name": "audited"})
+	a.mkCollection(adminKey, "default", "audited")
+	for typ, want := range map[string]string{"prompt-partials": "create update", "labels": "create", "collections": "create"} {
+		var got []string
+		for _, rec := range a.records("resource_type=" + typ) {
+			got = append(got, rec["action"].(string))
+		}
+		slices.Sort(got)
+		if strings.Join(got, " ") != want {
+			t.Fatalf("%s audited %q, want %q", typ, got, want)
 		}
 	}
 }

@@ -48,7 +48,8 @@ type promptSnapshot struct {
 // Prompts is the snapshot of saved prompts the data plane renders: each
 // prompt's default version, by id and by slug, with the partials of its
 // workspace. Reload swaps in a new snapshot after every change made through
-// the admin API to a prompt, a partial or a label.
+// the admin API to a prompt or to which partials exist and their default
+// versions (labels are read from the store when a request names one).
 type Prompts struct {
 	st   store.Store
 	mu   sync.Mutex

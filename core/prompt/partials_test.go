@@ -1,6 +1,7 @@
 package prompt
 
 import (
+	"encoding/json"
 	"errors"
 	"strings"
 	"testing"
@@ -124,5 +125,25 @@ func TestIncludes(t *testing.T) {
 	got, err := Includes(`[{"role":"system","content":"{{> sys}}"},{"role":"user","content":[{"type":"text","text":"{{#a}}{{> q}}{{/a}}{{> sys}}"}]}]`)
 	if err != nil || strings.Join(got, ",") != "sys,q" {
 		t.Fatalf("Includes = %v, %v", got, err)
+	}
+}
+
+// BenchmarkRenderWithPartial is BenchmarkRender's prompt with its system
+// message moved into a partial that includes another.
+func BenchmarkRenderWithPartial(b *testing.B) {
+	v := &Version{
+		Template: `[{"role":"system","content":"{{> system}}"},` +
+			`{"role":"user","content":"Customer {{customer.name}} (plan: {{customer.plan}}) asks:\n{{question}}\n{{#orders}}\n- order {{id}}: {{status}}\n{{/orders}}"}]`,
+		Partials:   map[string]string{"system": "You are a support agent for {{company}}. {{> lang}}", "lang": "Answer in {{language}}."},
+		Model:      "gpt-4o-mini",
+		Parameters: map[string]json.RawMessage{"temperature": json.RawMessage(`0.2`), "max_tokens": json.RawMessage(`512`)},
+	}
+	vs := vars(b, `{"company":"Acme","language":"English","customer":{"name":"Ada","plan":"pro"},"question":"Where is my order?","orders":[{"id":"A1","status":"shipped"},{"id":"B2","status":"packed"}]}`)
+	hyper := map[string]json.RawMessage{"stream": json.RawMessage(`true`)}
+	b.ReportAllocs()
+	for b.Loop() {
+		if _, err := Render(v, vs, hyper); err != nil {
+			b.Fatal(err)
+		}
 	}
 }
