@@ -227,6 +227,8 @@ func resourceAction(method, path string) (resource, action string) {
 		resource = "log-exports"
 	case resource == "policies" && len(segs) > 1:
 		resource = "policy-" + segs[1]
+	case resource == "prompts" && len(segs) > 1 && segs[1] == "partials":
+		resource = "prompt-partials"
 	}
 	switch method {
 	case http.MethodPost:

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,18 +31,29 @@ const (
 
 // promptEntry is one saved prompt as the data plane renders it.
 type promptEntry struct {
-	status, workspaceID string
+	rec store.Prompt
 	// version is the prompt's default version, shared by every request.
 	version *prompt.Version
 }
 
+// promptSnapshot is what the data plane renders prompts from.
+type promptSnapshot struct {
+	// byRef holds every prompt by id and by slug.
+	byRef map[string]*promptEntry
+	// partials holds the default text of every partial, by workspace id,
+	// then slug; every prompt.Version of a workspace shares its map.
+	partials map[string]map[string]string
+}
+
 // Prompts is the snapshot of saved prompts the data plane renders: each
-// prompt's default version, by id and by slug. Reload swaps in a new
-// snapshot after every change made through the admin API.
+// prompt's default version, by id and by slug, with the partials of its
+// workspace. Reload swaps in a new snapshot after every change made through
+// the admin API to a prompt or to which partials exist and their default
+// versions (labels are read from the store when a request names one).
 type Prompts struct {
 	st   store.Store
 	mu   sync.Mutex
-	snap atomic.Pointer[map[string]*promptEntry]
+	snap atomic.Pointer[promptSnapshot]
 }
 
 // NewPrompts loads the snapshot from st.
@@ -58,63 +70,122 @@ func (ps *Prompts) Reload() error {
 	}
 	ps.mu.Lock()
 	defer ps.mu.Unlock()
-	byRef := map[string]*promptEntry{}
-	err := ps.st.View(func(tx store.Tx) error {
+	snap := &promptSnapshot{byRef: map[string]*promptEntry{}}
+	err := ps.st.View(func(tx store.Tx) (err error) {
+		if snap.partials, err = allPartials(tx); err != nil {
+			return err
+		}
 		recs, err := store.List[store.Prompt](tx, store.BucketPrompts)
 		if err != nil {
 			return err
 		}
 		for _, rec := range recs {
-			pv, err := defaultVersion(tx, rec)
+			v, err := promptVersion(tx, rec, rec.DefaultVersionID)
+			var pv *prompt.Version
+			if err == nil {
+				pv, err = renderable(rec, v, snap.partials[rec.WorkspaceID])
+			}
 			if err != nil {
 				slog.Error("a saved prompt's default version cannot be read; it is skipped", "prompt", rec.Slug, "error", err)
 				continue
 			}
-			e := &promptEntry{status: rec.Status, workspaceID: rec.WorkspaceID, version: pv}
-			byRef[rec.ID], byRef[rec.Slug] = e, e
+			e := &promptEntry{rec: rec, version: pv}
+			snap.byRef[rec.ID], snap.byRef[rec.Slug] = e, e
 		}
 		return nil
 	})
 	if err != nil {
 		return fmt.Errorf("load saved prompts: %w", err)
 	}
-	ps.snap.Store(&byRef)
+	ps.snap.Store(snap)
 	return nil
 }
 
-// defaultVersion is rec's default version as the data plane renders it.
-func defaultVersion(tx store.Tx, rec store.Prompt) (*prompt.Version, error) {
-	var v store.PromptVersion
-	if err := tx.Get(store.BucketPromptVersions, store.VersionKey(rec.ID, rec.DefaultVersionID), &v); err != nil {
-		return nil, fmt.Errorf("version %s: %w", rec.DefaultVersionID, err)
-	}
+// renderable is version v of rec as the data plane renders it, including
+// partials.
+func renderable(rec store.Prompt, v store.PromptVersion, partials map[string]string) (*prompt.Version, error) {
 	var params map[string]json.RawMessage
 	if err := json.Unmarshal(v.Parameters, &params); err != nil {
 		return nil, fmt.Errorf("version %s, parameters: %w", v.ID, err)
 	}
 	return &prompt.Version{PromptID: rec.ID, Slug: rec.Slug, VersionID: v.ID, Version: v.Version, WorkspaceID: rec.WorkspaceID,
-		Template: v.Template, Parameters: params, Model: v.Model, Provider: v.Provider, VirtualKey: v.VirtualKey,
+		Template: v.Template, Partials: partials, Parameters: params, Model: v.Model, Provider: v.Provider, VirtualKey: v.VirtualKey,
 		Functions: v.Functions, Tools: v.Tools, ToolChoice: v.ToolChoice}, nil
 }
 
-// Prompt finds an active saved prompt by id or slug that p may use (an
-// organisation key any, a workspace key its own workspace's) and returns
-// its default version. The version is shared: callers must not change it.
+// Prompt finds an active saved prompt that p may use (an organisation key
+// any, a workspace key its own workspace's) and returns the version to
+// render. ref is the prompt's id or slug, for its default version, or that
+// followed by "@" and a version number ("@12"), "@latest" (the newest
+// version) or a label's name ("@staging": the version carrying the label).
+// A default version is shared: callers must not change it. Other versions
+// are read from the store on each call (nothing is cached for them).
 func (ps *Prompts) Prompt(ref string, p *core.Principal) (*prompt.Version, *core.Error) {
-	e, ok := (*ps.snap.Load())[ref]
-	if !ok || (p != nil && !p.IsOrganisationKey() && e.workspaceID != p.WorkspaceID) {
-		return nil, core.NotFound("no prompt %q in this workspace", ref)
+	id, selector, versioned := strings.Cut(ref, "@")
+	snap := ps.snap.Load()
+	e, ok := snap.byRef[id]
+	if !ok || (p != nil && !p.IsOrganisationKey() && e.rec.WorkspaceID != p.WorkspaceID) {
+		return nil, core.NotFound("no prompt %q in this workspace", id)
 	}
-	if e.status != store.StatusActive {
-		return nil, core.NotFound("prompt %q is %s", ref, e.status)
+	if e.rec.Status != store.StatusActive {
+		return nil, core.NotFound("prompt %q is %s", id, e.rec.Status)
 	}
-	return e.version, nil
+	if !versioned {
+		return e.version, nil
+	}
+	var v store.PromptVersion
+	err := ps.st.View(func(tx store.Tx) (err error) {
+		v, err = selectVersion(tx, e.rec, selector)
+		return err
+	})
+	var ce *core.Error
+	if errors.As(err, &ce) {
+		return nil, ce
+	}
+	var pv *prompt.Version
+	if err == nil {
+		pv, err = renderable(e.rec, v, snap.partials[e.rec.WorkspaceID])
+	}
+	if err != nil {
+		return nil, core.Internal(err, "saved prompt %s: version %s cannot be read", e.rec.Slug, selector)
+	}
+	return pv, nil
+}
+
+// selectVersion finds the version of rec that selector names: a version
+// number, "latest", or the name of a label visible in rec's workspace.
+func selectVersion(tx store.Tx, rec store.Prompt, selector string) (store.PromptVersion, error) {
+	versions, err := store.Versions[store.PromptVersion](tx, store.BucketPromptVersions, rec.ID)
+	if err != nil {
+		return store.PromptVersion{}, err
+	}
+	match := func(v store.PromptVersion) bool { return v.ID == rec.LatestVersionID }
+	what := "no latest version"
+	if n, err := strconv.Atoi(selector); err == nil {
+		match, what = func(v store.PromptVersion) bool { return v.Version == n }, fmt.Sprintf("no version %d (the latest is %d)", n, rec.LatestVersion)
+	} else if selector != "latest" {
+		label, found, err := labelByName(tx, rec.OrganisationID, rec.WorkspaceID, selector)
+		if err != nil {
+			return store.PromptVersion{}, err
+		}
+		if !found {
+			return store.PromptVersion{}, core.NotFound("prompt %s: no label %q in its workspace; after \"@\" send a version number, \"latest\" or a label's name", rec.Slug, selector)
+		}
+		match, what = func(v store.PromptVersion) bool { return v.LabelID == label.ID }, fmt.Sprintf("no version labelled %q", selector)
+	}
+	if i := slices.IndexFunc(versions, match); i >= 0 {
+		return versions[i], nil
+	}
+	return store.PromptVersion{}, core.NotFound("prompt %s has %s", rec.Slug, what)
 }
 
 // registerPrompts adds the /prompts routes. POST /prompts/{id}/render and
 // /prompts/{id}/completions are data-plane routes of the server, registered
 // after these: the /prompts catch-all passes them on (see unknownRoute).
 func (s *Service) registerPrompts(v1 fiber.Router) {
+	s.registerPartials(v1)
+	s.registerLabels(v1)
+	s.registerCollections(v1)
 	v1.Post("/prompts", s.createPrompt)
 	v1.Get("/prompts", s.listPrompts)
 	v1.Get("/prompts/:id", s.getPrompt)
@@ -240,22 +311,7 @@ func parsePromptBody(fields map[string]json.RawMessage, create bool) (promptBody
 // parsePromptContent reads the version fields of a body into c; string and
 // parameters are required unless a patch fills them.
 func parsePromptContent(fields map[string]json.RawMessage, required bool, c *store.PromptContent, p *problems) {
-	switch raw, ok := fields["string"]; {
-	case !ok:
-		if required {
-			p.add("string", "is required: the prompt's mustache template")
-		}
-	case json.Unmarshal(raw, &c.Template) != nil:
-		p.add("string", "must be a string: the prompt's mustache template")
-	case strings.TrimSpace(c.Template) == "":
-		p.add("string", "must not be empty")
-	case len(c.Template) > maxTemplateBytes:
-		p.add("string", "must be at most %d bytes", maxTemplateBytes)
-	default:
-		if err := prompt.Check(c.Template); err != nil {
-			p.add("string", "is not a valid template: %v", err)
-		}
-	}
+	c.Template = templateField(fields, "prompt's", required, prompt.Check, p)
 	switch raw, ok := fields["parameters"]; {
 	case !ok:
 		if required {
@@ -277,6 +333,31 @@ func parsePromptContent(fields map[string]json.RawMessage, required bool, c *sto
 	c.ToolChoice = toolChoiceField(fields, p)
 	c.VersionDescription, _ = strField(fields, "version_description", false, maxVersionDescription, p)
 	c.TemplateMetadata = objectField(fields, "template_metadata", p)
+}
+
+// templateField reads the "string" of a prompt or a partial (whose is
+// "prompt's" or "partial's"): a mustache template that check accepts; the
+// partials it includes are checked against the store later (see
+// checkIncludes).
+func templateField(fields map[string]json.RawMessage, whose string, required bool, check func(string) error, p *problems) string {
+	var t string
+	switch raw, ok := fields["string"]; {
+	case !ok:
+		if required {
+			p.add("string", "is required: the %s mustache template", whose)
+		}
+	case json.Unmarshal(raw, &t) != nil:
+		p.add("string", "must be a string: the %s mustache template", whose)
+	case strings.TrimSpace(t) == "":
+		p.add("string", "must not be empty")
+	case len(t) > maxTemplateBytes:
+		p.add("string", "must be at most %d bytes", maxTemplateBytes)
+	default:
+		if err := check(t); err != nil {
+			p.add("string", "is not a valid template: %v", err)
+		}
+	}
+	return t
 }
 
 // providerField reads an optional provider: "@<slug>" of a managed
@@ -442,6 +523,16 @@ func (s *Service) createPrompt(c *fiber.Ctx) error {
 			return err
 		}
 		rec.WorkspaceID = ws.ID
+		if b.collectionID != "" {
+			col, err := collectionIn(tx, ws.ID, "collection_id", b.collectionID)
+			if err != nil {
+				return err
+			}
+			rec.CollectionID = col.ID
+		}
+		if err := checkIncludes(tx, rec.WorkspaceID, "string", b.content.Template); err != nil {
+			return err
+		}
 		if err := putPromptVersion(tx, rec, versionID, 1, b.content, actor(caller), now); err != nil {
 			return err
 		}
@@ -475,6 +566,13 @@ func (s *Service) listPrompts(c *fiber.Ctx) error {
 		}
 		if err := promptAccess(tx, caller, false); err != nil {
 			return err
+		}
+		if collection == "" {
+		} else if col, found, err := findBySlug(tx, store.BucketCollections, collection,
+			func(r store.PromptCollection) (string, string) { return r.ID, r.Slug }); err != nil {
+			return err
+		} else if found {
+			collection = col.ID // named by slug
 		}
 		all, err := store.List[store.Prompt](tx, store.BucketPrompts)
 		for _, r := range all {
@@ -543,11 +641,21 @@ func (s *Service) updatePrompt(c *fiber.Ctx) error {
 			}
 			b.inherit(latest.PromptContent)
 		}
+		if err := checkIncludes(tx, rec.WorkspaceID, "string", b.content.Template); err != nil {
+			return err
+		}
 		if b.nameSet {
 			rec.Name = b.name
 		}
 		if b.collectionSet {
-			rec.CollectionID = b.collectionID
+			rec.CollectionID = ""
+			if b.collectionID != "" {
+				col, err := collectionIn(tx, rec.WorkspaceID, "collection_id", b.collectionID)
+				if err != nil {
+					return err
+				}
+				rec.CollectionID = col.ID
+			}
 		}
 		if b.status != "" {
 			rec.Status = b.status
@@ -651,16 +759,11 @@ func (s *Service) getPromptVersion(c *fiber.Ctx) error {
 	return c.JSON(view)
 }
 
-// makeDefaultPrompt publishes a version: PUT /prompts/{id}/makeDefault
-// {version}, a version number, makes it the one the data plane renders.
-func (s *Service) makeDefaultPrompt(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsPublish); err != nil {
-		return err
-	}
-	fields, cerr := decodeObject(c.Body())
+// versionNumberBody reads a makeDefault body: {version}, a version number.
+func versionNumberBody(body []byte) (int, *core.Error) {
+	fields, cerr := decodeObject(body)
 	if cerr != nil {
-		return cerr
+		return 0, cerr
 	}
 	var p problems
 	unknownFields(fields, "", []string{"version"}, &p)
@@ -670,8 +773,19 @@ func (s *Service) makeDefaultPrompt(c *fiber.Ctx) error {
 	} else if json.Unmarshal(raw, &n) != nil || n < 1 {
 		p.add("version", "must be a version number (1, 2, ...)")
 	}
-	if err := p.err(); err != nil {
+	return n, p.err()
+}
+
+// makeDefaultPrompt publishes a version: PUT /prompts/{id}/makeDefault
+// {version}, a version number, makes it the one the data plane renders.
+func (s *Service) makeDefaultPrompt(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsPublish); err != nil {
 		return err
+	}
+	n, cerr := versionNumberBody(c.Body())
+	if cerr != nil {
+		return cerr
 	}
 	var rec store.Prompt
 	err := s.st.Update(func(tx store.Tx) (err error) {
@@ -688,6 +802,9 @@ func (s *Service) makeDefaultPrompt(c *fiber.Ctx) error {
 		i := slices.IndexFunc(versions, func(v store.PromptVersion) bool { return v.Version == n })
 		if i < 0 {
 			return core.ValidationError("version", "version: prompt %s has no version %d (the latest is %d)", rec.Slug, n, rec.LatestVersion)
+		}
+		if err := checkIncludes(tx, rec.WorkspaceID, "version", versions[i].Template); err != nil {
+			return err
 		}
 		now := s.now()
 		rec.DefaultVersion, rec.DefaultVersionID = n, versions[i].ID

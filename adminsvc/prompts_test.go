@@ -119,8 +119,9 @@ func TestCreatePromptValidation(t *testing.T) {
 // plane's snapshot follows every change.
 func TestPromptVersionsAndMakeDefault(t *testing.T) {
 	e := newEnv(t)
+	col1 := e.mkCollection(adminKey, "default", "col 1")
 	p := e.mkPrompt(adminKey, newPrompt("Support bot", map[string]any{"workspace_id": "default", "model": "gpt-4o",
-		"provider": "@openai-prod", "collection_id": "col-1", "tools": []any{map[string]any{"type": "function"}},
+		"provider": "@openai-prod", "collection_id": col1, "tools": []any{map[string]any{"type": "function"}},
 		"tool_choice": "auto", "version_description": "first", "template_metadata": map[string]any{"owner": "ops"}}))
 	if !strings.HasPrefix(p.slug, "pp-support-bot-") || len(p.slug) != len("pp-support-bot-")+6 {
 		t.Fatalf("slug %q", p.slug)
@@ -136,7 +137,7 @@ func TestPromptVersionsAndMakeDefault(t *testing.T) {
 	for _, ref := range []string{p.id, p.slug} {
 		r := get(ref)
 		if r.str("id") != p.id || r.str("prompt_version_id") != p.version || r.body["prompt_version"] != 1.0 || r.str("string") != "Hello {{name}}" ||
-			r.str("model") != "gpt-4o" || r.str("provider") != "@openai-prod" || r.str("collection_id") != "col-1" || r.str("tool_choice") != "auto" ||
+			r.str("model") != "gpt-4o" || r.str("provider") != "@openai-prod" || r.str("collection_id") != col1 || r.str("tool_choice") != "auto" ||
 			r.str("workspace_id") != e.wsID || r.str("status") != "active" || r.str("object") != "prompt" || r.str("created_by") != e.owner {
 			t.Fatalf("get %s: %s", ref, r.raw)
 		}
@@ -214,7 +215,8 @@ func TestPromptVersionsAndMakeDefault(t *testing.T) {
 // parameters are required and the rest starts empty.
 func TestUpdatePromptPatch(t *testing.T) {
 	e := newEnv(t)
-	base := map[string]any{"workspace_id": "default", "model": "m1", "provider": "@p1", "collection_id": "c1",
+	c1 := e.mkCollection(adminKey, "default", "c1")
+	base := map[string]any{"workspace_id": "default", "model": "m1", "provider": "@p1", "collection_id": c1,
 		"functions": []any{map[string]any{"name": "f"}}, "tools": []any{map[string]any{"type": "function"}},
 		"tool_choice": map[string]any{"type": "function"}, "template_metadata": map[string]any{"k": "v"}, "version_description": "v1"}
 	// inherited is version 2's content (base's, with version 2's
@@ -265,7 +267,7 @@ func TestUpdatePromptPatch(t *testing.T) {
 				}
 			}
 			r := e.do(http.MethodGet, "/v1/prompts/"+p.id, adminKey, nil)
-			if name := cmpOr(tc.body["name"], "p"); r.str("name") != name || r.str("collection_id") != "c1" || r.body["prompt_version"] != 1.0 {
+			if name := cmpOr(tc.body["name"], "p"); r.str("name") != name || r.str("collection_id") != c1 || r.body["prompt_version"] != 1.0 {
 				t.Errorf("prompt: %s", r.raw)
 			}
 		})
@@ -449,6 +451,8 @@ func TestListPrompts(t *testing.T) {
 	e := newEnv(t)
 	wsB := e.addWorkspace("team-b")
 	var made []saved
+	cols := map[string]string{"default/support": e.mkCollection(adminKey, "default", "support"),
+		"default/sales": e.mkCollection(adminKey, "default", "sales"), "team-b/support": e.mkCollection(adminKey, "team-b", "support")}
 	for _, tc := range []struct{ name, ws, col string }{
 		{"Support triage", "default", "support"}, {"Sales pitch", "default", "sales"},
 		{"support escalation", "team-b", "support"}, {"Summary", "team-b", ""},
@@ -456,7 +460,7 @@ func TestListPrompts(t *testing.T) {
 		e.clock.Advance(1)
 		extra := map[string]any{"workspace_id": tc.ws}
 		if tc.col != "" {
-			extra["collection_id"] = tc.col
+			extra["collection_id"] = cols[tc.ws+"/"+tc.col]
 		}
 		made = append(made, e.mkPrompt(adminKey, newPrompt(tc.name, extra)))
 	}
@@ -469,9 +473,10 @@ func TestListPrompts(t *testing.T) {
 		{adminKey, "", []int{3, 2, 1, 0}, 4},
 		{adminKey, "workspace_id=team-b", []int{3, 2}, 2},
 		{adminKey, "workspace_id=" + wsB, []int{3, 2}, 2},
-		{adminKey, "collection_id=support", []int{2, 0}, 2},
+		{adminKey, "collection_id=" + cols["default/support"], []int{0}, 1},
+		{adminKey, "collection_id=" + cols["team-b/support"], []int{2}, 1},
 		{adminKey, "search=SUPPORT", []int{2, 0}, 2},
-		{adminKey, "search=s&collection_id=sales&workspace_id=default", []int{1}, 1},
+		{adminKey, "search=s&collection_id=" + cols["default/sales"] + "&workspace_id=default", []int{1}, 1},
 		{adminKey, "page_size=2&current_page=1", []int{1, 0}, 4},
 		{adminKey, "page_size=2&current_page=5", nil, 4},
 		{keyB, "", []int{3, 2}, 2},

@@ -156,7 +156,8 @@ func (s *Service) Register(v1 fiber.Router) {
 // adminPrefixes are the paths the admin API owns.
 var adminPrefixes = []string{"/api-keys", "/configs", "/guardrails", "/plugins", "/logs",
 	"/admin", "/workspaces", "/audit-logs", "/integrations", "/providers", "/virtual-keys", "/secret-references", "/deployments", "/policies",
-	"/analytics", "/feedback", "/prompts", "/mcp-integrations", "/mcp-servers"}
+	"/analytics", "/feedback", "/prompts", "/mcp-integrations", "/mcp-servers",
+	"/labels", "/collections"}
 
 // unknownRoute answers 404 for a path under an admin prefix that no admin
 // route matched. POST /v1/prompts/{id}/render and /completions, though

@@ -16,7 +16,8 @@ type Prompt struct {
 	Name           string `json:"name"`
 	OrganisationID string `json:"organisation_id"`
 	WorkspaceID    string `json:"workspace_id"`
-	// CollectionID groups prompts; it is a label, not a record.
+	// CollectionID is the PromptCollection the prompt is in (prompts saved
+	// before collections were records may hold any label here).
 	CollectionID     string    `json:"collection_id,omitempty"`
 	Status           string    `json:"status"`
 	CreatedBy        string    `json:"created_by"`
@@ -38,6 +39,8 @@ type PromptVersion struct {
 	// Version numbers a prompt's versions 1, 2, ...
 	Version int `json:"version"`
 	PromptContent
+	// LabelID is the PromptLabel on this version, if any.
+	LabelID   string    `json:"label_id,omitempty"`
 	CreatedAt time.Time `json:"created_at"`
 	CreatedBy string    `json:"created_by"`
 }

@@ -68,6 +68,12 @@ const (
 	// MCP server's URL and credentials) and the workspace handles on them.
 	BucketMCPIntegrations Bucket = "mcp_integrations"
 	BucketMCPServers      Bucket = "mcp_servers"
+	// BucketPromptPartials holds prompt partials, keyed by id; their
+	// versions are in BucketPartialVersions, keyed by VersionKey.
+	BucketPromptPartials  Bucket = "prompt_partials"
+	BucketPartialVersions Bucket = "prompt_partial_versions"
+	BucketPromptLabels    Bucket = "prompt_labels"
+	BucketCollections     Bucket = "prompt_collections"
 )
 
 // allBuckets are created when the store is opened.
@@ -77,7 +83,8 @@ var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, Buc
 	BucketVirtualKeys, BucketSecretReferences, BucketOutbox,
 	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters, BucketUsageStates, BucketFeedback,
 	BucketPrompts, BucketPromptVersions, BucketLogExports, BucketDeployments,
-	BucketMCPIntegrations, BucketMCPServers}
+	BucketMCPIntegrations, BucketMCPServers,
+	BucketPromptPartials, BucketPartialVersions, BucketPromptLabels, BucketCollections}
 
 // Store is transactional access to the admin state. Update transactions are
 // durable once fn returns nil; a crash never leaves half of one behind.

@@ -25,6 +25,9 @@ type Version struct {
 	WorkspaceID string
 	// Template is the prompt's "string": a mustache template.
 	Template string
+	// Partials are the texts {{> name}} includes, by partial name: the
+	// default versions of the workspace's partials. Shared: read only.
+	Partials map[string]string
 	// Parameters are the saved hyperparameters (temperature, max_tokens,
 	// ...), sent unless the caller overrides them.
 	Parameters map[string]json.RawMessage
@@ -74,7 +77,7 @@ func Render(v *Version, vars map[string]any, hyper map[string]json.RawMessage) (
 	if err != nil {
 		return nil, err
 	}
-	r := renderer{stack: []any{vars}}
+	r := renderer{stack: []any{vars}, partials: v.Partials}
 	messages, err := c.appendMessages(make([]byte, 0, 2*len(v.Template)), &r)
 	if err != nil {
 		return nil, err

@@ -14,8 +14,10 @@ import (
 // truthy value as the context, {{^x}}...{{/x}} renders when x is falsy,
 // and {{! ...}} is a comment. Section, inverted, closing and comment tags
 // alone on their line take the line with them, as the mustache spec says.
-// Partials ({{> name}}) and set-delimiter tags ({{=<% %>=}}) are not
-// supported: Check reports them.
+// {{> name}} includes the partial called name (Version.Partials), rendered
+// in the current context where the tag stands; partials may include
+// partials, MaxPartialDepth deep, never themselves. Set-delimiter tags
+// ({{=<% %>=}}) are not supported: Check reports them.
 
 // SyntaxError is a template that does not parse: what is wrong and where
 // (line and column, from 1; columns count characters).
@@ -108,8 +110,6 @@ func tokenize(src string) ([]token, error) {
 		}
 		name := strings.TrimSpace(content)
 		switch {
-		case kind == kindPartial:
-			return nil, syntaxError(src, pos, "partials ({{> %s}}) are not supported", name)
 		case kind == kindDelims:
 			return nil, syntaxError(src, pos, "changing the delimiters ({{=...=}}) is not supported")
 		case name == "":
@@ -210,6 +210,8 @@ func parse(src string) ([]node, error) {
 		case kindComment:
 		case kindVar:
 			nodes = append(nodes, node{kind: kindVar, text: t.text, path: splitName(t.text)})
+		case kindPartial:
+			nodes = append(nodes, node{kind: kindPartial, text: t.text})
 		case kindSection, kindInverted:
 			stack = append(stack, open{tok: t, nodes: nodes})
 			nodes = nil
@@ -260,6 +262,10 @@ type renderer struct {
 	out   []byte
 	stack []any
 	steps int
+	// partials are the templates {{> name}} includes, by name; including
+	// the names of the partials being rendered, innermost last.
+	partials  map[string]string
+	including []string
 }
 
 func (r *renderer) render(nodes []node) error {
@@ -292,12 +298,28 @@ func (r *renderer) render(nodes []node) error {
 					return err
 				}
 			}
+		case kindPartial:
+			if err := r.partial(n.text); err != nil {
+				return err
+			}
 		}
 	}
 	if len(r.out) > MaxRenderedBytes {
 		return errTooLarge
 	}
 	return nil
+}
+
+// partial renders the partial called name in the current context.
+func (r *renderer) partial(name string) error {
+	nodes, err := includable(r.partials, r.including, name)
+	if err != nil {
+		return err
+	}
+	r.including = append(r.including, name)
+	err = r.render(nodes)
+	r.including = r.including[:len(r.including)-1]
+	return err
 }
 
 // renderIn renders nodes with v pushed on the context stack.

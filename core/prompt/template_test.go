@@ -101,7 +101,8 @@ func TestCheckErrors(t *testing.T) {
 		{"space in name", "{{first name}}", 1, 1, "contains a space"},
 		{"empty dotted part", "{{a..b}}", 1, 1, "empty part"},
 		{"leading dot", "{{.a}}", 1, 1, "empty part"},
-		{"partial", "x {{> footer}}", 1, 3, "partials"},
+		{"partial without a name", "x {{> }}", 1, 3, "empty name"},
+		{"partial name with a space", "x\n{{> my footer}}", 2, 1, "contains a space"},
 		{"set delimiters", "{{=<% %>=}}", 1, 1, "delimiters"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

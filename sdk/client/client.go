@@ -39,6 +39,9 @@ type Client struct {
 	Settings         *Settings
 	Configs          *Configs
 	Prompts          *Prompts
+	PromptPartials   *PromptPartials
+	Labels           *Labels
+	Collections      *Collections
 	Guardrails       *Guardrails
 	Plugins          *Plugins
 	Integrations     *Integrations
@@ -74,6 +77,9 @@ func New(baseURL, apiKey string, opts ...Option) *Client {
 	c.Settings = &Settings{c}
 	c.Configs = &Configs{c}
 	c.Prompts = &Prompts{c}
+	c.PromptPartials = &PromptPartials{c}
+	c.Labels = &Labels{c}
+	c.Collections = &Collections{c}
 	c.Guardrails = &Guardrails{resource{c, "/guardrails"}}
 	c.Plugins = &Plugins{c}
 	c.Integrations = &Integrations{resource{c, "/integrations"}}

@@ -63,13 +63,17 @@ func TestPromptsClient(t *testing.T) {
 		t.Fatalf("invalid template: %v", err)
 	}
 
+	onboarding, err := c.Collections.Create(ctx, client.CollectionInput{Name: "Onboarding", WorkspaceID: "default"})
+	if err != nil || onboarding.Object != "collection" {
+		t.Fatalf("collection: %+v %v", onboarding, err)
+	}
 	created, err := c.Prompts.Create(ctx, client.PromptInput{Name: "Greeter", String: "Hello {{name}}", WorkspaceID: "default",
-		Parameters: map[string]any{"temperature": 0.5}, Model: "gpt-4o", CollectionID: "onboarding",
+		Parameters: map[string]any{"temperature": 0.5}, Model: "gpt-4o", CollectionID: onboarding.Slug,
 		Tools: []map[string]any{{"type": "function"}}, ToolChoice: "auto"})
 	if err != nil || created.Object != "prompt" || created.VersionID == "" {
 		t.Fatalf("create: %+v %v", created, err)
 	}
-	list, err := c.Prompts.List(ctx, client.PromptFilter{CollectionID: "onboarding", Search: "greet"}, client.Page{PageSize: 10})
+	list, err := c.Prompts.List(ctx, client.PromptFilter{CollectionID: onboarding.ID, Search: "greet"}, client.Page{PageSize: 10})
 	if err != nil || list.Total != 1 || list.Data[0].Str("id") != created.ID {
 		t.Fatalf("list: %+v %v", list, err)
 	}

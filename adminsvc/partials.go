@@ -1,0 +1,470 @@
+package adminsvc
+
+import (
+	"encoding/json"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/prompt"
+	"github.com/llm-gateway/gateway/store"
+)
+
+// registerPartials adds the /prompts/partials routes (before the
+// /prompts/:id ones, which would take "partials" for a prompt id). They
+// use the prompts.* scopes.
+func (s *Service) registerPartials(v1 fiber.Router) {
+	v1.Post("/prompts/partials", s.createPartial)
+	v1.Get("/prompts/partials", s.listPartials)
+	v1.Get("/prompts/partials/:id", s.getPartial)
+	v1.Put("/prompts/partials/:id", s.updatePartial)
+	v1.Delete("/prompts/partials/:id", s.deletePartial)
+	v1.Get("/prompts/partials/:id/versions", s.listPartialVersions)
+	v1.Put("/prompts/partials/:id/makeDefault", s.makeDefaultPartial)
+}
+
+// partialFields are the fields a POST or PUT /prompts/partials body may
+// carry; workspace_id only on create.
+var partialFields = []string{"name", "string", "workspace_id", "version_description"}
+
+// partialBody is an accepted POST or PUT /prompts/partials body.
+type partialBody struct {
+	name, template, workspaceID, description string
+	nameSet, templateSet                     bool
+}
+
+// checkPartialText checks a partial's own syntax (what it includes is
+// checked against the store, see checkPartialIncludes).
+func checkPartialText(text string) error {
+	_, err := prompt.IncludesPartial(text)
+	return err
+}
+
+// parsePartialBody reads a POST (create) or PUT /prompts/partials body;
+// every problem is listed in one 400 AB01.
+func parsePartialBody(fields map[string]json.RawMessage, create bool) (partialBody, *core.Error) {
+	var b partialBody
+	var p problems
+	unknownFields(fields, "", partialFields, &p)
+	b.name, b.nameSet = strField(fields, "name", create, maxPromptName, &p)
+	if !create && b.nameSet && b.name == "" {
+		p.add("name", "must not be empty")
+	}
+	_, b.templateSet = fields["string"]
+	b.template = templateField(fields, "partial's", create, checkPartialText, &p)
+	b.description, _ = strField(fields, "version_description", false, maxVersionDescription, &p)
+	if create {
+		b.workspaceID, _ = strField(fields, "workspace_id", false, maxPromptIdentifier, &p)
+	} else if _, ok := fields["workspace_id"]; ok {
+		p.add("workspace_id", "a partial cannot move to another workspace")
+	}
+	if !create && !b.nameSet && !b.templateSet {
+		p.add("body", "send name, string or both")
+	}
+	slices.SortStableFunc(p, func(a, b problem) int { return strings.Compare(a.param, b.param) })
+	return b, p.err()
+}
+
+// loadPartial finds a partial by id or slug that caller may see.
+func loadPartial(tx store.Tx, caller *core.Principal, ref string) (store.PromptPartial, error) {
+	return loadVisible(tx, caller, store.BucketPromptPartials, "partial", ref,
+		func(r store.PromptPartial) (string, string) { return r.Slug, r.WorkspaceID })
+}
+
+// partialVersion reads version id of partial rec.
+func partialVersion(tx store.Tx, rec store.PromptPartial, id string) (store.PartialVersion, error) {
+	var v store.PartialVersion
+	err := tx.Get(store.BucketPartialVersions, store.VersionKey(rec.ID, id), &v)
+	if errors.Is(err, store.ErrNotFound) {
+		return v, core.NotFound("partial %s has no version %q", rec.Slug, id)
+	}
+	return v, err
+}
+
+// allPartials is the default text of every partial, by workspace id, then
+// by slug: what {{> slug}} includes in that workspace's prompts.
+func allPartials(tx store.Tx) (map[string]map[string]string, error) {
+	recs, err := store.List[store.PromptPartial](tx, store.BucketPromptPartials)
+	if err != nil {
+		return nil, err
+	}
+	out := map[string]map[string]string{}
+	for _, rec := range recs {
+		v, err := partialVersion(tx, rec, rec.DefaultVersionID)
+		if err != nil {
+			return nil, err
+		}
+		if out[rec.WorkspaceID] == nil {
+			out[rec.WorkspaceID] = map[string]string{}
+		}
+		out[rec.WorkspaceID][rec.Slug] = v.Template
+	}
+	return out, nil
+}
+
+// checkIncludes checks that every partial template includes exists in
+// workspace wsID and is sound (prompt.CheckPartials): a 400 naming field.
+func checkIncludes(tx store.Tx, wsID, field, template string) error {
+	partials, err := allPartials(tx)
+	if err != nil {
+		return err
+	}
+	if err := prompt.CheckPartials(template, partials[wsID]); err != nil {
+		return core.ValidationError(field, "%s: is not a valid template: %v", field, err)
+	}
+	return nil
+}
+
+// checkPartialIncludes checks text as the default version of partial rec
+// would be: what it includes exists and no partial comes to include itself.
+func checkPartialIncludes(tx store.Tx, rec store.PromptPartial, field, text string) error {
+	partials, err := allPartials(tx)
+	if err != nil {
+		return err
+	}
+	if err := prompt.CheckPartial(rec.Slug, text, partials[rec.WorkspaceID]); err != nil {
+		return core.ValidationError(field, "%s: is not a valid template: %v", field, err)
+	}
+	return nil
+}
+
+// partialUsers lists the prompts and partials of rec's workspace whose
+// default version includes rec: "prompt <slug>", "partial <slug>".
+func partialUsers(tx store.Tx, rec store.PromptPartial) ([]string, error) {
+	var users []string
+	prompts, err := store.List[store.Prompt](tx, store.BucketPrompts)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range prompts {
+		if p.WorkspaceID != rec.WorkspaceID {
+			continue
+		}
+		v, err := promptVersion(tx, p, p.DefaultVersionID)
+		if err != nil {
+			return nil, err
+		}
+		if names, _ := prompt.Includes(v.Template); slices.Contains(names, rec.Slug) {
+			users = append(users, "prompt "+p.Slug)
+		}
+	}
+	partials, err := store.List[store.PromptPartial](tx, store.BucketPromptPartials)
+	if err != nil {
+		return nil, err
+	}
+	for _, p := range partials {
+		if p.WorkspaceID != rec.WorkspaceID || p.ID == rec.ID {
+			continue
+		}
+		v, err := partialVersion(tx, p, p.DefaultVersionID)
+		if err != nil {
+			return nil, err
+		}
+		if names, _ := prompt.IncludesPartial(v.Template); slices.Contains(names, rec.Slug) {
+			users = append(users, "partial "+p.Slug)
+		}
+	}
+	return users, nil
+}
+
+// partialView is a partial as the API shows it; version and version_id
+// are its default version, whose string GET /{id} adds.
+type partialView struct {
+	ID             string    `json:"id"`
+	Slug           string    `json:"slug"`
+	Name           string    `json:"name"`
+	OrganisationID string    `json:"organisation_id"`
+	WorkspaceID    string    `json:"workspace_id"`
+	CreatedBy      string    `json:"created_by"`
+	UpdatedBy      string    `json:"updated_by"`
+	CreatedAt      time.Time `json:"created_at"`
+	LastUpdatedAt  time.Time `json:"last_updated_at"`
+	Version        int       `json:"version"`
+	VersionID      string    `json:"version_id"`
+	LatestVersion  int       `json:"latest_version"`
+	String         *string   `json:"string,omitempty"`
+	Object         string    `json:"object"`
+}
+
+func partialViewOf(r store.PromptPartial, text *string) partialView {
+	return partialView{ID: r.ID, Slug: r.Slug, Name: r.Name, OrganisationID: r.OrganisationID, WorkspaceID: r.WorkspaceID,
+		CreatedBy: r.CreatedBy, UpdatedBy: r.UpdatedBy, CreatedAt: r.CreatedAt, LastUpdatedAt: r.LastUpdatedAt,
+		Version: r.DefaultVersion, VersionID: r.DefaultVersionID, LatestVersion: r.LatestVersion, String: text, Object: "prompt_partial"}
+}
+
+// partialVersionView is one version of a partial.
+type partialVersionView struct {
+	store.PartialVersion
+	IsDefault bool   `json:"is_default"`
+	Object    string `json:"object"`
+}
+
+// putPartialVersion stores text as version number n (id id) of rec.
+func putPartialVersion(tx store.Tx, rec store.PromptPartial, id string, n int, b partialBody, by string, at time.Time) error {
+	v := store.PartialVersion{ID: id, PartialID: rec.ID, Version: n, Template: b.template, VersionDescription: b.description, CreatedAt: at, CreatedBy: by}
+	return tx.Put(store.BucketPartialVersions, store.VersionKey(rec.ID, id), v)
+}
+
+func (s *Service) createPartial(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsCreate); err != nil {
+		return err
+	}
+	fields, cerr := decodeObject(c.Body())
+	if cerr != nil {
+		return cerr
+	}
+	b, cerr := parsePartialBody(fields, true)
+	if cerr != nil {
+		return cerr
+	}
+	now := s.now()
+	versionID := core.NewLogID(now)
+	rec := store.PromptPartial{ID: core.NewID(), Slug: newSlug("pl", b.name, "partial"), Name: b.name, OrganisationID: caller.OrganisationID,
+		CreatedBy: actor(caller), UpdatedBy: actor(caller), CreatedAt: now, LastUpdatedAt: now,
+		DefaultVersionID: versionID, DefaultVersion: 1, LatestVersionID: versionID, LatestVersion: 1}
+	err := s.st.Update(func(tx store.Tx) error {
+		ws, err := s.resolveWorkspace(tx, caller, b.workspaceID, true)
+		if err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, true); err != nil {
+			return err
+		}
+		rec.WorkspaceID = ws.ID
+		if err := checkPartialIncludes(tx, rec, "string", b.template); err != nil {
+			return err
+		}
+		if err := putPartialVersion(tx, rec, versionID, 1, b, actor(caller), now); err != nil {
+			return err
+		}
+		return tx.Put(store.BucketPromptPartials, rec.ID, rec)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadPrompts("stored"); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"id": rec.ID, "slug": rec.Slug, "version_id": versionID, "object": "prompt_partial"})
+}
+
+func (s *Service) listPartials(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsList); err != nil {
+		return err
+	}
+	var p problems
+	pg := parsePage(c.Query, 50, 1000, &p)
+	if err := p.err(); err != nil {
+		return err
+	}
+	search := strings.ToLower(c.Query("search"))
+	var out []partialView
+	err := s.st.View(func(tx store.Tx) error {
+		wsFilter, err := s.listWorkspace(tx, caller, c.Query("workspace_id"))
+		if err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, false); err != nil {
+			return err
+		}
+		all, err := store.List[store.PromptPartial](tx, store.BucketPromptPartials)
+		for _, r := range all {
+			if (wsFilter == "" || r.WorkspaceID == wsFilter) && strings.Contains(strings.ToLower(r.Name), search) {
+				out = append(out, partialViewOf(r, nil))
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return newestFirst(c, pg, out, func(v partialView) (time.Time, string) { return v.CreatedAt, v.Slug })
+}
+
+func (s *Service) getPartial(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsRead); err != nil {
+		return err
+	}
+	var view partialView
+	err := s.st.View(func(tx store.Tx) error {
+		rec, err := loadPartial(tx, caller, c.Params("id"))
+		if err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, false); err != nil {
+			return err
+		}
+		v, err := partialVersion(tx, rec, rec.DefaultVersionID)
+		view = partialViewOf(rec, &v.Template)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(view)
+}
+
+// updatePartial renames a partial (name) and, when string is sent, stores
+// it as a new version, which templates include once it is made the
+// default (PUT /{id}/makeDefault), as with prompts.
+func (s *Service) updatePartial(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsUpdate); err != nil {
+		return err
+	}
+	fields, cerr := decodeObject(c.Body())
+	if cerr != nil {
+		return cerr
+	}
+	b, cerr := parsePartialBody(fields, false)
+	if cerr != nil {
+		return cerr
+	}
+	var rec store.PromptPartial
+	err := s.st.Update(func(tx store.Tx) (err error) {
+		if rec, err = loadPartial(tx, caller, c.Params("id")); err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, true); err != nil {
+			return err
+		}
+		now := s.now()
+		if b.nameSet {
+			rec.Name = b.name
+		}
+		if b.templateSet {
+			if err := checkPartialIncludes(tx, rec, "string", b.template); err != nil {
+				return err
+			}
+			rec.LatestVersion, rec.LatestVersionID = rec.LatestVersion+1, nextVersionID(rec.LatestVersionID, now)
+			if err := putPartialVersion(tx, rec, rec.LatestVersionID, rec.LatestVersion, b, actor(caller), now); err != nil {
+				return err
+			}
+		}
+		rec.UpdatedBy, rec.LastUpdatedAt = actor(caller), now
+		return tx.Put(store.BucketPromptPartials, rec.ID, rec)
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"id": rec.ID, "slug": rec.Slug, "version_id": rec.LatestVersionID, "version": rec.LatestVersion})
+}
+
+// deletePartial deletes a partial and its versions, unless the default
+// version of a prompt or of another partial includes it (409 naming them).
+func (s *Service) deletePartial(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsDelete); err != nil {
+		return err
+	}
+	err := s.st.Update(func(tx store.Tx) error {
+		rec, err := loadPartial(tx, caller, c.Params("id"))
+		if err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, true); err != nil {
+			return err
+		}
+		users, err := partialUsers(tx, rec)
+		if err != nil {
+			return err
+		}
+		if len(users) > 0 {
+			return core.Conflict("partial %s is included by the default version of %s: change or delete those first", rec.Slug, strings.Join(users, ", "))
+		}
+		if err := store.DeleteVersions(tx, store.BucketPartialVersions, rec.ID); err != nil {
+			return err
+		}
+		return tx.Delete(store.BucketPromptPartials, rec.ID)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadPrompts("deleted"); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{})
+}
+
+func (s *Service) listPartialVersions(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsRead); err != nil {
+		return err
+	}
+	var p problems
+	pg := parsePage(c.Query, 50, 1000, &p)
+	if err := p.err(); err != nil {
+		return err
+	}
+	var out []partialVersionView
+	err := s.st.View(func(tx store.Tx) error {
+		rec, err := loadPartial(tx, caller, c.Params("id"))
+		if err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, false); err != nil {
+			return err
+		}
+		versions, err := store.Versions[store.PartialVersion](tx, store.BucketPartialVersions, rec.ID)
+		for _, v := range slices.Backward(versions) { // newest first
+			out = append(out, partialVersionView{PartialVersion: v, IsDefault: v.ID == rec.DefaultVersionID, Object: "prompt_partial_version"})
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return sendList(c, pg, out)
+}
+
+// makeDefaultPartial publishes a version: PUT /prompts/partials/{id}/makeDefault
+// {version} makes it the text templates include, once checked as the
+// partial's text (what it includes exists, no partial includes itself).
+func (s *Service) makeDefaultPartial(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsPublish); err != nil {
+		return err
+	}
+	n, cerr := versionNumberBody(c.Body())
+	if cerr != nil {
+		return cerr
+	}
+	var rec store.PromptPartial
+	err := s.st.Update(func(tx store.Tx) (err error) {
+		if rec, err = loadPartial(tx, caller, c.Params("id")); err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, true); err != nil {
+			return err
+		}
+		versions, err := store.Versions[store.PartialVersion](tx, store.BucketPartialVersions, rec.ID)
+		if err != nil {
+			return err
+		}
+		i := slices.IndexFunc(versions, func(v store.PartialVersion) bool { return v.Version == n })
+		if i < 0 {
+			return core.ValidationError("version", "version: partial %s has no version %d (the latest is %d)", rec.Slug, n, rec.LatestVersion)
+		}
+		if err := checkPartialIncludes(tx, rec, "version", versions[i].Template); err != nil {
+			return err
+		}
+		now := s.now()
+		rec.DefaultVersion, rec.DefaultVersionID = n, versions[i].ID
+		rec.UpdatedBy, rec.LastUpdatedAt = actor(caller), now
+		return tx.Put(store.BucketPromptPartials, rec.ID, rec)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadPrompts("published"); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"id": rec.ID, "slug": rec.Slug, "version": rec.DefaultVersion, "version_id": rec.DefaultVersionID})
+}
