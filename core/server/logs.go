@@ -29,6 +29,11 @@ func (s *Server) record(req *core.Request, resp *core.Response, status int, usag
 	}
 	if resp != nil {
 		rec.OptionPath, rec.RetryCount, rec.CacheStatus = resp.OptionPath, resp.RetryCount, resp.CacheStatus
+		if resp.Provider != "" {
+			// The provider that answered: a config may route away from
+			// the headers' choice (a fallback to another provider).
+			rec.Provider = resp.Provider
+		}
 	}
 	if p := req.Principal; p != nil {
 		rec.OrganisationID, rec.WorkspaceID, rec.APIKeyID = p.OrganisationID, p.WorkspaceID, p.KeyID

@@ -108,3 +108,36 @@ func TestRecordIDs(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordNamesTheAnsweringProvider checks that a record names the
+// provider that answered, not the headers' choice, when a config routes
+// the request to another provider; a request refused before any call
+// keeps the headers' provider.
+func TestRecordNamesTheAnsweringProvider(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"c1","object":"chat.completion","choices":[]}`))
+	}))
+	cases := []struct {
+		name     string
+		headers  []string
+		status   int
+		provider string
+	}{
+		{"the headers' provider", nil, 200, "openai"},
+		{"a config's provider", []string{"x-gateway-config", `{"provider":"groq","custom_host":"` + g.host + `"}`}, 200, "groq"},
+		{"refused before the call", []string{"x-gateway-config", `{"provider":"groq","override_params":{"model":1},"custom_host":"nope"}`}, 400, "openai"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := g.do(t, http.MethodPost, "/v1/chat/completions", []byte(chatBody), tc.headers...)
+			if r.status != tc.status {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			if rec := g.logs.one(t, r.trace()); rec.Provider != tc.provider {
+				t.Fatalf("provider %q, want %q", rec.Provider, tc.provider)
+			}
+		})
+	}
+}
