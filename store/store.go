@@ -68,6 +68,11 @@ const (
 	// MCP server's URL and credentials) and the workspace handles on them.
 	BucketMCPIntegrations Bucket = "mcp_integrations"
 	BucketMCPServers      Bucket = "mcp_servers"
+	// BucketAgentIntegrations and BucketAgentServers hold agent
+	// integrations (an A2A agent's URL and credentials) and the workspace
+	// handles on them.
+	BucketAgentIntegrations Bucket = "agent_integrations"
+	BucketAgentServers      Bucket = "agent_servers"
 )
 
 // allBuckets are created when the store is opened.
@@ -77,7 +82,7 @@ var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, Buc
 	BucketVirtualKeys, BucketSecretReferences, BucketOutbox,
 	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters, BucketUsageStates, BucketFeedback,
 	BucketPrompts, BucketPromptVersions, BucketLogExports, BucketDeployments,
-	BucketMCPIntegrations, BucketMCPServers}
+	BucketMCPIntegrations, BucketMCPServers, BucketAgentIntegrations, BucketAgentServers}
 
 // Store is transactional access to the admin state. Update transactions are
 // durable once fn returns nil; a crash never leaves half of one behind.

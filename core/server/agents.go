@@ -1,0 +1,112 @@
+package server
+
+import (
+	"context"
+	"errors"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/a2a"
+)
+
+// AgentSource finds the agent /v1/agents/{slug} names (by slug or id), as
+// principal p may use it (404 when it may not). ref points into the
+// request's buffers: it must not be kept past the call.
+type AgentSource interface {
+	Agent(ctx context.Context, ref string, p *core.Principal) (*a2a.Target, *core.Error)
+}
+
+// ScopeAgentsInvoke is the scope of /v1/agents/{slug}.
+const ScopeAgentsInvoke = "agents.invoke"
+
+// agentKind is /v1/agents/{slug} to the shared proxy (remote.go). A2A
+// messages do not name a skill, so nothing is refused by capability.
+var agentKind = &remoteKind{noun: "agent", plural: "agents", route: "agents", scope: ScopeAgentsInvoke, endpoint: a2a.LogEndpoint,
+	accept: a2a.Accept, methodKey: "a2a_method"}
+
+// registerAgentRoutes adds /v1/agents/{slug}: POST (JSON-RPC messages),
+// proxied to the agent, and GET of its card at either well-known path.
+// Anything else under /v1/agents is answered here, never by the generic
+// proxy.
+func (s *Server) registerAgentRoutes(v1 fiber.Router) {
+	v1.Post("/agents/:slug", s.serveAgent)
+	v1.Get("/agents/:slug"+a2a.CardPath, s.serveAgentCard)
+	v1.Get("/agents/:slug"+a2a.LegacyCardPath, s.serveAgentCard)
+	registerRemoteRoutes(v1, agentKind, "POST")
+}
+
+// agentTarget finds the route's agent.
+func (s *Server) agentTarget(c *fiber.Ctx, p *core.Principal) (*a2a.Target, *core.Error) {
+	if s.agents == nil {
+		return nil, unavailable(agentKind)
+	}
+	return s.agents.Agent(c.UserContext(), c.Params("slug"), p)
+}
+
+// serveAgent proxies one JSON-RPC request (message/send, message/stream,
+// tasks/get...) to the agent.
+func (s *Server) serveAgent(c *fiber.Ctx) error {
+	return s.serveRemote(c, agentKind, s.agentClient, func(p *core.Principal) (*remoteTarget, *core.Error) {
+		t, err := s.agentTarget(c, p)
+		if err != nil {
+			return nil, err
+		}
+		return &remoteTarget{slug: t.ServerSlug, url: t.URL, header: t.Header, passthrough: t.PassthroughHeader}, nil
+	})
+}
+
+// serveAgentCard answers the agent's card, fetched from the agent with the
+// integration's headers and rewritten to point at the gateway (see
+// a2a.RewriteCard). It is fetched on every request, not cached.
+func (s *Server) serveAgentCard(c *fiber.Ctx) error {
+	p := Principal(c)
+	if err := needScope(p, agentKind.scope); err != nil {
+		return err
+	}
+	req, err := s.newRemoteRequest(c, agentKind, p)
+	req.Path += a2a.CardPath
+	var card []byte
+	if err == nil {
+		card, err = s.agentCard(c, p)
+	}
+	if err != nil {
+		s.record(req, nil, err.Status, core.Usage{}, err)
+		return err
+	}
+	s.record(req, nil, fiber.StatusOK, core.Usage{}, nil)
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(card)
+}
+
+// agentCard fetches and rewrites the card of the route's agent.
+func (s *Server) agentCard(c *fiber.Ctx, p *core.Principal) ([]byte, *core.Error) {
+	t, err := s.agentTarget(c, p)
+	if err != nil {
+		return nil, err
+	}
+	if s.agentClient == nil {
+		return nil, core.Internal(nil, "this gateway has no agent client configured")
+	}
+	header := t.Header
+	if t.PassthroughHeader != "" {
+		if v := c.Get(t.PassthroughHeader); v != "" {
+			header = make(map[string]string, len(t.Header)+1)
+			header[t.PassthroughHeader] = v
+			for k, v := range t.Header { // the integration's credentials win
+				header[k] = v
+			}
+		}
+	}
+	raw, ferr := a2a.FetchCard(c.UserContext(), s.agentClient, a2a.Endpoint{URL: t.URL, Header: header})
+	if se := (*a2a.SendError)(nil); errors.As(ferr, &se) {
+		return nil, dialError(agentKind, t.ServerSlug, se.Err)
+	} else if ferr != nil {
+		return nil, core.Upstream(ferr, "agent %s: %v", t.ServerSlug, ferr)
+	}
+	out, rerr := a2a.RewriteCard(raw, t.GatewayURL, t.DisabledSkills)
+	if rerr != nil {
+		return nil, core.Upstream(rerr, "agent %s: %v", t.ServerSlug, rerr)
+	}
+	return out, nil
+}
