@@ -6,14 +6,15 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"strings"
 	"sync"
 
 	"github.com/llm-gateway/gateway/core/a2a"
 )
 
-// Agent serves its card at the well-known path (or, with Legacy, at the
-// legacy one only) and answers JSON-RPC: message/send with a JSON
-// message, message/stream with an event stream (a working status update,
+// Agent serves its card at the well-known path under any base path (or,
+// with Legacy, at the legacy one only) and answers JSON-RPC: message/send
+// with a JSON message, message/stream with an event stream (a working status update,
 // then the final one), tasks/get and tasks/cancel with a task; anything
 // else with a method-not-found error.
 type Agent struct {
@@ -77,7 +78,7 @@ func (a *Agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		cardPath = a2a.LegacyCardPath
 	}
 	switch {
-	case r.Method == http.MethodGet && r.URL.Path == cardPath:
+	case r.Method == http.MethodGet && strings.HasSuffix(r.URL.Path, cardPath):
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(a.Card("http://" + r.Host))
 	case r.Method != http.MethodPost:
