@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -65,7 +66,11 @@ func (s *Server) serveAgentCard(c *fiber.Ctx) error {
 		return err
 	}
 	req, err := s.newRemoteRequest(c, agentKind, p)
-	req.Path += a2a.CardPath
+	if strings.HasSuffix(c.Path(), a2a.LegacyCardPath) {
+		req.Path += a2a.LegacyCardPath
+	} else {
+		req.Path += a2a.CardPath
+	}
 	var card []byte
 	if err == nil {
 		card, err = s.agentCard(c, p)

@@ -147,7 +147,7 @@ func TestAgentCardRewritten(t *testing.T) {
 			if h := fake.Requests()[0].Header; h.Get("Authorization") != "Bearer agent-secret" {
 				t.Errorf("the card was fetched without the integration's header: %v", h)
 			}
-			if rec := g.logs.one(t, r.trace()); rec.Endpoint != a2a.LogEndpoint || rec.Method != http.MethodGet || rec.Status != 200 {
+			if rec := g.logs.one(t, r.trace()); rec.Endpoint != a2a.LogEndpoint || rec.Method != http.MethodGet || rec.Status != 200 || rec.Path != tc.path {
 				t.Errorf("log record %+v", rec)
 			}
 		})
