@@ -255,4 +255,3 @@ func TestAgentServerTestUntrusted(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 }
-
