@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"errors"
+	"net/http"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -24,7 +25,8 @@ const ScopeAgentsInvoke = "agents.invoke"
 // agentKind is /v1/agents/{slug} to the shared proxy (remote.go). A2A
 // messages do not name a skill, so nothing is refused by capability.
 var agentKind = &remoteKind{noun: "agent", plural: "agents", route: "agents", scope: ScopeAgentsInvoke, endpoint: a2a.LogEndpoint,
-	accept: a2a.Accept, methodKey: "a2a_method"}
+	accept: a2a.Accept, methodKey: "a2a_method", available: func(s *Server) bool { return s.agents != nil }, find: findAgent,
+	client: func(s *Server) *http.Client { return s.agentClient }}
 
 // registerAgentRoutes adds /v1/agents/{slug}: POST (JSON-RPC messages),
 // proxied to the agent, and GET of its card at either well-known path.
@@ -37,24 +39,18 @@ func (s *Server) registerAgentRoutes(v1 fiber.Router) {
 	registerRemoteRoutes(v1, agentKind, "POST")
 }
 
-// agentTarget finds the route's agent.
-func (s *Server) agentTarget(c *fiber.Ctx, p *core.Principal) (*a2a.Target, *core.Error) {
-	if s.agents == nil {
-		return nil, unavailable(agentKind)
-	}
-	return s.agents.Agent(c.UserContext(), c.Params("slug"), p)
-}
-
 // serveAgent proxies one JSON-RPC request (message/send, message/stream,
 // tasks/get...) to the agent.
-func (s *Server) serveAgent(c *fiber.Ctx) error {
-	return s.serveRemote(c, agentKind, s.agentClient, func(p *core.Principal) (*remoteTarget, *core.Error) {
-		t, err := s.agentTarget(c, p)
-		if err != nil {
-			return nil, err
-		}
-		return &remoteTarget{slug: t.ServerSlug, url: t.URL, header: t.Header, passthrough: t.PassthroughHeader}, nil
-	})
+func (s *Server) serveAgent(c *fiber.Ctx) error { return s.serveRemote(c, agentKind) }
+
+// findAgent finds the route's agent.
+func findAgent(s *Server, c *fiber.Ctx, p *core.Principal) (remoteTarget, *core.Error) {
+	t, err := s.agents.Agent(c.UserContext(), c.Params("slug"), p)
+	if err != nil {
+		return remoteTarget{}, err
+	}
+	return remoteTarget{slug: t.ServerSlug, url: t.URL, header: t.Header, passthrough: t.PassthroughHeader, gatewayURL: t.GatewayURL,
+		disabled: t.DisabledSkills}, nil
 }
 
 // serveAgentCard answers the agent's card, fetched from the agent with the
@@ -86,32 +82,32 @@ func (s *Server) serveAgentCard(c *fiber.Ctx) error {
 
 // agentCard fetches and rewrites the card of the route's agent.
 func (s *Server) agentCard(c *fiber.Ctx, p *core.Principal) ([]byte, *core.Error) {
-	t, err := s.agentTarget(c, p)
+	t, err := s.remoteTarget(c, agentKind, p)
 	if err != nil {
 		return nil, err
 	}
 	if s.agentClient == nil {
 		return nil, core.Internal(nil, "this gateway has no agent client configured")
 	}
-	header := t.Header
-	if t.PassthroughHeader != "" {
-		if v := c.Get(t.PassthroughHeader); v != "" {
-			header = make(map[string]string, len(t.Header)+1)
-			header[t.PassthroughHeader] = v
-			for k, v := range t.Header { // the integration's credentials win
+	header := t.header
+	if t.passthrough != "" {
+		if v := c.Get(t.passthrough); v != "" {
+			header = make(map[string]string, len(t.header)+1)
+			header[t.passthrough] = v
+			for k, v := range t.header { // the integration's credentials win
 				header[k] = v
 			}
 		}
 	}
-	raw, ferr := a2a.FetchCard(c.UserContext(), s.agentClient, a2a.Endpoint{URL: t.URL, Header: header})
+	raw, ferr := a2a.FetchCard(c.UserContext(), s.agentClient, a2a.Endpoint{URL: t.url, Header: header})
 	if se := (*a2a.SendError)(nil); errors.As(ferr, &se) {
-		return nil, dialError(agentKind, t.ServerSlug, se.Err)
+		return nil, dialError(agentKind, t.slug, se.Err)
 	} else if ferr != nil {
-		return nil, core.Upstream(ferr, "agent %s: %v", t.ServerSlug, ferr)
+		return nil, core.Upstream(ferr, "agent %s: %v", t.slug, ferr)
 	}
-	out, rerr := a2a.RewriteCard(raw, t.GatewayURL, t.DisabledSkills)
+	out, rerr := a2a.RewriteCard(raw, t.gatewayURL, t.disabled)
 	if rerr != nil {
-		return nil, core.Upstream(rerr, "agent %s: %v", t.ServerSlug, rerr)
+		return nil, core.Upstream(rerr, "agent %s: %v", t.slug, rerr)
 	}
 	return out, nil
 }

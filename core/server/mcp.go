@@ -3,6 +3,7 @@ package server
 import (
 	"context"
 	"encoding/json"
+	"net/http"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -23,7 +24,8 @@ const ScopeMCPInvoke = "mcp.invoke"
 // mcpKind is /v1/mcp/{slug} to the shared proxy (remote.go).
 var mcpKind = &remoteKind{noun: "MCP server", plural: "MCP servers", route: "mcp", scope: ScopeMCPInvoke, endpoint: mcp.LogEndpoint,
 	forward: []string{mcp.HeaderSessionID, mcp.HeaderProtocolVersion, mcp.HeaderLastEventID}, accept: mcp.Accept,
-	methodKey: "mcp_method", note: noteMCPTool}
+	methodKey: "mcp_method", note: noteMCPTool, available: func(s *Server) bool { return s.mcp != nil }, find: findMCP,
+	client: func(s *Server) *http.Client { return s.mcpClient }}
 
 // noteMCPTool logs the tool a tools/call calls.
 func noteMCPTool(m rpcMessage, md map[string]string) {
@@ -52,15 +54,13 @@ func (s *Server) registerMCPRoutes(v1 fiber.Router) {
 // serveMCP proxies one request to the MCP server, with its session and
 // protocol headers; a call of a capability disabled on the server is
 // answered with a JSON-RPC error and not sent.
-func (s *Server) serveMCP(c *fiber.Ctx) error {
-	return s.serveRemote(c, mcpKind, s.mcpClient, func(p *core.Principal) (*remoteTarget, *core.Error) {
-		if s.mcp == nil {
-			return nil, unavailable(mcpKind)
-		}
-		t, err := s.mcp.MCPServer(c.UserContext(), c.Params("slug"), p)
-		if err != nil {
-			return nil, err
-		}
-		return &remoteTarget{slug: t.ServerSlug, url: t.URL, header: t.Header, passthrough: t.PassthroughHeader, refused: t.Refused}, nil
-	})
+func (s *Server) serveMCP(c *fiber.Ctx) error { return s.serveRemote(c, mcpKind) }
+
+// findMCP finds the route's MCP server.
+func findMCP(s *Server, c *fiber.Ctx, p *core.Principal) (remoteTarget, *core.Error) {
+	t, err := s.mcp.MCPServer(c.UserContext(), c.Params("slug"), p)
+	if err != nil {
+		return remoteTarget{}, err
+	}
+	return remoteTarget{slug: t.ServerSlug, url: t.URL, header: t.Header, passthrough: t.PassthroughHeader, refuser: t}, nil
 }

@@ -38,6 +38,12 @@ type remoteKind struct {
 	methodKey string
 	// note adds what else the kind logs of a single message to md.
 	note func(m rpcMessage, md map[string]string)
+	// available reports whether the server was given the kind's source;
+	// find then finds the route's server in it, as p may use it.
+	available func(s *Server) bool
+	find      func(s *Server, c *fiber.Ctx, p *core.Principal) (remoteTarget, *core.Error)
+	// client sends the kind's requests (through the address guard).
+	client func(s *Server) *http.Client
 }
 
 // remoteTarget is the server a request goes to.
@@ -45,9 +51,15 @@ type remoteTarget struct {
 	slug, url   string
 	header      map[string]string
 	passthrough string
-	// refused reports whether a message calls something disabled, naming
+	// refuser reports whether a message calls something disabled, naming
 	// it; nil refuses nothing.
-	refused func(method string, params json.RawMessage) (string, bool)
+	refuser interface {
+		Refused(method string, params json.RawMessage) (string, bool)
+	}
+	// gatewayURL and disabled are an agent's: where the gateway serves it,
+	// and the ids of the skills left out of its card.
+	gatewayURL string
+	disabled   map[string]bool
 }
 
 // maxRemoteAnswer bounds a JSON (not event-stream) answer of a remote
@@ -88,28 +100,28 @@ func (s *Server) newRemoteRequest(c *fiber.Ctx, k *remoteKind, p *core.Principal
 	return req, err
 }
 
-// serveRemote proxies one request to the server find names: the client's
+// serveRemote proxies one request to the server of the route: the client's
 // JSON-RPC body, the kind's headers (and the integration's passthrough
 // header) with the integration's custom headers; a message calling
 // something the target disables is answered with a JSON-RPC error and not
 // sent. Answers come back as they are: JSON whole, event streams event by
 // event.
-func (s *Server) serveRemote(c *fiber.Ctx, k *remoteKind, client *http.Client, find func(*core.Principal) (*remoteTarget, *core.Error)) error {
+func (s *Server) serveRemote(c *fiber.Ctx, k *remoteKind) error {
 	p := Principal(c)
 	if err := needScope(p, k.scope); err != nil {
 		return err
 	}
 	req, err := s.newRemoteRequest(c, k, p)
-	var t *remoteTarget
+	var t remoteTarget
 	if err == nil {
-		t, err = find(p)
+		t, err = s.remoteTarget(c, k, p)
 	}
 	var body []byte
 	if err == nil && c.Method() == fiber.MethodPost {
 		// A copy: the transport may still be sending it after the handler
 		// has returned (an event-stream answer), when Fiber reuses c.Body.
 		body = bytes.Clone(c.Body())
-		if refused := inspectRPCBody(k, req, t, body); refused != "" {
+		if refused := inspectRPCBody(k, req, &t, body); refused != "" {
 			return s.refuseRPCCall(c, k, req, body, refused)
 		}
 	}
@@ -117,12 +129,21 @@ func (s *Server) serveRemote(c *fiber.Ctx, k *remoteKind, client *http.Client, f
 		s.record(req, nil, err.Status, core.Usage{}, err)
 		return err
 	}
-	resp, cerr := s.sendRemote(c, k, client, t, body)
+	resp, cerr := s.sendRemote(c, k, &t, body)
 	if cerr != nil {
 		s.record(req, nil, cerr.Status, core.Usage{}, cerr)
 		return cerr
 	}
 	return s.answerRemote(c, k, req, resp)
+}
+
+// remoteTarget finds the route's server of kind k.
+func (s *Server) remoteTarget(c *fiber.Ctx, k *remoteKind, p *core.Principal) (remoteTarget, *core.Error) {
+	if !k.available(s) {
+		return remoteTarget{}, &core.Error{Status: fiber.StatusNotFound, Type: core.TypeNotFound, Code: core.CodeNotFoundPath,
+			Message: k.plural + " are not available on this gateway"}
+	}
+	return k.find(s, c, p)
 }
 
 // rpcMessage is the part of a JSON-RPC message the proxy reads.
@@ -161,11 +182,11 @@ func inspectRPCBody(k *remoteKind, req *core.Request, t *remoteTarget, body []by
 		k.note(msgs[0], md)
 	}
 	req.Metadata = md
-	if t == nil || t.refused == nil {
+	if t.refuser == nil {
 		return ""
 	}
 	for _, m := range msgs {
-		if what, ok := t.refused(m.Method, m.Params); ok {
+		if what, ok := t.refuser.Refused(m.Method, m.Params); ok {
 			return what
 		}
 	}
@@ -188,9 +209,10 @@ func (s *Server) refuseRPCCall(c *fiber.Ctx, k *remoteKind, req *core.Request, b
 	return c.Send(out)
 }
 
-// sendRemote sends the request to the server through client, the guarded
-// one.
-func (s *Server) sendRemote(c *fiber.Ctx, k *remoteKind, client *http.Client, t *remoteTarget, body []byte) (*http.Response, *core.Error) {
+// sendRemote sends the request to the server through the kind's guarded
+// client.
+func (s *Server) sendRemote(c *fiber.Ctx, k *remoteKind, t *remoteTarget, body []byte) (*http.Response, *core.Error) {
+	client := k.client(s)
 	if client == nil {
 		return nil, core.Internal(nil, "this gateway has no %s client configured", k.noun)
 	}
@@ -289,11 +311,4 @@ func (s *Server) answerRemote(c *fiber.Ctx, k *remoteKind, req *core.Request, re
 		s.record(req, nil, resp.StatusCode, core.Usage{}, err)
 	})
 	return nil
-}
-
-// unavailable is the answer of a kind the gateway was not given a source
-// for.
-func unavailable(k *remoteKind) *core.Error {
-	return &core.Error{Status: fiber.StatusNotFound, Type: core.TypeNotFound, Code: core.CodeNotFoundPath,
-		Message: k.plural + " are not available on this gateway"}
 }
