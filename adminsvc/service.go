@@ -2,6 +2,7 @@ package adminsvc
 
 import (
 	"fmt"
+	"net/http"
 	"strings"
 	"time"
 
@@ -17,23 +18,25 @@ import (
 
 // Service serves the admin routes.
 type Service struct {
-	st         store.Store
-	keys       *Keys
-	configs    *Configs
-	prompts    *Prompts
-	guardrails *Guardrails
-	host       *wasm.Host
-	cipher     *store.Cipher
-	managed    *Managed
-	secrets    *secrets.Resolver
-	publicURL  string
-	now        func() time.Time
-	audit      *Audit
-	limits     LimitsEngine
-	logs       LogInserter
-	exports    *Exports
-	mcp        *MCPServers
-	mcpClient  *mcp.Client
+	st          store.Store
+	keys        *Keys
+	configs     *Configs
+	prompts     *Prompts
+	guardrails  *Guardrails
+	host        *wasm.Host
+	cipher      *store.Cipher
+	managed     *Managed
+	secrets     *secrets.Resolver
+	publicURL   string
+	now         func() time.Time
+	audit       *Audit
+	limits      LimitsEngine
+	logs        LogInserter
+	exports     *Exports
+	mcp         *MCPServers
+	mcpClient   *mcp.Client
+	agents      *AgentServers
+	agentClient *http.Client
 }
 
 // Deps are what the admin service works on.
@@ -77,6 +80,12 @@ type Deps struct {
 	// client must dial through the netguard policy. Nil answers the test
 	// 500.
 	MCPClient *mcp.Client
+	// Agents is the agent server snapshot, reloaded after every change to
+	// agent integrations and servers; nil skips the reload.
+	Agents *AgentServers
+	// AgentClient fetches agent cards (POST /agent-servers/{id}/test); it
+	// must dial through the netguard policy. Nil answers the test 500.
+	AgentClient *http.Client
 }
 
 // New builds the admin service over st; the keys, configs and guardrails
@@ -93,7 +102,8 @@ func New(d Deps) *Service {
 	}
 	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, prompts: d.Prompts, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher,
 		managed: d.Managed, secrets: d.SecretResolver, publicURL: strings.TrimRight(d.PublicURL, "/"), now: d.Now, audit: d.Audit, limits: d.Limits,
-		logs: d.Logs, exports: d.Exports, mcp: d.MCP, mcpClient: d.MCPClient}
+		logs: d.Logs, exports: d.Exports, mcp: d.MCP, mcpClient: d.MCPClient,
+		agents: d.Agents, agentClient: d.AgentClient}
 }
 
 // Register adds the admin routes to the /v1 group.
@@ -107,6 +117,7 @@ func (s *Service) Register(v1 fiber.Router) {
 	s.registerPolicies(v1)
 	s.registerFeedback(v1)
 	s.registerMCP(v1)
+	s.registerAgents(v1)
 	v1.Post("/api-keys/:id/rotate", s.rotateAPIKey)
 	v1.Post("/api-keys/:type/:subtype", s.createAPIKey)
 	v1.Get("/api-keys", s.listAPIKeys)
@@ -157,7 +168,7 @@ func (s *Service) Register(v1 fiber.Router) {
 var adminPrefixes = []string{"/api-keys", "/configs", "/guardrails", "/plugins", "/logs",
 	"/admin", "/workspaces", "/audit-logs", "/integrations", "/providers", "/virtual-keys", "/secret-references", "/deployments", "/policies",
 	"/analytics", "/feedback", "/prompts", "/mcp-integrations", "/mcp-servers",
-	"/labels", "/collections"}
+	"/labels", "/collections", "/agent-integrations", "/agent-servers"}
 
 // unknownRoute answers 404 for a path under an admin prefix that no admin
 // route matched. POST /v1/prompts/{id}/render and /completions, though

@@ -74,6 +74,11 @@ const (
 	BucketPartialVersions Bucket = "prompt_partial_versions"
 	BucketPromptLabels    Bucket = "prompt_labels"
 	BucketCollections     Bucket = "prompt_collections"
+	// BucketAgentIntegrations and BucketAgentServers hold agent
+	// integrations (an A2A agent's URL and credentials) and the workspace
+	// handles on them.
+	BucketAgentIntegrations Bucket = "agent_integrations"
+	BucketAgentServers      Bucket = "agent_servers"
 )
 
 // allBuckets are created when the store is opened.
@@ -83,7 +88,7 @@ var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, Buc
 	BucketVirtualKeys, BucketSecretReferences, BucketOutbox,
 	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters, BucketUsageStates, BucketFeedback,
 	BucketPrompts, BucketPromptVersions, BucketLogExports, BucketDeployments,
-	BucketMCPIntegrations, BucketMCPServers,
+	BucketMCPIntegrations, BucketMCPServers, BucketAgentIntegrations, BucketAgentServers,
 	BucketPromptPartials, BucketPartialVersions, BucketPromptLabels, BucketCollections}
 
 // Store is transactional access to the admin state. Update transactions are

@@ -41,6 +41,8 @@ const (
 	keyStagingDefaultConfig = "gw-key-staging-cfg-0123456789"
 	// keyMCP may invoke MCP servers, and nothing else.
 	keyMCP = "gw-key-mcp-0123456789"
+	// keyAgents may invoke agents, and nothing else.
+	keyAgents = "gw-key-agents-0123456789"
 	// providerToken is the caller's provider credential (Authorization: Bearer).
 	providerToken = "sk-provider-token-42"
 )
@@ -82,6 +84,9 @@ var testAuth = fakeAuth{
 	keyMCP: core.NewPrincipal(core.Principal{
 		KeyID: "key-mcp", KeyType: core.KeyTypeWorkspaceService, OrganisationID: "org-1", WorkspaceID: "ws-1",
 	}, []string{server.ScopeMCPInvoke}),
+	keyAgents: core.NewPrincipal(core.Principal{
+		KeyID: "key-agents", KeyType: core.KeyTypeWorkspaceService, OrganisationID: "org-1", WorkspaceID: "ws-1",
+	}, []string{server.ScopeAgentsInvoke}),
 }
 
 // logSink records every log record it is given.
@@ -211,6 +216,9 @@ type gatewayConfig struct {
 	// mcp finds the MCP servers of /v1/mcp/{slug}, sent to through the
 	// guarded client.
 	mcp server.MCPSource
+	// agents finds the agents of /v1/agents/{slug}, sent to through the
+	// guarded client.
+	agents server.AgentSource
 }
 
 // loopbackOnly refuses every destination that is not a literal 127/8 or ::1
@@ -257,6 +265,7 @@ func newGateway(t *testing.T, h http.Handler, opts ...func(*gatewayConfig)) *gat
 	app := server.New(server.Options{
 		Auth: testAuth, Pipeline: pipe, Logs: logs, BodyLimit: cfg.bodyLimit, Limiter: cfg.limiter, Managed: cfg.managed, Configs: cfg.configs, Prompts: cfg.prompts,
 		MCP: cfg.mcp, MCPClient: &http.Client{Transport: transport.New(guardedTr)},
+		Agents: cfg.agents, AgentClient: &http.Client{Transport: transport.New(guardedTr)},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	t.Cleanup(func() {

@@ -193,3 +193,14 @@ func TestMCPRefusals(t *testing.T) {
 		})
 	}
 }
+
+// An empty batch is not JSON-RPC the gateway can read: it is forwarded for
+// the server to answer (it used to panic the handler).
+func TestMCPEmptyBatchForwarded(t *testing.T) {
+	fake := &mcptest.Server{SessionID: "sess-1"}
+	g := mcpGateway(t, fake)
+	r := g.do(t, http.MethodPost, "/v1/mcp/tools", []byte(`[]`), mcpHeaders(mcp.HeaderSessionID, "sess-1")...)
+	if r.status != 400 || !strings.Contains(string(r.body), "not JSON") {
+		t.Fatalf("%d %s, want the server's 400", r.status, r.body)
+	}
+}

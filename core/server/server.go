@@ -42,6 +42,12 @@ type Options struct {
 	// MCPClient sends the requests of /v1/mcp/{slug}; it must dial through
 	// the netguard policy (MCP URLs are user-supplied).
 	MCPClient *http.Client
+	// Agents finds the agents served at /v1/agents/{slug}; nil answers
+	// them 404.
+	Agents AgentSource
+	// AgentClient sends the requests of /v1/agents/{slug}; it must dial
+	// through the netguard policy (agent URLs are user-supplied).
+	AgentClient *http.Client
 	// Limiter enforces rate and usage limits before any upstream call;
 	// nil enforces none.
 	Limiter core.Limiter
@@ -64,21 +70,23 @@ type Options struct {
 
 // Server holds what the handlers share.
 type Server struct {
-	auth      core.Authenticator
-	pipeline  *pipeline.Pipeline
-	logs      core.LogSink
-	configs   ConfigSource
-	managed   core.ManagedTargets
-	limiter   core.Limiter
-	prompts   PromptSource
-	mcp       MCPSource
-	mcpClient *http.Client
-	authFail  func(c *fiber.Ctx, err *core.Error)
-	inline    *memo.Map[string, route]  // parsed inline configs
-	hosts     *memo.Map[string, string] // checked custom hosts: the header's value to the base URL
-	logPaths  map[string]string         // a static data route's provider path to its own
-	log       *slog.Logger
-	now       func() time.Time
+	auth        core.Authenticator
+	pipeline    *pipeline.Pipeline
+	logs        core.LogSink
+	configs     ConfigSource
+	managed     core.ManagedTargets
+	limiter     core.Limiter
+	prompts     PromptSource
+	mcp         MCPSource
+	mcpClient   *http.Client
+	agents      AgentSource
+	agentClient *http.Client
+	authFail    func(c *fiber.Ctx, err *core.Error)
+	inline      *memo.Map[string, route]  // parsed inline configs
+	hosts       *memo.Map[string, string] // checked custom hosts: the header's value to the base URL
+	logPaths    map[string]string         // a static data route's provider path to its own
+	log         *slog.Logger
+	now         func() time.Time
 }
 
 // DefaultBodyLimit is large enough for audio uploads.
@@ -95,7 +103,8 @@ func New(o Options) *fiber.App {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, limiter: o.Limiter, prompts: o.Prompts, mcp: o.MCP, mcpClient: o.MCPClient, authFail: o.OnAuthFailure, log: o.Logger, now: o.Now,
+	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, limiter: o.Limiter, prompts: o.Prompts, mcp: o.MCP, mcpClient: o.MCPClient,
+		agents: o.Agents, agentClient: o.AgentClient, authFail: o.OnAuthFailure, log: o.Logger, now: o.Now,
 		inline: memo.New[string, route](maxInlineConfigs), hosts: memo.New[string, string](maxCustomHosts)}
 	app := fiber.New(fiber.Config{
 		AppName:               "llm-gateway",
@@ -121,6 +130,7 @@ func New(o Options) *fiber.App {
 	// Before the admin routes, whose /prompts routes must not take these.
 	s.registerPromptRoutes(v1)
 	s.registerMCPRoutes(v1)
+	s.registerAgentRoutes(v1)
 	if o.Admin != nil {
 		o.Admin(v1)
 	}

@@ -32,28 +32,30 @@ type Client struct {
 	apiKey  string
 	http    *http.Client
 
-	APIKeys          *APIKeys
-	Workspaces       *Workspaces
-	Users            *Users
-	Invites          *Invites
-	Settings         *Settings
-	Configs          *Configs
-	Prompts          *Prompts
-	PromptPartials   *PromptPartials
-	Labels           *Labels
-	Collections      *Collections
-	Guardrails       *Guardrails
-	Plugins          *Plugins
-	Integrations     *Integrations
-	Providers        *Providers
-	VirtualKeys      *VirtualKeys
-	SecretReferences *SecretReferences
-	Deployments      *Deployments
-	MCPIntegrations  *MCPIntegrations
-	MCPServers       *MCPServers
-	Logs             *Logs
-	Feedback         *Feedback
-	AuditLogs        *AuditLogs
+	APIKeys           *APIKeys
+	Workspaces        *Workspaces
+	Users             *Users
+	Invites           *Invites
+	Settings          *Settings
+	Configs           *Configs
+	Prompts           *Prompts
+	PromptPartials    *PromptPartials
+	Labels            *Labels
+	Collections       *Collections
+	Guardrails        *Guardrails
+	Plugins           *Plugins
+	Integrations      *Integrations
+	Providers         *Providers
+	VirtualKeys       *VirtualKeys
+	SecretReferences  *SecretReferences
+	Deployments       *Deployments
+	MCPIntegrations   *MCPIntegrations
+	MCPServers        *MCPServers
+	AgentIntegrations *AgentIntegrations
+	AgentServers      *AgentServers
+	Logs              *Logs
+	Feedback          *Feedback
+	AuditLogs         *AuditLogs
 }
 
 // Option changes a Client.
@@ -87,8 +89,10 @@ func New(baseURL, apiKey string, opts ...Option) *Client {
 	c.VirtualKeys = &VirtualKeys{resource{c, "/virtual-keys"}}
 	c.SecretReferences = &SecretReferences{resource{c, "/secret-references"}}
 	c.Deployments = &Deployments{c}
-	c.MCPIntegrations = &MCPIntegrations{resource{c, "/mcp-integrations"}}
-	c.MCPServers = &MCPServers{resource{c, "/mcp-servers"}}
+	c.MCPIntegrations = &MCPIntegrations{remoteIntegrations{resource{c, "/mcp-integrations"}}}
+	c.MCPServers = &MCPServers{remoteServers{resource{c, "/mcp-servers"}}}
+	c.AgentIntegrations = &AgentIntegrations{remoteIntegrations{resource{c, "/agent-integrations"}}}
+	c.AgentServers = &AgentServers{remoteServers{resource{c, "/agent-servers"}}}
 	c.Logs = &Logs{c}
 	c.Feedback = &Feedback{c}
 	c.AuditLogs = &AuditLogs{c}

@@ -171,8 +171,8 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	// User-supplied upstream URLs (custom hosts, MCP servers) are dialled
-	// through the address guard.
+	// User-supplied upstream URLs (custom hosts, MCP servers, agents) are
+	// dialled through the address guard.
 	guarded := &http.Client{Transport: transport.New(policy.NewTransport())}
 	pipe, err := pipeline.New(pipeline.Options{
 		Client:        &http.Client{Transport: transport.New(transport.Provider())},
@@ -194,6 +194,10 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if publicURL == "" {
 		publicURL = "http://" + a.ln.Addr().String()
 	}
+	agentServers, err := adminsvc.NewAgentServers(adminsvc.AgentOptions{Store: st, Cipher: cipher, Lookup: secretResolver.Resolve, PublicURL: publicURL})
+	if err != nil {
+		return nil, err
+	}
 	auth, err := jwtAuth(o.JWT, keys, logger)
 	if err != nil {
 		return nil, err
@@ -214,10 +218,10 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Prompts: prompts, Guardrails: guardrails, Host: host,
 		Cipher: cipher, Managed: managed, SecretResolver: secretResolver, Limits: engine, PublicURL: publicURL, Now: time.Now, Audit: audit,
 		Logs: logs, Exports: exports,
-		MCP: mcpServers, MCPClient: &mcp.Client{HTTP: guarded}})
+		MCP: mcpServers, MCPClient: &mcp.Client{HTTP: guarded}, Agents: agentServers, AgentClient: guarded})
 	a.onClose(startKeyWorker(ctx, st, keys, logger))
 	a.server = server.New(server.Options{
-		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Prompts: prompts, Managed: managed, MCP: mcpServers, MCPClient: guarded, Limiter: engine, Admin: admin.Register, Public: admin.RegisterPublic,
+		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Prompts: prompts, Managed: managed, MCP: mcpServers, MCPClient: guarded, Agents: agentServers, AgentClient: guarded, Limiter: engine, Admin: admin.Register, Public: admin.RegisterPublic,
 		BodyLimit: o.MaxBodyBytes, Logger: logger, OnAuthFailure: audit.AuthFailed,
 	})
 	stopAlerts, err := startAlerts(ctx, st, o.SMTP, logger)

@@ -11,70 +11,61 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/core"
-	"github.com/llm-gateway/gateway/core/mcp"
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/store"
 )
 
-// registerMCP adds /mcp-integrations and /mcp-servers.
-func (s *Service) registerMCP(v1 fiber.Router) {
-	v1.Post("/mcp-integrations", s.createMCPIntegration)
-	v1.Get("/mcp-integrations", s.listMCPIntegrations)
-	v1.Get("/mcp-integrations/:id", s.getMCPIntegration)
-	v1.Put("/mcp-integrations/:id", s.updateMCPIntegration)
-	v1.Delete("/mcp-integrations/:id", s.deleteMCPIntegration)
-	v1.Get("/mcp-integrations/:id/workspaces", s.getMCPIntegrationWorkspaces)
-	v1.Put("/mcp-integrations/:id/workspaces", s.putMCPIntegrationWorkspaces)
-	v1.Get("/mcp-integrations/:id/capabilities", s.getMCPIntegrationCapabilities)
-	v1.Put("/mcp-integrations/:id/capabilities", s.putMCPIntegrationCapabilities)
-	v1.Get("/mcp-integrations/:id/metadata", s.getMCPIntegrationMetadata)
-	s.registerMCPServers(v1)
-}
-
-// MCP integration vocabulary.
+// Integration vocabulary shared by MCP and agent integrations.
 const (
-	mcpResource      = "mcp_integrations" // the scope resource, see levelScope
-	mcpPlural        = "MCP integrations"
 	authOAuthAuto    = "oauth_auto"
 	authHeaders      = "headers"
-	transportHTTP    = "http"
-	transportSSE     = "sse"
 	fieldPassthrough = "passthrough_header"
 )
 
 var (
-	mcpAuthTypes  = []string{authOAuthAuto, authHeaders, "none"}
-	mcpTransports = []string{transportHTTP, transportSSE}
-	// mcpIntegrationFields are the fields of POST /mcp-integrations.
-	mcpIntegrationFields = []string{"name", "url", "auth_type", "transport", "slug", "description", "workspace_id",
+	remoteAuthTypes = []string{authOAuthAuto, authHeaders, "none"}
+	// remoteIntegrationFields are the fields of a create, besides the
+	// kind's transport.
+	remoteIntegrationFields = []string{"name", "url", "auth_type", "slug", "description", "workspace_id",
 		"configurations", "secret_mappings"}
-	// immutableMCPFields are refused on update.
-	immutableMCPFields = []string{"slug", "workspace_id"}
-	// mcpTargets: an MCP integration's secret mappings fill its custom
-	// headers only.
-	mcpTargets = mappingTargets{valid: func(f string) bool { return f == "configurations."+fieldCustomHeaders },
-		required: `is required: "configurations.custom_headers"`,
-		invalid:  `must be "configurations.custom_headers" (an MCP integration's only credential)`}
+	// immutableRemoteFields are refused on update.
+	immutableRemoteFields = []string{"slug", "workspace_id"}
 )
 
-func mcpIntegrationIDSlug(r store.MCPIntegration) (string, string) { return r.ID, r.Slug }
+func remoteIntegrationIDSlug(r store.RemoteIntegration) (string, string) { return r.ID, r.Slug }
 
-// mcpIntegrationAllows reports whether workspace ws may use rec.
-func mcpIntegrationAllows(rec store.MCPIntegration, ws string) bool {
+// remoteIntegrationAllows reports whether workspace ws may use rec.
+func remoteIntegrationAllows(rec store.RemoteIntegration, ws string) bool {
 	return sharedWith(rec.WorkspaceID, rec.AllWorkspaces, rec.Workspaces, ws)
 }
 
-// loadMCPIntegration finds an MCP integration by id or slug that the caller
+// integrationFields are the fields of a create of k's integrations.
+func (k *remoteKind[S]) integrationFields() []string {
+	if k.transports == nil {
+		return remoteIntegrationFields
+	}
+	return append(slices.Clone(remoteIntegrationFields), "transport")
+}
+
+// mappingTargets: an integration's secret mappings fill its custom
+// headers only.
+func (k *remoteKind[S]) mappingTargets() mappingTargets {
+	return mappingTargets{valid: func(f string) bool { return f == "configurations."+fieldCustomHeaders },
+		required: `is required: "configurations.custom_headers"`,
+		invalid:  fmt.Sprintf(`must be "configurations.custom_headers" (an %s's only credential)`, k.integNoun)}
+}
+
+// loadIntegration finds an integration of k by id or slug that the caller
 // may see, and checks the caller's scope for action on it.
-func (s *Service) loadMCPIntegration(tx store.Tx, caller *core.Principal, ref, action string) (store.MCPIntegration, error) {
-	rec, ok, err := findBySlug(tx, store.BucketMCPIntegrations, ref, mcpIntegrationIDSlug)
+func (k *remoteKind[S]) loadIntegration(tx store.Tx, caller *core.Principal, ref, action string) (store.RemoteIntegration, error) {
+	rec, ok, err := findBySlug(tx, k.integBucket, ref, remoteIntegrationIDSlug)
 	if err != nil {
 		return rec, err
 	}
-	if !ok || !(caller.IsOrganisationKey() || mcpIntegrationAllows(rec, caller.WorkspaceID)) {
-		return rec, core.NotFound("no MCP integration %q", ref)
+	if !ok || !(caller.IsOrganisationKey() || remoteIntegrationAllows(rec, caller.WorkspaceID)) {
+		return rec, core.NotFound("no %s %q", k.integNoun, ref)
 	}
-	if err := requireScope(caller, levelScope(mcpResource, rec.WorkspaceID, action)); err != nil {
+	if err := requireScope(caller, levelScope(k.integScope, rec.WorkspaceID, action)); err != nil {
 		return rec, err
 	}
 	return rec, nil
@@ -96,26 +87,25 @@ func checkURLField(fields map[string]json.RawMessage, required bool, p *problems
 }
 
 // builtAuthType refuses what is not built: oauth_auto.
-func builtAuthType(v string, p *problems) {
+func (k *remoteKind[S]) builtAuthType(v string, p *problems) {
 	if v == authOAuthAuto {
-		p.add("auth_type", "oauth_auto (OAuth with automatic discovery) is not built in this gateway; use headers (send the server's token in configurations.custom_headers) or none")
+		p.add("auth_type", "oauth_auto (OAuth with automatic discovery) is not built in this gateway; use headers (send the %s's token in configurations.custom_headers) or none", k.remoteNoun)
 	}
 }
 
-// builtTransport refuses what is not built: the old HTTP+SSE transport.
-func builtTransport(v string, p *problems) {
-	if v == transportSSE {
-		p.add("transport", "sse (the HTTP+SSE transport of protocol version 2024-11-05) is not built in this gateway; use http (Streamable HTTP)")
-	}
+// readTransport reads the transport field of k's integrations into rec.
+func (k *remoteKind[S]) readTransport(fields map[string]json.RawMessage, rec *store.RemoteIntegration, p *problems) {
+	rec.Transport = enumField(fields, "transport", "", k.transports, true, p)
+	k.builtTransport(rec.Transport, p)
 }
 
-// parseMCPConfig reads configurations {custom_headers, passthrough_header}
+// parseConfig reads configurations {custom_headers, passthrough_header}
 // over base (the stored, opened configuration on update): a field sent
 // replaces the stored one, null removes it.
-func parseMCPConfig(raw json.RawMessage, base store.MCPConfig, p *problems) store.MCPConfig {
+func (k *remoteKind[S]) parseConfig(raw json.RawMessage, base store.RemoteConfig, p *problems) store.RemoteConfig {
 	const param = "configurations"
 	if string(raw) == "null" {
-		return store.MCPConfig{}
+		return store.RemoteConfig{}
 	}
 	cfg := base
 	if len(raw) == 0 {
@@ -137,7 +127,7 @@ func parseMCPConfig(raw json.RawMessage, base store.MCPConfig, p *problems) stor
 		case string(v) == "null":
 		case json.Unmarshal(v, &name) != nil || !core.ValidHeaderName(name):
 			p.add(at, "must be a header name")
-		case core.IsGatewayHeader(name) || reservedHeaders[http.CanonicalHeaderKey(name)] || mcpOwnHeader(name):
+		case core.IsGatewayHeader(name) || reservedHeaders[http.CanonicalHeaderKey(name)] || k.ownHeader(name):
 			p.add(at, "%s is set by the gateway and cannot be passed through", name)
 		default:
 			cfg.PassthroughHeader = http.CanonicalHeaderKey(name)
@@ -146,57 +136,49 @@ func parseMCPConfig(raw json.RawMessage, base store.MCPConfig, p *problems) stor
 	return cfg
 }
 
-// mcpOwnHeader reports whether the proxy sets header name itself.
-func mcpOwnHeader(name string) bool {
-	switch http.CanonicalHeaderKey(name) {
-	case "Content-Type", "Accept", mcp.HeaderSessionID, mcp.HeaderProtocolVersion, mcp.HeaderLastEventID:
-		return true
-	}
-	return false
-}
-
-// checkMCPAuth: auth_type headers needs headers to send.
-func checkMCPAuth(rec store.MCPIntegration, p *problems) {
+// checkAuth: auth_type headers needs headers to send.
+func checkAuth(rec store.RemoteIntegration, p *problems) {
 	if rec.AuthType == authHeaders && len(rec.Configurations.CustomHeaders) == 0 &&
 		!slices.ContainsFunc(rec.SecretMappings, func(m store.SecretMapping) bool { return m.TargetField == "configurations."+fieldCustomHeaders }) {
 		p.add("configurations.custom_headers", "is required with auth_type headers (or a secret mapping to configurations.custom_headers)")
 	}
 }
 
-func (s *Service) createMCPIntegration(c *fiber.Ctx) error {
+func createRemoteIntegration[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	caller := principal(c)
 	fields, cerr := decodeObject(c.Body())
 	if cerr != nil {
 		return cerr
 	}
 	var p problems
-	unknownFields(fields, "", mcpIntegrationFields, &p)
+	unknownFields(fields, "", k.integrationFields(), &p)
 	name, _ := strField(fields, "name", true, 255, &p)
 	url, _ := checkURLField(fields, true, &p)
-	auth := enumField(fields, "auth_type", "", mcpAuthTypes, true, &p)
-	builtAuthType(auth, &p)
-	transport := enumField(fields, "transport", "", mcpTransports, true, &p)
-	builtTransport(transport, &p)
-	slug := slugField(fields, "slug", &p)
-	desc, _ := strField(fields, "description", false, 1024, &p)
-	wsRef, _ := strField(fields, "workspace_id", false, 255, &p)
+	auth := enumField(fields, "auth_type", "", remoteAuthTypes, true, &p)
+	k.builtAuthType(auth, &p)
 	now := s.now()
-	rec := store.MCPIntegration{ID: core.NewID(), Slug: slug, Name: name, Description: desc, OrganisationID: caller.OrganisationID,
-		URL: url, AuthType: auth, Transport: transport, Configurations: parseMCPConfig(fields["configurations"], store.MCPConfig{}, &p),
-		SecretMappings: parseMappings(fields["secret_mappings"], "secret_mappings", mcpTargets, &p),
-		AllWorkspaces:  true, Status: store.StatusActive, CreatedAt: now, LastUpdatedAt: now}
-	checkMCPAuth(rec, &p)
+	rec := store.RemoteIntegration{ID: core.NewID(), Name: name, OrganisationID: caller.OrganisationID, URL: url, AuthType: auth,
+		AllWorkspaces: true, Status: store.StatusActive, CreatedAt: now, LastUpdatedAt: now}
+	if k.transports != nil {
+		k.readTransport(fields, &rec, &p)
+	}
+	rec.Slug = slugField(fields, "slug", &p)
+	rec.Description, _ = strField(fields, "description", false, 1024, &p)
+	wsRef, _ := strField(fields, "workspace_id", false, 255, &p)
+	rec.Configurations = k.parseConfig(fields["configurations"], store.RemoteConfig{}, &p)
+	rec.SecretMappings = parseMappings(fields["secret_mappings"], "secret_mappings", k.mappingTargets(), &p)
+	checkAuth(rec, &p)
 	if !caller.IsOrganisationKey() && wsRef == "" {
 		wsRef = caller.WorkspaceID // workspace keys make workspace integrations
 	}
-	if err := requireScope(caller, levelScope(mcpResource, wsRef, "create")); err != nil {
+	if err := requireScope(caller, levelScope(k.integScope, wsRef, "create")); err != nil {
 		return err
 	}
 	if err := p.err(); err != nil {
 		return err
 	}
 	if rec.Slug == "" {
-		rec.Slug = autoSlug(name, "mcp")
+		rec.Slug = autoSlug(name, k.slugFallback)
 	}
 	var err error
 	if rec.Configurations.CustomHeaders, err = mapHeaderValues(rec.Configurations.CustomHeaders, s.seal); err != nil {
@@ -210,7 +192,7 @@ func (s *Service) createMCPIntegration(c *fiber.Ctx) error {
 			}
 			rec.WorkspaceID = ws.ID
 		}
-		if err := canManageLevel(caller, rec.WorkspaceID, mcpPlural); err != nil {
+		if err := canManageLevel(caller, rec.WorkspaceID, k.integPlural); err != nil {
 			return err
 		}
 		var p problems
@@ -220,25 +202,25 @@ func (s *Service) createMCPIntegration(c *fiber.Ctx) error {
 		if err := p.err(); err != nil {
 			return err
 		}
-		if taken, err := slugTaken(tx, store.BucketMCPIntegrations, rec.Slug, mcpIntegrationIDSlug); err != nil {
+		if taken, err := slugTaken(tx, k.integBucket, rec.Slug, remoteIntegrationIDSlug); err != nil {
 			return err
 		} else if taken {
-			return core.Conflict("an MCP integration with slug %q exists already", rec.Slug)
+			return core.Conflict("an %s with slug %q exists already", k.integNoun, rec.Slug)
 		}
-		return tx.Put(store.BucketMCPIntegrations, rec.ID, rec)
+		return tx.Put(k.integBucket, rec.ID, rec)
 	})
 	if err != nil {
 		return err
 	}
-	if err := s.reloadMCP(); err != nil {
+	if err := k.reloaded(s); err != nil {
 		return err
 	}
-	return c.JSON(fiber.Map{"id": rec.ID, "slug": rec.Slug, "object": "mcp-integration"})
+	return c.JSON(fiber.Map{"id": rec.ID, "slug": rec.Slug, "object": k.integObject})
 }
 
-// mcpIntegrationView is an MCP integration as the admin API shows it; the
+// remoteIntegrationView is an integration as the admin API shows it; the
 // custom header values only ever masked.
-type mcpIntegrationView struct {
+type remoteIntegrationView struct {
 	ID             string                `json:"id"`
 	Slug           string                `json:"slug"`
 	Name           string                `json:"name"`
@@ -248,20 +230,20 @@ type mcpIntegrationView struct {
 	Type           string                `json:"type"`
 	URL            string                `json:"url"`
 	AuthType       string                `json:"auth_type"`
-	Transport      string                `json:"transport"`
+	Transport      string                `json:"transport,omitempty"` // MCP only
 	Status         string                `json:"status"`
-	Configurations store.MCPConfig       `json:"configurations"`
+	Configurations store.RemoteConfig    `json:"configurations"`
 	SecretMappings []store.SecretMapping `json:"secret_mappings"`
 	CreatedAt      time.Time             `json:"created_at"`
 	LastUpdatedAt  time.Time             `json:"last_updated_at"`
 	Object         string                `json:"object"`
 }
 
-func (s *Service) mcpIntegrationViewOf(r store.MCPIntegration) mcpIntegrationView {
-	v := mcpIntegrationView{ID: r.ID, Slug: r.Slug, Name: r.Name, Description: r.Description, OrganisationID: r.OrganisationID,
+func (s *Service) remoteIntegrationViewOf(r store.RemoteIntegration, object string) remoteIntegrationView {
+	v := remoteIntegrationView{ID: r.ID, Slug: r.Slug, Name: r.Name, Description: r.Description, OrganisationID: r.OrganisationID,
 		Type: "organisation", URL: r.URL, AuthType: r.AuthType, Transport: r.Transport, Status: r.Status,
 		Configurations: r.Configurations, SecretMappings: nonNil(r.SecretMappings), CreatedAt: r.CreatedAt,
-		LastUpdatedAt: r.LastUpdatedAt, Object: "mcp-integration"}
+		LastUpdatedAt: r.LastUpdatedAt, Object: object}
 	if r.WorkspaceID != "" {
 		v.WorkspaceID, v.Type = &r.WorkspaceID, "workspace"
 	}
@@ -287,31 +269,31 @@ type pagedList struct {
 	Data    any    `json:"data"`
 }
 
-func (s *Service) listMCPIntegrations(c *fiber.Ctx) error {
+func listRemoteIntegrations[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	caller := principal(c)
 	var p problems
 	pg := parsePage(c.Query, 50, 1000, &p)
 	if err := p.err(); err != nil {
 		return err
 	}
-	orgOK := caller.HasScope(levelScope(mcpResource, "", "list"))
-	wsOK := caller.HasScope(levelScope(mcpResource, "ws", "list"))
+	orgOK := caller.HasScope(levelScope(k.integScope, "", "list"))
+	wsOK := caller.HasScope(levelScope(k.integScope, "ws", "list"))
 	if !orgOK && !wsOK {
-		return requireScope(caller, levelScope(mcpResource, "", "list"))
+		return requireScope(caller, levelScope(k.integScope, "", "list"))
 	}
-	var out []mcpIntegrationView
+	var out []remoteIntegrationView
 	err := s.st.View(func(tx store.Tx) error {
 		ws, err := s.listWorkspace(tx, caller, c.Query("workspace_id"))
 		if err != nil {
 			return err
 		}
-		all, err := store.List[store.MCPIntegration](tx, store.BucketMCPIntegrations)
+		all, err := store.List[store.RemoteIntegration](tx, k.integBucket)
 		for _, r := range all {
 			if (r.WorkspaceID == "" && !orgOK) || (r.WorkspaceID != "" && !wsOK) {
 				continue
 			}
-			if ws == "" || mcpIntegrationAllows(r, ws) {
-				out = append(out, s.mcpIntegrationViewOf(r))
+			if ws == "" || remoteIntegrationAllows(r, ws) {
+				out = append(out, s.remoteIntegrationViewOf(r, k.integObject))
 			}
 		}
 		return err
@@ -319,7 +301,7 @@ func (s *Service) listMCPIntegrations(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	slices.SortFunc(out, func(a, b mcpIntegrationView) int {
+	slices.SortFunc(out, func(a, b remoteIntegrationView) int {
 		if c := b.CreatedAt.Compare(a.CreatedAt); c != 0 {
 			return c
 		}
@@ -329,33 +311,33 @@ func (s *Service) listMCPIntegrations(c *fiber.Ctx) error {
 	return c.JSON(pagedList{Object: "list", Total: len(out), HasMore: hi < len(out), Data: nonNil(out[lo:hi])})
 }
 
-// readMCPIntegration loads the MCP integration of the route for reading.
-func (s *Service) readMCPIntegration(c *fiber.Ctx) (rec store.MCPIntegration, err error) {
+// readRemoteIntegration loads the integration of the route for reading.
+func readRemoteIntegration[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) (rec store.RemoteIntegration, err error) {
 	err = s.st.View(func(tx store.Tx) error {
-		rec, err = s.loadMCPIntegration(tx, principal(c), c.Params("id"), "read")
+		rec, err = k.loadIntegration(tx, principal(c), c.Params("id"), "read")
 		return err
 	})
 	return rec, err
 }
 
-func (s *Service) getMCPIntegration(c *fiber.Ctx) error {
-	rec, err := s.readMCPIntegration(c)
+func getRemoteIntegration[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
+	rec, err := readRemoteIntegration(s, c, k)
 	if err != nil {
 		return err
 	}
-	return c.JSON(s.mcpIntegrationViewOf(rec))
+	return c.JSON(s.remoteIntegrationViewOf(rec, k.integObject))
 }
 
-// changeMCPIntegration loads the MCP integration of the route for update,
+// changeRemoteIntegration loads the integration of the route for update,
 // checks that the caller may manage it, applies change and stores it.
-func (s *Service) changeMCPIntegration(c *fiber.Ctx, change func(store.Tx, *store.MCPIntegration, *problems) error) error {
+func changeRemoteIntegration[S any](s *Service, c *fiber.Ctx, k *remoteKind[S], change func(store.Tx, *store.RemoteIntegration, *problems) error) error {
 	caller := principal(c)
 	err := s.st.Update(func(tx store.Tx) error {
-		rec, err := s.loadMCPIntegration(tx, caller, c.Params("id"), "update")
+		rec, err := k.loadIntegration(tx, caller, c.Params("id"), "update")
 		if err != nil {
 			return err
 		}
-		if err := canManageLevel(caller, rec.WorkspaceID, mcpPlural); err != nil {
+		if err := canManageLevel(caller, rec.WorkspaceID, k.integPlural); err != nil {
 			return err
 		}
 		var p problems
@@ -366,29 +348,29 @@ func (s *Service) changeMCPIntegration(c *fiber.Ctx, change func(store.Tx, *stor
 			return err
 		}
 		rec.LastUpdatedAt = s.now()
-		return tx.Put(store.BucketMCPIntegrations, rec.ID, rec)
+		return tx.Put(k.integBucket, rec.ID, rec)
 	})
 	if err != nil {
 		return err
 	}
-	if err := s.reloadMCP(); err != nil {
+	if err := k.reloaded(s); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{})
 }
 
-func (s *Service) updateMCPIntegration(c *fiber.Ctx) error {
+func updateRemoteIntegration[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	fields, cerr := decodeObject(c.Body())
 	if cerr != nil {
 		return cerr
 	}
-	return s.changeMCPIntegration(c, func(tx store.Tx, rec *store.MCPIntegration, p *problems) error {
-		for _, f := range immutableMCPFields {
+	return changeRemoteIntegration(s, c, k, func(tx store.Tx, rec *store.RemoteIntegration, p *problems) error {
+		for _, f := range immutableRemoteFields {
 			if _, ok := fields[f]; ok {
-				p.add(f, "cannot be changed after the MCP integration is created")
+				p.add(f, "cannot be changed after the %s is created", k.integNoun)
 			}
 		}
-		unknownFields(fields, "", mcpIntegrationFields, p)
+		unknownFields(fields, "", k.integrationFields(), p)
 		if v, ok := strField(fields, "name", false, 255, p); ok {
 			if v == "" {
 				p.add("name", "must not be empty")
@@ -404,147 +386,143 @@ func (s *Service) updateMCPIntegration(c *fiber.Ctx) error {
 			}
 		}
 		if _, ok := fields["auth_type"]; ok {
-			rec.AuthType = enumField(fields, "auth_type", "", mcpAuthTypes, true, p)
-			builtAuthType(rec.AuthType, p)
+			rec.AuthType = enumField(fields, "auth_type", "", remoteAuthTypes, true, p)
+			k.builtAuthType(rec.AuthType, p)
 		}
-		if _, ok := fields["transport"]; ok {
-			rec.Transport = enumField(fields, "transport", "", mcpTransports, true, p)
-			builtTransport(rec.Transport, p)
+		if _, ok := fields["transport"]; ok && k.transports != nil {
+			k.readTransport(fields, rec, p)
 		}
 		if raw, ok := fields["configurations"]; ok {
-			headers, err := mapHeaderValues(rec.Configurations.CustomHeaders, func(v string) (string, error) { return openSecret(s.cipher, v) })
+			headers, err := openHeaders(s.cipher, rec.Configurations.CustomHeaders)
 			if err != nil {
-				return core.Internal(err, "the stored headers of MCP integration %s cannot be opened", rec.Slug)
+				return core.Internal(err, "the stored headers of %s %s cannot be opened", k.integNoun, rec.Slug)
 			}
 			base := rec.Configurations
 			base.CustomHeaders = headers
-			cfg := parseMCPConfig(raw, base, p)
+			cfg := k.parseConfig(raw, base, p)
 			if cfg.CustomHeaders, err = mapHeaderValues(cfg.CustomHeaders, s.seal); err != nil {
 				return err
 			}
 			rec.Configurations = cfg
 		}
 		if raw, ok := fields["secret_mappings"]; ok {
-			rec.SecretMappings = parseMappings(raw, "secret_mappings", mcpTargets, p)
+			rec.SecretMappings = parseMappings(raw, "secret_mappings", k.mappingTargets(), p)
 			if err := checkSecretRefs(tx, rec.SecretMappings, "secret_mappings", p); err != nil {
 				return err
 			}
 		}
-		checkMCPAuth(*rec, p)
+		checkAuth(*rec, p)
 		return nil
 	})
 }
 
-// deleteMCPIntegration removes an MCP integration; while MCP servers use
-// it the answer is 409 naming them.
-func (s *Service) deleteMCPIntegration(c *fiber.Ctx) error {
+// deleteRemoteIntegration removes an integration; while servers use it
+// the answer is 409 naming them.
+func deleteRemoteIntegration[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	caller := principal(c)
 	err := s.st.Update(func(tx store.Tx) error {
-		rec, err := s.loadMCPIntegration(tx, caller, c.Params("id"), "delete")
+		rec, err := k.loadIntegration(tx, caller, c.Params("id"), "delete")
 		if err != nil {
 			return err
 		}
-		if err := canManageLevel(caller, rec.WorkspaceID, mcpPlural); err != nil {
+		if err := canManageLevel(caller, rec.WorkspaceID, k.integPlural); err != nil {
 			return err
 		}
-		servers, err := store.List[store.MCPServer](tx, store.BucketMCPServers)
+		servers, err := store.List[S](tx, k.server.bucket)
 		if err != nil {
 			return err
 		}
 		var using []string
-		for _, sv := range servers {
-			if sv.MCPIntegrationID == rec.ID {
-				using = append(using, sv.Slug)
+		for i := range servers {
+			if *k.integrationID(&servers[i]) == rec.ID {
+				using = append(using, k.common(&servers[i]).Slug)
 			}
 		}
 		if len(using) > 0 {
-			return core.Conflict("MCP integration %s is used by MCP server(s) %s; delete them first", rec.Slug, strings.Join(using, ", "))
+			return core.Conflict("%s %s is used by %s(s) %s; delete them first", k.integNoun, rec.Slug, k.server.noun, strings.Join(using, ", "))
 		}
-		return tx.Delete(store.BucketMCPIntegrations, rec.ID)
+		return tx.Delete(k.integBucket, rec.ID)
 	})
 	if err != nil {
 		return err
 	}
-	if err := s.reloadMCP(); err != nil {
+	if err := k.reloaded(s); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{})
 }
 
-func (s *Service) getMCPIntegrationWorkspaces(c *fiber.Ctx) error {
-	rec, err := s.readMCPIntegration(c)
+func getRemoteIntegrationWorkspaces[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
+	rec, err := readRemoteIntegration(s, c, k)
 	if err != nil {
 		return err
 	}
 	return c.JSON(workspaceAccessOf(rec.WorkspaceID, rec.AllWorkspaces, rec.Workspaces))
 }
 
-// putMCPIntegrationWorkspaces sets which workspaces may use an
-// organisation MCP integration, as PUT /integrations/{slug}/workspaces does.
-func (s *Service) putMCPIntegrationWorkspaces(c *fiber.Ctx) error {
+// putRemoteIntegrationWorkspaces sets which workspaces may use an
+// organisation integration, as PUT /integrations/{slug}/workspaces does.
+func putRemoteIntegrationWorkspaces[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	fields, cerr := decodeObject(c.Body())
 	if cerr != nil {
 		return cerr
 	}
-	return s.changeMCPIntegration(c, func(tx store.Tx, rec *store.MCPIntegration, p *problems) error {
-		return applyWorkspaceAccess(tx, fields, "MCP integration "+rec.Slug, mcpPlural, rec.WorkspaceID, &rec.AllWorkspaces, &rec.Workspaces, p)
+	return changeRemoteIntegration(s, c, k, func(tx store.Tx, rec *store.RemoteIntegration, p *problems) error {
+		return applyWorkspaceAccess(tx, fields, k.integNoun+" "+rec.Slug, k.integPlural, rec.WorkspaceID, &rec.AllWorkspaces, &rec.Workspaces, p)
 	})
 }
 
-func (s *Service) getMCPIntegrationCapabilities(c *fiber.Ctx) error {
-	rec, err := s.readMCPIntegration(c)
+func getRemoteIntegrationCapabilities[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
+	rec, err := readRemoteIntegration(s, c, k)
 	if err != nil {
 		return err
 	}
 	return sendCapabilities(c, rec.Metadata.Offered, rec.Capabilities)
 }
 
-func (s *Service) putMCPIntegrationCapabilities(c *fiber.Ctx) error {
+func putRemoteIntegrationCapabilities[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	fields, cerr := decodeObject(c.Body())
 	if cerr != nil {
 		return cerr
 	}
-	return s.changeMCPIntegration(c, func(_ store.Tx, rec *store.MCPIntegration, p *problems) error {
-		rec.Capabilities = parseCapabilities(fields, p)
+	return changeRemoteIntegration(s, c, k, func(_ store.Tx, rec *store.RemoteIntegration, p *problems) error {
+		rec.Capabilities = k.parseCapabilities(fields, p)
 		return nil
 	})
 }
 
-func (s *Service) getMCPIntegrationMetadata(c *fiber.Ctx) error {
-	rec, err := s.readMCPIntegration(c)
+func getRemoteIntegrationMetadata[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
+	rec, err := readRemoteIntegration(s, c, k)
 	if err != nil {
 		return err
 	}
 	return c.JSON(metadataViewOf(rec.Metadata))
 }
 
-// mcpCapabilityTypes are the kinds of capability.
-var mcpCapabilityTypes = []string{mcp.TypeTool, mcp.TypePrompt, mcp.TypeResource}
-
 // parseCapabilities reads {capabilities: [{name*, type*, enabled*}]}, the
 // list that replaces the stored one.
-func parseCapabilities(fields map[string]json.RawMessage, p *problems) []store.MCPCapability {
+func (k *remoteKind[S]) parseCapabilities(fields map[string]json.RawMessage, p *problems) []store.Capability {
 	unknownFields(fields, "", []string{"capabilities"}, p)
 	var items []map[string]json.RawMessage
 	if raw, ok := fields["capabilities"]; !ok || json.Unmarshal(raw, &items) != nil || items == nil {
 		p.add("capabilities", "is required: an array of {name, type, enabled} objects")
 		return nil
 	}
-	out := make([]store.MCPCapability, 0, len(items))
+	out := make([]store.Capability, 0, len(items))
 	seen := map[string]bool{}
 	for i, it := range items {
 		at := fmt.Sprintf("capabilities[%d]", i)
 		unknownFields(it, at, []string{"name", "type", "enabled"}, p)
-		var cp store.MCPCapability
+		var cp store.Capability
 		strInto(it, at, "name", &cp.Name, true, 1024, p)
-		cp.Type = enumField(it, "type", at, mcpCapabilityTypes, true, p)
+		cp.Type = enumField(it, "type", at, k.capabilityTypes, true, p)
 		if v, ok := it["enabled"]; !ok || json.Unmarshal(v, &cp.Enabled) != nil {
 			p.add(at+".enabled", "is required: true or false")
 		}
-		if k := mcp.DisabledKey(cp.Type, cp.Name); seen[k] {
+		if key := k.disabledKey(cp.Type, cp.Name); seen[key] {
 			p.add(at+".name", "%s %s is listed twice", cp.Type, cp.Name)
 		} else {
-			seen[k] = true
+			seen[key] = true
 		}
 		out = append(out, cp)
 	}
@@ -554,14 +532,14 @@ func parseCapabilities(fields map[string]json.RawMessage, p *problems) []store.M
 // sendCapabilities answers the capabilities the server offered (enabled
 // unless stored says otherwise) and the stored ones it did not list, in
 // the list envelope.
-func sendCapabilities(c *fiber.Ctx, offered, stored []store.MCPCapability) error {
+func sendCapabilities(c *fiber.Ctx, offered, stored []store.Capability) error {
 	out := slices.Clone(stored)
 	for _, o := range offered {
-		if !slices.ContainsFunc(stored, func(s store.MCPCapability) bool { return s.Type == o.Type && s.Name == o.Name }) {
-			out = append(out, store.MCPCapability{Name: o.Name, Type: o.Type, Enabled: true})
+		if !slices.ContainsFunc(stored, func(s store.Capability) bool { return s.Type == o.Type && s.Name == o.Name }) {
+			out = append(out, store.Capability{Name: o.Name, Type: o.Type, Enabled: true})
 		}
 	}
-	slices.SortFunc(out, func(a, b store.MCPCapability) int {
+	slices.SortFunc(out, func(a, b store.Capability) int {
 		if c := strings.Compare(a.Type, b.Type); c != 0 {
 			return c
 		}
@@ -591,7 +569,7 @@ const (
 	syncFailed = "failed"
 )
 
-func metadataViewOf(m store.MCPMetadata) metadataView {
+func metadataViewOf(m store.RemoteMetadata) metadataView {
 	v := metadataView{ServerName: m.ServerName, ServerVersion: m.ServerVersion, ProtocolVersion: m.ProtocolVersion, Title: m.Title,
 		Description: m.Description, Icons: m.Icons, CapabilityFlags: nonNil(m.CapabilityFlags), SyncStatus: m.SyncStatus,
 		LastSyncedAt: m.LastSyncedAt}

@@ -1,0 +1,182 @@
+package adminsvc
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/store"
+)
+
+// RemoteOptions wire an MCPServers or AgentServers snapshot.
+type RemoteOptions struct {
+	Store  store.Store
+	Cipher *store.Cipher
+	// Lookup resolves secret mappings to custom headers; it is asked on
+	// every request of a mapped integration, so it caches (see
+	// ManagedOptions.Lookup).
+	Lookup SecretLookup
+	// PublicURL is where clients reach the gateway: the base of the url an
+	// agent's card is rewritten to (agents only).
+	PublicURL string
+}
+
+// remoteEntry is one server, ready to serve: headers opened, access rules
+// flattened.
+type remoteEntry struct {
+	serverID, serverSlug, workspaceID, integrationID string
+	url                                              string
+	header                                           map[string]string
+	passthrough                                      string
+	// disabled holds the disabled capabilities, keyed by the kind's
+	// disabledKey.
+	disabled map[string]bool
+	// allowed is false when the integration is not enabled for the
+	// server's workspace.
+	allowed  bool
+	integ    string // the integration's slug
+	mappings []store.SecretMapping
+	broken   error // the headers could not be opened
+}
+
+// remoteSnapshot is the in-memory snapshot of one kind's servers that the
+// data plane serves. Reload rebuilds it after every change to the kind's
+// integrations and servers made through the admin API (the only writers),
+// opening the sealed headers once.
+type remoteSnapshot[S any] struct {
+	o      RemoteOptions
+	k      *remoteKind[S]
+	reload sync.Mutex
+	snap   atomic.Pointer[map[string]*remoteEntry] // by slug and id
+}
+
+func newRemoteSnapshot[S any](o RemoteOptions, k *remoteKind[S]) (*remoteSnapshot[S], error) {
+	r := &remoteSnapshot[S]{o: o, k: k}
+	return r, r.Reload()
+}
+
+// reloadErr is Reload as an admin answer; on a nil snapshot it does
+// nothing.
+func (r *remoteSnapshot[S]) reloadErr() error {
+	if r == nil {
+		return nil
+	}
+	if err := r.Reload(); err != nil {
+		return core.Internal(err, "the change was stored but the %s snapshot could not be reloaded", r.k.server.noun)
+	}
+	return nil
+}
+
+// Reload rebuilds the snapshot from the store.
+func (r *remoteSnapshot[S]) Reload() error {
+	r.reload.Lock()
+	defer r.reload.Unlock()
+	var integs []store.RemoteIntegration
+	var servers []S
+	err := r.o.Store.View(func(tx store.Tx) (err error) {
+		if integs, err = store.List[store.RemoteIntegration](tx, r.k.integBucket); err != nil {
+			return err
+		}
+		servers, err = store.List[S](tx, r.k.server.bucket)
+		return err
+	})
+	if err != nil {
+		return fmt.Errorf("load %ss: %w", r.k.server.noun, err)
+	}
+	byID := make(map[string]store.RemoteIntegration, len(integs))
+	for _, in := range integs {
+		byID[in.ID] = in
+	}
+	snap := make(map[string]*remoteEntry, 2*len(servers))
+	for i := range servers {
+		in, ok := byID[*r.k.integrationID(&servers[i])]
+		if !ok {
+			continue
+		}
+		sv := r.k.common(&servers[i])
+		headers, berr := openHeaders(r.o.Cipher, in.Configurations.CustomHeaders)
+		e := &remoteEntry{serverID: sv.ID, serverSlug: sv.Slug, workspaceID: sv.WorkspaceID, integrationID: in.ID, url: in.URL,
+			header: headers, passthrough: in.Configurations.PassthroughHeader,
+			disabled: disabledSet(r.k.disabledKey, in.Capabilities, sv.Capabilities),
+			allowed:  remoteIntegrationAllows(in, sv.WorkspaceID), integ: in.Slug, mappings: in.SecretMappings, broken: berr}
+		snap[sv.Slug], snap[sv.ID] = e, e
+	}
+	r.snap.Store(&snap)
+	return nil
+}
+
+// find is the server the slug (or id) names, as principal p may use it,
+// with its secret mappings resolved. Answers: unknown, or in another
+// workspace than a workspace key's: 404; integration not enabled for the
+// server's workspace: 403; headers that cannot be opened: 500; a secret
+// reference that cannot be fetched: 502.
+func (r *remoteSnapshot[S]) find(ctx context.Context, ref string, p *core.Principal) (remoteEntry, *core.Error) {
+	k := r.k
+	e, ok := (*r.snap.Load())[ref]
+	if !ok || (p != nil && !p.IsOrganisationKey() && e.workspaceID != p.WorkspaceID) {
+		return remoteEntry{}, core.NotFound("no %s %q in this workspace", k.server.noun, ref)
+	}
+	switch {
+	case e.broken != nil:
+		return remoteEntry{}, core.Internal(e.broken, "the stored headers of %s %s cannot be opened (was GATEWAY_ENCRYPTION_KEY changed?)", k.integNoun, e.integ)
+	case !e.allowed:
+		return remoteEntry{}, core.Forbidden("%s %s cannot be used: its %s %s is not enabled for this workspace", k.server.noun, e.serverSlug, k.integNoun, e.integ)
+	}
+	out := *e
+	headers, err := resolveHeaderMappings(ctx, r.o.Lookup, out.header, e.mappings, k.integNoun+" "+e.integ)
+	if err != nil {
+		return remoteEntry{}, err
+	}
+	out.header = headers
+	return out, nil
+}
+
+// openHeaders opens sealed custom header values.
+func openHeaders(c *store.Cipher, h map[string]string) (map[string]string, error) {
+	return mapHeaderValues(h, func(v string) (string, error) { return openSecret(c, v) })
+}
+
+// disabledSet is the capabilities disabled by the integration or by the
+// server, keyed by key.
+func disabledSet(key func(typ, name string) string, lists ...[]store.Capability) map[string]bool {
+	var out map[string]bool
+	for _, l := range lists {
+		for _, c := range l {
+			if !c.Enabled {
+				if out == nil {
+					out = map[string]bool{}
+				}
+				out[key(c.Type, c.Name)] = true
+			}
+		}
+	}
+	return out
+}
+
+// resolveHeaderMappings adds the headers of secret mappings to
+// configurations.custom_headers over h.
+func resolveHeaderMappings(ctx context.Context, lookup SecretLookup, h map[string]string, ms []store.SecretMapping, what string) (map[string]string, *core.Error) {
+	for _, mp := range ms {
+		if mp.TargetField != "configurations."+fieldCustomHeaders {
+			continue
+		}
+		fail := func(err error, why string) *core.Error {
+			return core.Upstream(err, "%s: the secret reference %s (for %s) %s", what, mp.SecretReferenceID, mp.TargetField, why)
+		}
+		if lookup == nil {
+			return nil, fail(nil, "could not be resolved: no secret resolver is configured")
+		}
+		v, err := lookup(ctx, mp.SecretReferenceID, mp.SecretKey)
+		if err != nil {
+			return nil, fail(err, "could not be resolved")
+		}
+		merged, ok := mergeSecretHeaders(h, v)
+		if !ok {
+			return nil, fail(nil, "is not a JSON object of strings")
+		}
+		h = merged
+	}
+	return h, nil
+}

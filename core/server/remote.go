@@ -1,0 +1,314 @@
+package server
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"maps"
+	"mime"
+	"net/http"
+	"runtime/debug"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/netguard"
+)
+
+// This file holds what the proxies of remote servers share: /v1/mcp/{slug}
+// (MCP servers) and /v1/agents/{slug} (A2A agents). Both forward JSON-RPC
+// to a user-supplied URL through the guarded client with the integration's
+// headers, and hand back JSON answers whole and event streams event by
+// event, logging every request.
+
+// remoteKind describes one kind of remote server to the shared proxy.
+type remoteKind struct {
+	noun, plural string // "MCP server", "MCP servers"
+	route        string // the path under /v1: "mcp"
+	scope        string
+	endpoint     core.Endpoint
+	// forward are the client headers sent on (with Content-Type).
+	forward []string
+	accept  string
+	// methodKey is the metadata key of the JSON-RPC method.
+	methodKey string
+	// note adds what else the kind logs of a single message to md.
+	note func(m rpcMessage, md map[string]string)
+	// available reports whether the server was given the kind's source;
+	// find then finds the route's server in it, as p may use it.
+	available func(s *Server) bool
+	find      func(s *Server, c *fiber.Ctx, p *core.Principal) (remoteTarget, *core.Error)
+	// client sends the kind's requests (through the address guard).
+	client func(s *Server) *http.Client
+}
+
+// remoteTarget is the server a request goes to.
+type remoteTarget struct {
+	slug, url   string
+	header      map[string]string
+	passthrough string
+	// refuser reports whether a message calls something disabled, naming
+	// it; nil refuses nothing.
+	refuser interface {
+		Refused(method string, params json.RawMessage) (string, bool)
+	}
+	// gatewayURL and disabled are an agent's: where the gateway serves it,
+	// and the ids of the skills left out of its card.
+	gatewayURL string
+	disabled   map[string]bool
+}
+
+// maxRemoteAnswer bounds a JSON (not event-stream) answer of a remote
+// server.
+const maxRemoteAnswer = 32 << 20
+
+// registerRemoteRoutes answers, for a kind, what its own routes (added
+// before) did not match: another method on /{route}/:slug (405, allow),
+// and any other path under /{route} (404).
+func registerRemoteRoutes(v1 fiber.Router, k *remoteKind, allow string) {
+	v1.All("/"+k.route+"/:slug", func(*fiber.Ctx) error {
+		return &core.Error{Status: fiber.StatusMethodNotAllowed, Type: core.TypeInvalidRequest,
+			Message: fmt.Sprintf("an %s takes %s", k.noun, allowText(allow)), Header: [][2]string{{fiber.HeaderAllow, allow}}}
+	})
+	noRoute := func(c *fiber.Ctx) error {
+		return &core.Error{Status: fiber.StatusNotFound, Type: core.TypeNotFound, Code: core.CodeNotFoundPath,
+			Message: fmt.Sprintf("no route %s; %s are served at /v1/%s/{slug}", c.Path(), k.plural, k.route)}
+	}
+	v1.All("/"+k.route, noRoute)
+	v1.All("/"+k.route+"/*", noRoute)
+}
+
+// allowText is an Allow list in words: "POST, GET and DELETE".
+func allowText(allow string) string {
+	if i := bytes.LastIndexByte([]byte(allow), ','); i >= 0 {
+		return allow[:i] + " and" + allow[i+1:]
+	}
+	return allow
+}
+
+// newRemoteRequest is the log record's request of a call of k, after the
+// scope check; the metadata header is parsed into it.
+func (s *Server) newRemoteRequest(c *fiber.Ctx, k *remoteKind, p *core.Principal) (*core.Request, *core.Error) {
+	req := &core.Request{ReceivedAt: s.now(), TraceID: TraceID(c), Principal: p, Endpoint: k.endpoint,
+		Method: c.Method(), Path: "/" + k.route + "/" + c.Params("slug")}
+	md, err := parseMetadata(gatewayHeader(c, "metadata"), p)
+	req.Metadata = md
+	return req, err
+}
+
+// serveRemote proxies one request to the server of the route: the client's
+// JSON-RPC body, the kind's headers (and the integration's passthrough
+// header) with the integration's custom headers; a message calling
+// something the target disables is answered with a JSON-RPC error and not
+// sent. Answers come back as they are: JSON whole, event streams event by
+// event.
+func (s *Server) serveRemote(c *fiber.Ctx, k *remoteKind) error {
+	p := Principal(c)
+	if err := needScope(p, k.scope); err != nil {
+		return err
+	}
+	req, err := s.newRemoteRequest(c, k, p)
+	var t remoteTarget
+	if err == nil {
+		t, err = s.remoteTarget(c, k, p)
+	}
+	var body []byte
+	if err == nil && c.Method() == fiber.MethodPost {
+		// A copy: the transport may still be sending it after the handler
+		// has returned (an event-stream answer), when Fiber reuses c.Body.
+		body = bytes.Clone(c.Body())
+		if refused := inspectRPCBody(k, req, &t, body); refused != "" {
+			return s.refuseRPCCall(c, k, req, body, refused)
+		}
+	}
+	if err != nil {
+		s.record(req, nil, err.Status, core.Usage{}, err)
+		return err
+	}
+	resp, cerr := s.sendRemote(c, k, &t, body)
+	if cerr != nil {
+		s.record(req, nil, cerr.Status, core.Usage{}, cerr)
+		return cerr
+	}
+	return s.answerRemote(c, k, req, resp)
+}
+
+// remoteTarget finds the route's server of kind k.
+func (s *Server) remoteTarget(c *fiber.Ctx, k *remoteKind, p *core.Principal) (remoteTarget, *core.Error) {
+	if !k.available(s) {
+		return remoteTarget{}, &core.Error{Status: fiber.StatusNotFound, Type: core.TypeNotFound, Code: core.CodeNotFoundPath,
+			Message: k.plural + " are not available on this gateway"}
+	}
+	return k.find(s, c, p)
+}
+
+// rpcMessage is the part of a JSON-RPC message the proxy reads.
+type rpcMessage struct {
+	ID     json.RawMessage `json:"id"`
+	Method string          `json:"method"`
+	Params json.RawMessage `json:"params"`
+}
+
+// inspectRPCBody notes the JSON-RPC method (and what the kind notes) in
+// req's metadata and returns what the body calls that t disables, if
+// anything. A body that is not JSON-RPC is forwarded for the server to
+// answer.
+func inspectRPCBody(k *remoteKind, req *core.Request, t *remoteTarget, body []byte) string {
+	var msgs []rpcMessage
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		if json.Unmarshal(trimmed, &msgs) != nil || len(msgs) == 0 {
+			return ""
+		}
+	} else {
+		var m rpcMessage
+		if json.Unmarshal(trimmed, &m) != nil {
+			return ""
+		}
+		msgs = []rpcMessage{m}
+	}
+	md := maps.Clone(req.Metadata)
+	if md == nil {
+		md = make(map[string]string, 2)
+	}
+	md[k.methodKey] = msgs[0].Method
+	if len(msgs) > 1 {
+		md[k.methodKey] = "batch"
+	} else if k.note != nil {
+		k.note(msgs[0], md)
+	}
+	req.Metadata = md
+	if t.refuser == nil {
+		return ""
+	}
+	for _, m := range msgs {
+		if what, ok := t.refuser.Refused(m.Method, m.Params); ok {
+			return what
+		}
+	}
+	return ""
+}
+
+// refuseRPCCall answers a call of something disabled with a JSON-RPC
+// error (-32602, as for an unknown tool): for the call's id, or with a null
+// id for a batch, which is refused whole.
+func (s *Server) refuseRPCCall(c *fiber.Ctx, k *remoteKind, req *core.Request, body []byte, what string) error {
+	id := json.RawMessage("null")
+	var m rpcMessage
+	if json.Unmarshal(body, &m) == nil && len(m.ID) > 0 {
+		id = m.ID
+	}
+	msg := what + " is disabled on this " + k.noun + " by the gateway"
+	out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": id, "error": map[string]any{"code": -32602, "message": msg}})
+	s.record(req, nil, fiber.StatusOK, core.Usage{}, errors.New(msg))
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(out)
+}
+
+// sendRemote sends the request to the server through the kind's guarded
+// client.
+func (s *Server) sendRemote(c *fiber.Ctx, k *remoteKind, t *remoteTarget, body []byte) (*http.Response, *core.Error) {
+	client := k.client(s)
+	if client == nil {
+		return nil, core.Internal(nil, "this gateway has no %s client configured", k.noun)
+	}
+	var rd io.Reader
+	if body != nil {
+		rd = bytes.NewReader(body)
+	}
+	// Not the handler's context: an event stream is read after the handler
+	// returns, and ends when the client goes (a failed write closes it).
+	up, err := http.NewRequestWithContext(context.Background(), c.Method(), t.url, rd)
+	if err != nil {
+		return nil, core.Internal(err, "%s %s has an unusable URL", k.noun, t.slug)
+	}
+	copyHeader := func(name string) {
+		if v := c.Get(name); v != "" {
+			up.Header.Set(name, v)
+		}
+	}
+	copyHeader(fiber.HeaderContentType)
+	for _, h := range k.forward {
+		copyHeader(h)
+	}
+	up.Header.Set(fiber.HeaderAccept, k.accept)
+	if t.passthrough != "" {
+		copyHeader(t.passthrough)
+	}
+	for name, v := range t.header { // the integration's credentials win
+		up.Header.Set(name, v)
+	}
+	resp, err := client.Do(up)
+	if err != nil {
+		return nil, dialError(k, t.slug, err)
+	}
+	return resp, nil
+}
+
+// dialError is the answer to a request the server could not be sent.
+func dialError(k *remoteKind, slug string, err error) *core.Error {
+	if errors.Is(err, netguard.ErrBlocked) {
+		// The address stays out of the client's answer: the URL is the
+		// integration's, not the client's.
+		return core.Upstream(err, "refused to connect to %s %s: its address is private or reserved (an operator may trust it with GATEWAY_TRUSTED_HOSTS)", k.noun, slug)
+	}
+	return core.Upstream(err, "could not reach %s %s", k.noun, slug)
+}
+
+// answerRemote hands the server's answer to the client: status and
+// headers, then the JSON body, or the event stream event by event.
+func (s *Server) answerRemote(c *fiber.Ctx, k *remoteKind, req *core.Request, resp *http.Response) error {
+	c.Status(resp.StatusCode)
+	rh := &c.Response().Header
+	rh.SetNoDefaultContentType(true)
+	for name, values := range resp.Header {
+		if core.IsHopByHop(name) || skipResponseHeaders[name] || core.IsGatewayHeader(name) || name == fiber.HeaderContentLength {
+			continue
+		}
+		for _, v := range values {
+			rh.Add(name, v)
+		}
+	}
+	var statusErr error
+	if resp.StatusCode >= 400 {
+		statusErr = errors.New(http.StatusText(resp.StatusCode))
+	}
+	if mt, _, _ := mime.ParseMediaType(resp.Header.Get(fiber.HeaderContentType)); mt != "text/event-stream" {
+		defer resp.Body.Close()
+		b, err := io.ReadAll(io.LimitReader(resp.Body, maxRemoteAnswer+1))
+		switch {
+		case err != nil:
+			cerr := core.Upstream(err, "the %s's answer broke off: %v", k.noun, err)
+			s.record(req, nil, cerr.Status, core.Usage{}, cerr)
+			return cerr
+		case len(b) > maxRemoteAnswer:
+			cerr := core.Upstream(nil, "the %s's answer is larger than %d bytes", k.noun, maxRemoteAnswer)
+			s.record(req, nil, cerr.Status, core.Usage{}, cerr)
+			return cerr
+		}
+		s.record(req, nil, resp.StatusCode, core.Usage{}, statusErr)
+		return c.Send(b)
+	}
+	req.Stream = true
+	if len(resp.Header.Values(fiber.HeaderCacheControl)) == 0 {
+		rh.Set(fiber.HeaderCacheControl, "no-cache")
+	}
+	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
+		defer resp.Body.Close()
+		defer func() {
+			if p := recover(); p != nil {
+				s.log.Error("panic while streaming an answer", "kind", k.noun, "trace_id", req.TraceID, "panic", p, "stack", string(debug.Stack()))
+			}
+		}()
+		_, err := forwardEvents(w, resp.Body)
+		if err == nil {
+			err = statusErr
+		}
+		s.record(req, nil, resp.StatusCode, core.Usage{}, err)
+	})
+	return nil
+}
