@@ -121,13 +121,7 @@ func parseExportFilters(raw json.RawMessage, p *problems) map[string]string {
 		return nil
 	}
 	out := map[string]string{}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range fields {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		param := "filters." + name
 		if !slices.Contains(exportFilterNames, name) {
 			p.add(param, "unknown filter; known: %s", strings.Join(exportFilterNames, ", "))
