@@ -3,6 +3,7 @@ package adminsvc
 import (
 	"encoding/json"
 	"errors"
+	"maps"
 	"os"
 	"reflect"
 	"slices"
@@ -120,13 +121,7 @@ func parseExportFilters(raw json.RawMessage, p *problems) map[string]string {
 		return nil
 	}
 	out := map[string]string{}
-	for _, name := range slices.Sorted(func(yield func(string) bool) {
-		for k := range fields {
-			if !yield(k) {
-				return
-			}
-		}
-	}) {
+	for _, name := range slices.Sorted(maps.Keys(fields)) {
 		param := "filters." + name
 		if !slices.Contains(exportFilterNames, name) {
 			p.add(param, "unknown filter; known: %s", strings.Join(exportFilterNames, ", "))
@@ -275,18 +270,21 @@ func (s *Service) createExport(c *fiber.Ctx) error {
 	exp := store.LogExport{ID: store.NewLogIDs(now, 1)[0], OrganisationID: caller.OrganisationID, Filters: b.filters,
 		RequestedData: b.requested, Status: store.ExportDraft, CreatedBy: caller.KeyID, UserID: caller.UserID,
 		CreatedAt: now, LastUpdatedAt: now}
-	err := s.st.Update(func(tx store.Tx) (err error) {
+	// The count scans the logs: in a read transaction, not holding the
+	// store's one writer (the request-log writer among others) meanwhile.
+	err := s.st.View(func(tx store.Tx) (err error) {
 		if exp.WorkspaceID, err = s.listWorkspace(tx, caller, b.workspace); err != nil {
 			return err
 		}
 		if exp.VisibleKeyIDs, err = ownKeysOnly(tx, caller); err != nil {
 			return err
 		}
-		if exp.Total, err = countExport(tx, &exp); err != nil {
-			return err
-		}
-		return tx.Put(store.BucketLogExports, exp.ID, exp)
+		exp.Total, err = countExport(tx, &exp)
+		return err
 	})
+	if err == nil {
+		err = s.st.Update(func(tx store.Tx) error { return tx.Put(store.BucketLogExports, exp.ID, exp) })
+	}
 	if err != nil {
 		return err
 	}
@@ -302,13 +300,13 @@ func (s *Service) updateExport(c *fiber.Ctx) error {
 	if perr != nil {
 		return perr
 	}
-	var exp store.LogExport
-	err := s.st.Update(func(tx store.Tx) (err error) {
+	// load reads the draft with the body applied.
+	load := func(tx store.Tx) (exp store.LogExport, err error) {
 		if exp, err = loadExport(tx, caller, c.Params("id")); err != nil {
-			return err
+			return exp, err
 		}
 		if exp.Status != store.ExportDraft {
-			return core.Conflict("log export %s is %s; only a draft can be changed", exp.ID, exp.Status)
+			return exp, core.Conflict("log export %s is %s; only a draft can be changed", exp.ID, exp.Status)
 		}
 		if b.hasFilters {
 			exp.Filters = b.filters
@@ -316,12 +314,31 @@ func (s *Service) updateExport(c *fiber.Ctx) error {
 		if b.hasRequest {
 			exp.RequestedData = b.requested
 		}
-		if exp.Total, err = countExport(tx, &exp); err != nil {
+		return exp, nil
+	}
+	// The count scans the logs in a read transaction (see createExport);
+	// the write checks the filters counted are still the export's.
+	var counted store.LogExport
+	err := s.st.View(func(tx store.Tx) (err error) {
+		if counted, err = load(tx); err != nil {
 			return err
 		}
-		exp.LastUpdatedAt = s.now()
-		return tx.Put(store.BucketLogExports, exp.ID, exp)
+		counted.Total, err = countExport(tx, &counted)
+		return err
 	})
+	var exp store.LogExport
+	if err == nil {
+		err = s.st.Update(func(tx store.Tx) (err error) {
+			if exp, err = load(tx); err != nil {
+				return err
+			}
+			if !maps.Equal(exp.Filters, counted.Filters) {
+				return core.Conflict("log export %s was changed meanwhile; send the update again", exp.ID)
+			}
+			exp.Total, exp.LastUpdatedAt = counted.Total, s.now()
+			return tx.Put(store.BucketLogExports, exp.ID, exp)
+		})
+	}
 	if err != nil {
 		return err
 	}

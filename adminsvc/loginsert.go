@@ -154,6 +154,8 @@ func parseCustomLog(fields map[string]json.RawMessage, at string, p *problems) *
 			if pu, err := url.Parse(u); err != nil || !(pu.IsAbs() && (pu.Scheme == "http" || pu.Scheme == "https") && pu.Host != "" ||
 				!pu.IsAbs() && strings.HasPrefix(u, "/")) {
 				p.add(fieldPath(reqAt, "url"), "must be an http(s) URL or a path starting with /, got %q", u)
+			} else {
+				u = maskedURL(pu, u)
 			}
 			rec.Path = u
 		}
@@ -213,6 +215,34 @@ func parseCustomLog(fields map[string]json.RawMessage, at string, p *problems) *
 		}
 	}
 	return rec
+}
+
+// maskedURL is raw, parsed as u, as a custom log keeps it: user info
+// masked whole, and the values of sensitive query parameters (key,
+// api_key, token…) as maskedPairs masks them; raw as sent when it has
+// neither.
+func maskedURL(u *url.URL, raw string) string {
+	changed := u.User != nil
+	parts := strings.Split(u.RawQuery, "&")
+	for i, part := range parts {
+		name, value, _ := strings.Cut(part, "=")
+		if n, err := url.QueryUnescape(name); err == nil && sensitiveName(n) {
+			if v, err := url.QueryUnescape(value); err == nil {
+				value = v
+			}
+			parts[i], changed = name+"="+strings.ReplaceAll(url.QueryEscape(maskKey(value)), "%2A", "*"), true
+		}
+	}
+	if !changed {
+		return raw
+	}
+	user := u.User != nil
+	u.User, u.RawQuery = nil, strings.Join(parts, "&")
+	s := u.String()
+	if user {
+		s = strings.Replace(s, "://", "://"+masked+"@", 1)
+	}
+	return s
 }
 
 // present is fields[name] unless it is absent or null.

@@ -202,3 +202,24 @@ func TestInsertLogsAccess(t *testing.T) {
 		})
 	}
 }
+
+func TestInsertLogsMasksURLSecrets(t *testing.T) {
+	e := newLogsEnv(t, false)
+	_, key := e.wsKey(e.wsID, core.ScopeLogsWrite, core.ScopeLogsView)
+	for url, want := range map[string]string{
+		// A key in the query (Google's style) and credentials in the user info.
+		"https://api.example.com/v1/models/m:generateContent?alt=sse&key=AIzaSyA0123456789abcdefghijklmnop": "https://api.example.com/v1/models/m:generateContent?alt=sse&key=AIza****mnop",
+		"https://user:hunter2-password@api.example.com/v1/chat":                                             "https://****@api.example.com/v1/chat",
+		"/v1/chat?api_key=short&n=1": "/v1/chat?api_key=****&n=1",
+		"/v1/chat?n=1&b=a%20b":       "/v1/chat?n=1&b=a%20b", // nothing sensitive: as sent
+	} {
+		r := e.do(http.MethodPost, "/v1/logs", key, customLog(url, 200))
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", url, r.status, r.raw)
+		}
+		got := e.do(http.MethodGet, "/v1/logs/"+r.body["log_ids"].([]any)[0].(string), key, nil)
+		if got.body["path"] != want {
+			t.Fatalf("path of %s = %v, want %s", url, got.body["path"], want)
+		}
+	}
+}
