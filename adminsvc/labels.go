@@ -82,8 +82,7 @@ func parseLabelBody(fields map[string]json.RawMessage, create bool) (labelBody, 
 			}
 		}
 	}
-	slices.SortStableFunc(p, func(a, b problem) int { return strings.Compare(a.param, b.param) })
-	return b, p.err()
+	return b, sortedProblems(p).err()
 }
 
 // labelVisible reports whether label l may name versions of prompts of

@@ -65,8 +65,7 @@ func parsePartialBody(fields map[string]json.RawMessage, create bool) (partialBo
 	if !create && !b.nameSet && !b.templateSet {
 		p.add("body", "send name, string or both")
 	}
-	slices.SortStableFunc(p, func(a, b problem) int { return strings.Compare(a.param, b.param) })
-	return b, p.err()
+	return b, sortedProblems(p).err()
 }
 
 // loadPartial finds a partial by id or slug that caller may see.

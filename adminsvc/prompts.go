@@ -304,8 +304,7 @@ func parsePromptBody(fields map[string]json.RawMessage, create bool) (promptBody
 		b.workspaceID, _ = strField(fields, "workspace_id", false, maxPromptIdentifier, &p)
 	}
 	parsePromptContent(fields, !b.patch, &b.content, &p)
-	slices.SortStableFunc(p, func(a, b problem) int { return strings.Compare(a.param, b.param) })
-	return b, p.err()
+	return b, sortedProblems(p).err()
 }
 
 // parsePromptContent reads the version fields of a body into c; string and
