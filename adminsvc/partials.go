@@ -443,19 +443,18 @@ func (s *Service) makeDefaultPartial(c *fiber.Ctx) error {
 		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
-		versions, err := store.Versions[store.PartialVersion](tx, store.BucketPartialVersions, rec.ID)
+		v, found, err := numberedVersion(tx, store.BucketPartialVersions, rec.ID, n, func(v store.PartialVersion) int { return v.Version })
 		if err != nil {
 			return err
 		}
-		i := slices.IndexFunc(versions, func(v store.PartialVersion) bool { return v.Version == n })
-		if i < 0 {
+		if !found {
 			return core.ValidationError("version", "version: partial %s has no version %d (the latest is %d)", rec.Slug, n, rec.LatestVersion)
 		}
-		if err := checkPartialIncludes(tx, rec, "version", versions[i].Template); err != nil {
+		if err := checkPartialIncludes(tx, rec, "version", v.Template); err != nil {
 			return err
 		}
 		now := s.now()
-		rec.DefaultVersion, rec.DefaultVersionID = n, versions[i].ID
+		rec.DefaultVersion, rec.DefaultVersionID = n, v.ID
 		rec.UpdatedBy, rec.LastUpdatedAt = actor(caller), now
 		return tx.Put(store.BucketPromptPartials, rec.ID, rec)
 	})
