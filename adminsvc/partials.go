@@ -225,7 +225,7 @@ func (s *Service) createPartial(c *fiber.Ctx) error {
 	versionID := core.NewLogID(now)
 	rec := store.PromptPartial{ID: core.NewID(), Slug: newSlug("pl", b.name, "partial"), Name: b.name, OrganisationID: caller.OrganisationID,
 		CreatedBy: actor(caller), UpdatedBy: actor(caller), CreatedAt: now, LastUpdatedAt: now,
-		DefaultVersionID: versionID, DefaultVersion: 1, LatestVersionID: versionID, LatestVersion: 1}
+		VersionHeads: firstVersion(versionID)}
 	err := s.st.Update(func(tx store.Tx) error {
 		ws, err := s.resolveWorkspace(tx, caller, b.workspaceID, true)
 		if err != nil {
@@ -342,7 +342,7 @@ func (s *Service) updatePartial(c *fiber.Ctx) error {
 			if err := checkPartialIncludes(tx, rec, "string", b.template); err != nil {
 				return err
 			}
-			rec.LatestVersion, rec.LatestVersionID = rec.LatestVersion+1, nextVersionID(rec.LatestVersionID, now)
+			nextVersion(&rec.VersionHeads, now)
 			if err := putPartialVersion(tx, rec, rec.LatestVersionID, rec.LatestVersion, b, actor(caller), now); err != nil {
 				return err
 			}

@@ -182,6 +182,17 @@ func selectVersion(tx store.Tx, rec store.Prompt, selector string) (store.Prompt
 	return store.PromptVersion{}, core.NotFound("prompt %s has no version labelled %q", rec.Slug, selector)
 }
 
+// firstVersion is the heads of a new prompt or partial: version 1, id
+// id, is both its default and its latest.
+func firstVersion(id string) store.VersionHeads {
+	return store.VersionHeads{DefaultVersionID: id, DefaultVersion: 1, LatestVersionID: id, LatestVersion: 1}
+}
+
+// nextVersion makes h's latest version a new one made at now.
+func nextVersion(h *store.VersionHeads, now time.Time) {
+	h.LatestVersion, h.LatestVersionID = h.LatestVersion+1, nextVersionID(h.LatestVersionID, now)
+}
+
 // numberedVersion finds version number n (number reads it) among the
 // versions of record recordID kept in bucket b: a prompt's or a partial's.
 func numberedVersion[V any](tx store.Tx, b store.Bucket, recordID string, n int, number func(V) int) (V, bool, error) {
@@ -526,7 +537,7 @@ func (s *Service) createPrompt(c *fiber.Ctx) error {
 	versionID := core.NewLogID(now)
 	rec := store.Prompt{ID: core.NewID(), Slug: newPromptSlug(b.name), Name: b.name, OrganisationID: caller.OrganisationID,
 		CollectionID: b.collectionID, Status: store.StatusActive, CreatedBy: actor(caller), UpdatedBy: actor(caller),
-		CreatedAt: now, LastUpdatedAt: now, DefaultVersionID: versionID, DefaultVersion: 1, LatestVersionID: versionID, LatestVersion: 1}
+		CreatedAt: now, LastUpdatedAt: now, VersionHeads: firstVersion(versionID)}
 	err := s.st.Update(func(tx store.Tx) error {
 		ws, err := s.resolveWorkspace(tx, caller, b.workspaceID, true)
 		if err != nil {
@@ -674,7 +685,7 @@ func (s *Service) updatePrompt(c *fiber.Ctx) error {
 			rec.Status = b.status
 		}
 		now := s.now()
-		rec.LatestVersion, rec.LatestVersionID = rec.LatestVersion+1, nextVersionID(rec.LatestVersionID, now)
+		nextVersion(&rec.VersionHeads, now)
 		rec.UpdatedBy, rec.LastUpdatedAt = actor(caller), now
 		if err := putPromptVersion(tx, rec, rec.LatestVersionID, rec.LatestVersion, b.content, actor(caller), now); err != nil {
 			return err
