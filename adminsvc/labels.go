@@ -65,7 +65,10 @@ func parseLabelBody(fields map[string]json.RawMessage, create bool) (labelBody, 
 	var p problems
 	unknownFields(fields, "", labelFields, &p)
 	b.name, b.nameSet = strField(fields, "name", create, maxLabelName, &p)
-	if b.nameSet {
+	switch {
+	case !create && b.nameSet && b.name == "":
+		p.add("name", "must not be empty")
+	case b.name != "":
 		if msg := labelNameProblem(b.name); msg != "" {
 			p.add("name", "%s", msg)
 		}
@@ -82,8 +85,7 @@ func parseLabelBody(fields map[string]json.RawMessage, create bool) (labelBody, 
 			}
 		}
 	}
-	slices.SortStableFunc(p, func(a, b problem) int { return strings.Compare(a.param, b.param) })
-	return b, p.err()
+	return b, sortedProblems(p).err()
 }
 
 // labelVisible reports whether label l may name versions of prompts of

@@ -65,8 +65,7 @@ func parsePartialBody(fields map[string]json.RawMessage, create bool) (partialBo
 	if !create && !b.nameSet && !b.templateSet {
 		p.add("body", "send name, string or both")
 	}
-	slices.SortStableFunc(p, func(a, b problem) int { return strings.Compare(a.param, b.param) })
-	return b, p.err()
+	return b, sortedProblems(p).err()
 }
 
 // loadPartial finds a partial by id or slug that caller may see.
@@ -226,7 +225,7 @@ func (s *Service) createPartial(c *fiber.Ctx) error {
 	versionID := core.NewLogID(now)
 	rec := store.PromptPartial{ID: core.NewID(), Slug: newSlug("pl", b.name, "partial"), Name: b.name, OrganisationID: caller.OrganisationID,
 		CreatedBy: actor(caller), UpdatedBy: actor(caller), CreatedAt: now, LastUpdatedAt: now,
-		DefaultVersionID: versionID, DefaultVersion: 1, LatestVersionID: versionID, LatestVersion: 1}
+		VersionHeads: firstVersion(versionID)}
 	err := s.st.Update(func(tx store.Tx) error {
 		ws, err := s.resolveWorkspace(tx, caller, b.workspaceID, true)
 		if err != nil {
@@ -343,7 +342,7 @@ func (s *Service) updatePartial(c *fiber.Ctx) error {
 			if err := checkPartialIncludes(tx, rec, "string", b.template); err != nil {
 				return err
 			}
-			rec.LatestVersion, rec.LatestVersionID = rec.LatestVersion+1, nextVersionID(rec.LatestVersionID, now)
+			nextVersion(&rec.VersionHeads, now)
 			if err := putPartialVersion(tx, rec, rec.LatestVersionID, rec.LatestVersion, b, actor(caller), now); err != nil {
 				return err
 			}
@@ -444,19 +443,18 @@ func (s *Service) makeDefaultPartial(c *fiber.Ctx) error {
 		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
-		versions, err := store.Versions[store.PartialVersion](tx, store.BucketPartialVersions, rec.ID)
+		v, found, err := numberedVersion(tx, store.BucketPartialVersions, rec.ID, n, func(v store.PartialVersion) int { return v.Version })
 		if err != nil {
 			return err
 		}
-		i := slices.IndexFunc(versions, func(v store.PartialVersion) bool { return v.Version == n })
-		if i < 0 {
+		if !found {
 			return core.ValidationError("version", "version: partial %s has no version %d (the latest is %d)", rec.Slug, n, rec.LatestVersion)
 		}
-		if err := checkPartialIncludes(tx, rec, "version", versions[i].Template); err != nil {
+		if err := checkPartialIncludes(tx, rec, "version", v.Template); err != nil {
 			return err
 		}
 		now := s.now()
-		rec.DefaultVersion, rec.DefaultVersionID = n, versions[i].ID
+		rec.DefaultVersion, rec.DefaultVersionID = n, v.ID
 		rec.UpdatedBy, rec.LastUpdatedAt = actor(caller), now
 		return tx.Put(store.BucketPromptPartials, rec.ID, rec)
 	})

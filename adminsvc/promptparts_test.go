@@ -323,6 +323,15 @@ func TestLabelValidation(t *testing.T) {
 			}
 		})
 	}
+	// An empty name is said to be empty, not taken for a number.
+	for _, r := range []resp{
+		e.do(http.MethodPost, "/v1/labels", adminKey, map[string]any{"name": " "}),
+		e.do(http.MethodPut, "/v1/labels/"+id, adminKey, map[string]any{"name": ""}),
+	} {
+		if wantValidation(t, r, "name"); !strings.Contains(r.errField("message"), "must not be empty") || strings.Contains(r.errField("message"), "number") {
+			t.Fatalf("empty name: %s", r.raw)
+		}
+	}
 	if r := e.do(http.MethodPut, "/v1/labels/"+id, adminKey, map[string]any{"name": "prod-2", "description": "d"}); r.status != 200 || r.str("name") != "prod-2" || r.str("description") != "d" {
 		t.Fatalf("update: %d %s", r.status, r.raw)
 	}

@@ -155,28 +155,53 @@ func (ps *Prompts) Prompt(ref string, p *core.Principal) (*prompt.Version, *core
 // selectVersion finds the version of rec that selector names: a version
 // number, "latest", or the name of a label visible in rec's workspace.
 func selectVersion(tx store.Tx, rec store.Prompt, selector string) (store.PromptVersion, error) {
+	if selector == "latest" {
+		return promptVersion(tx, rec, rec.LatestVersionID)
+	}
+	if n, err := strconv.Atoi(selector); err == nil {
+		v, found, err := numberedVersion(tx, store.BucketPromptVersions, rec.ID, n, func(v store.PromptVersion) int { return v.Version })
+		if err == nil && !found {
+			err = core.NotFound("prompt %s has no version %d (the latest is %d)", rec.Slug, n, rec.LatestVersion)
+		}
+		return v, err
+	}
+	label, found, err := labelByName(tx, rec.OrganisationID, rec.WorkspaceID, selector)
+	if err != nil {
+		return store.PromptVersion{}, err
+	}
+	if !found {
+		return store.PromptVersion{}, core.NotFound("prompt %s: no label %q in its workspace; after \"@\" send a version number, \"latest\" or a label's name", rec.Slug, selector)
+	}
 	versions, err := store.Versions[store.PromptVersion](tx, store.BucketPromptVersions, rec.ID)
 	if err != nil {
 		return store.PromptVersion{}, err
 	}
-	match := func(v store.PromptVersion) bool { return v.ID == rec.LatestVersionID }
-	what := "no latest version"
-	if n, err := strconv.Atoi(selector); err == nil {
-		match, what = func(v store.PromptVersion) bool { return v.Version == n }, fmt.Sprintf("no version %d (the latest is %d)", n, rec.LatestVersion)
-	} else if selector != "latest" {
-		label, found, err := labelByName(tx, rec.OrganisationID, rec.WorkspaceID, selector)
-		if err != nil {
-			return store.PromptVersion{}, err
-		}
-		if !found {
-			return store.PromptVersion{}, core.NotFound("prompt %s: no label %q in its workspace; after \"@\" send a version number, \"latest\" or a label's name", rec.Slug, selector)
-		}
-		match, what = func(v store.PromptVersion) bool { return v.LabelID == label.ID }, fmt.Sprintf("no version labelled %q", selector)
-	}
-	if i := slices.IndexFunc(versions, match); i >= 0 {
+	if i := slices.IndexFunc(versions, func(v store.PromptVersion) bool { return v.LabelID == label.ID }); i >= 0 {
 		return versions[i], nil
 	}
-	return store.PromptVersion{}, core.NotFound("prompt %s has %s", rec.Slug, what)
+	return store.PromptVersion{}, core.NotFound("prompt %s has no version labelled %q", rec.Slug, selector)
+}
+
+// firstVersion is the heads of a new prompt or partial: version 1, id
+// id, is both its default and its latest.
+func firstVersion(id string) store.VersionHeads {
+	return store.VersionHeads{DefaultVersionID: id, DefaultVersion: 1, LatestVersionID: id, LatestVersion: 1}
+}
+
+// nextVersion makes h's latest version a new one made at now.
+func nextVersion(h *store.VersionHeads, now time.Time) {
+	h.LatestVersion, h.LatestVersionID = h.LatestVersion+1, nextVersionID(h.LatestVersionID, now)
+}
+
+// numberedVersion finds version number n (number reads it) among the
+// versions of record recordID kept in bucket b: a prompt's or a partial's.
+func numberedVersion[V any](tx store.Tx, b store.Bucket, recordID string, n int, number func(V) int) (V, bool, error) {
+	versions, err := store.Versions[V](tx, b, recordID)
+	if i := slices.IndexFunc(versions, func(v V) bool { return number(v) == n }); err == nil && i >= 0 {
+		return versions[i], true, nil
+	}
+	var zero V
+	return zero, false, err
 }
 
 // registerPrompts adds the /prompts routes. POST /prompts/{id}/render and
@@ -304,8 +329,7 @@ func parsePromptBody(fields map[string]json.RawMessage, create bool) (promptBody
 		b.workspaceID, _ = strField(fields, "workspace_id", false, maxPromptIdentifier, &p)
 	}
 	parsePromptContent(fields, !b.patch, &b.content, &p)
-	slices.SortStableFunc(p, func(a, b problem) int { return strings.Compare(a.param, b.param) })
-	return b, p.err()
+	return b, sortedProblems(p).err()
 }
 
 // parsePromptContent reads the version fields of a body into c; string and
@@ -513,7 +537,7 @@ func (s *Service) createPrompt(c *fiber.Ctx) error {
 	versionID := core.NewLogID(now)
 	rec := store.Prompt{ID: core.NewID(), Slug: newPromptSlug(b.name), Name: b.name, OrganisationID: caller.OrganisationID,
 		CollectionID: b.collectionID, Status: store.StatusActive, CreatedBy: actor(caller), UpdatedBy: actor(caller),
-		CreatedAt: now, LastUpdatedAt: now, DefaultVersionID: versionID, DefaultVersion: 1, LatestVersionID: versionID, LatestVersion: 1}
+		CreatedAt: now, LastUpdatedAt: now, VersionHeads: firstVersion(versionID)}
 	err := s.st.Update(func(tx store.Tx) error {
 		ws, err := s.resolveWorkspace(tx, caller, b.workspaceID, true)
 		if err != nil {
@@ -661,7 +685,7 @@ func (s *Service) updatePrompt(c *fiber.Ctx) error {
 			rec.Status = b.status
 		}
 		now := s.now()
-		rec.LatestVersion, rec.LatestVersionID = rec.LatestVersion+1, nextVersionID(rec.LatestVersionID, now)
+		nextVersion(&rec.VersionHeads, now)
 		rec.UpdatedBy, rec.LastUpdatedAt = actor(caller), now
 		if err := putPromptVersion(tx, rec, rec.LatestVersionID, rec.LatestVersion, b.content, actor(caller), now); err != nil {
 			return err
@@ -795,19 +819,18 @@ func (s *Service) makeDefaultPrompt(c *fiber.Ctx) error {
 		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
-		versions, err := store.Versions[store.PromptVersion](tx, store.BucketPromptVersions, rec.ID)
+		v, found, err := numberedVersion(tx, store.BucketPromptVersions, rec.ID, n, func(v store.PromptVersion) int { return v.Version })
 		if err != nil {
 			return err
 		}
-		i := slices.IndexFunc(versions, func(v store.PromptVersion) bool { return v.Version == n })
-		if i < 0 {
+		if !found {
 			return core.ValidationError("version", "version: prompt %s has no version %d (the latest is %d)", rec.Slug, n, rec.LatestVersion)
 		}
-		if err := checkIncludes(tx, rec.WorkspaceID, "version", versions[i].Template); err != nil {
+		if err := checkIncludes(tx, rec.WorkspaceID, "version", v.Template); err != nil {
 			return err
 		}
 		now := s.now()
-		rec.DefaultVersion, rec.DefaultVersionID = n, versions[i].ID
+		rec.DefaultVersion, rec.DefaultVersionID = n, v.ID
 		rec.UpdatedBy, rec.LastUpdatedAt = actor(caller), now
 		return tx.Put(store.BucketPrompts, rec.ID, rec)
 	})

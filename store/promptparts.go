@@ -7,19 +7,16 @@ import "time"
 // versions (BucketPartialVersions) and the default version is the one
 // templates include.
 type PromptPartial struct {
-	ID               string    `json:"id"`
-	Slug             string    `json:"slug"`
-	Name             string    `json:"name"`
-	OrganisationID   string    `json:"organisation_id"`
-	WorkspaceID      string    `json:"workspace_id"`
-	CreatedBy        string    `json:"created_by"`
-	UpdatedBy        string    `json:"updated_by"`
-	CreatedAt        time.Time `json:"created_at"`
-	LastUpdatedAt    time.Time `json:"last_updated_at"`
-	DefaultVersionID string    `json:"default_version_id"`
-	DefaultVersion   int       `json:"default_version"`
-	LatestVersionID  string    `json:"latest_version_id"`
-	LatestVersion    int       `json:"latest_version"`
+	ID             string    `json:"id"`
+	Slug           string    `json:"slug"`
+	Name           string    `json:"name"`
+	OrganisationID string    `json:"organisation_id"`
+	WorkspaceID    string    `json:"workspace_id"`
+	CreatedBy      string    `json:"created_by"`
+	UpdatedBy      string    `json:"updated_by"`
+	CreatedAt      time.Time `json:"created_at"`
+	LastUpdatedAt  time.Time `json:"last_updated_at"`
+	VersionHeads
 }
 
 // PartialVersion is one version of a partial.

@@ -18,18 +18,24 @@ type Prompt struct {
 	WorkspaceID    string `json:"workspace_id"`
 	// CollectionID is the PromptCollection the prompt is in (prompts saved
 	// before collections were records may hold any label here).
-	CollectionID     string    `json:"collection_id,omitempty"`
-	Status           string    `json:"status"`
-	CreatedBy        string    `json:"created_by"`
-	UpdatedBy        string    `json:"updated_by"`
-	CreatedAt        time.Time `json:"created_at"`
-	LastUpdatedAt    time.Time `json:"last_updated_at"`
-	DefaultVersionID string    `json:"default_version_id"`
-	DefaultVersion   int       `json:"default_version"`
-	// LatestVersionID and LatestVersion are the newest version: the next
-	// one is LatestVersion+1, with an id that sorts after LatestVersionID.
-	LatestVersionID string `json:"latest_version_id"`
-	LatestVersion   int    `json:"latest_version"`
+	CollectionID  string    `json:"collection_id,omitempty"`
+	Status        string    `json:"status"`
+	CreatedBy     string    `json:"created_by"`
+	UpdatedBy     string    `json:"updated_by"`
+	CreatedAt     time.Time `json:"created_at"`
+	LastUpdatedAt time.Time `json:"last_updated_at"`
+	VersionHeads
+}
+
+// VersionHeads are the default and the newest version of a record kept in
+// numbered versions (a prompt, a partial). The default is the one used;
+// the next version is LatestVersion+1, with an id that sorts after
+// LatestVersionID.
+type VersionHeads struct {
+	DefaultVersionID string `json:"default_version_id"`
+	DefaultVersion   int    `json:"default_version"`
+	LatestVersionID  string `json:"latest_version_id"`
+	LatestVersion    int    `json:"latest_version"`
 }
 
 // PromptVersion is one version of a saved prompt.

@@ -14,7 +14,7 @@ func TestPromptVersionsPersistAndDelete(t *testing.T) {
 	st, dir := openTemp(t)
 	now := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	p := Prompt{ID: "p1", Slug: "pp-greet-abc123", Name: "greet", WorkspaceID: "w1", Status: StatusActive,
-		CreatedAt: now, LastUpdatedAt: now, DefaultVersionID: "v1", DefaultVersion: 1, LatestVersionID: "v2", LatestVersion: 2}
+		CreatedAt: now, LastUpdatedAt: now, VersionHeads: VersionHeads{DefaultVersionID: "v1", DefaultVersion: 1, LatestVersionID: "v2", LatestVersion: 2}}
 	versions := []PromptVersion{
 		{ID: "v1", PromptID: "p1", Version: 1, PromptContent: PromptContent{Template: "Hi {{name}}", Parameters: json.RawMessage(`{"temperature":0.5}`)}},
 		{ID: "v2", PromptID: "p1", Version: 2, PromptContent: PromptContent{Template: "Hello {{name}}", Parameters: json.RawMessage(`{}`)}},
