@@ -356,6 +356,11 @@ func (s *Service) labelPromptVersion(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
+		// The answer is the version, template included: viewing it needs
+		// the view setting too.
+		if err := promptAccess(tx, caller, false); err != nil {
+			return err
+		}
 		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}

@@ -432,6 +432,12 @@ func TestPromptVisibilitySettings(t *testing.T) {
 					t.Fatalf("%s: %s %s %s: %d %s", step, who, wr.method, wr.path, r.status, r.raw)
 				}
 			}
+			// Labelling a version answers with the version, template
+			// included: it needs both settings.
+			r := e.do(http.MethodPut, "/v1/prompts/"+p.id+"/versions/"+p.version, keys[who], map[string]any{"label_id": nil})
+			if (r.status == 200) != (w.read && w.write) {
+				t.Fatalf("%s: %s labels a version: %d %s", step, who, r.status, r.raw)
+			}
 		}
 	}
 	all := want{true, true}
