@@ -152,6 +152,21 @@ func (ps *Prompts) Prompt(ref string, p *core.Principal) (*prompt.Version, *core
 	return pv, nil
 }
 
+// MayView refuses p when the organisation's prompt settings, with the
+// workspace's overrides, keep it from viewing prompts: a render shows the
+// template. It reads the settings from the store.
+func (ps *Prompts) MayView(p *core.Principal, _ *prompt.Version) *core.Error {
+	err := ps.st.View(func(tx store.Tx) error { return promptAccess(tx, p, false) })
+	var ce *core.Error
+	switch {
+	case err == nil:
+		return nil
+	case errors.As(err, &ce):
+		return ce
+	}
+	return core.Internal(err, "reading the prompt settings failed")
+}
+
 // selectVersion finds the version of rec that selector names: a version
 // number, "latest", or the name of a label visible in rec's workspace.
 func selectVersion(tx store.Tx, rec store.Prompt, selector string) (store.PromptVersion, error) {

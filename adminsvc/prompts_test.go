@@ -446,6 +446,16 @@ func TestPromptVisibilitySettings(t *testing.T) {
 	check("members read only", map[string]want{"member": {true, false}, "manager": all, "ws admin": all})
 	setOrg(map[string]bool{"membersViewPrompts": false, "membersWritePrompts": true, "managersWritePrompts": false})
 	check("members write only, managers read only", map[string]want{"member": {false, true}, "manager": {true, false}, "ws admin": all, "org key": all})
+	// A render shows the template: the data plane asks MayView.
+	member := core.Principal{KeyType: core.KeyTypeWorkspaceUser, OrganisationID: e.orgID, WorkspaceID: e.wsID, UserID: user, Role: core.RoleMember, WorkspaceRole: core.RoleMember}
+	if err := e.prompts.MayView(&member, nil); err == nil || err.Status != 403 {
+		t.Fatalf("MayView for a member without membersViewPrompts: %v", err)
+	}
+	manager := member
+	manager.WorkspaceRole = core.RoleManager
+	if err := e.prompts.MayView(&manager, nil); err != nil {
+		t.Fatalf("MayView for a manager: %v", err)
+	}
 	setOrg(map[string]bool{"membersViewPrompts": true, "managersWritePrompts": true})
 	setWorkspace(map[string]bool{"managersViewPrompts": false, "membersWritePrompts": false})
 	check("the workspace overrides", map[string]want{"member": {true, false}, "manager": {false, true}, "ws admin": all, "org key": all})

@@ -17,6 +17,10 @@ import (
 // the request's buffers: it must not be kept past the call.
 type PromptSource interface {
 	Prompt(ref string, p *core.Principal) (*prompt.Version, *core.Error)
+	// MayView refuses p when it may not see v's template, as a render
+	// shows it (the organisation's prompt view settings); running the
+	// prompt needs no more than Prompt.
+	MayView(p *core.Principal, v *prompt.Version) *core.Error
 }
 
 // registerPromptRoutes adds the data plane's saved-prompt routes: render
@@ -35,6 +39,9 @@ func (s *Server) renderPrompt(c *fiber.Ctx) error {
 		return err
 	}
 	v, err := s.promptFor(c, p)
+	if err == nil {
+		err = s.prompts.MayView(p, v)
+	}
 	if err != nil {
 		return err
 	}

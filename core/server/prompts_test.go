@@ -24,6 +24,15 @@ func (f fakePrompts) Prompt(ref string, _ *core.Principal) (*prompt.Version, *co
 	return nil, core.NotFound("no prompt %s", ref)
 }
 
+// MayView refuses every caller the prompt "hidden": its template may be
+// run, not shown.
+func (f fakePrompts) MayView(_ *core.Principal, v *prompt.Version) *core.Error {
+	if v.Slug == "hidden" {
+		return core.Forbidden("this key may not view prompts")
+	}
+	return nil
+}
+
 // promptManaged resolves the managed provider @prompt-provider to the test
 // upstream with a stored credential.
 type promptManaged struct{ url string }
@@ -47,6 +56,7 @@ var testPrompts = fakePrompts{
 		PromptID: "pr-3", Slug: "managed", Template: "Hi {{name}}", Model: "gpt-4o-mini", Provider: "@prompt-provider",
 	},
 	"unknown-provider": {PromptID: "pr-4", Slug: "unknown-provider", Template: "Hi", Model: "gpt-4o-mini", Provider: "@nope"},
+	"hidden":           {PromptID: "pr-5", Slug: "hidden", Template: "Secret {{name}}", Model: "gpt-4o-mini"},
 }
 
 // promptGateway is a gateway with testPrompts whose upstream answers chat
@@ -154,6 +164,7 @@ func TestPromptRoutesRefuse(t *testing.T) {
 		{"caller's messages", g, "/v1/prompts/greet/render", keyRender, `{"variables":{},"messages":[]}`, 400, "messages"},
 		{"unknown prompt", g, "/v1/prompts/nope/render", keyRender, `{"variables":{}}`, 404, ""},
 		{"render without prompts.render", g, "/v1/prompts/greet/render", keyGood, `{"variables":{}}`, 403, ""},
+		{"render of a prompt the key may not view", g, "/v1/prompts/hidden/render", keyRender, `{"variables":{}}`, 403, ""},
 		{"completions without completions.write", g, "/v1/prompts/greet/completions", keyRender, `{"variables":{}}`, 403, ""},
 		{"no prompt store: render", bare, "/v1/prompts/greet/render", keyRender, `{"variables":{}}`, 404, ""},
 		{"no prompt store: completions", bare, "/v1/prompts/greet/completions", keyGood, `{"variables":{}}`, 404, ""},
