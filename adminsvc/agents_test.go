@@ -255,3 +255,18 @@ func TestAgentServerTestUntrusted(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 }
+
+// A sync error leaves out the integration's URL, which may carry a
+// credential (here a token in its path).
+func TestAgentServerTestErrorWithoutURL(t *testing.T) {
+	srv := httptest.NewServer(&a2atest.Agent{})
+	t.Cleanup(srv.Close)
+	e := newEnv(t)
+	e.withAgents("")
+	e.do(http.MethodPost, "/v1/agent-integrations", adminKey, agentIntegrationBody(srv.URL+"/s/url-token-123", nil))
+	e.do(http.MethodPost, "/v1/agent-servers", adminKey, map[string]any{"name": "Helper", "slug": "helper", "agent_integration_id": "helper", "workspace_id": e.wsID})
+	r := e.do(http.MethodPost, "/v1/agent-servers/helper/test", adminKey, nil)
+	if msg := r.str("sync_error"); r.status != 200 || !strings.Contains(msg, "GATEWAY_TRUSTED_HOSTS") || strings.Contains(msg, "url-token-123") {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}

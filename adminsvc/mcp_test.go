@@ -341,6 +341,20 @@ func TestMCPServerTestUntrusted(t *testing.T) {
 	}
 }
 
+// A sync error leaves out the integration's URL, which may carry a
+// credential (here a token in its path).
+func TestMCPServerTestErrorWithoutURL(t *testing.T) {
+	_, srv := fakeMCPServer(t)
+	e := newEnv(t)
+	e.withMCP("")
+	e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody(srv.URL+"/s/url-token-123/mcp", nil))
+	e.do(http.MethodPost, "/v1/mcp-servers", adminKey, map[string]any{"name": "Tools", "slug": "tools", "mcp_integration_id": "tools", "workspace_id": e.wsID})
+	r := e.do(http.MethodPost, "/v1/mcp-servers/tools/test", adminKey, nil)
+	if msg := r.str("sync_error"); r.status != 200 || !strings.Contains(msg, "GATEWAY_TRUSTED_HOSTS") || strings.Contains(msg, "url-token-123") {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}
+
 // doHeaders is do with a raw body and extra headers.
 func (e *env) doHeaders(method, path, key, body string, hdr map[string]string) resp {
 	req := httptest.NewRequest(method, path, strings.NewReader(body))
