@@ -194,6 +194,19 @@ func TestMCPRefusals(t *testing.T) {
 	}
 }
 
+// A server that cannot be reached is logged without its URL, which may
+// carry a credential (here a token in its path).
+func TestMCPDialErrorLoggedWithoutURL(t *testing.T) {
+	src := fakeMCP{}
+	g := newGateway(t, &mcptest.Server{}, func(c *gatewayConfig) { c.mcp, c.distrustUpstream = src, true })
+	src["tools"] = &mcp.Target{ServerSlug: "tools", WorkspaceID: "ws-1", URL: g.up.URL + "/s/url-token-123/mcp"}
+	r := g.do(t, http.MethodPost, "/v1/mcp/tools", rpc(1, "initialize", `{}`), mcpHeaders()...)
+	rec := g.logs.one(t, r.trace())
+	if r.status != 502 || !strings.Contains(rec.Error, "GATEWAY_TRUSTED_HOSTS") || strings.Contains(rec.Error, "url-token-123") {
+		t.Fatalf("%d %s; log error %q", r.status, r.body, rec.Error)
+	}
+}
+
 // An empty batch is not JSON-RPC the gateway can read: it is forwarded for
 // the server to answer (it used to panic the handler).
 func TestMCPEmptyBatchForwarded(t *testing.T) {

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"mime"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 
 	"github.com/gofiber/fiber/v2"
@@ -251,6 +252,11 @@ func (s *Server) sendRemote(c *fiber.Ctx, k *remoteKind, t *remoteTarget, body [
 
 // dialError is the answer to a request the server could not be sent.
 func dialError(k *remoteKind, slug string, err error) *core.Error {
+	// An *url.Error repeats the URL, which may carry a credential (a token
+	// in its path or query): the log record keeps the cause alone.
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		err = fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
 	if errors.Is(err, netguard.ErrBlocked) {
 		// The address stays out of the client's answer: the URL is the
 		// integration's, not the client's.
