@@ -68,6 +68,7 @@ func TestAgentIntegrationValidation(t *testing.T) {
 		{"no transport for agents", map[string]any{"transport": "http"}, "transport", "unknown field"},
 		{"headers auth without headers", map[string]any{"configurations": map[string]any{}}, "configurations.custom_headers", "is required with auth_type headers"},
 		{"reserved header", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"Host": "x"}}}, "configurations.custom_headers.Host", "cannot be overridden"},
+		{"Content-Type header", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"Content-Type": "text/plain"}}}, "configurations.custom_headers.Content-Type", "set by the gateway"},
 		{"passthrough of Accept", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"A": "b"}, "passthrough_header": "accept"}}, "configurations.passthrough_header", "set by the gateway"},
 		{"mapping of the key", map[string]any{"secret_mappings": []any{map[string]any{"target_field": "key", "secret_reference_id": "x"}}}, "secret_mappings[0].target_field", "agent integration's only credential"},
 		{"bad slug", map[string]any{"slug": "a b"}, "slug", "must match"},

@@ -81,6 +81,7 @@ func TestMCPIntegrationValidation(t *testing.T) {
 		{"sse not built", map[string]any{"transport": "sse"}, "transport", "not built"},
 		{"headers auth without headers", map[string]any{"configurations": map[string]any{}}, "configurations.custom_headers", "is required with auth_type headers"},
 		{"reserved header", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"Host": "x"}}}, "configurations.custom_headers.Host", "cannot be overridden"},
+		{"session header", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"mcp-session-id": "s"}}}, "configurations.custom_headers.Mcp-Session-Id", "set by the gateway"},
 		{"passthrough of a gateway header", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"A": "b"}, "passthrough_header": "x-gateway-api-key"}}, "configurations.passthrough_header", "set by the gateway"},
 		{"passthrough not a name", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"A": "b"}, "passthrough_header": "a b"}}, "configurations.passthrough_header", "header name"},
 		{"mapping of the key", map[string]any{"secret_mappings": []any{map[string]any{"target_field": "key", "secret_reference_id": "x"}}}, "secret_mappings[0].target_field", "configurations.custom_headers"},
