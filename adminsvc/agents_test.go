@@ -68,6 +68,7 @@ func TestAgentIntegrationValidation(t *testing.T) {
 		{"no transport for agents", map[string]any{"transport": "http"}, "transport", "unknown field"},
 		{"headers auth without headers", map[string]any{"configurations": map[string]any{}}, "configurations.custom_headers", "is required with auth_type headers"},
 		{"reserved header", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"Host": "x"}}}, "configurations.custom_headers.Host", "cannot be overridden"},
+		{"Content-Type header", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"Content-Type": "text/plain"}}}, "configurations.custom_headers.Content-Type", "set by the gateway"},
 		{"passthrough of Accept", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"A": "b"}, "passthrough_header": "accept"}}, "configurations.passthrough_header", "set by the gateway"},
 		{"mapping of the key", map[string]any{"secret_mappings": []any{map[string]any{"target_field": "key", "secret_reference_id": "x"}}}, "secret_mappings[0].target_field", "agent integration's only credential"},
 		{"bad slug", map[string]any{"slug": "a b"}, "slug", "must match"},
@@ -252,6 +253,21 @@ func TestAgentServerTestUntrusted(t *testing.T) {
 	e.do(http.MethodPost, "/v1/agent-servers", adminKey, map[string]any{"name": "Helper", "slug": "helper", "agent_integration_id": "helper", "workspace_id": e.wsID})
 	r := e.do(http.MethodPost, "/v1/agent-servers/helper/test", adminKey, nil)
 	if r.status != 200 || r.str("sync_status") != "failed" || !strings.Contains(r.str("sync_error"), "GATEWAY_TRUSTED_HOSTS") {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}
+
+// A sync error leaves out the integration's URL, which may carry a
+// credential (here a token in its path).
+func TestAgentServerTestErrorWithoutURL(t *testing.T) {
+	srv := httptest.NewServer(&a2atest.Agent{})
+	t.Cleanup(srv.Close)
+	e := newEnv(t)
+	e.withAgents("")
+	e.do(http.MethodPost, "/v1/agent-integrations", adminKey, agentIntegrationBody(srv.URL+"/s/url-token-123", nil))
+	e.do(http.MethodPost, "/v1/agent-servers", adminKey, map[string]any{"name": "Helper", "slug": "helper", "agent_integration_id": "helper", "workspace_id": e.wsID})
+	r := e.do(http.MethodPost, "/v1/agent-servers/helper/test", adminKey, nil)
+	if msg := r.str("sync_error"); r.status != 200 || !strings.Contains(msg, "GATEWAY_TRUSTED_HOSTS") || strings.Contains(msg, "url-token-123") {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 }

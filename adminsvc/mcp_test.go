@@ -81,6 +81,7 @@ func TestMCPIntegrationValidation(t *testing.T) {
 		{"sse not built", map[string]any{"transport": "sse"}, "transport", "not built"},
 		{"headers auth without headers", map[string]any{"configurations": map[string]any{}}, "configurations.custom_headers", "is required with auth_type headers"},
 		{"reserved header", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"Host": "x"}}}, "configurations.custom_headers.Host", "cannot be overridden"},
+		{"session header", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"mcp-session-id": "s"}}}, "configurations.custom_headers.Mcp-Session-Id", "set by the gateway"},
 		{"passthrough of a gateway header", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"A": "b"}, "passthrough_header": "x-gateway-api-key"}}, "configurations.passthrough_header", "set by the gateway"},
 		{"passthrough not a name", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"A": "b"}, "passthrough_header": "a b"}}, "configurations.passthrough_header", "header name"},
 		{"mapping of the key", map[string]any{"secret_mappings": []any{map[string]any{"target_field": "key", "secret_reference_id": "x"}}}, "secret_mappings[0].target_field", "configurations.custom_headers"},
@@ -337,6 +338,20 @@ func TestMCPServerTestUntrusted(t *testing.T) {
 	e.do(http.MethodPost, "/v1/mcp-servers", adminKey, map[string]any{"name": "Tools", "slug": "tools", "mcp_integration_id": "tools", "workspace_id": e.wsID})
 	r := e.do(http.MethodPost, "/v1/mcp-servers/tools/test", adminKey, nil)
 	if r.status != 200 || r.str("sync_status") != "failed" || !strings.Contains(r.str("sync_error"), "GATEWAY_TRUSTED_HOSTS") {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}
+
+// A sync error leaves out the integration's URL, which may carry a
+// credential (here a token in its path).
+func TestMCPServerTestErrorWithoutURL(t *testing.T) {
+	_, srv := fakeMCPServer(t)
+	e := newEnv(t)
+	e.withMCP("")
+	e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody(srv.URL+"/s/url-token-123/mcp", nil))
+	e.do(http.MethodPost, "/v1/mcp-servers", adminKey, map[string]any{"name": "Tools", "slug": "tools", "mcp_integration_id": "tools", "workspace_id": e.wsID})
+	r := e.do(http.MethodPost, "/v1/mcp-servers/tools/test", adminKey, nil)
+	if msg := r.str("sync_error"); r.status != 200 || !strings.Contains(msg, "GATEWAY_TRUSTED_HOSTS") || strings.Contains(msg, "url-token-123") {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 }

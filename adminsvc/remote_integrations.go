@@ -3,6 +3,7 @@ package adminsvc
 import (
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"slices"
 	"strings"
@@ -118,7 +119,13 @@ func (k *remoteKind[S]) parseConfig(raw json.RawMessage, base store.RemoteConfig
 	}
 	unknownFields(obj, param, []string{fieldCustomHeaders, fieldPassthrough}, p)
 	if v, ok := obj[fieldCustomHeaders]; ok {
-		cfg.CustomHeaders = parseCustomHeaders(v, param+"."+fieldCustomHeaders, p)
+		at := param + "." + fieldCustomHeaders
+		cfg.CustomHeaders = parseCustomHeaders(v, at, p)
+		for _, name := range slices.Sorted(maps.Keys(cfg.CustomHeaders)) {
+			if k.ownHeader(name) {
+				p.add(at+"."+name, "is set by the gateway's proxy and cannot be a custom header")
+			}
+		}
 	}
 	if v, ok := obj[fieldPassthrough]; ok {
 		cfg.PassthroughHeader = ""

@@ -2,6 +2,9 @@ package adminsvc
 
 import (
 	"context"
+	"errors"
+	"net/url"
+	"strings"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -269,8 +272,19 @@ func syncRemote[S any](s *Service, ctx context.Context, k *remoteKind[S], in sto
 	}
 	learnt := store.RemoteMetadata{SyncStatus: syncOK, LastSyncedAt: &now}
 	if err := k.sync(s, ctx, in, remoteEndpoint{URL: in.URL, Header: headers}, &learnt); err != nil {
-		md.SyncError = err.Error()
+		md.SyncError = withoutURL(err)
 		return md
 	}
 	return learnt
+}
+
+// withoutURL is err's text less the URL an *url.Error repeats: an
+// integration's URL may carry a credential (a token in its path or query),
+// and a sync error is shown to whoever may read the server's metadata.
+func withoutURL(err error) string {
+	msg := err.Error()
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		msg = strings.Replace(msg, ue.Error(), ue.Op+": "+ue.Err.Error(), 1)
+	}
+	return msg
 }

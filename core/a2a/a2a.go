@@ -63,25 +63,17 @@ type Endpoint struct {
 	Header map[string]string
 }
 
-// CardURLs are the URLs FetchCard tries for the agent at base: the well-known
-// paths under base's path.
-func CardURLs(base string) []string {
-	b := strings.TrimRight(base, "/")
-	return []string{b + CardPath, b + LegacyCardPath}
-}
-
-// FetchCard reads the agent's card: the current well-known path, then
-// the legacy one when that answers 404. The card must be a JSON object.
+// FetchCard reads the agent's card: the current well-known path under the
+// agent's URL, then the legacy one when that answers 404. The card must be
+// a JSON object.
 func FetchCard(ctx context.Context, client *http.Client, ep Endpoint) (json.RawMessage, error) {
-	var last error
-	for i, u := range CardURLs(ep.URL) {
-		path := []string{CardPath, LegacyCardPath}[i]
-		raw, status, err := get(ctx, client, u, ep.Header)
+	base := strings.TrimRight(ep.URL, "/")
+	for _, path := range []string{CardPath, LegacyCardPath} {
+		raw, status, err := get(ctx, client, base+path, ep.Header)
 		if err != nil {
 			return nil, err
 		}
 		if status == http.StatusNotFound {
-			last = fmt.Errorf("the agent has no card at %s or %s (404)", CardPath, LegacyCardPath)
 			continue
 		}
 		if status >= 300 {
@@ -93,7 +85,7 @@ func FetchCard(ctx context.Context, client *http.Client, ep Endpoint) (json.RawM
 		}
 		return raw, nil
 	}
-	return nil, last
+	return nil, fmt.Errorf("the agent has no card at %s or %s (404)", CardPath, LegacyCardPath)
 }
 
 // SendError is a request FetchCard could not send (the agent never

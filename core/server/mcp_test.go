@@ -99,6 +99,9 @@ func TestMCPDisabledToolRefused(t *testing.T) {
 	for _, tc := range []struct{ name, body string }{
 		{"single", `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"rm","arguments":{}}}`},
 		{"batch", `[{"jsonrpc":"2.0","id":1,"method":"ping"},{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"rm"}}]`},
+		// Member names are matched exactly, as the server matches them: a
+		// "Method" or "Params" does not hide the call.
+		{"other case", `{"jsonrpc":"2.0","id":7,"method":"tools/call","Method":"ping","params":{"name":"rm"},"Params":{"name":"ls"}}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := g.do(t, http.MethodPost, "/v1/mcp/tools", []byte(tc.body), mcpHeaders(mcp.HeaderSessionID, "sess-1")...)
@@ -112,7 +115,7 @@ func TestMCPDisabledToolRefused(t *testing.T) {
 			if r.status != 200 || json.Unmarshal(r.body, &answer) != nil || answer.Error.Code != -32602 || !strings.Contains(answer.Error.Message, "tool rm is disabled") {
 				t.Fatalf("%d %s", r.status, r.body)
 			}
-			if want := map[string]string{"single": "7", "batch": "null"}[tc.name]; string(answer.ID) != want {
+			if want := map[string]string{"single": "7", "batch": "null", "other case": "7"}[tc.name]; string(answer.ID) != want {
 				t.Errorf("id %s, want %s", answer.ID, want)
 			}
 			if n := len(fake.Requests()); n != 0 {
@@ -191,6 +194,19 @@ func TestMCPRefusals(t *testing.T) {
 				t.Errorf("the server got %d requests", n)
 			}
 		})
+	}
+}
+
+// A server that cannot be reached is logged without its URL, which may
+// carry a credential (here a token in its path).
+func TestMCPDialErrorLoggedWithoutURL(t *testing.T) {
+	src := fakeMCP{}
+	g := newGateway(t, &mcptest.Server{}, func(c *gatewayConfig) { c.mcp, c.distrustUpstream = src, true })
+	src["tools"] = &mcp.Target{ServerSlug: "tools", WorkspaceID: "ws-1", URL: g.up.URL + "/s/url-token-123/mcp"}
+	r := g.do(t, http.MethodPost, "/v1/mcp/tools", rpc(1, "initialize", `{}`), mcpHeaders()...)
+	rec := g.logs.one(t, r.trace())
+	if r.status != 502 || !strings.Contains(rec.Error, "GATEWAY_TRUSTED_HOSTS") || strings.Contains(rec.Error, "url-token-123") {
+		t.Fatalf("%d %s; log error %q", r.status, r.body, rec.Error)
 	}
 }
 

@@ -11,6 +11,7 @@ import (
 	"maps"
 	"mime"
 	"net/http"
+	"net/url"
 	"runtime/debug"
 
 	"github.com/gofiber/fiber/v2"
@@ -158,18 +159,9 @@ type rpcMessage struct {
 // anything. A body that is not JSON-RPC is forwarded for the server to
 // answer.
 func inspectRPCBody(k *remoteKind, req *core.Request, t *remoteTarget, body []byte) string {
-	var msgs []rpcMessage
-	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) > 0 && trimmed[0] == '[' {
-		if json.Unmarshal(trimmed, &msgs) != nil || len(msgs) == 0 {
-			return ""
-		}
-	} else {
-		var m rpcMessage
-		if json.Unmarshal(trimmed, &m) != nil {
-			return ""
-		}
-		msgs = []rpcMessage{m}
+	msgs, ok := readRPC(body)
+	if !ok {
+		return ""
 	}
 	md := maps.Clone(req.Metadata)
 	if md == nil {
@@ -191,6 +183,34 @@ func inspectRPCBody(k *remoteKind, req *core.Request, t *remoteTarget, body []by
 		}
 	}
 	return ""
+}
+
+// readRPC reads the JSON-RPC messages of body, one or a batch, by their
+// exact member names, as the server reads them (decoding into rpcMessage
+// would also match "Method", so {"method":"tools/call","Method":"ping"}
+// would pass for a ping); false when body is not that.
+func readRPC(body []byte) ([]rpcMessage, bool) {
+	var objs []map[string]json.RawMessage
+	trimmed := bytes.TrimSpace(body)
+	if len(trimmed) > 0 && trimmed[0] == '[' {
+		if json.Unmarshal(trimmed, &objs) != nil || len(objs) == 0 {
+			return nil, false
+		}
+	} else {
+		var o map[string]json.RawMessage
+		if json.Unmarshal(trimmed, &o) != nil {
+			return nil, false
+		}
+		objs = []map[string]json.RawMessage{o}
+	}
+	msgs := make([]rpcMessage, len(objs))
+	for i, o := range objs {
+		if v, ok := o["method"]; ok && json.Unmarshal(v, &msgs[i].Method) != nil {
+			return nil, false
+		}
+		msgs[i].ID, msgs[i].Params = o["id"], o["params"]
+	}
+	return msgs, true
 }
 
 // refuseRPCCall answers a call of something disabled with a JSON-RPC
@@ -251,6 +271,11 @@ func (s *Server) sendRemote(c *fiber.Ctx, k *remoteKind, t *remoteTarget, body [
 
 // dialError is the answer to a request the server could not be sent.
 func dialError(k *remoteKind, slug string, err error) *core.Error {
+	// An *url.Error repeats the URL, which may carry a credential (a token
+	// in its path or query): the log record keeps the cause alone.
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		err = fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
 	if errors.Is(err, netguard.ErrBlocked) {
 		// The address stays out of the client's answer: the URL is the
 		// integration's, not the client's.
