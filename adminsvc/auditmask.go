@@ -34,13 +34,23 @@ func sensitiveName(name string) bool {
 	return false
 }
 
-// maskJSON masks, at any depth, the values of sensitive fields.
+// headerMaps are fields whose object maps header names to values sent
+// upstream (an integration's or MCP server's custom_headers): every value
+// is a credential, whatever the header's name ("X-Custom-Auth" too).
+var headerMaps = map[string]bool{"customheaders": true, "headers": true}
+
+// maskJSON masks, at any depth, the values of sensitive fields and every
+// value of a header map.
 func maskJSON(v any) any {
 	switch t := v.(type) {
 	case map[string]any:
 		for k, val := range t {
 			if sensitiveName(k) {
 				t[k] = masked
+			} else if hm, ok := val.(map[string]any); ok && headerMaps[nameSeparators.Replace(strings.ToLower(k))] {
+				for h := range hm {
+					hm[h] = masked
+				}
 			} else {
 				t[k] = maskJSON(val)
 			}

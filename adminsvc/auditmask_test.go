@@ -23,6 +23,8 @@ func TestMaskedBody(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		{"nested and in arrays", `{"name":"n","config":{"targets":[{"provider":"openai","api_key":"sk-1"}]},"credentials":{"a":1}}`,
 			`{"config":{"targets":[{"api_key":"****","provider":"openai"}]},"credentials":"****","name":"n"}`},
+		{"every custom header value", `{"configurations":{"custom_headers":{"X-Custom-Auth":"s3cret","X-Region":"eu"}},"request":{"headers":{"X-Trace":"t"}}}`,
+			`{"configurations":{"custom_headers":{"X-Custom-Auth":"****","X-Region":"****"}},"request":{"headers":{"X-Trace":"****"}}}`},
 		{"numbers kept exactly", `{"max_tokens":12345678901234567890}`, `{"max_tokens":12345678901234567890}`},
 		{"not JSON is summarised", `name=x&password=y`, `{"content_type":"text/plain","note":"not JSON; not recorded","size":17}`},
 		{"empty", ``, ``},
