@@ -174,6 +174,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	// User-supplied upstream URLs (custom hosts, MCP servers, agents) are
 	// dialled through the address guard.
 	guarded := &http.Client{Transport: transport.New(policy.NewTransport())}
+	remote := withoutRedirects(guarded)
 	pipe, err := pipeline.New(pipeline.Options{
 		Client:        &http.Client{Transport: transport.New(transport.Provider())},
 		GuardedClient: guarded,
@@ -218,10 +219,10 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Prompts: prompts, Guardrails: guardrails, Host: host,
 		Cipher: cipher, Managed: managed, SecretResolver: secretResolver, Limits: engine, PublicURL: publicURL, Now: time.Now, Audit: audit,
 		Logs: logs, Exports: exports,
-		MCP: mcpServers, MCPClient: &mcp.Client{HTTP: guarded}, Agents: agentServers, AgentClient: guarded})
+		MCP: mcpServers, MCPClient: &mcp.Client{HTTP: remote}, Agents: agentServers, AgentClient: remote})
 	a.onClose(startKeyWorker(ctx, st, keys, logger))
 	a.server = server.New(server.Options{
-		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Prompts: prompts, Managed: managed, MCP: mcpServers, MCPClient: guarded, Agents: agentServers, AgentClient: guarded, Limiter: engine, Admin: admin.Register, Public: admin.RegisterPublic,
+		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Prompts: prompts, Managed: managed, MCP: mcpServers, MCPClient: remote, Agents: agentServers, AgentClient: remote, Limiter: engine, Admin: admin.Register, Public: admin.RegisterPublic,
 		BodyLimit: o.MaxBodyBytes, Logger: logger, OnAuthFailure: audit.AuthFailed,
 	})
 	stopAlerts, err := startAlerts(ctx, st, o.SMTP, logger)
@@ -392,4 +393,14 @@ func jwtAuth(o adminsvc.JWTOptions, keys *adminsvc.Keys, logger *slog.Logger) (c
 	}
 	logger.Info("JWT authentication is on", "config", j.String())
 	return adminsvc.WithJWT(keys, j), nil
+}
+
+// withoutRedirects is c for MCP servers and agents: their answers are
+// handed back as sent, redirects included, since following one would send
+// the integration's stored custom headers to the host it names (and turn
+// a JSON-RPC POST into a GET).
+func withoutRedirects(c *http.Client) *http.Client {
+	nc := *c
+	nc.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	return &nc
 }

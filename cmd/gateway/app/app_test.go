@@ -147,3 +147,24 @@ func (h recordHandler) Handle(_ context.Context, r slog.Record) error {
 }
 func (h recordHandler) WithAttrs([]slog.Attr) slog.Handler { return h }
 func (h recordHandler) WithGroup(string) slog.Handler      { return h }
+
+// TestRemoteClientDoesNotFollowRedirects: the client of MCP servers and
+// agents hands a redirect back; the host it names is never called.
+func TestRemoteClientDoesNotFollowRedirects(t *testing.T) {
+	elsewhere := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		t.Errorf("the redirect was followed, with X-Custom-Auth %q", r.Header.Get("X-Custom-Auth"))
+	}))
+	defer elsewhere.Close()
+	server := httptest.NewServer(http.RedirectHandler(elsewhere.URL, http.StatusTemporaryRedirect))
+	defer server.Close()
+	req, _ := http.NewRequest(http.MethodPost, server.URL, strings.NewReader(`{"jsonrpc":"2.0"}`))
+	req.Header.Set("X-Custom-Auth", "s3cret")
+	resp, err := withoutRedirects(&http.Client{}).Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusTemporaryRedirect {
+		t.Fatalf("status %d, want the redirect itself", resp.StatusCode)
+	}
+}
