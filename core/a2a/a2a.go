@@ -67,9 +67,8 @@ type Endpoint struct {
 // agent's URL, then the legacy one when that answers 404. The card must be
 // a JSON object.
 func FetchCard(ctx context.Context, client *http.Client, ep Endpoint) (json.RawMessage, error) {
-	base := strings.TrimRight(ep.URL, "/")
 	for _, path := range []string{CardPath, LegacyCardPath} {
-		raw, status, err := get(ctx, client, base+path, ep.Header)
+		raw, status, err := get(ctx, client, cardURL(ep.URL, path), ep.Header)
 		if err != nil {
 			return nil, err
 		}
@@ -86,6 +85,17 @@ func FetchCard(ctx context.Context, client *http.Client, ep Endpoint) (json.RawM
 		return raw, nil
 	}
 	return nil, fmt.Errorf("the agent has no card at %s or %s (404)", CardPath, LegacyCardPath)
+}
+
+// cardURL is the agent's URL with path appended to its path: its query,
+// if any, stays a query ("https://a/x?k=v" → "https://a/x/.well-known/...?k=v").
+func cardURL(agentURL, path string) string {
+	base, query, hasQuery := strings.Cut(agentURL, "?")
+	u := strings.TrimRight(base, "/") + path
+	if hasQuery {
+		u += "?" + query
+	}
+	return u
 }
 
 // SendError is a request FetchCard could not send (the agent never
