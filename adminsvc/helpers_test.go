@@ -223,6 +223,7 @@ type resp struct {
 	status int
 	raw    []byte
 	body   map[string]any
+	header http.Header // set by mgEnv.chat
 }
 
 func (r resp) str(field string) string {

@@ -9,15 +9,34 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/limits"
 	"github.com/llm-gateway/gateway/store"
 )
 
-// workspaceAccess is the body of GET and PUT /integrations/{slug}/workspaces.
-type workspaceAccess struct {
+// workspaceAccess is the body of GET and PUT /integrations/{slug}/workspaces,
+// with its entries as stored or, E, as shown.
+type workspaceAccess[E any] struct {
 	GlobalWorkspaceAccess struct {
 		Enabled bool `json:"enabled"`
 	} `json:"global_workspace_access"`
-	Workspaces []store.IntegrationWorkspace `json:"workspaces"`
+	Workspaces []E `json:"workspaces"`
+}
+
+// workspaceEntryView is an AI integration's entry for a workspace as shown:
+// its usage_limits with what the limits engine counted for the
+// (integration, workspace) pair.
+type workspaceEntryView struct {
+	ID          string            `json:"id"`
+	Enabled     bool              `json:"enabled"`
+	UsageLimits *entryUsageView   `json:"usage_limits,omitempty"`
+	RateLimits  []store.RateLimit `json:"rate_limits,omitempty"`
+}
+
+// entryUsageView is an entry's usage limits with current_usage and status
+// (active, or exhausted while its requests are refused for it).
+type entryUsageView struct {
+	usageLimitsView
+	Status string `json:"status"`
 }
 
 func (s *Service) getIntegrationWorkspaces(c *fiber.Ctx) error {
@@ -25,13 +44,33 @@ func (s *Service) getIntegrationWorkspaces(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(workspaceAccessOf(rec.WorkspaceID, rec.AllWorkspaces, rec.Workspaces))
+	acc := workspaceAccessOf(rec.WorkspaceID, rec.AllWorkspaces, rec.Workspaces)
+	var out workspaceAccess[workspaceEntryView]
+	out.GlobalWorkspaceAccess = acc.GlobalWorkspaceAccess
+	out.Workspaces = make([]workspaceEntryView, len(acc.Workspaces))
+	var rules []string
+	for _, w := range acc.Workspaces {
+		if w.UsageLimits != nil {
+			rules = append(rules, limits.IntegrationWorkspaceUsageID(rec.ID, w.ID))
+		}
+	}
+	used := s.ruleUsage(c.UserContext(), rules)
+	for i, w := range acc.Workspaces {
+		v := workspaceEntryView{ID: w.ID, Enabled: w.Enabled, RateLimits: w.RateLimits}
+		if w.UsageLimits != nil {
+			v.UsageLimits = &entryUsageView{usageLimitsView: *usageLimitsViewOf(w.UsageLimits, 0), Status: store.StatusActive}
+			st, counted := used[limits.IntegrationWorkspaceUsageID(rec.ID, w.ID)]
+			withUsage(&v.UsageLimits.usageLimitsView, &v.UsageLimits.Status, st, counted)
+		}
+		out.Workspaces[i] = v
+	}
+	return c.JSON(out)
 }
 
 // workspaceAccessOf is the access body of a record kept in workspace owner
 // or, for an organisation record, shared by all and list.
-func workspaceAccessOf(owner string, all bool, list []store.IntegrationWorkspace) workspaceAccess {
-	var out workspaceAccess
+func workspaceAccessOf(owner string, all bool, list []store.IntegrationWorkspace) workspaceAccess[store.IntegrationWorkspace] {
+	var out workspaceAccess[store.IntegrationWorkspace]
 	out.GlobalWorkspaceAccess.Enabled = all && owner == ""
 	out.Workspaces = nonNil(list)
 	if owner != "" {
@@ -43,8 +82,8 @@ func workspaceAccessOf(owner string, all bool, list []store.IntegrationWorkspace
 // putIntegrationWorkspaces sets which workspaces may use an organisation
 // integration: entries are merged by id (override_existing_workspace_access
 // replaces the list), global_workspace_access.enabled covers the workspaces
-// without an entry. The entries' limits are stored, not enforced (the
-// limits engine does not read them).
+// without an entry. The limits engine reloads and enforces the entries'
+// limits on requests through the integration's providers.
 func (s *Service) putIntegrationWorkspaces(c *fiber.Ctx) error {
 	caller := principal(c)
 	fields, cerr := decodeObject(c.Body())

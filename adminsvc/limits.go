@@ -173,21 +173,37 @@ func usageLimitsViewOf(ul *store.UsageLimits, stored float64) *usageLimitsView {
 // answer (Redis down), there are none, and views show the stored figures
 // rather than failing a listing.
 func (s *Service) entityUsage(ctx context.Context, kind string, ids []string) map[string]limits.UsageState {
-	if s.limits == nil || len(ids) == 0 {
-		return nil
-	}
 	rules := make([]string, len(ids))
 	for i, id := range ids {
 		rules[i] = limits.EntityUsageID(kind, id)
+	}
+	used := s.ruleUsage(ctx, rules)
+	if len(used) == 0 {
+		return nil
+	}
+	out := make(map[string]limits.UsageState, len(used))
+	for i, id := range ids {
+		if st, ok := used[rules[i]]; ok {
+			out[id] = st
+		}
+	}
+	return out
+}
+
+// ruleUsage is entityUsage by rule id, for implicit usage limits (one
+// group value each) named by their rule ids.
+func (s *Service) ruleUsage(ctx context.Context, rules []string) map[string]limits.UsageState {
+	if s.limits == nil || len(rules) == 0 {
+		return nil
 	}
 	all, err := s.limits.UsageStatesOf(ctx, rules...)
 	if err != nil {
 		return nil
 	}
 	out := make(map[string]limits.UsageState, len(all))
-	for i, id := range ids {
-		if sts := all[rules[i]]; len(sts) > 0 {
-			out[id] = sts[0]
+	for _, r := range rules {
+		if sts := all[r]; len(sts) > 0 {
+			out[r] = sts[0]
 		}
 	}
 	return out

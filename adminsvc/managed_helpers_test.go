@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -13,6 +14,8 @@ import (
 	"testing"
 
 	"github.com/llm-gateway/gateway/adminsvc"
+	"github.com/llm-gateway/gateway/core/limits"
+	"github.com/llm-gateway/gateway/core/limits/counters"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/server"
 	"github.com/llm-gateway/gateway/hooks"
@@ -66,6 +69,8 @@ type mgEnv struct {
 	// secrets is what the fake secret lookup answers; a missing entry fails.
 	secrets sync.Map
 	lookups atomic.Int64
+	// limiter, when set, is the app's limits engine (see withEngine).
+	limiter *limits.Engine
 }
 
 func newMgEnv(t *testing.T) *mgEnv {
@@ -110,9 +115,33 @@ func (m *mgEnv) startManaged() {
 		e.t.Fatal(err)
 	}
 	e.keys = keys
-	e.app = server.New(server.Options{Auth: keys, Pipeline: pl, Configs: configs, Managed: m.managed, Now: e.clock.Now,
-		Admin: adminsvc.New(adminsvc.Deps{Store: e.st, Keys: keys, Configs: configs, Guardrails: guardrails,
-			Cipher: m.cipher, Managed: m.managed, Now: e.clock.Now}).Register})
+	deps := adminsvc.Deps{Store: e.st, Keys: keys, Configs: configs, Guardrails: guardrails,
+		Cipher: m.cipher, Managed: m.managed, Now: e.clock.Now}
+	opts := server.Options{Auth: keys, Pipeline: pl, Configs: configs, Managed: m.managed, Now: e.clock.Now}
+	if m.limiter != nil {
+		deps.Limits, opts.Limiter = m.limiter, m.limiter
+	}
+	opts.Admin = adminsvc.New(deps).Register
+	e.app = server.New(opts)
+}
+
+// withEngine restarts m's app with a real limits engine over its store, with
+// the embedded counter on m's clock (not kept across reopenManaged).
+func (m *mgEnv) withEngine() *limits.Engine {
+	m.t.Helper()
+	ctr, err := counters.NewMemory(counters.MemoryOptions{Now: m.clock.Now})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.t.Cleanup(func() { ctr.Close() })
+	eng, err := limits.New(limits.Options{Store: m.st, Counter: ctr, Now: m.clock.Now, Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
+	if err != nil {
+		m.t.Fatal(err)
+	}
+	m.t.Cleanup(eng.Close)
+	m.limiter = eng
+	m.startManaged()
+	return eng
 }
 
 // reopenManaged closes the store and opens it again, as a restart does.
@@ -154,7 +183,7 @@ func (m *mgEnv) chat(key string, headers ...string) resp {
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
-	r := resp{status: res.StatusCode, raw: raw}
+	r := resp{status: res.StatusCode, raw: raw, header: res.Header}
 	_ = json.Unmarshal(raw, &r.body)
 	return r
 }

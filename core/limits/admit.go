@@ -37,46 +37,59 @@ type admission struct {
 // request with an atomic Take. The first refusal ends the check, so a
 // refused request never counts against the limits after it; the requests
 // limits before it did count it (a counter has no undo), as a client over
-// one limit is expected to back off anyway. When no limit applies the
-// Admission is nil and nothing is allocated.
+// one limit is expected to back off anyway. Each kind is checked in the
+// snapshot's own limits, then in those of the request's integration entry.
+// When no limit applies the Admission is nil and nothing is allocated; a
+// request without a managed target never looks at the entries.
 func (e *Engine) Admit(ctx context.Context, req *core.Request) (core.Admission, *core.Error) {
 	s := e.snap.Load()
-	if s == nil || s.empty() {
+	if s == nil {
+		return nil, nil
+	}
+	all := [2]*ruleSet{&s.ruleSet, s.entryFor(req)}
+	sets := all[:1]
+	if all[1] != nil {
+		sets = all[:]
+	} else if s.empty() {
 		return nil, nil
 	}
 	now := e.o.Now()
 	var a admission // on the stack; copied to the heap only when returned
-	if err := e.admitUsage(ctx, s, req, &a, now); err != nil {
+	if err := e.admitUsage(ctx, sets, req, &a, now); err != nil {
 		return nil, err
 	}
-	for _, r := range s.tokens {
-		if !r.matches(req) {
-			continue
+	for _, set := range sets {
+		for _, r := range set.tokens {
+			if !r.matches(req) {
+				continue
+			}
+			k, v := r.key(req)
+			w, err := e.o.Counter.Add(ctx, k, 0, r.window, now)
+			if err != nil {
+				return nil, e.counterErr(err)
+			}
+			if w.Count >= r.limit {
+				return nil, tooMany(r, v, w.Count, w.Reset, now)
+			}
+			a.tokens = append(a.tokens, hit[*rateRule]{r, v, k})
 		}
-		k, v := r.key(req)
-		w, err := e.o.Counter.Add(ctx, k, 0, r.window, now)
-		if err != nil {
-			return nil, e.counterErr(err)
-		}
-		if w.Count >= r.limit {
-			return nil, tooMany(r, v, w.Count, w.Reset, now)
-		}
-		a.tokens = append(a.tokens, hit[*rateRule]{r, v, k})
 	}
-	for _, r := range s.requests {
-		if !r.matches(req) {
-			continue
-		}
-		k, v := r.key(req)
-		w, err := e.o.Counter.Take(ctx, k, 1, r.limit, r.window, now)
-		if err != nil {
-			return nil, e.counterErr(err)
-		}
-		if !w.Allowed {
-			return nil, tooMany(r, v, w.Count, w.Reset, now)
-		}
-		if rem := max(r.limit-w.Count, 0); !a.hasHdr || rem < a.remaining {
-			a.hasHdr, a.limit, a.remaining, a.resetSecs = true, r.limit, rem, ceilSeconds(w.Reset, now)
+	for _, set := range sets {
+		for _, r := range set.requests {
+			if !r.matches(req) {
+				continue
+			}
+			k, v := r.key(req)
+			w, err := e.o.Counter.Take(ctx, k, 1, r.limit, r.window, now)
+			if err != nil {
+				return nil, e.counterErr(err)
+			}
+			if !w.Allowed {
+				return nil, tooMany(r, v, w.Count, w.Reset, now)
+			}
+			if rem := max(r.limit-w.Count, 0); !a.hasHdr || rem < a.remaining {
+				a.hasHdr, a.limit, a.remaining, a.resetSecs = true, r.limit, rem, ceilSeconds(w.Reset, now)
+			}
 		}
 	}
 	if len(a.tokens) == 0 && len(a.usage) == 0 && !a.hasHdr {
@@ -88,18 +101,21 @@ func (e *Engine) Admit(ctx context.Context, req *core.Request) (core.Admission, 
 	return adm, nil
 }
 
-// admitUsage refuses a request whose usage limits are exhausted and keeps
-// those that apply for Done. Periodic resets that are due run first.
-func (e *Engine) admitUsage(ctx context.Context, s *snapshot, req *core.Request, a *admission, now time.Time) *core.Error {
+// admitUsage refuses a request whose usage limits (in sets) are exhausted
+// and keeps those that apply for Done, reading them all at once. Periodic
+// resets that are due run first.
+func (e *Engine) admitUsage(ctx context.Context, sets []*ruleSet, req *core.Request, a *admission, now time.Time) *core.Error {
 	var keys []string
-	for _, r := range s.usage {
-		if !r.matches(req) {
-			continue
+	for _, set := range sets {
+		for _, r := range set.usage {
+			if !r.matches(req) {
+				continue
+			}
+			e.resetIfDue(ctx, r, now)
+			k, v := r.key(req)
+			a.usage = append(a.usage, hit[*usageRule]{r, v, k})
+			keys = append(keys, k)
 		}
-		e.resetIfDue(ctx, r, now)
-		k, v := r.key(req)
-		a.usage = append(a.usage, hit[*usageRule]{r, v, k})
-		keys = append(keys, k)
 	}
 	if len(keys) == 0 {
 		return nil

@@ -2,6 +2,7 @@ package limits
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -16,33 +17,57 @@ type benchCase struct {
 }
 
 // benchLimits are the limits of each benchmark case; the request has key
-// "key-1" and metadata team=red.
+// "key-1", workspace "ws-1" and metadata team=red, plus the case's options.
 var benchLimits = []struct {
 	name string
 	recs []any
+	opts []reqOpt
 }{
-	{"none", nil},
-	{"unmatched", []any{ratePolicy("p1", "requests", "rpm", 1<<40, cond("metadata.team", "blue"))}},
-	{"rate", []any{ratePolicy("p1", "requests", "rpm", 1<<40, nil)}},
-	{"usage", []any{usagePolicy("u1", "cost", 1e12, nil)}},
+	{"none", nil, nil},
+	{"unmatched", []any{ratePolicy("p1", "requests", "rpm", 1<<40, cond("metadata.team", "blue"))}, nil},
+	{"rate", []any{ratePolicy("p1", "requests", "rpm", 1<<40, nil)}, nil},
+	{"usage", []any{usagePolicy("u1", "cost", 1e12, nil)}, nil},
 	{"usage-grouped", []any{func() store.UsageLimitPolicy {
 		p := usagePolicy("u1", "tokens", 1e15, nil)
 		p.GroupBy = []store.PolicyGroupBy{{Key: "api_key"}, {Key: "metadata.team"}}
 		return p
-	}()}},
-	// A requests limit grouped by key, a tokens limit on a metadata
-	// condition, a cost budget.
-	{"three", []any{ratePolicy("p1", "requests", "rpm", 1<<40, nil, "api_key"),
-		ratePolicy("p2", "tokens", "rph", 1<<50, cond("metadata.team", "red")),
-		usagePolicy("u1", "cost", 1e12, nil)}},
+	}()}, nil},
+	{"three", benchThree, nil},
+	// An integration with a requests limit and a cost budget for each of
+	// 100 workspaces, and a request without a managed target: it must cost
+	// what "none" and "unmatched" cost.
+	{"entries-unmanaged", []any{benchIntegration(100)}, nil},
+	{"entries-unmatched", []any{benchIntegration(100), ratePolicy("p1", "requests", "rpm", 1<<40, cond("metadata.team", "blue"))}, nil},
+	// The same through a provider of the integration: its entry for ws-1
+	// applies (one requests limit, one cost budget).
+	{"entry", []any{benchIntegration(100)}, []reqOpt{provider("prov-1", "int-1")}},
 }
 
-func newBenchCase(b *testing.B, recs []any) benchCase {
+// benchThree is a requests limit grouped by key, a tokens limit on a
+// metadata condition, a cost budget.
+var benchThree = []any{ratePolicy("p1", "requests", "rpm", 1<<40, nil, "api_key"),
+	ratePolicy("p2", "tokens", "rph", 1<<50, cond("metadata.team", "red")),
+	usagePolicy("u1", "cost", 1e12, nil)}
+
+// benchIntegration is organisation integration int-1 with an entry for
+// each of n workspaces ws-0 … ws-<n-1>, each with a requests limit and a
+// cost budget.
+func benchIntegration(n int) store.Integration {
+	in := store.Integration{ID: "int-1", Slug: "openai-prod", OrganisationID: "org-1", Status: store.StatusActive}
+	for i := range n {
+		in.Workspaces = append(in.Workspaces, store.IntegrationWorkspace{ID: fmt.Sprintf("ws-%d", i), Enabled: true,
+			RateLimits:  []store.RateLimit{{Type: "requests", Unit: "rpm", Value: 1 << 40}},
+			UsageLimits: &store.UsageLimits{Type: "cost", CreditLimit: 1e12}})
+	}
+	return in
+}
+
+func newBenchCase(b *testing.B, recs []any, opts ...reqOpt) benchCase {
 	e := newEnv(b)
 	if len(recs) > 0 {
 		e.put(b, recs...)
 	}
-	return benchCase{e: e, req: request(meta("team", "red"))}
+	return benchCase{e: e, req: request(append([]reqOpt{meta("team", "red")}, opts...)...)}
 }
 
 var benchUsage = core.Usage{PromptTokens: 100, CompletionTokens: 50, TotalTokens: 150}
@@ -64,7 +89,7 @@ func (c benchCase) once(b *testing.B) {
 func BenchmarkAdmitDone(b *testing.B) {
 	for _, c := range benchLimits {
 		b.Run(c.name, func(b *testing.B) {
-			bc := newBenchCase(b, c.recs)
+			bc := newBenchCase(b, c.recs, c.opts...)
 			b.ReportAllocs()
 			for b.Loop() {
 				bc.once(b)
@@ -77,7 +102,7 @@ func BenchmarkAdmitDone(b *testing.B) {
 // three policies over none as "three/none" (and the extra ns per request);
 // no threshold is enforced.
 func BenchmarkAdmitDoneRatio(b *testing.B) {
-	none, three := newBenchCase(b, benchLimits[0].recs), newBenchCase(b, benchLimits[len(benchLimits)-1].recs)
+	none, three := newBenchCase(b, nil), newBenchCase(b, benchThree)
 	var tNone, tThree time.Duration
 	n := 0
 	for b.Loop() {

@@ -1,6 +1,6 @@
 // Package limits enforces rate-limit and usage-limit policies, and the
-// rate_limits / usage_limits of API keys, workspaces and providers, on
-// data-plane requests. Engine implements core.Limiter over a snapshot of the
+// rate_limits / usage_limits of API keys, workspaces, providers and an
+// integration's workspace entries, on data-plane requests. Engine implements core.Limiter over a snapshot of the
 // active policies, reloaded after every admin change, and counts through a
 // counters.Counter. See docs/policies.md.
 package limits
@@ -106,6 +106,12 @@ func schedKey(rule string) string        { return "s|" + rule }
 // usage (reset_usage) through it.
 func EntityUsageID(kind, id string) string { return kind + ":" + id + "#usage" }
 
+// IntegrationWorkspaceUsageID is the rule id of the usage_limits of an
+// integration's entry for a workspace (counted for the pair).
+func IntegrationWorkspaceUsageID(integration, workspace string) string {
+	return EntityUsageID("integration_workspace", integration+"/"+workspace)
+}
+
 func rateKey(rule, value string) string  { return "rl:" + rule + ":" + value }
 func usageKey(rule, value string) string { return "ul:" + rule + ":" + value }
 
@@ -203,7 +209,7 @@ func (e *Engine) Reload() error {
 	}
 	now := e.o.Now()
 	fresh := map[string]schedRecord{}
-	for _, r := range s.usage {
+	for r := range s.usageRules() {
 		s.byID[r.id] = r
 		r.prefix = usageKey(r.id, "")
 		if r.period == "" && r.periodDays == 0 {
@@ -246,7 +252,7 @@ func (e *Engine) Reload() error {
 		return nil
 	}
 	var errs []error
-	for _, r := range s.usage {
+	for r := range s.usageRules() {
 		if o := old.byID[r.id]; o != nil && !r.policy {
 			errs = append(errs, e.limitChanged(context.Background(), r.id, o.limit, r.limit, o.threshold, r.threshold))
 		}
@@ -266,8 +272,9 @@ func policyScope(id, label string, conds []store.PolicyCondition, group []store.
 	return scope{id: id, label: label, conds: cs, group: gs}
 }
 
-// loadEntities adds the limits of API keys, workspaces and providers (and
-// virtual keys) as implicit policies, and the integrations' pricing.
+// loadEntities adds the limits of API keys, workspaces, providers (and
+// virtual keys) and the integrations' workspace entries as implicit
+// policies, and the integrations' pricing.
 func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
 	keys, err := store.List[store.APIKey](tx, store.BucketAPIKeys)
 	if err != nil {
@@ -290,11 +297,13 @@ func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
 	if err != nil {
 		return err
 	}
+	wsLabels := make(map[string]string, len(wss))
 	for _, w := range wss {
+		label := fmt.Sprintf("workspace %s (%s)", w.Slug, w.ID)
+		wsLabels[w.ID] = label
 		if w.Status == store.StatusArchived {
 			continue
 		}
-		label := fmt.Sprintf("workspace %s (%s)", w.Slug, w.ID)
 		for i, rl := range w.RateLimits {
 			s.appendRate(implicitScope(fmt.Sprintf("workspace:%s#rate%d", w.ID, i), label, "workspace_id", w.ID), rl.Type, rl.Unit, rl.Value)
 		}
@@ -317,8 +326,48 @@ func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
 	for _, v := range vks {
 		e.entity(s, "virtual_key:"+v.ID, "virtual key "+v.Slug, v.ID, v.RateLimits, v.UsageLimits, v.WorkspaceID, v.OrganisationID)
 	}
+	integs, err := store.List[store.Integration](tx, store.BucketIntegrations)
+	if err != nil {
+		return err
+	}
+	for _, in := range integs {
+		integrationEntries(s, in, wsLabels)
+	}
 	s.prices, err = store.IntegrationPrices(tx)
 	return err
+}
+
+// integrationEntries adds the limits of in's enabled workspace entries,
+// each with the conditions integration=<in> and workspace_id=<workspace>
+// and counted for that pair, to s.entries (a disabled entry lets the
+// workspace not use the integration at all, so its limits never apply).
+func integrationEntries(s *snapshot, in store.Integration, wsLabels map[string]string) {
+	for _, w := range in.Workspaces {
+		if !w.Enabled || (len(w.RateLimits) == 0 && w.UsageLimits == nil) {
+			continue
+		}
+		ws := wsLabels[w.ID]
+		if ws == "" {
+			ws = "workspace " + w.ID
+		}
+		label := fmt.Sprintf("integration %s for %s", in.Slug, ws)
+		prefix := "integration_workspace:" + in.ID + "/" + w.ID
+		set := &ruleSet{}
+		for i, rl := range w.RateLimits {
+			set.appendRate(implicitScope(fmt.Sprintf("%s#rate%d", prefix, i), label, "integration", in.ID, "workspace_id", w.ID), rl.Type, rl.Unit, rl.Value)
+		}
+		if w.UsageLimits != nil {
+			sc := implicitScope(IntegrationWorkspaceUsageID(in.ID, w.ID), label, "integration", in.ID, "workspace_id", w.ID)
+			set.usage = append(set.usage, entityUsage(sc, *w.UsageLimits, w.ID, in.OrganisationID, nil))
+		}
+		if set.empty() {
+			continue
+		}
+		if s.entries == nil {
+			s.entries = map[entryKey]*ruleSet{}
+		}
+		s.entries[entryKey{in.ID, w.ID}] = set
+	}
 }
 
 // entity adds a provider's or virtual key's limits (condition provider=id).

@@ -2,6 +2,7 @@ package limits
 
 import (
 	"fmt"
+	"iter"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -23,6 +24,9 @@ const (
 	// dimProvider is the managed provider (or virtual key) id; only the
 	// implicit policies of providers use it.
 	dimProvider
+	// dimIntegration is the managed provider's integration id; only the
+	// implicit policies of an integration's workspace entries use it.
+	dimIntegration
 )
 
 // field is one parsed condition or group_by key.
@@ -46,6 +50,8 @@ func parseField(key string) field {
 		f.dim = dimEndpoint
 	case "provider":
 		f.dim = dimProvider
+	case "integration":
+		f.dim = dimIntegration
 	default:
 		if m, ok := strings.CutPrefix(key, "metadata."); ok && m != "" {
 			f.dim, f.meta = dimMetadata, m
@@ -75,6 +81,8 @@ func (f *field) of(req *core.Request) string {
 		return string(req.Endpoint)
 	case dimProvider:
 		return req.Target.ProviderID
+	case dimIntegration:
+		return req.Target.IntegrationID
 	}
 	return ""
 }
@@ -190,18 +198,60 @@ func (r *usageRule) advance(prev, now time.Time) time.Time {
 	return next
 }
 
-// snapshot is the immutable set of limits requests are checked against.
-type snapshot struct {
+// ruleSet is a list of limits, each matched against a request by its
+// conditions.
+type ruleSet struct {
 	requests []*rateRule // requests-type, in a fixed order
 	tokens   []*rateRule
 	usage    []*usageRule
-	byID     map[string]*usageRule
+}
+
+func (s *ruleSet) empty() bool {
+	return len(s.requests) == 0 && len(s.tokens) == 0 && len(s.usage) == 0
+}
+
+// entryKey names an integration's entry for a workspace.
+type entryKey struct{ integration, workspace string }
+
+// snapshot is the immutable set of limits requests are checked against:
+// its own ruleSet, checked for every request, and the limits of the
+// integrations' workspace entries, checked only for requests whose
+// managed target belongs to the integration and whose key is in the
+// workspace (so a request without a managed target never looks at them).
+type snapshot struct {
+	ruleSet
+	entries map[entryKey]*ruleSet
+	// byID holds every usage limit, the entries' too.
+	byID map[string]*usageRule
 	// prices are the integrations' pricing overrides.
 	prices store.Prices
 }
 
-func (s *snapshot) empty() bool {
-	return len(s.requests) == 0 && len(s.tokens) == 0 && len(s.usage) == 0
+// entryFor is the limits of the entry of req's integration for req's
+// workspace; nil when there are none.
+func (s *snapshot) entryFor(req *core.Request) *ruleSet {
+	if req.Target.IntegrationID == "" || len(s.entries) == 0 || req.Principal == nil || req.Principal.WorkspaceID == "" {
+		return nil
+	}
+	return s.entries[entryKey{req.Target.IntegrationID, req.Principal.WorkspaceID}]
+}
+
+// usageRules yields every usage limit of the snapshot, the entries' too.
+func (s *snapshot) usageRules() iter.Seq[*usageRule] {
+	return func(yield func(*usageRule) bool) {
+		for _, r := range s.usage {
+			if !yield(r) {
+				return
+			}
+		}
+		for _, set := range s.entries {
+			for _, r := range set.usage {
+				if !yield(r) {
+					return
+				}
+			}
+		}
+	}
 }
 
 // windowOf is the length of a rate limit's unit; 0 for an unknown unit.
@@ -244,17 +294,21 @@ func policyLabel(name *string, id string) string {
 	return "policy " + id
 }
 
-// implicitScope is the scope of an entity's own limit: one condition, no
-// grouping.
-func implicitScope(id, label string, dim string, value string) scope {
-	f := parseField(dim)
-	f.value = value
-	return scope{id: id, label: label, conds: []field{f}}
+// implicitScope is the scope of an entity's own limit: its conditions
+// (dimension, value pairs), no grouping.
+func implicitScope(id, label string, dimValue ...string) scope {
+	conds := make([]field, 0, len(dimValue)/2)
+	for i := 0; i+1 < len(dimValue); i += 2 {
+		f := parseField(dimValue[i])
+		f.value = dimValue[i+1]
+		conds = append(conds, f)
+	}
+	return scope{id: id, label: label, conds: conds}
 }
 
-// appendRate adds rate limits to the snapshot (unknown units are skipped:
-// the admin API refuses them).
-func (s *snapshot) appendRate(sc scope, typ, unit string, value int64) {
+// appendRate adds a rate limit to the set (unknown units are skipped: the
+// admin API refuses them).
+func (s *ruleSet) appendRate(sc scope, typ, unit string, value int64) {
 	w := windowOf(unit)
 	if w == 0 || value < 0 {
 		return

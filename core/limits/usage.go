@@ -220,7 +220,7 @@ func (e *Engine) resetIfDue(ctx context.Context, r *usageRule, now time.Time) {
 // idle limits too, so their state and last_reset_at are current.
 func (e *Engine) RunOnce(ctx context.Context, now time.Time) {
 	if s := e.snap.Load(); s != nil {
-		for _, r := range s.usage {
+		for r := range s.usageRules() {
 			e.resetIfDue(ctx, r, now)
 		}
 	}
@@ -229,7 +229,8 @@ func (e *Engine) RunOnce(ctx context.Context, now time.Time) {
 // ResetUsage zeroes the usage of one group value of policy id ("" for all
 // of them), reactivating it and clearing its alerts. Implicit limits are
 // reset by their ids too ("api_key:<id>#usage", "workspace:<id>#usage0",
-// "provider:<id>#usage", "virtual_key:<id>#usage").
+// "provider:<id>#usage", "virtual_key:<id>#usage",
+// IntegrationWorkspaceUsageID).
 func (e *Engine) ResetUsage(ctx context.Context, policyID, valueKey string) error {
 	return e.resetRule(ctx, policyID, valueKey, e.o.Now(), nil, false, true)
 }

@@ -1,0 +1,68 @@
+package adminsvc_test
+
+import (
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/llm-gateway/gateway/core"
+)
+
+// TestIntegrationWorkspaceLimits: the limits of an integration's entry for
+// a workspace, set through PUT /v1/integrations/{slug}/workspaces, are
+// enforced by the limits engine on requests through the integration's
+// providers from that workspace (and only those), at once after the PUT;
+// GET shows what was counted.
+func TestIntegrationWorkspaceLimits(t *testing.T) {
+	m := newMgEnv(t)
+	m.withEngine()
+	ws2 := m.addWorkspace("team-two")
+	m.integration("shared", providerKey, nil) // default provider @shared in the default workspace
+	m.ok(http.MethodPost, "/v1/providers", adminKey, map[string]any{"name": "two", "slug": "shared-two", "integration_id": "shared", "workspace_id": ws2})
+	_, wsKey := m.wsKey(m.wsID, core.ScopeCompletionsWrite)
+	_, ws2Key := m.wsKey(ws2, core.ScopeCompletionsWrite)
+	chat := func(key, provider string) resp { return m.chat(key, "x-gateway-provider", "@"+provider) }
+	want := func(r resp, status int, what string) {
+		t.Helper()
+		if r.status != status {
+			t.Fatalf("%s: %d %s, want %d", what, r.status, r.raw, status)
+		}
+	}
+	entry := func(e map[string]any) {
+		t.Helper()
+		e["id"], e["enabled"] = "default", true
+		m.ok(http.MethodPut, "/v1/integrations/shared/workspaces", adminKey, map[string]any{"workspaces": []any{e}})
+	}
+
+	for range 3 {
+		want(chat(wsKey, "shared"), http.StatusOK, "before any entry")
+	}
+
+	// A requests limit: the second request in the minute is refused.
+	entry(map[string]any{"rate_limits": []any{map[string]any{"type": "requests", "unit": "rpm", "value": 1}}})
+	want(chat(wsKey, "shared"), http.StatusOK, "first request under the limit")
+	before := m.up.count()
+	r := chat(wsKey, "shared")
+	want(r, http.StatusTooManyRequests, "second request over the limit")
+	if msg := r.errField("message"); !strings.Contains(msg, "integration shared for workspace default") || r.header.Get("x-ratelimit-limit") != "1" || m.up.count() != before {
+		t.Fatalf("refusal %s, headers %v, upstream calls %d", r.raw, r.header, m.up.count()-before)
+	}
+	want(chat(ws2Key, "shared-two"), http.StatusOK, "another workspace")
+
+	// A tokens budget replaces it (the upstream answers 2 tokens a request).
+	entry(map[string]any{"usage_limits": map[string]any{"type": "tokens", "credit_limit": 3}})
+	want(chat(wsKey, "shared"), http.StatusOK, "the rate limit is gone")
+	want(chat(wsKey, "shared"), http.StatusOK, "under the budget")
+	r = chat(wsKey, "shared")
+	want(r, http.StatusPreconditionFailed, "budget spent")
+	want(chat(ws2Key, "shared-two"), http.StatusOK, "another workspace")
+
+	g := m.ok(http.MethodGet, "/v1/integrations/shared/workspaces", adminKey, nil)
+	if !strings.Contains(string(g.raw), `"current_usage":4,"status":"exhausted"`) {
+		t.Fatalf("usage not shown: %s", g.raw)
+	}
+
+	// The entry removed: no limit.
+	m.ok(http.MethodPut, "/v1/integrations/shared/workspaces", adminKey, map[string]any{"workspaces": []any{}, "override_existing_workspace_access": true})
+	want(chat(wsKey, "shared"), http.StatusOK, "after the entry is removed")
+}
