@@ -55,10 +55,13 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 		// caller's Authorization is its key unless the config sets one.
 		t = core.Target{Provider: l.Provider, ForwardHeaders: h.ForwardHeaders}
 		if !h.Managed {
-			t.APIKey, t.Azure = h.APIKey, h.Azure
+			t.APIKey, t.Azure, t.AWS = h.APIKey, h.Azure, h.AWS
 		}
 	}
 	if err := t.ApplyAzure(l.Azure, n.Path+".azure_resource_name"); err != nil {
+		return t, err
+	}
+	if err := t.ApplyAWS(l.AWS, func(f int) string { return n.Path + "." + core.AWSFields[f] }); err != nil {
 		return t, err
 	}
 	if l.APIKey != "" {
