@@ -527,10 +527,14 @@ func (s *Service) listConfigVersions(c *fiber.Ctx) error {
 	return sendList(c, pg, versions)
 }
 
-// maskConfigSecrets masks every "api_key" string in a config, at any depth,
-// so reading a saved config never shows the provider keys in it.
+// configSecretFields are the config fields that hold credentials.
+var configSecretFields = map[string]bool{"api_key": true, "aws_access_key_id": true, "aws_secret_access_key": true, "aws_session_token": true}
+
+// maskConfigSecrets masks every credential string (api_key, the aws_*
+// credentials) in a config, at any depth, so reading a saved config never
+// shows the provider keys in it.
 func maskConfigSecrets(raw json.RawMessage) json.RawMessage {
-	if !bytes.Contains(raw, []byte(`"api_key"`)) {
+	if !bytes.Contains(raw, []byte(`"api_key"`)) && !bytes.Contains(raw, []byte(`"aws_`)) {
 		return raw
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))
@@ -544,7 +548,7 @@ func maskConfigSecrets(raw json.RawMessage) json.RawMessage {
 		switch t := v.(type) {
 		case map[string]any:
 			for k, child := range t {
-				if s, ok := child.(string); ok && k == "api_key" {
+				if s, ok := child.(string); ok && configSecretFields[k] {
 					t[k] = maskKey(s)
 					continue
 				}

@@ -1291,14 +1291,17 @@ func TestSavedConfigSecretsMaskedOnRead(t *testing.T) {
 	r := e.do("POST", "/v1/configs", adminKey, map[string]any{"name": "keys", "workspace_id": "default",
 		"config": map[string]any{"strategy": map[string]any{"mode": "fallback"}, "targets": []any{
 			map[string]any{"provider": "openai", "api_key": secret},
-			map[string]any{"provider": "groq", "api_key": "short"}}}})
+			map[string]any{"provider": "groq", "api_key": "short"},
+			map[string]any{"provider": "bedrock", "aws_region": "eu-west-1", "aws_access_key_id": "AKIAIOSFODNN7EXAMPLE",
+				"aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "aws_session_token": "FwoGZXIvYXdzEXAMPLETOKEN"}}}})
 	if r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
 	for _, path := range []string{"/v1/configs/" + r.str("slug"), "/v1/configs/" + r.str("slug") + "/versions"} {
 		got := e.do("GET", path, adminKey, nil)
 		if got.status != 200 || strings.Contains(string(got.raw), secret) || strings.Contains(string(got.raw), `"short"`) ||
-			!strings.Contains(string(got.raw), "sk-l****mnop") {
+			!strings.Contains(string(got.raw), "sk-l****mnop") || strings.Contains(string(got.raw), "AKIAIOSFODNN7EXAMPLE") ||
+			strings.Contains(string(got.raw), "EXAMPLEKEY") || strings.Contains(string(got.raw), "EXAMPLETOKEN") || !strings.Contains(string(got.raw), "eu-west-1") {
 			t.Fatalf("%s: %s", path, got.raw)
 		}
 	}

@@ -35,6 +35,11 @@ func azureCheck(field int) func(string) string {
 	return func(v string) string { return core.CheckAzure(field, v) }
 }
 
+// awsCheck checks AWS setting field as the request path does.
+func awsCheck(field int) func(string) string {
+	return func(v string) string { return core.CheckAWS(field, v) }
+}
+
 var (
 	reRegion     = regexp.MustCompile(`^[a-z]{2,}(-[a-z0-9]+)+$`)
 	reGCPProject = regexp.MustCompile(`^[a-z][a-z0-9-]{4,28}[a-z0-9]$`)
@@ -49,10 +54,10 @@ var configFields = []configField{
 	{name: "azure_resource_name", get: func(c *store.ProviderConfig) *string { return &c.AzureResourceName }, check: azureCheck(core.AzureResourceName)},
 	{name: "azure_deployment_id", get: func(c *store.ProviderConfig) *string { return &c.AzureDeploymentID }, check: azureCheck(core.AzureDeploymentID)},
 	{name: "azure_api_version", get: func(c *store.ProviderConfig) *string { return &c.AzureAPIVersion }, check: azureCheck(core.AzureAPIVersion)},
-	{name: "aws_region", get: func(c *store.ProviderConfig) *string { return &c.AWSRegion }, pattern: reRegion, hint: "e.g. us-east-1"},
-	{name: "aws_access_key_id", get: func(c *store.ProviderConfig) *string { return &c.AWSAccessKeyID }, sealed: true, maxLen: 128},
-	{name: "aws_secret_access_key", get: func(c *store.ProviderConfig) *string { return &c.AWSSecretAccessKey }, sealed: true, maxLen: 256},
-	{name: "aws_session_token", get: func(c *store.ProviderConfig) *string { return &c.AWSSessionToken }, sealed: true, maxLen: 4096},
+	{name: "aws_region", get: func(c *store.ProviderConfig) *string { return &c.AWSRegion }, check: awsCheck(core.AWSRegion)},
+	{name: "aws_access_key_id", get: func(c *store.ProviderConfig) *string { return &c.AWSAccessKeyID }, sealed: true, check: awsCheck(core.AWSAccessKeyID)},
+	{name: "aws_secret_access_key", get: func(c *store.ProviderConfig) *string { return &c.AWSSecretAccessKey }, sealed: true, check: awsCheck(core.AWSSecretAccessKey)},
+	{name: "aws_session_token", get: func(c *store.ProviderConfig) *string { return &c.AWSSessionToken }, sealed: true, maxLen: 4096, check: awsCheck(core.AWSSessionToken)},
 	{name: "vertex_project_id", get: func(c *store.ProviderConfig) *string { return &c.VertexProjectID }, pattern: reGCPProject, hint: "a Google Cloud project id, e.g. my-project-123"},
 	{name: "vertex_region", get: func(c *store.ProviderConfig) *string { return &c.VertexRegion }, pattern: reRegion, hint: "e.g. us-central1"},
 }

@@ -140,6 +140,7 @@ func (m *Managed) targetOf(provider, sealedKey string, cfg store.ProviderConfig)
 	}
 	t.Headers = open.CustomHeaders
 	t.Azure = core.AzureSettings{ResourceName: open.AzureResourceName, DeploymentID: open.AzureDeploymentID, APIVersion: open.AzureAPIVersion}
+	t.AWS = core.AWSSettings{Region: open.AWSRegion, AccessKeyID: open.AWSAccessKeyID, SecretAccessKey: open.AWSSecretAccessKey, SessionToken: open.AWSSessionToken}
 	return t, nil
 }
 
@@ -182,10 +183,18 @@ func (m *Managed) Resolve(ctx context.Context, ref string, virtualKey bool, p *c
 
 // applySecret fills one field of t from a secret reference.
 func (m *Managed) applySecret(ctx context.Context, t *core.Target, mp store.SecretMapping, what string) *core.Error {
+	awsField := -1
 	switch mp.TargetField {
 	case "key", "configurations.custom_host", "configurations." + fieldCustomHeaders:
 	default:
-		return nil // kept for providers that use it; none of the built-in ones do
+		for f, name := range core.AWSFields {
+			if mp.TargetField == "configurations."+name {
+				awsField = f
+			}
+		}
+		if awsField < 0 {
+			return nil // kept for providers that use it; none of the built-in ones do
+		}
 	}
 	fail := func(err error, why string) *core.Error {
 		return core.Upstream(err, "%s: the secret reference %s (for %s) %s", what, mp.SecretReferenceID, mp.TargetField, why)
@@ -211,6 +220,13 @@ func (m *Managed) applySecret(ctx context.Context, t *core.Target, mp store.Secr
 	}
 	if mp.TargetField == "key" {
 		t.APIKey = v
+		return nil
+	}
+	if awsField >= 0 {
+		if msg := core.CheckAWS(awsField, v); msg != "" {
+			return fail(nil, msg) // the message never shows the value
+		}
+		t.AWS.Set(awsField, v)
 		return nil
 	}
 	u, err := netguard.CheckURL(v)

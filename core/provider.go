@@ -36,7 +36,13 @@ type ResponseTranslator interface {
 // a copy: TranslateStream replaces resp.Stream with the stream in the OpenAI
 // shape for the request req, translated event by event as each arrives (it
 // holds back no more than the one event being read), and leaves streams of
-// other endpoints as they are.
+// other endpoints as they are. For such a provider an answer of
+// ContentTypeAWSEventStream is an event stream too: its translation makes
+// it server-sent events (Content-Type text/event-stream).
 type StreamTranslator interface {
 	TranslateStream(req *Request, resp *Response)
 }
+
+// ContentTypeAWSEventStream is the Content-Type of AWS's binary event
+// stream (Bedrock's ConverseStream answers).
+const ContentTypeAWSEventStream = "application/vnd.amazon.eventstream"

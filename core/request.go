@@ -97,6 +97,8 @@ type Target struct {
 	APIKey string
 	// Azure locates the deployment of an azure-openai target.
 	Azure AzureSettings
+	// AWS is the region and credentials of a bedrock target.
+	AWS AWSSettings
 	// ForwardHeaders names client headers to pass upstream unchanged.
 	ForwardHeaders []string
 	// Headers are extra upstream headers (a managed provider's

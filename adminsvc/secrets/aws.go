@@ -12,6 +12,8 @@ import (
 	"os"
 	"strings"
 	"time"
+
+	"github.com/llm-gateway/gateway/core/awsauth"
 )
 
 // AWS reads secrets from AWS Secrets Manager (GetSecretValue over its JSON
@@ -25,7 +27,7 @@ type AWS struct {
 	Now    func() time.Time
 	Getenv func(string) string
 
-	roles credCache[awsCredentials]
+	roles credCache[awsauth.Credentials]
 }
 
 func (a *AWS) now() time.Time {
@@ -53,8 +55,8 @@ func (a *AWS) region(auth map[string]string) string {
 }
 
 // envCredentials are the credentials of the gateway's own environment.
-func (a *AWS) envCredentials() (awsCredentials, error) {
-	c := awsCredentials{AccessKeyID: a.getenv("AWS_ACCESS_KEY_ID"), SecretAccessKey: a.getenv("AWS_SECRET_ACCESS_KEY"), SessionToken: a.getenv("AWS_SESSION_TOKEN")}
+func (a *AWS) envCredentials() (awsauth.Credentials, error) {
+	c := awsauth.Credentials{AccessKeyID: a.getenv("AWS_ACCESS_KEY_ID"), SecretAccessKey: a.getenv("AWS_SECRET_ACCESS_KEY"), SessionToken: a.getenv("AWS_SESSION_TOKEN")}
 	if c.AccessKeyID == "" || c.SecretAccessKey == "" {
 		return c, fmt.Errorf("aws: no credentials in the environment (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY are not set)")
 	}
@@ -62,16 +64,16 @@ func (a *AWS) envCredentials() (awsCredentials, error) {
 }
 
 // credentials picks the credentials of the auth_type.
-func (a *AWS) credentials(ctx context.Context, auth map[string]string, region string) (awsCredentials, error) {
+func (a *AWS) credentials(ctx context.Context, auth map[string]string, region string) (awsauth.Credentials, error) {
 	switch auth["auth_type"] {
 	case "accessKey":
-		return awsCredentials{AccessKeyID: auth["access_key_id"], SecretAccessKey: auth["secret_access_key"], SessionToken: auth["session_token"]}, nil
+		return awsauth.Credentials{AccessKeyID: auth["access_key_id"], SecretAccessKey: auth["secret_access_key"], SessionToken: auth["session_token"]}, nil
 	case "serviceRole":
 		return a.envCredentials()
 	case "assumedRole":
 		return a.assumeRole(ctx, auth, region)
 	}
-	return awsCredentials{}, fmt.Errorf("aws: auth_type %q is not supported", auth["auth_type"])
+	return awsauth.Credentials{}, fmt.Errorf("aws: auth_type %q is not supported", auth["auth_type"])
 }
 
 // Fetch calls GetSecretValue with the secret path as SecretId.
@@ -95,7 +97,7 @@ func (a *AWS) Fetch(ctx context.Context, ref Reference) (string, error) {
 	}
 	req.Header.Set("Content-Type", "application/x-amz-json-1.1")
 	req.Header.Set("X-Amz-Target", "secretsmanager.GetSecretValue")
-	signV4(req, body, creds, region, "secretsmanager", a.now())
+	awsauth.Sign(req, body, creds, region, "secretsmanager", a.now())
 	res, err := send(a.Client, req, "aws: GetSecretValue "+ref.SecretPath)
 	if err != nil {
 		return "", err
@@ -162,10 +164,10 @@ func awsError(what string, status int, raw []byte) error {
 // assumeRole gets temporary credentials for role_arn from STS, signed with
 // the base credentials (the auth_config's access key, else the
 // environment's), and caches them until shortly before they expire.
-func (a *AWS) assumeRole(ctx context.Context, auth map[string]string, region string) (awsCredentials, error) {
+func (a *AWS) assumeRole(ctx context.Context, auth map[string]string, region string) (awsauth.Credentials, error) {
 	now := a.now()
-	return a.roles.get(cacheKey(auth), func(c awsCredentials) bool { return now.Before(c.Expires) }, func() (awsCredentials, error) {
-		base := awsCredentials{AccessKeyID: auth["access_key_id"], SecretAccessKey: auth["secret_access_key"], SessionToken: auth["session_token"]}
+	return a.roles.get(cacheKey(auth), func(c awsauth.Credentials) bool { return now.Before(c.Expires) }, func() (awsauth.Credentials, error) {
+		base := awsauth.Credentials{AccessKeyID: auth["access_key_id"], SecretAccessKey: auth["secret_access_key"], SessionToken: auth["session_token"]}
 		if base.AccessKeyID == "" {
 			var err error
 			if base, err = a.envCredentials(); err != nil {
@@ -188,16 +190,16 @@ func (a *AWS) assumeRole(ctx context.Context, auth map[string]string, region str
 		body := []byte(q.Encode())
 		req, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(endpoint, "/")+"/", bytes.NewReader(body))
 		if err != nil {
-			return awsCredentials{}, fmt.Errorf("aws: bad sts_endpoint: %w", err)
+			return awsauth.Credentials{}, fmt.Errorf("aws: bad sts_endpoint: %w", err)
 		}
 		req.Header.Set("Content-Type", "application/x-www-form-urlencoded; charset=utf-8")
-		signV4(req, body, base, region, "sts", now)
+		awsauth.Sign(req, body, base, region, "sts", now)
 		res, err := send(a.Client, req, "aws: STS AssumeRole "+auth["role_arn"])
 		if err != nil {
-			return awsCredentials{}, err
+			return awsauth.Credentials{}, err
 		}
 		if res.status != http.StatusOK {
-			return awsCredentials{}, awsError("STS AssumeRole "+auth["role_arn"], res.status, res.body)
+			return awsauth.Credentials{}, awsError("STS AssumeRole "+auth["role_arn"], res.status, res.body)
 		}
 		var out struct {
 			Creds struct {
@@ -208,9 +210,9 @@ func (a *AWS) assumeRole(ctx context.Context, auth map[string]string, region str
 			} `xml:"AssumeRoleResult>Credentials"`
 		}
 		if err := xml.Unmarshal(res.body, &out); err != nil || out.Creds.AccessKeyID == "" {
-			return awsCredentials{}, fmt.Errorf("aws: STS AssumeRole %s answered no credentials", auth["role_arn"])
+			return awsauth.Credentials{}, fmt.Errorf("aws: STS AssumeRole %s answered no credentials", auth["role_arn"])
 		}
-		c := awsCredentials{AccessKeyID: out.Creds.AccessKeyID, SecretAccessKey: out.Creds.SecretAccessKey, SessionToken: out.Creds.SessionToken}
+		c := awsauth.Credentials{AccessKeyID: out.Creds.AccessKeyID, SecretAccessKey: out.Creds.SecretAccessKey, SessionToken: out.Creds.SessionToken}
 		c.Expires = expiryAfter(now, out.Creds.Expiration.Sub(now))
 		if c.Expires.IsZero() {
 			c.Expires = now // already expired: use once, never cache

@@ -2,7 +2,6 @@ package secrets
 
 import (
 	"context"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -14,73 +13,9 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/llm-gateway/gateway/core/awsauth/awsauthtest"
 )
-
-// The example request of the AWS Signature Version 4 documentation (IAM
-// ListUsers, 2015-08-30 12:36:00 UTC, the documentation's example keys).
-// Its published signing key and signature are what the docs print; the
-// signer computes them from the request.
-func TestSignV4PublishedExample(t *testing.T) {
-	const secret = "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY"
-	if got := hex.EncodeToString(signingKey(secret, "20150830", "us-east-1", "iam")); got != "c4afb1cc5771d871763a393e44b703571b55cc28424d1a5e86da6ed3c154a4b9" {
-		t.Fatalf("signing key %s", got)
-	}
-	req := httptest.NewRequest(http.MethodGet, "https://iam.amazonaws.com/?Action=ListUsers&Version=2010-05-08", nil)
-	req.Header = http.Header{"Content-Type": {"application/x-www-form-urlencoded; charset=utf-8"}}
-	signV4(req, nil, awsCredentials{AccessKeyID: "AKIDEXAMPLE", SecretAccessKey: secret}, "us-east-1", "iam", time.Date(2015, 8, 30, 12, 36, 0, 0, time.UTC))
-	want := "AWS4-HMAC-SHA256 Credential=AKIDEXAMPLE/20150830/us-east-1/iam/aws4_request, " +
-		"SignedHeaders=content-type;host;x-amz-date, Signature=5d672d79c15b13162d9279b0855cfba6789a8edb4c82c400e06b5924a6f2b5d7"
-	if got := req.Header.Get("Authorization"); got != want {
-		t.Fatalf("Authorization\n got %s\nwant %s", got, want)
-	}
-	if req.Header.Get("X-Amz-Date") != "20150830T123600Z" {
-		t.Fatalf("X-Amz-Date %q", req.Header.Get("X-Amz-Date"))
-	}
-}
-
-func TestAWSEscape(t *testing.T) {
-	if got := awsEscape("a b/c~d*é"); got != "a%20b%2Fc~d%2A%C3%A9" {
-		t.Fatal(got)
-	}
-}
-
-// verifySigV4 checks on the server side that a request arrived signed by
-// keyID/secret for service: it re-signs the headers the request says it
-// signed, with the date it carries, over the body received.
-func verifySigV4(r *http.Request, body []byte, keyID, secret, region, service string) error {
-	auth := r.Header.Get("Authorization")
-	prefix := "AWS4-HMAC-SHA256 Credential=" + keyID + "/"
-	if !strings.HasPrefix(auth, prefix) {
-		return fmt.Errorf("authorization %q does not name key %s", auth, keyID)
-	}
-	var signed string
-	for _, part := range strings.Split(auth, ", ") {
-		if v, ok := strings.CutPrefix(part, "SignedHeaders="); ok {
-			signed = v
-		}
-	}
-	for _, must := range []string{"host", "x-amz-date"} {
-		if !strings.Contains(";"+signed+";", ";"+must+";") {
-			return fmt.Errorf("%s is not signed (%s)", must, signed)
-		}
-	}
-	at, err := time.Parse("20060102T150405Z", r.Header.Get("X-Amz-Date"))
-	if err != nil {
-		return fmt.Errorf("bad X-Amz-Date: %v", err)
-	}
-	again, _ := http.NewRequest(r.Method, "http://"+r.Host+r.URL.RequestURI(), nil)
-	again.Host = r.Host
-	for _, h := range strings.Split(signed, ";") {
-		if h != "host" && h != "x-amz-date" {
-			again.Header[http.CanonicalHeaderKey(h)] = r.Header.Values(h)
-		}
-	}
-	signV4(again, body, awsCredentials{AccessKeyID: keyID, SecretAccessKey: secret, SessionToken: r.Header.Get("X-Amz-Security-Token")}, region, service, at)
-	if again.Header.Get("Authorization") != auth {
-		return fmt.Errorf("signature mismatch:\n got %s\nwant %s", auth, again.Header.Get("Authorization"))
-	}
-	return nil
-}
 
 // fakeAWS serves Secrets Manager GetSecretValue and STS AssumeRole.
 type fakeAWS struct {
@@ -95,7 +30,7 @@ func (f *fakeAWS) serve(w http.ResponseWriter, r *http.Request) {
 	keyID := strings.TrimPrefix(strings.SplitN(r.Header.Get("Authorization"), "/", 2)[0], "AWS4-HMAC-SHA256 Credential=")
 	secret, known := f.keys[keyID]
 	if r.Header.Get("X-Amz-Target") == "" { // STS query API
-		if err := verifySigV4(r, body, keyID, secret, "eu-west-1", "sts"); !known || err != nil {
+		if err := awsauthtest.Verify(r, body, keyID, secret, "eu-west-1", "sts"); !known || err != nil {
 			w.WriteHeader(http.StatusForbidden)
 			fmt.Fprintf(w, `<ErrorResponse><Error><Code>InvalidClientTokenId</Code><Message>bad key</Message></Error></ErrorResponse>`)
 			return
@@ -114,7 +49,7 @@ func (f *fakeAWS) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.Header().Set("Content-Type", "application/x-amz-json-1.1")
-	if err := verifySigV4(r, body, keyID, secret, "eu-west-1", "secretsmanager"); !known || err != nil {
+	if err := awsauthtest.Verify(r, body, keyID, secret, "eu-west-1", "secretsmanager"); !known || err != nil {
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprintf(w, `{"__type":"UnrecognizedClientException","message":"The security token included in the request is invalid."}`)
 		return

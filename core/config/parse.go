@@ -162,7 +162,7 @@ var targetFields = append([]string{
 	fCustomHost, fForwardHeaders, fOverrideParams, fRetry, fCache,
 	fRequestTimeout, fCircuitBreaker, fBeforeHooks, fAfterHooks,
 	fInputGuards, fOutputGuards, fStrict, fStrictAlias,
-}, core.AzureFields[:]...)
+}, append(core.AzureFields[:], core.AWSFields[:]...)...)
 
 // target checks one config object (the root or a target) at depth levels
 // of targets under the root.
@@ -231,6 +231,11 @@ func (p *parser) target(path string, v any, depth int) *Config {
 	for f, name := range core.AzureFields {
 		if v, ok := get(obj, name); ok {
 			c.AzureSettings.Set(f, p.azure(join(path, name), f, v))
+		}
+	}
+	for f, name := range core.AWSFields {
+		if v, ok := get(obj, name); ok {
+			c.AWSSettings.Set(f, p.aws(join(path, name), f, v))
 		}
 	}
 	if v, ok := get(obj, fForwardHeaders); ok {
@@ -620,6 +625,20 @@ func (p *problems) azure(path string, field int, v any) string {
 		return ""
 	}
 	if msg := core.CheckAzure(field, s); msg != "" {
+		p.add(path, "%s", msg)
+		return ""
+	}
+	return s
+}
+
+// aws reads AWS setting field (core.CheckAWS's rules; the problem never
+// shows a credential).
+func (p *problems) aws(path string, field int, v any) string {
+	s, ok := p.nonEmptyStr(path, v)
+	if !ok {
+		return ""
+	}
+	if msg := core.CheckAWS(field, s); msg != "" {
 		p.add(path, "%s", msg)
 		return ""
 	}

@@ -19,6 +19,7 @@ type inherited struct {
 	provider, apiKey, virtualKey string
 	customHost                   string
 	azure                        core.AzureSettings
+	aws                          core.AWSSettings
 	forwardHeaders               []string
 	overrideParams               map[string]any
 	retry                        *Retry
@@ -38,8 +39,9 @@ type inherited struct {
 //   - override_params: merged, the child's top-level keys win;
 //   - retry, cache: a child's replaces the parent's whole;
 //   - request_timeout, custom_host, forward_headers, circuit_breaker,
-//     strict_reference_compliance, each azure_* field: the parent's when
-//     the child sets none
+//     strict_reference_compliance, each azure_* field, aws_region: the
+//     parent's when the child sets none; the aws credentials: the
+//     parent's when the child sets none of them
 //     (an explicit empty array is "set": a child can switch off
 //     forward_headers with []);
 //   - provider, virtual_key: the parent's when the child sets neither; then
@@ -92,6 +94,7 @@ func (in inherited) with(c *Config) inherited {
 		in.customHost = c.CustomHost
 	}
 	in.azure = c.AzureSettings.Over(in.azure)
+	in.aws = c.AWSSettings.Over(in.aws)
 	if c.ForwardHeaders != nil {
 		in.forwardHeaders = c.ForwardHeaders
 	}
@@ -129,6 +132,7 @@ func (in inherited) leaf() *Leaf {
 		VirtualKey:     in.virtualKey,
 		CustomHost:     in.customHost,
 		Azure:          in.azure,
+		AWS:            in.aws,
 		ForwardHeaders: slices.Clone(in.forwardHeaders),
 		OverrideParams: maps.Clone(in.overrideParams),
 		Strict:         cloneBool(in.strict),

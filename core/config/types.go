@@ -43,8 +43,10 @@ type Config struct {
 	InputGuards    json.RawMessage `json:"input_guardrails,omitempty"`
 	OutputGuards   json.RawMessage `json:"output_guardrails,omitempty"`
 	Strict         *bool           `json:"strict_reference_compliance,omitempty"` // alias strict_open_ai_compliance
-	// The azure_* fields (azure-openai targets), in the JSON at this level.
+	// The azure_* fields (azure-openai targets) and aws_* fields (bedrock
+	// targets), in the JSON at this level.
 	core.AzureSettings
+	core.AWSSettings
 
 	// before and after are the parsed hooks of this target itself:
 	// before_request_hooks + input_guardrails, after_request_hooks +
@@ -145,6 +147,7 @@ type Leaf struct {
 	VirtualKey     string
 	CustomHost     string
 	Azure          core.AzureSettings
+	AWS            core.AWSSettings
 	ForwardHeaders []string
 	OverrideParams map[string]any
 	Retry          *Retry

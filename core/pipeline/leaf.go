@@ -55,10 +55,13 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 		// caller's Authorization is its key unless the config sets one.
 		t = core.Target{Provider: l.Provider, ForwardHeaders: h.ForwardHeaders}
 		if !h.Managed {
-			t.APIKey, t.Azure = h.APIKey, h.Azure
+			t.APIKey, t.Azure, t.AWS = h.APIKey, h.Azure, h.AWS
 		}
 	}
 	if err := t.ApplyAzure(l.Azure, n.Path+".azure_resource_name"); err != nil {
+		return t, err
+	}
+	if err := t.ApplyAWS(l.AWS, func(f int) string { return n.Path + "." + core.AWSFields[f] }); err != nil {
 		return t, err
 	}
 	if l.APIKey != "" {
@@ -206,7 +209,11 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 	}
 
 	resp := &core.Response{Status: hresp.StatusCode, Header: hresp.Header, Provider: prov.Name(), CacheStatus: cs.status}
-	sse := strings.HasPrefix(hresp.Header.Get("Content-Type"), "text/event-stream")
+	// An AWS event stream is a stream for a provider that translates
+	// streams (bedrock), which makes it server-sent events.
+	st, translates := prov.(core.StreamTranslator)
+	ct := hresp.Header.Get("Content-Type")
+	sse := strings.HasPrefix(ct, "text/event-stream") || translates && strings.HasPrefix(ct, core.ContentTypeAWSEventStream)
 	if sse || w.req.Endpoint == core.EndpointProxy {
 		// Streams and proxied bodies are handed on as they arrive.
 		br := bufio.NewReaderSize(hresp.Body, 32<<10)
@@ -221,7 +228,7 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 			return fail(errTimeout)
 		}
 		resp.Stream, resp.SSE = &streamBody{Reader: br, body: hresp.Body, cancel: cancel}, sse
-		if st, ok := prov.(core.StreamTranslator); ok && sse {
+		if translates && sse {
 			st.TranslateStream(&lreq, resp) // before the tee: the cache keeps what the client gets
 		}
 		if cs.save != nil && ok2xx(resp.Status) {

@@ -188,10 +188,20 @@ func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal, fallback core.Mana
 	if err == nil {
 		err = t.ApplyAzure(az, core.AzureHeaders[core.AzureResourceName])
 	}
+	if err != nil {
+		return t, err
+	}
+	aws, err := awsHeaders(c)
+	if err == nil {
+		err = t.ApplyAWS(aws, awsHeader)
+	}
 	return t, err
 }
 
-// headerTarget is parseTarget without the Azure settings.
+// awsHeader names AWS setting field's header.
+func awsHeader(field int) string { return core.AWSHeaders[field] }
+
+// headerTarget is parseTarget without the Azure and AWS settings.
 func (s *Server) headerTarget(c *fiber.Ctx, p *core.Principal, fallback core.ManagedRef) (core.Target, *core.Error) {
 	ref := core.ManagedRef{Provider: strings.TrimSpace(gatewayHeader(c, "provider")), VirtualKey: strings.TrimSpace(gatewayHeader(c, "virtual-key"))}
 	if ref.Provider == "" && ref.VirtualKey == "" && (fallback.Provider != "" || fallback.VirtualKey != "") && gatewayHeader(c, "config") == "" {
@@ -238,6 +248,27 @@ func azureHeaders(c *fiber.Ctx) (core.AzureSettings, *core.Error) {
 		}
 		if msg := core.CheckAzure(f, v); msg != "" {
 			return a, core.BadRequest(h, "%s: %q %s", h, v, msg)
+		}
+		a.Set(f, strings.Clone(v))
+	}
+	return a, nil
+}
+
+// awsHeaders reads the x-gateway-aws-* headers, each checked with
+// core.CheckAWS (400 naming the header, never showing a credential). A
+// request without any (most) costs one look over its gateway headers.
+func awsHeaders(c *fiber.Ctx) (core.AWSSettings, *core.Error) {
+	var a core.AWSSettings
+	if !requestGatewayHeaders(c).hasPrefix("aws-") {
+		return a, nil
+	}
+	for f, h := range core.AWSHeaders {
+		v := strings.TrimSpace(gatewayHeader(c, h[len(core.HeaderPrefix):]))
+		if v == "" {
+			continue
+		}
+		if msg := core.CheckAWS(f, v); msg != "" {
+			return a, core.BadRequest(h, "%s %s", h, msg)
 		}
 		a.Set(f, strings.Clone(v))
 	}

@@ -6,6 +6,7 @@ package all
 import (
 	// Providers.
 	_ "github.com/llm-gateway/gateway/plugins/providers/anthropic"
+	_ "github.com/llm-gateway/gateway/plugins/providers/bedrock"
 	_ "github.com/llm-gateway/gateway/plugins/providers/openai"
 
 	// Cache modes.

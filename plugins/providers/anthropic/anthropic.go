@@ -15,10 +15,13 @@ import (
 	"github.com/llm-gateway/gateway/plugins/providers/openai"
 )
 
+// Name is the provider's x-gateway-provider name.
+const Name = "anthropic"
+
 // Spec is Anthropic's pass-through part: base URL, credential header and
 // the version header every request carries unless the client sends one.
 var Spec = openai.Spec{
-	Name: "anthropic", BaseURL: "https://api.anthropic.com/v1",
+	Name: Name, BaseURL: "https://api.anthropic.com/v1",
 	AuthHeader: "x-api-key", StaticHeaders: map[string]string{"anthropic-version": "2023-06-01"},
 	PassHeaders: []string{"anthropic-version", "anthropic-beta"},
 	Endpoints:   []core.Endpoint{core.EndpointMessages, core.EndpointMessagesCount},

@@ -1,81 +1,16 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
-	"strings"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
 )
 
 // DefaultMaxTokens is the max_tokens sent when a chat completion names
 // neither max_completion_tokens nor max_tokens: Anthropic requires one.
 const DefaultMaxTokens = 4096
-
-// chatRequest is the part of an OpenAI chat completion request that is
-// translated or refused; every other field (frequency_penalty,
-// presence_penalty, logit_bias, seed, service_tier, store, metadata,
-// prediction, reasoning_effort, web_search_options, strict, name, ...) is
-// dropped. stream_options is read by the stream translation.
-type chatRequest struct {
-	Model               string          `json:"model"`
-	Messages            []chatMessage   `json:"messages"`
-	MaxTokens           *int64          `json:"max_tokens"`
-	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
-	Temperature         json.RawMessage `json:"temperature"`
-	TopP                json.RawMessage `json:"top_p"`
-	TopK                json.RawMessage `json:"top_k"`
-	Stop                json.RawMessage `json:"stop"`
-	User                string          `json:"user"`
-	Stream              bool            `json:"stream"`
-	Tools               []chatTool      `json:"tools"`
-	ToolChoice          json.RawMessage `json:"tool_choice"`
-	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
-	Thinking            json.RawMessage `json:"thinking"`
-
-	// Refused: the answer could not be what they ask for.
-	N              *int                   `json:"n"`
-	Logprobs       *bool                  `json:"logprobs"`
-	ResponseFormat *struct{ Type string } `json:"response_format"`
-	Functions      json.RawMessage        `json:"functions"`
-	FunctionCall   json.RawMessage        `json:"function_call"`
-	Audio          json.RawMessage        `json:"audio"`
-}
-
-type chatMessage struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []chatToolCall  `json:"tool_calls"`
-	ToolCallID string          `json:"tool_call_id"`
-}
-
-type chatToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type chatPart struct {
-	Type     string `json:"type"`
-	Text     string `json:"text"`
-	Refusal  string `json:"refusal"`
-	ImageURL *struct {
-		URL string `json:"url"`
-	} `json:"image_url"`
-}
-
-type chatTool struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
-	} `json:"function"`
-}
 
 // messagesRequest is Anthropic's Messages request.
 type messagesRequest struct {
@@ -134,56 +69,37 @@ type toolChoice struct {
 	DisableParallelToolUse bool   `json:"disable_parallel_tool_use,omitempty"`
 }
 
-// emptySchema is the input schema of a function declared without parameters.
-var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
-
 // translateRequest turns an OpenAI chat completion body into a Messages
 // request body. The body has been validated as a chat completion; what
 // Anthropic cannot take is refused with a 400 naming the field.
 func translateRequest(body []byte) ([]byte, error) {
-	var in chatRequest
-	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, core.BadRequest("", "the request body cannot be translated for Anthropic: %v", err)
-	}
-	if err := refuse(&in); err != nil {
+	var in chat.Request
+	if err := in.Parse(body, Name); err != nil {
 		return nil, err
 	}
-	out := messagesRequest{Model: in.Model, MaxTokens: DefaultMaxTokens, Stream: in.Stream,
-		Temperature: present(in.Temperature), TopP: present(in.TopP), TopK: present(in.TopK), Thinking: present(in.Thinking)}
-	switch {
-	case in.MaxCompletionTokens != nil:
-		out.MaxTokens = *in.MaxCompletionTokens
-	case in.MaxTokens != nil:
-		out.MaxTokens = *in.MaxTokens
+	if err := in.Refuse(Name); err != nil {
+		return nil, err
 	}
+	out := messagesRequest{Model: in.Model, MaxTokens: in.MaxTokensOr(DefaultMaxTokens), Stream: in.Stream,
+		Temperature: chat.Present(in.Temperature), TopP: chat.Present(in.TopP), TopK: chat.Present(in.TopK), Thinking: chat.Present(in.Thinking)}
 	if in.User != "" {
 		out.Metadata = &metadata{UserID: in.User}
 	}
-	if stop := present(in.Stop); stop != nil {
-		if stop[0] == '"' {
-			out.StopSequences = []string{""}
-			if err := json.Unmarshal(stop, &out.StopSequences[0]); err != nil {
-				return nil, core.BadRequest("stop", "stop must be a string or a list of strings")
-			}
-		} else if err := json.Unmarshal(stop, &out.StopSequences); err != nil {
-			return nil, core.BadRequest("stop", "stop must be a string or a list of strings")
-		}
-	}
 	var err error
+	if out.StopSequences, err = in.StopSequences(); err != nil {
+		return nil, err
+	}
 	if out.System, out.Messages, err = translateMessages(in.Messages); err != nil {
 		return nil, err
 	}
-	for i, t := range in.Tools {
+	for i := range in.Tools {
+		t := &in.Tools[i]
 		if t.Type != "function" {
 			return nil, core.BadRequest(fmt.Sprintf("tools[%d].type", i), "Anthropic takes function tools only, got %q", t.Type)
 		}
-		schema := present(t.Function.Parameters)
-		if schema == nil {
-			schema = emptySchema
-		}
-		out.Tools = append(out.Tools, tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: schema})
+		out.Tools = append(out.Tools, tool{Name: t.Function.Name, Description: t.Function.Description, InputSchema: t.Schema()})
 	}
-	if out.ToolChoice, err = translateToolChoice(present(in.ToolChoice)); err != nil {
+	if out.ToolChoice, err = translateToolChoice(&in); err != nil {
 		return nil, err
 	}
 	if in.ParallelToolCalls != nil && !*in.ParallelToolCalls && len(out.Tools) > 0 {
@@ -197,36 +113,11 @@ func translateRequest(body []byte) ([]byte, error) {
 	return json.Marshal(&out)
 }
 
-// refuse is the 400 for a field whose answer Anthropic cannot give.
-func refuse(in *chatRequest) error {
-	switch {
-	case in.N != nil && *in.N > 1:
-		return core.BadRequest("n", "n must be 1 for provider anthropic: it returns one choice per request")
-	case in.Logprobs != nil && *in.Logprobs:
-		return core.BadRequest("logprobs", "logprobs is not supported by provider anthropic")
-	case in.ResponseFormat != nil && in.ResponseFormat.Type != "" && in.ResponseFormat.Type != "text":
-		return core.BadRequest("response_format", "response_format %q is not supported by provider anthropic; describe the format in the prompt or use a tool", in.ResponseFormat.Type)
-	case present(in.Functions) != nil || present(in.FunctionCall) != nil:
-		return core.BadRequest("functions", "functions and function_call are not supported by provider anthropic; use tools and tool_choice")
-	case present(in.Audio) != nil:
-		return core.BadRequest("audio", "audio output is not supported by provider anthropic")
-	}
-	return nil
-}
-
-// present returns v, or nil when it is absent or null.
-func present(v json.RawMessage) json.RawMessage {
-	if len(v) == 0 || string(v) == "null" {
-		return nil
-	}
-	return v
-}
-
 // translateMessages turns OpenAI messages into Anthropic's system prompt
 // (every system and developer message, in order) and turns: user and
 // assistant messages one turn each, consecutive tool messages one user turn
 // of tool_result blocks.
-func translateMessages(msgs []chatMessage) (system any, turns []turn, err error) {
+func translateMessages(msgs []chat.Message) (system any, turns []turn, err error) {
 	var sys []block
 	toolTurn := -1 // the index of the turn the last tool message went to
 	for i, m := range msgs {
@@ -252,13 +143,11 @@ func translateMessages(msgs []chatMessage) (system any, turns []turn, err error)
 			if err != nil {
 				return nil, nil, err
 			}
-			for j, c := range m.ToolCalls {
-				input := json.RawMessage(`{}`)
-				if strings.TrimSpace(c.Function.Arguments) != "" {
-					input = json.RawMessage(c.Function.Arguments)
-					if !json.Valid(input) || bytes.TrimSpace(input)[0] != '{' {
-						return nil, nil, core.BadRequest(fmt.Sprintf("%s.tool_calls[%d].function.arguments", at, j), "%s.tool_calls[%d].function.arguments must be a JSON object", at, j)
-					}
+			for j := range m.ToolCalls {
+				c := &m.ToolCalls[j]
+				input, err := c.Input(at, j)
+				if err != nil {
+					return nil, nil, err
 				}
 				blocks = append(blocks, block{Type: "tool_use", ID: c.ID, Name: c.Function.Name, Input: input})
 			}
@@ -293,50 +182,19 @@ func translateMessages(msgs []chatMessage) (system any, turns []turn, err error)
 	return system, turns, nil
 }
 
-// parts decodes message content: a string is one text part, null none.
-func parts(at string, content json.RawMessage) ([]chatPart, error) {
-	content = present(content)
-	if content == nil {
-		return nil, nil
-	}
-	if content[0] == '"' {
-		var s string
-		if err := json.Unmarshal(content, &s); err != nil {
-			return nil, core.BadRequest(at+".content", "%s.content: %v", at, err)
-		}
-		return []chatPart{{Type: "text", Text: s}}, nil
-	}
-	var ps []chatPart
-	if err := json.Unmarshal(content, &ps); err != nil {
-		return nil, core.BadRequest(at+".content", "%s.content must be a string or a list of content parts", at)
-	}
-	return ps, nil
-}
-
 // textParts is content that may hold text only (system and tool
 // messages), as text blocks; empty texts are left out (Anthropic refuses
 // empty text blocks).
 func textParts(at string, content json.RawMessage) ([]block, error) {
-	ps, err := parts(at, content)
-	if err != nil {
-		return nil, err
-	}
-	var out []block
-	for j, p := range ps {
-		if p.Type != "text" {
-			return nil, core.BadRequest(fmt.Sprintf("%s.content[%d].type", at, j), "%s.content may hold text parts only, got %q", at, p.Type)
-		}
-		if p.Text != "" {
-			out = append(out, block{Type: "text", Text: p.Text})
-		}
-	}
-	return out, nil
+	return chat.AppendTexts(nil, at, content, textBlock)
 }
+
+func textBlock(text string) block { return block{Type: "text", Text: text} }
 
 // contentBlocks is user or assistant content as blocks: text (and an
 // assistant's refusal) as text, image_url as an image.
 func contentBlocks(at string, content json.RawMessage) ([]block, error) {
-	ps, err := parts(at, content)
+	ps, err := chat.Parts(at, content)
 	if err != nil {
 		return nil, err
 	}
@@ -362,59 +220,34 @@ func contentBlocks(at string, content json.RawMessage) ([]block, error) {
 
 // imageURLSource is an image_url part's source: a base64 data: URL's data
 // and media type, or an http(s) URL as it is.
-func imageURLSource(p chatPart) (*imageSource, error) {
+func imageURLSource(p chat.Part) (*imageSource, error) {
 	if p.ImageURL == nil {
 		return nil, fmt.Errorf("is required")
 	}
 	u := p.ImageURL.URL
-	if rest, ok := cutPrefixFold(u, "data:"); ok {
-		meta, data, ok := strings.Cut(rest, ",")
-		media, enc, _ := strings.Cut(meta, ";")
-		if !ok || !strings.EqualFold(enc, "base64") || media == "" {
-			return nil, fmt.Errorf("a data: URL must be data:<media type>;base64,<data>")
+	if media, data, ok, err := chat.DataURL(u); ok {
+		if err != nil {
+			return nil, err
 		}
 		return &imageSource{Type: "base64", MediaType: media, Data: data}, nil
 	}
-	if _, ok := cutPrefixFold(u, "https://"); ok {
-		return &imageSource{Type: "url", URL: u}, nil
-	}
-	if _, ok := cutPrefixFold(u, "http://"); ok {
+	if chat.IsHTTPURL(u) {
 		return &imageSource{Type: "url", URL: u}, nil
 	}
 	return nil, fmt.Errorf("must be an http(s) or a base64 data: URL")
 }
 
-func cutPrefixFold(s, prefix string) (string, bool) {
-	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
-		return s[len(prefix):], true
-	}
-	return s, false
-}
-
 // translateToolChoice maps tool_choice: "auto" and "none" as they are,
 // "required" to any, a named function to that tool.
-func translateToolChoice(v json.RawMessage) (*toolChoice, error) {
-	if v == nil {
-		return nil, nil
+func translateToolChoice(in *chat.Request) (*toolChoice, error) {
+	c, err := in.ParseToolChoice()
+	switch {
+	case err != nil || c.Mode == "":
+		return nil, err
+	case c.Mode == "required":
+		return &toolChoice{Type: "any"}, nil
+	case c.Mode == "function":
+		return &toolChoice{Type: "tool", Name: c.Name}, nil
 	}
-	var s string
-	if json.Unmarshal(v, &s) == nil {
-		switch s {
-		case "auto", "none":
-			return &toolChoice{Type: s}, nil
-		case "required":
-			return &toolChoice{Type: "any"}, nil
-		}
-		return nil, core.BadRequest("tool_choice", "tool_choice %q is not one of auto, none, required", s)
-	}
-	var named struct {
-		Type     string `json:"type"`
-		Function struct {
-			Name string `json:"name"`
-		} `json:"function"`
-	}
-	if err := json.Unmarshal(v, &named); err != nil || named.Type != "function" || named.Function.Name == "" {
-		return nil, core.BadRequest("tool_choice", "tool_choice must be auto, none, required or a named function")
-	}
-	return &toolChoice{Type: "tool", Name: named.Function.Name}, nil
+	return &toolChoice{Type: c.Mode}, nil
 }

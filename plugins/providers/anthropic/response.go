@@ -1,12 +1,12 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
 )
 
 // message is Anthropic's Messages answer, as much of it as is translated.
@@ -35,54 +35,10 @@ type usage struct {
 	CacheReadInputTokens     int `json:"cache_read_input_tokens"`
 }
 
-func (u usage) chat() chatUsage {
+func (u usage) chat() chat.Usage {
 	prompt := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-	return chatUsage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens,
-		PromptTokensDetails: promptDetails{CachedTokens: u.CacheReadInputTokens}}
-}
-
-// completion is the OpenAI chat.completion the answer becomes.
-type completion struct {
-	ID      string    `json:"id"`
-	Object  string    `json:"object"`
-	Created int64     `json:"created"`
-	Model   string    `json:"model"`
-	Choices []choice  `json:"choices"`
-	Usage   chatUsage `json:"usage"`
-}
-
-type choice struct {
-	Index        int        `json:"index"`
-	Message      chatAnswer `json:"message"`
-	Logprobs     *struct{}  `json:"logprobs"`
-	FinishReason *string    `json:"finish_reason"`
-}
-
-type chatAnswer struct {
-	Role      string       `json:"role"`
-	Content   *string      `json:"content"`
-	Refusal   *string      `json:"refusal"`
-	ToolCalls []answerCall `json:"tool_calls,omitempty"`
-}
-
-type answerCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type chatUsage struct {
-	PromptTokens        int           `json:"prompt_tokens"`
-	CompletionTokens    int           `json:"completion_tokens"`
-	TotalTokens         int           `json:"total_tokens"`
-	PromptTokensDetails promptDetails `json:"prompt_tokens_details"`
-}
-
-type promptDetails struct {
-	CachedTokens int `json:"cached_tokens"`
+	return chat.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens,
+		PromptTokensDetails: chat.PromptDetails{CachedTokens: u.CacheReadInputTokens}}
 }
 
 // finishReason maps Anthropic's stop_reason to OpenAI's finish_reason.
@@ -108,7 +64,7 @@ func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) err
 	}
 	if resp.Status >= 300 {
 		if b, ok := translateError(resp.Status, resp.Body); ok {
-			setBody(resp, b)
+			chat.SetBody(resp, b)
 		}
 		return nil
 	}
@@ -116,20 +72,8 @@ func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) err
 	if err != nil {
 		return err
 	}
-	setBody(resp, b)
+	chat.SetBody(resp, b)
 	return nil
-}
-
-// setBody replaces resp's body with a JSON one of the gateway's making.
-func setBody(resp *core.Response, b []byte) {
-	resp.Body = b
-	resp.Header = resp.Header.Clone()
-	if resp.Header == nil {
-		resp.Header = map[string][]string{}
-	}
-	resp.Header.Set("Content-Type", "application/json")
-	resp.Header.Del("Content-Length")
-	resp.Header.Del("Content-Encoding")
 }
 
 // translateMessage turns a Messages answer into a chat.completion created
@@ -142,40 +86,20 @@ func translateMessage(body []byte, created int64) ([]byte, error) {
 	if m.ID == "" && m.Content == nil {
 		return nil, errors.New("reading the Messages answer: it has no id and no content")
 	}
-	ans := chatAnswer{Role: "assistant"}
 	var text []byte
+	var calls []chat.AnswerCall
 	hasText := false
 	for _, c := range m.Content {
 		switch c.Type {
 		case "text":
 			text, hasText = append(text, c.Text...), true
 		case "tool_use":
-			call := answerCall{ID: c.ID, Type: "function"}
-			call.Function.Name = c.Name
-			call.Function.Arguments = compactArguments(c.Input)
-			ans.ToolCalls = append(ans.ToolCalls, call)
+			calls = append(calls, chat.NewCall(c.ID, c.Name, c.Input))
 		}
 	}
-	if hasText || len(ans.ToolCalls) == 0 {
-		s := string(text)
-		ans.Content = &s
-	}
 	finish := finishReason(m.StopReason)
-	return json.Marshal(completion{ID: m.ID, Object: "chat.completion", Created: created, Model: m.Model,
-		Choices: []choice{{Message: ans, FinishReason: &finish}}, Usage: m.Usage.chat()})
-}
-
-// compactArguments is a tool_use block's input as OpenAI's arguments
-// string: its JSON, compacted; "{}" when it has none.
-func compactArguments(input json.RawMessage) string {
-	if len(input) == 0 {
-		return "{}"
-	}
-	var b bytes.Buffer
-	if json.Compact(&b, input) != nil {
-		return string(input)
-	}
-	return b.String()
+	return json.Marshal(chat.Completion{ID: m.ID, Object: "chat.completion", Created: created, Model: m.Model,
+		Choices: []chat.Choice{{Message: chat.AnswerOf(text, hasText, calls), FinishReason: &finish}}, Usage: m.Usage.chat()})
 }
 
 // anthropicError is Anthropic's error body, also the data of its stream's

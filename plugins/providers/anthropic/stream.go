@@ -5,10 +5,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"strconv"
 
 	"github.com/llm-gateway/gateway/core"
-	"github.com/llm-gateway/gateway/core/jsonenc"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
 )
 
 // TranslateStream replaces a chat completion's Messages event stream with
@@ -18,24 +17,7 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 	if req.Endpoint != core.EndpointChatComplete {
 		return
 	}
-	resp.Stream = &chunkStream{src: resp.Stream, includeUsage: includeUsage(req), created: p.now().Unix(), tools: map[int]int{}}
-}
-
-// includeUsage reports whether the client asked for the usage chunk
-// (stream_options.include_usage).
-func includeUsage(req *core.Request) bool {
-	if req.JSON != nil {
-		so, _ := req.JSON["stream_options"].(map[string]any)
-		b, _ := so["include_usage"].(bool)
-		return b
-	}
-	var body struct {
-		StreamOptions struct {
-			IncludeUsage bool `json:"include_usage"`
-		} `json:"stream_options"`
-	}
-	_ = json.Unmarshal(req.Body, &body) // validated already: a chat completion
-	return body.StreamOptions.IncludeUsage
+	resp.Stream = &chunkStream{src: resp.Stream, includeUsage: chat.IncludeUsage(req), chunks: chat.Chunks{Created: p.now().Unix()}, tools: map[int]int{}}
 }
 
 // maxEvent bounds one upstream event held while it is read.
@@ -65,21 +47,19 @@ const maxEvent = 8 << 20
 type chunkStream struct {
 	src          io.ReadCloser
 	includeUsage bool
-	created      int64
+	chunks       chat.Chunks // id, model and created of the chunks
 
-	in        []byte // read from src; in[start:] is not translated yet
-	start     int
-	scanned   int    // in[start:scanned] are whole lines of the event being read
-	data      []byte // the event's data lines, joined by "\n"
-	out       []byte // translated; out[off:] is not handed out yet
-	off       int
-	err       error // returned once out is handed out: the stream's end
-	srcErr    error // src's error, returned by fill once the bytes read with it are translated
-	id, model string
-	usage     usage
-	tools     map[int]int // a tool_use block's index → its tool call's index
-	ev        streamEvent // the event being translated, reused
-	delta     []byte      // scratch for a chunk's delta
+	in      []byte // read from src; in[start:] is not translated yet
+	start   int
+	scanned int    // in[start:scanned] are whole lines of the event being read
+	data    []byte // the event's data lines, joined by "\n"
+	out     []byte // translated; out[off:] is not handed out yet
+	off     int
+	err     error // returned once out is handed out: the stream's end
+	srcErr  error // src's error, returned by fill once the bytes read with it are translated
+	usage   usage
+	tools   map[int]int // a tool_use block's index → its tool call's index
+	ev      streamEvent // the event being translated, reused
 }
 
 func (s *chunkStream) Read(p []byte) (int, error) {
@@ -206,35 +186,27 @@ func (s *chunkStream) translate(data []byte) error {
 	}
 	switch ev.Type {
 	case "message_start":
-		s.id, s.model, s.usage = ev.Message.ID, ev.Message.Model, ev.Message.Usage
-		s.chunk(roleDelta, "", false)
+		s.chunks.ID, s.chunks.Model, s.usage = ev.Message.ID, ev.Message.Model, ev.Message.Usage
+		s.chunk(chat.RoleDelta, "", false)
 	case "content_block_start":
 		switch b := &ev.ContentBlock; {
 		case b.Type == "tool_use":
 			call := len(s.tools)
 			s.tools[ev.Index] = call
-			d := append(s.toolDelta(call), `,"id":`...)
-			d = jsonenc.AppendString(d, b.ID)
-			d = append(d, `,"type":"function","function":{"name":`...)
-			d = jsonenc.AppendString(d, b.Name)
-			s.delta = append(d, `,"arguments":""}}]}`...)
-			s.chunk(s.delta, "", false)
+			s.chunk(s.chunks.ToolStart(call, b.ID, b.Name), "", false)
 		case b.Type == "text" && b.Text != "":
-			s.chunk(s.contentDelta(b.Text), "", false)
+			s.chunk(s.chunks.Content(b.Text), "", false)
 		}
 	case "content_block_delta":
 		switch d := &ev.Delta; {
 		case d.Type == "text_delta" && d.Text != "":
-			s.chunk(s.contentDelta(d.Text), "", false)
+			s.chunk(s.chunks.Content(d.Text), "", false)
 		case d.Type == "input_json_delta" && d.PartialJSON != "":
 			call, ok := s.tools[ev.Index]
 			if !ok {
 				return fmt.Errorf("Anthropic's stream sent input for block %d, which is not a tool_use block", ev.Index)
 			}
-			b := append(s.toolDelta(call), `,"function":{"arguments":`...)
-			b = jsonenc.AppendString(b, d.PartialJSON)
-			s.delta = append(b, `}}]}`...)
-			s.chunk(s.delta, "", false)
+			s.chunk(s.chunks.ToolArguments(call, d.PartialJSON), "", false)
 		}
 	case "message_delta":
 		// message_delta's counts are cumulative; those it leaves out stay
@@ -251,12 +223,12 @@ func (s *chunkStream) translate(data []byte) error {
 		if u := ev.Usage; u.CacheReadInputTokens > 0 {
 			s.usage.CacheReadInputTokens = u.CacheReadInputTokens
 		}
-		s.chunk(emptyDelta, finishReason(ev.Delta.StopReason), !s.includeUsage)
+		s.chunk(chat.EmptyDelta, finishReason(ev.Delta.StopReason), !s.includeUsage)
 	case "message_stop":
 		if s.includeUsage {
 			s.chunk(nil, "", true)
 		}
-		s.out = append(s.out, "data: [DONE]\n\n"...)
+		s.out = append(s.out, chat.Done...)
 		return io.EOF
 	case "error":
 		e := &StreamError{Type: ev.Error.Type, Message: ev.Error.Message}
@@ -268,54 +240,13 @@ func (s *chunkStream) translate(data []byte) error {
 	return nil
 }
 
-// toolDelta starts the delta of tool call i, up to its index, in the
-// scratch buffer.
-func (s *chunkStream) toolDelta(i int) []byte {
-	return strconv.AppendInt(append(s.delta[:0], `{"tool_calls":[{"index":`...), int64(i), 10)
-}
-
-// contentDelta is the delta of a piece of text, in the scratch buffer.
-func (s *chunkStream) contentDelta(text string) []byte {
-	s.delta = append(jsonenc.AppendString(append(s.delta[:0], `{"content":`...), text), '}')
-	return s.delta
-}
-
-var roleDelta, emptyDelta = []byte(`{"role":"assistant","content":""}`), []byte(`{}`)
-
-// chunk appends one chat.completion.chunk event: with one choice of delta
-// (and finish when not empty), or with no choice when delta is nil; with
-// the usage when withUsage.
+// chunk appends one chat.completion.chunk event (see chat.Chunks.Append),
+// with the usage when withUsage.
 func (s *chunkStream) chunk(delta []byte, finish string, withUsage bool) {
-	b := append(s.out, `data: {"id":`...)
-	b = jsonenc.AppendString(b, s.id)
-	b = append(b, `,"object":"chat.completion.chunk","created":`...)
-	b = strconv.AppendInt(b, s.created, 10)
-	b = append(b, `,"model":`...)
-	b = jsonenc.AppendString(b, s.model)
-	if delta == nil {
-		b = append(b, `,"choices":[]`...)
-	} else {
-		b = append(b, `,"choices":[{"index":0,"delta":`...)
-		b = append(b, delta...)
-		b = append(b, `,"logprobs":null,"finish_reason":`...)
-		if finish == "" {
-			b = append(b, "null"...)
-		} else {
-			b = jsonenc.AppendString(b, finish)
-		}
-		b = append(b, "}]"...)
-	}
+	var u *chat.Usage
 	if withUsage {
-		u := s.usage.chat()
-		b = append(b, `,"usage":{"prompt_tokens":`...)
-		b = strconv.AppendInt(b, int64(u.PromptTokens), 10)
-		b = append(b, `,"completion_tokens":`...)
-		b = strconv.AppendInt(b, int64(u.CompletionTokens), 10)
-		b = append(b, `,"total_tokens":`...)
-		b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
-		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
-		b = strconv.AppendInt(b, int64(u.PromptTokensDetails.CachedTokens), 10)
-		b = append(b, "}}"...)
+		cu := s.usage.chat()
+		u = &cu
 	}
-	s.out = append(b, "}\n\n"...)
+	s.out = s.chunks.Append(s.out, delta, finish, u)
 }

@@ -197,23 +197,3 @@ func TestTranslateStreamEventByEvent(t *testing.T) {
 		t.Errorf("after [DONE]: %d %v", n, err)
 	}
 }
-
-// TestIncludeUsage: stream_options.include_usage is read from the parsed
-// body when the server has parsed it, else from the body.
-func TestIncludeUsage(t *testing.T) {
-	for _, tc := range []struct {
-		req  core.Request
-		want bool
-	}{
-		{core.Request{Body: []byte(`{"stream":true,"stream_options":{"include_usage":true}}`)}, true},
-		{core.Request{Body: []byte(`{"stream":true,"stream_options":{"include_usage":false}}`)}, false},
-		{core.Request{Body: []byte(`{"stream":true}`)}, false},
-		{core.Request{JSON: map[string]any{"stream_options": map[string]any{"include_usage": true}}}, true},
-		{core.Request{JSON: map[string]any{"stream_options": "x"}}, false},
-		{core.Request{JSON: map[string]any{}, Body: []byte(`{"stream_options":{"include_usage":true}}`)}, false},
-	} {
-		if got := includeUsage(&tc.req); got != tc.want {
-			t.Errorf("%s %v: %v, want %v", tc.req.Body, tc.req.JSON, got, tc.want)
-		}
-	}
-}

@@ -1,4 +1,7 @@
-package secrets
+// Package awsauth signs HTTP requests with AWS Signature Version 4, for
+// the AWS services the gateway calls: Secrets Manager and STS (secret
+// references) and Bedrock (a provider).
+package awsauth
 
 import (
 	"crypto/hmac"
@@ -11,20 +14,20 @@ import (
 	"time"
 )
 
-// awsCredentials are an access key pair and, for temporary credentials,
-// their session token.
-type awsCredentials struct {
+// Credentials are an access key pair and, for temporary credentials,
+// their session token. They are secrets: never logged.
+type Credentials struct {
 	AccessKeyID, SecretAccessKey, SessionToken string
 	Expires                                    time.Time // zero: long-term keys
 }
 
-// signV4 signs req with AWS Signature Version 4 (header form), as described
+// Sign signs req with AWS Signature Version 4 (header form), as described
 // in the AWS docs "Create a signed AWS API request": a canonical request,
 // a string to sign over its SHA-256, and an HMAC-SHA256 chain deriving the
 // signing key from the secret, date, region and service. payload is the
 // exact request body. It sets X-Amz-Date, X-Amz-Security-Token (when the
 // credentials have a session token) and Authorization.
-func signV4(req *http.Request, payload []byte, c awsCredentials, region, service string, now time.Time) {
+func Sign(req *http.Request, payload []byte, c Credentials, region, service string, now time.Time) {
 	now = now.UTC()
 	amzDate := now.Format("20060102T150405Z")
 	date := now.Format("20060102")
@@ -89,16 +92,19 @@ func canonicalHeaders(req *http.Request) (canonical, signed string) {
 	return b.String(), strings.Join(names, ";")
 }
 
-// canonicalURI is the URI-encoded path ("/" when empty); each segment is
-// encoded once, as every AWS service but S3 expects.
+// canonicalURI is the path as it is sent (escaped; "/" when empty) with
+// each segment URI-encoded once more: every AWS service but S3 takes the
+// path encoded twice (Bedrock's /model/{id}/converse, with the id's ':'
+// sent as %3A, is signed with %253A). A path of unreserved characters,
+// such as the "/" of Secrets Manager, STS and IAM calls, is itself.
 func canonicalURI(u *url.URL) string {
 	p := u.EscapedPath()
 	if p == "" {
 		return "/"
 	}
-	segs := strings.Split(u.Path, "/")
+	segs := strings.Split(p, "/")
 	for i, s := range segs {
-		segs[i] = awsEscape(s)
+		segs[i] = Escape(s)
 	}
 	return strings.Join(segs, "/")
 }
@@ -108,16 +114,17 @@ func canonicalQuery(q url.Values) string {
 	var pairs []string
 	for k, vs := range q {
 		for _, v := range vs {
-			pairs = append(pairs, awsEscape(k)+"="+awsEscape(v))
+			pairs = append(pairs, Escape(k)+"="+Escape(v))
 		}
 	}
 	sort.Strings(pairs)
 	return strings.Join(pairs, "&")
 }
 
-// awsEscape percent-encodes everything but the unreserved characters
-// A-Z a-z 0-9 - _ . ~, with upper-case hex digits.
-func awsEscape(s string) string {
+// Escape percent-encodes everything but the unreserved characters
+// A-Z a-z 0-9 - _ . ~, with upper-case hex digits: SigV4's URI encoding,
+// which is also how the AWS SDKs put a parameter into a URL path.
+func Escape(s string) string {
 	const hexDigits = "0123456789ABCDEF"
 	var b strings.Builder
 	for i := 0; i < len(s); i++ {

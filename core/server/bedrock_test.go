@@ -1,0 +1,193 @@
+package server_test
+
+import (
+	"context"
+	"encoding/binary"
+	"hash/crc32"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/awsauth/awsauthtest"
+)
+
+// awsFrame is one AWS event stream event frame (string headers, both CRCs).
+func awsFrame(eventType, payload string) []byte {
+	var h []byte
+	for _, kv := range [][2]string{{":event-type", eventType}, {":content-type", "application/json"}, {":message-type", "event"}} {
+		h = append(append(h, byte(len(kv[0]))), kv[0]...)
+		h = binary.BigEndian.AppendUint16(append(h, 7), uint16(len(kv[1])))
+		h = append(h, kv[1]...)
+	}
+	b := binary.BigEndian.AppendUint32(nil, uint32(12+len(h)+len(payload)+4))
+	b = binary.BigEndian.AppendUint32(b, uint32(len(h)))
+	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+	b = append(append(b, h...), payload...)
+	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
+}
+
+// fakeBedrock answers Converse and ConverseStream for requests signed by
+// AKIDBEDROCK (secret bedrock-secret) or AKIDSTORED (stored-secret) for
+// eu-west-1 (us-east-1 for the stored key); a request whose text is
+// "fail" gets Bedrock's validation error.
+func fakeBedrock(t *testing.T) http.Handler {
+	secrets := map[string][2]string{"AKIDBEDROCK": {"bedrock-secret", "eu-west-1"}, "AKIDSTORED": {"stored-secret", "us-east-1"}}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		keyID := strings.TrimPrefix(strings.SplitN(r.Header.Get("Authorization"), "/", 2)[0], "AWS4-HMAC-SHA256 Credential=")
+		s, known := secrets[keyID]
+		if err := awsauthtest.Verify(r, body, keyID, s[0], s[1], "bedrock"); !known || err != nil {
+			w.Header().Set("X-Amzn-Errortype", "InvalidSignatureException:http://internal.amazon.com/coral/com.amazon.coral.service/")
+			w.WriteHeader(403)
+			io.WriteString(w, `{"message":"The request signature we calculated does not match the signature you provided."}`)
+			return
+		}
+		w.Header().Set("X-Amzn-Requestid", "req-1")
+		if strings.Contains(string(body), `"text":"fail"`) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Header().Set("X-Amzn-Errortype", "ValidationException:http://internal.amazon.com/coral/com.amazon.bedrock/")
+			w.WriteHeader(400)
+			io.WriteString(w, `{"message":"A conversation must start with a user message."}`)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, "/converse-stream") {
+			w.Header().Set("Content-Type", core.ContentTypeAWSEventStream)
+			for _, f := range [][2]string{
+				{"messageStart", `{"role":"assistant"}`},
+				{"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"Hel"}}`},
+				{"contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"lo"}}`},
+				{"contentBlockStop", `{"contentBlockIndex":0}`},
+				{"messageStop", `{"stopReason":"end_turn"}`},
+				{"metadata", `{"usage":{"inputTokens":6,"outputTokens":2,"totalTokens":8}}`},
+			} {
+				w.Write(awsFrame(f[0], f[1]))
+				w.(http.Flusher).Flush()
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"output":{"message":{"role":"assistant","content":[{"text":"Hello"}]}},"stopReason":"max_tokens","usage":{"inputTokens":6,"outputTokens":2,"totalTokens":8}}`)
+	})
+}
+
+// bedrockManaged knows @bedrock-prod: bedrock at the test upstream with
+// the integration's stored key pair (region us-east-1).
+type bedrockManaged struct{ url string }
+
+func (m *bedrockManaged) Resolve(_ context.Context, ref string, _ bool, _ *core.Principal) (core.Target, *core.Error) {
+	if ref != "bedrock-prod" {
+		return core.Target{}, core.BadRequest("x-gateway-provider", "no provider @%s in this workspace", ref)
+	}
+	return core.Target{Provider: "bedrock", BaseURL: m.url, CustomHost: true,
+		AWS: core.AWSSettings{AccessKeyID: "AKIDSTORED", SecretAccessKey: "stored-secret"}}, nil
+}
+
+// TestBedrockEndToEnd: chat completions through the server reach the fake
+// Bedrock (the custom host standing in for bedrock-runtime) at
+// /model/{id}/converse or /converse-stream, signed with the credentials
+// of the x-gateway-aws-* headers, a config target's aws_* fields or a
+// managed integration; the answer, the stream (as server-sent events) and
+// Bedrock's errors reach the client in the OpenAI shape, and the log
+// counts the tokens. Bad or missing settings are 400s naming the header,
+// before any upstream call, and never show the credential.
+func TestBedrockEndToEnd(t *testing.T) {
+	t.Parallel()
+	m := &bedrockManaged{}
+	g := newGateway(t, fakeBedrock(t), func(c *gatewayConfig) { c.managed = m })
+	m.url = g.up.URL
+	const body = `{"model":"anthropic.claude-v2:1","messages":[{"role":"user","content":"hi"}]}`
+	aws := []string{"x-gateway-provider", "bedrock", "x-gateway-custom-host", g.up.URL, "Authorization", "",
+		"x-gateway-aws-region", "eu-west-1", "x-gateway-aws-access-key-id", "AKIDBEDROCK", "x-gateway-aws-secret-access-key", "bedrock-secret"}
+	config := `{"provider":"bedrock","custom_host":"` + g.up.URL + `","aws_region":"eu-west-1","aws_access_key_id":"AKIDBEDROCK","aws_secret_access_key":"bedrock-secret"}`
+	for _, tc := range []struct {
+		name string
+		hdr  []string
+	}{
+		{"headers", aws},
+		{"x-portkey- headers, session token", []string{"x-gateway-provider", "bedrock", "x-gateway-custom-host", g.up.URL, "Authorization", "",
+			"x-portkey-aws-region", "eu-west-1", "x-portkey-aws-access-key-id", "AKIDBEDROCK", "x-portkey-aws-secret-access-key", "bedrock-secret", "x-portkey-aws-session-token", "tok"}},
+		{"config target", []string{"x-gateway-config", config, "x-gateway-provider", "", "x-gateway-custom-host", "", "Authorization", ""}},
+		{"integration", []string{"x-gateway-provider", "@bedrock-prod", "x-gateway-custom-host", "", "Authorization", ""}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			trace := "bedrock-" + strings.ReplaceAll(tc.name, " ", "-")
+			r := g.do(t, "POST", "/v1/chat/completions", []byte(body), append([]string{"x-gateway-trace-id", trace}, tc.hdr...)...)
+			if r.status != 200 || r.header.Get("X-Gateway-Provider") != "bedrock" || !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") {
+				t.Fatalf("status %d headers %v: %s", r.status, r.header, r.body)
+			}
+			if !strings.Contains(string(r.body), `"id":"chatcmpl-req-1","object":"chat.completion"`) || !strings.Contains(string(r.body), `"content":"Hello"`) ||
+				!strings.Contains(string(r.body), `"finish_reason":"length"`) {
+				t.Errorf("answer %s", r.body)
+			}
+			up := g.up.last(t)
+			if up.RawPath != "/model/anthropic.claude-v2%3A1/converse" || !jsonSame(t, up.Body, `{"messages":[{"role":"user","content":[{"text":"hi"}]}]}`) {
+				t.Errorf("upstream got %s %s", up.RawPath, up.Body)
+			}
+			if strings.Contains(tc.name, "session token") && up.Header.Get("X-Amz-Security-Token") != "tok" {
+				t.Errorf("upstream headers %v", up.Header)
+			}
+			if rec := g.logs.one(t, trace); rec.Usage != (core.Usage{PromptTokens: 6, CompletionTokens: 2, TotalTokens: 8}) || rec.Status != 200 {
+				t.Errorf("log record %+v", rec)
+			}
+		})
+	}
+
+	t.Run("stream", func(t *testing.T) {
+		r := g.do(t, "POST", "/v1/chat/completions", []byte(`{"model":"anthropic.claude-v2:1","stream":true,"messages":[{"role":"user","content":"hi"}]}`),
+			append([]string{"x-gateway-trace-id", "bedrock-stream"}, aws...)...)
+		if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
+			t.Fatalf("status %d headers %v: %s", r.status, r.header, r.body)
+		}
+		events := sseEvents(r.body)
+		if len(events) != 5 || !strings.Contains(events[0], `"role":"assistant"`) || !strings.Contains(events[1], `"content":"Hel"`) ||
+			!strings.Contains(events[2], `"content":"lo"`) || !strings.Contains(events[3], `"finish_reason":"stop"`) ||
+			!strings.Contains(events[3], `"usage":{"prompt_tokens":6,"completion_tokens":2,"total_tokens":8`) || events[4] != "data: [DONE]" {
+			t.Errorf("events %q", events)
+		}
+		if up := g.up.last(t); up.RawPath != "/model/anthropic.claude-v2%3A1/converse-stream" || up.Header.Get("Accept") != core.ContentTypeAWSEventStream {
+			t.Errorf("upstream got %s %v", up.RawPath, up.Header)
+		}
+		if rec := g.logs.one(t, "bedrock-stream"); rec.Usage != (core.Usage{PromptTokens: 6, CompletionTokens: 2, TotalTokens: 8}) || !rec.Stream || rec.Error != "" {
+			t.Errorf("log record %+v", rec)
+		}
+	})
+
+	t.Run("errors", func(t *testing.T) {
+		r := g.do(t, "POST", "/v1/chat/completions", []byte(`{"model":"m","messages":[{"role":"user","content":"fail"}]}`), aws...)
+		if e := errorOf(t, r); r.status != 400 || e.Type != "ValidationException" || !strings.Contains(e.Message, "start with a user message") {
+			t.Errorf("status %d error %+v", r.status, e)
+		}
+		r = g.do(t, "POST", "/v1/chat/completions", []byte(body), append(append([]string{}, aws...), "x-gateway-aws-secret-access-key", "wrong-secret")...)
+		if e := errorOf(t, r); r.status != 403 || e.Type != "InvalidSignatureException" {
+			t.Errorf("status %d error %+v", r.status, e)
+		}
+	})
+
+	for _, tc := range []struct {
+		name  string
+		hdr   []string
+		param string
+	}{
+		{"bad region", append(append([]string{}, aws...), "x-gateway-aws-region", "evil.example/x"), "x-gateway-aws-region"},
+		{"bad secret", append(append([]string{}, aws...), "x-gateway-aws-secret-access-key", "bad secret value"), "x-gateway-aws-secret-access-key"},
+		{"no secret", append(append([]string{}, aws...), "x-gateway-aws-secret-access-key", ""), "x-gateway-aws-secret-access-key"},
+		{"no credentials", []string{"x-gateway-provider", "bedrock", "x-gateway-custom-host", g.up.URL, "Authorization", ""}, "x-gateway-aws-access-key-id"},
+		{"integration with a region", []string{"x-gateway-provider", "@bedrock-prod", "x-gateway-custom-host", "", "Authorization", "", "x-gateway-aws-region", "eu-west-1"}, "x-gateway-aws-region"},
+		{"integration with a key", []string{"x-gateway-provider", "@bedrock-prod", "x-gateway-custom-host", "", "Authorization", "", "x-gateway-aws-access-key-id", "AKIDBEDROCK"}, "x-gateway-aws-access-key-id"},
+		{"config target with a bad region", []string{"x-gateway-config", strings.Replace(config, "eu-west-1", "eu_west", 1), "x-gateway-provider", "", "x-gateway-custom-host", "", "Authorization", ""}, "config.aws_region"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := g.up.hits()
+			r := g.do(t, "POST", "/v1/chat/completions", []byte(body), tc.hdr...)
+			e := errorOf(t, r)
+			if r.status != 400 || deref(e.Param) != tc.param || strings.Contains(e.Message, "secret value") {
+				t.Errorf("status %d error %+v", r.status, e)
+			}
+			if g.up.hits() != before {
+				t.Error("the request was sent")
+			}
+		})
+	}
+}

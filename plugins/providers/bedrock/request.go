@@ -1,0 +1,278 @@
+package bedrock
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
+)
+
+// converseRequest is Bedrock's Converse (and ConverseStream) request body;
+// the model is in the URL.
+type converseRequest struct {
+	Messages        []turn           `json:"messages"`
+	System          []textBlock      `json:"system,omitempty"`
+	InferenceConfig *inferenceConfig `json:"inferenceConfig,omitempty"`
+	ToolConfig      *toolConfig      `json:"toolConfig,omitempty"`
+}
+
+type inferenceConfig struct {
+	MaxTokens     *int64          `json:"maxTokens,omitempty"`
+	Temperature   json.RawMessage `json:"temperature,omitempty"`
+	TopP          json.RawMessage `json:"topP,omitempty"`
+	StopSequences []string        `json:"stopSequences,omitempty"`
+}
+
+type turn struct {
+	Role    string  `json:"role"`
+	Content []block `json:"content"`
+}
+
+// block is one content block: exactly one of its fields is set.
+type block struct {
+	Text       string      `json:"text,omitempty"`
+	Image      *image      `json:"image,omitempty"`
+	ToolUse    *toolUse    `json:"toolUse,omitempty"`
+	ToolResult *toolResult `json:"toolResult,omitempty"`
+}
+
+type textBlock struct {
+	Text string `json:"text"`
+}
+
+type image struct {
+	Format string `json:"format"`
+	Source struct {
+		Bytes string `json:"bytes"` // base64
+	} `json:"source"`
+}
+
+type toolUse struct {
+	ToolUseID string          `json:"toolUseId"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+}
+
+type toolResult struct {
+	ToolUseID string      `json:"toolUseId"`
+	Content   []textBlock `json:"content"`
+}
+
+type toolConfig struct {
+	Tools      []toolEntry `json:"tools"`
+	ToolChoice *toolChoice `json:"toolChoice,omitempty"`
+}
+
+type toolEntry struct {
+	ToolSpec toolSpec `json:"toolSpec"`
+}
+
+type toolSpec struct {
+	Name        string `json:"name"`
+	Description string `json:"description,omitempty"`
+	InputSchema struct {
+		JSON json.RawMessage `json:"json"`
+	} `json:"inputSchema"`
+}
+
+// toolChoice has one of its fields set.
+type toolChoice struct {
+	Auto *struct{}  `json:"auto,omitempty"`
+	Any  *struct{}  `json:"any,omitempty"`
+	Tool *namedTool `json:"tool,omitempty"`
+}
+
+type namedTool struct {
+	Name string `json:"name"`
+}
+
+// imageFormats are the image media types Converse takes, by format.
+var imageFormats = map[string]string{"image/png": "png", "image/jpeg": "jpeg", "image/jpg": "jpeg", "image/gif": "gif", "image/webp": "webp"}
+
+// translateRequest turns an OpenAI chat completion body into the model id
+// and a Converse request body. The body has been validated as a chat
+// completion; what Converse cannot take is refused with a 400 naming the
+// field (see Refuse, plus http image URLs and tool_choice none with tool
+// calls in the conversation). Dropped: top_k and thinking (model-specific
+// in Bedrock), user, parallel_tool_calls, stream_options (read by the
+// stream translation) and the fields chat.Request drops.
+func translateRequest(body []byte) (model string, out []byte, err error) {
+	var in chat.Request
+	if err := in.Parse(body, Name); err != nil {
+		return "", nil, err
+	}
+	if err := in.Refuse(Name); err != nil {
+		return "", nil, err
+	}
+	if in.Model == "" {
+		return "", nil, core.BadRequest("model", "model is required: the Bedrock model id or inference profile, e.g. anthropic.claude-3-5-sonnet-20240620-v1:0")
+	}
+	var cr converseRequest
+	ic := inferenceConfig{Temperature: chat.Present(in.Temperature), TopP: chat.Present(in.TopP)}
+	if in.MaxCompletionTokens != nil || in.MaxTokens != nil {
+		n := in.MaxTokensOr(0)
+		ic.MaxTokens = &n
+	}
+	if ic.StopSequences, err = in.StopSequences(); err != nil {
+		return "", nil, err
+	}
+	if ic.MaxTokens != nil || ic.Temperature != nil || ic.TopP != nil || len(ic.StopSequences) > 0 {
+		cr.InferenceConfig = &ic
+	}
+	var toolTurns bool
+	if cr.System, cr.Messages, toolTurns, err = translateMessages(in.Messages); err != nil {
+		return "", nil, err
+	}
+	if cr.ToolConfig, err = translateTools(&in, toolTurns); err != nil {
+		return "", nil, err
+	}
+	out, err = json.Marshal(&cr)
+	return in.Model, out, err
+}
+
+// translateTools is the toolConfig of the request's tools and tool_choice:
+// auto, any (required) or a named tool; "none" sends no tools, which
+// Bedrock refuses when the conversation holds tool calls or results
+// (toolTurns), so that is a 400.
+func translateTools(in *chat.Request, toolTurns bool) (*toolConfig, error) {
+	choice, err := in.ParseToolChoice()
+	if err != nil {
+		return nil, err
+	}
+	if len(in.Tools) == 0 {
+		return nil, nil
+	}
+	if choice.Mode == "none" {
+		if toolTurns {
+			return nil, core.BadRequest("tool_choice", `tool_choice "none" is not supported by provider bedrock when the messages hold tool calls; leave it out`)
+		}
+		return nil, nil
+	}
+	tc := &toolConfig{}
+	for i := range in.Tools {
+		t := &in.Tools[i]
+		if t.Type != "function" {
+			return nil, core.BadRequest(fmt.Sprintf("tools[%d].type", i), "Bedrock takes function tools only, got %q", t.Type)
+		}
+		spec := toolSpec{Name: t.Function.Name, Description: t.Function.Description}
+		spec.InputSchema.JSON = t.Schema()
+		tc.Tools = append(tc.Tools, toolEntry{ToolSpec: spec})
+	}
+	switch choice.Mode {
+	case "auto":
+		tc.ToolChoice = &toolChoice{Auto: &struct{}{}}
+	case "required":
+		tc.ToolChoice = &toolChoice{Any: &struct{}{}}
+	case "function":
+		tc.ToolChoice = &toolChoice{Tool: &namedTool{Name: choice.Name}}
+	}
+	return tc, nil
+}
+
+// translateMessages turns OpenAI messages into Converse's system blocks
+// (every system and developer message, in order) and turns: user and
+// assistant messages, tool messages as toolResult blocks of a user turn;
+// consecutive turns of one role are merged into one, as Converse wants
+// the roles to alternate. toolTurns reports tool calls or results.
+func translateMessages(msgs []chat.Message) (system []textBlock, turns []turn, toolTurns bool, err error) {
+	add := func(role string, blocks []block) {
+		if n := len(turns); n > 0 && turns[n-1].Role == role {
+			turns[n-1].Content = append(turns[n-1].Content, blocks...)
+			return
+		}
+		turns = append(turns, turn{Role: role, Content: blocks})
+	}
+	for i := range msgs {
+		m := &msgs[i]
+		at := fmt.Sprintf("messages[%d]", i)
+		switch m.Role {
+		case "system", "developer":
+			if system, err = chat.AppendTexts(system, at, m.Content, newTextBlock); err != nil {
+				return nil, nil, false, err
+			}
+		case "user", "assistant":
+			blocks, err := contentBlocks(at, m.Content)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			if m.Role == "assistant" {
+				for j := range m.ToolCalls {
+					c := &m.ToolCalls[j]
+					input, err := c.Input(at, j)
+					if err != nil {
+						return nil, nil, false, err
+					}
+					blocks = append(blocks, block{ToolUse: &toolUse{ToolUseID: c.ID, Name: c.Function.Name, Input: input}})
+					toolTurns = true
+				}
+			}
+			add(m.Role, blocks)
+		case "tool":
+			texts, err := chat.AppendTexts([]textBlock{}, at, m.Content, newTextBlock)
+			if err != nil {
+				return nil, nil, false, err
+			}
+			add("user", []block{{ToolResult: &toolResult{ToolUseID: m.ToolCallID, Content: texts}}})
+			toolTurns = true
+		default:
+			return nil, nil, false, core.BadRequest(at+".role", "role %q is not supported by provider bedrock", m.Role)
+		}
+	}
+	return system, turns, toolTurns, nil
+}
+
+func newTextBlock(text string) textBlock { return textBlock{Text: text} }
+
+// contentBlocks is user or assistant content as blocks: text (and an
+// assistant's refusal) as text, a base64 data: URL image_url as an image.
+// Converse takes image bytes only: an http(s) URL is refused.
+func contentBlocks(at string, content json.RawMessage) ([]block, error) {
+	ps, err := chat.Parts(at, content)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]block, 0, len(ps))
+	for j, p := range ps {
+		switch p.Type {
+		case "text", "refusal":
+			if t := p.Text + p.Refusal; t != "" {
+				out = append(out, block{Text: t})
+			}
+		case "image_url":
+			img, err := imageBlock(p)
+			if err != nil {
+				return nil, core.BadRequest(fmt.Sprintf("%s.content[%d].image_url.url", at, j), "%s.content[%d].image_url.url: %v", at, j, err)
+			}
+			out = append(out, block{Image: img})
+		default:
+			return nil, core.BadRequest(fmt.Sprintf("%s.content[%d].type", at, j), "content parts of type %q are not supported by provider bedrock", p.Type)
+		}
+	}
+	return out, nil
+}
+
+// imageBlock is an image_url part's image: a base64 data: URL of a PNG,
+// JPEG, GIF or WebP image.
+func imageBlock(p chat.Part) (*image, error) {
+	if p.ImageURL == nil {
+		return nil, fmt.Errorf("is required")
+	}
+	media, data, ok, err := chat.DataURL(p.ImageURL.URL)
+	switch {
+	case err != nil:
+		return nil, err
+	case !ok && chat.IsHTTPURL(p.ImageURL.URL):
+		return nil, fmt.Errorf("provider bedrock takes images as base64 data: URLs only, not http(s) URLs")
+	case !ok:
+		return nil, fmt.Errorf("must be a base64 data: URL")
+	}
+	format, known := imageFormats[strings.ToLower(media)]
+	if !known {
+		return nil, fmt.Errorf("provider bedrock takes png, jpeg, gif and webp images, got %s", media)
+	}
+	img := &image{Format: format}
+	img.Source.Bytes = data
+	return img, nil
+}

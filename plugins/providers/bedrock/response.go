@@ -1,0 +1,145 @@
+package bedrock
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
+)
+
+// converseAnswer is Converse's answer, as much of it as is translated.
+// Content blocks other than text and toolUse (reasoning, ...) are dropped.
+type converseAnswer struct {
+	Output struct {
+		Message *struct {
+			Content []struct {
+				Text    *string `json:"text"`
+				ToolUse *struct {
+					ToolUseID string          `json:"toolUseId"`
+					Name      string          `json:"name"`
+					Input     json.RawMessage `json:"input"`
+				} `json:"toolUse"`
+			} `json:"content"`
+		} `json:"message"`
+	} `json:"output"`
+	StopReason string `json:"stopReason"`
+	Usage      usage  `json:"usage"`
+}
+
+// usage is Converse's token accounting. Its inputTokens leave out the
+// tokens read from or written to the prompt cache; prompt_tokens counts
+// them all, as OpenAI's does (cached_tokens: those read).
+type usage struct {
+	InputTokens           int `json:"inputTokens"`
+	OutputTokens          int `json:"outputTokens"`
+	CacheReadInputTokens  int `json:"cacheReadInputTokens"`
+	CacheWriteInputTokens int `json:"cacheWriteInputTokens"`
+}
+
+func (u usage) chat() chat.Usage {
+	prompt := u.InputTokens + u.CacheReadInputTokens + u.CacheWriteInputTokens
+	return chat.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens,
+		PromptTokensDetails: chat.PromptDetails{CachedTokens: u.CacheReadInputTokens}}
+}
+
+// finishReason maps Converse's stopReason to OpenAI's finish_reason.
+func finishReason(stop string) string {
+	switch stop {
+	case "max_tokens", "model_context_window_exceeded":
+		return "length"
+	case "tool_use":
+		return "tool_calls"
+	case "guardrail_intervened", "content_filtered":
+		return "content_filter"
+	}
+	return "stop" // end_turn, stop_sequence
+}
+
+// completionID is the id of a translated answer: Bedrock's request id
+// (x-amzn-RequestId) after "chatcmpl-", or a new one when it sent none.
+func completionID(resp *core.Response) string {
+	id := resp.Header.Get("X-Amzn-Requestid")
+	if id == "" {
+		id = core.NewID()
+	}
+	return "chatcmpl-" + id
+}
+
+// TranslateResponse turns a chat completion's answer into the OpenAI
+// shape: a Converse answer into a chat.completion, a Bedrock error body
+// into the gateway's error body with the same status. Error bodies of
+// another shape, and answers of other endpoints, are left as they are.
+func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) error {
+	if req.Endpoint != core.EndpointChatComplete {
+		return nil
+	}
+	if resp.Status >= 300 {
+		if b, ok := translateError(resp); ok {
+			chat.SetBody(resp, b)
+		}
+		return nil
+	}
+	b, err := translateAnswer(resp.Body, completionID(resp), req.Model, p.now().Unix())
+	if err != nil {
+		return err
+	}
+	chat.SetBody(resp, b)
+	return nil
+}
+
+// translateAnswer turns a Converse answer into a chat.completion with id,
+// model and created (Unix seconds).
+func translateAnswer(body []byte, id, model string, created int64) ([]byte, error) {
+	var a converseAnswer
+	if err := json.Unmarshal(body, &a); err != nil {
+		return nil, fmt.Errorf("reading the Converse answer: %w", err)
+	}
+	if a.Output.Message == nil {
+		return nil, errors.New("reading the Converse answer: it has no output message")
+	}
+	var text []byte
+	var calls []chat.AnswerCall
+	hasText := false
+	for _, c := range a.Output.Message.Content {
+		switch {
+		case c.Text != nil:
+			text, hasText = append(text, *c.Text...), true
+		case c.ToolUse != nil:
+			calls = append(calls, chat.NewCall(c.ToolUse.ToolUseID, c.ToolUse.Name, c.ToolUse.Input))
+		}
+	}
+	finish := finishReason(a.StopReason)
+	return json.Marshal(chat.Completion{ID: id, Object: "chat.completion", Created: created, Model: model,
+		Choices: []chat.Choice{{Message: chat.AnswerOf(text, hasText, calls), FinishReason: &finish}}, Usage: a.Usage.chat()})
+}
+
+// translateError turns Bedrock's error body ({"message": ...}, with its
+// type in the x-amzn-ErrorType header) into the gateway's
+// {"error":{message,type,param,code}}; ok is false for a body of another
+// shape.
+func translateError(resp *core.Response) ([]byte, bool) {
+	var e struct {
+		Message  string `json:"message"`
+		MessageU string `json:"Message"`
+	}
+	if json.Unmarshal(resp.Body, &e) != nil || e.Message+e.MessageU == "" {
+		return nil, false
+	}
+	return (&core.Error{Status: resp.Status, Type: errorType(resp.Header.Get("X-Amzn-Errortype")), Message: e.Message + e.MessageU}).Body(), true
+}
+
+// errorType is an x-amzn-ErrorType value without the namespace and URL
+// AWS may add ("aws.protocols#ValidationException:http://...").
+func errorType(v string) string {
+	v, _, _ = strings.Cut(v, ":")
+	if i := strings.LastIndexByte(v, '#'); i >= 0 {
+		v = v[i+1:]
+	}
+	if v == "" {
+		return core.TypeUpstream
+	}
+	return v
+}

@@ -1,0 +1,100 @@
+package chat
+
+import (
+	"bytes"
+	"encoding/json"
+
+	"github.com/llm-gateway/gateway/core"
+)
+
+// Completion is the OpenAI chat.completion an answer becomes.
+type Completion struct {
+	ID      string   `json:"id"`
+	Object  string   `json:"object"`
+	Created int64    `json:"created"`
+	Model   string   `json:"model"`
+	Choices []Choice `json:"choices"`
+	Usage   Usage    `json:"usage"`
+}
+
+// Choice is a completion's one choice.
+type Choice struct {
+	Index        int       `json:"index"`
+	Message      Answer    `json:"message"`
+	Logprobs     *struct{} `json:"logprobs"`
+	FinishReason *string   `json:"finish_reason"`
+}
+
+// Answer is the assistant message of a choice.
+type Answer struct {
+	Role      string       `json:"role"`
+	Content   *string      `json:"content"`
+	Refusal   *string      `json:"refusal"`
+	ToolCalls []AnswerCall `json:"tool_calls,omitempty"`
+}
+
+// AnswerCall is a tool call of an answer.
+type AnswerCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// NewCall is a function call answered.
+func NewCall(id, name string, input json.RawMessage) AnswerCall {
+	c := AnswerCall{ID: id, Type: "function"}
+	c.Function.Name, c.Function.Arguments = name, CompactArguments(input)
+	return c
+}
+
+// Usage is OpenAI's token accounting.
+type Usage struct {
+	PromptTokens        int           `json:"prompt_tokens"`
+	CompletionTokens    int           `json:"completion_tokens"`
+	TotalTokens         int           `json:"total_tokens"`
+	PromptTokensDetails PromptDetails `json:"prompt_tokens_details"`
+}
+
+// PromptDetails break the prompt tokens down.
+type PromptDetails struct {
+	CachedTokens int `json:"cached_tokens"`
+}
+
+// AnswerOf is the assistant message of text and tool calls: its content is
+// the text, null when there is none and there are tool calls.
+func AnswerOf(text []byte, hasText bool, calls []AnswerCall) Answer {
+	ans := Answer{Role: "assistant", ToolCalls: calls}
+	if hasText || len(calls) == 0 {
+		s := string(text)
+		ans.Content = &s
+	}
+	return ans
+}
+
+// CompactArguments is a tool call's input as OpenAI's arguments string:
+// its JSON, compacted; "{}" when it has none.
+func CompactArguments(input json.RawMessage) string {
+	if len(input) == 0 {
+		return "{}"
+	}
+	var b bytes.Buffer
+	if json.Compact(&b, input) != nil {
+		return string(input)
+	}
+	return b.String()
+}
+
+// SetBody replaces resp's body with a JSON one of the gateway's making.
+func SetBody(resp *core.Response, b []byte) {
+	resp.Body = b
+	resp.Header = resp.Header.Clone()
+	if resp.Header == nil {
+		resp.Header = map[string][]string{}
+	}
+	resp.Header.Set("Content-Type", "application/json")
+	resp.Header.Del("Content-Length")
+	resp.Header.Del("Content-Encoding")
+}

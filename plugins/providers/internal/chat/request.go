@@ -1,0 +1,287 @@
+package chat
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"strings"
+
+	"github.com/llm-gateway/gateway/core"
+)
+
+// Request is the part of an OpenAI chat completion request that the
+// translating providers read; every other field (frequency_penalty,
+// presence_penalty, logit_bias, seed, service_tier, store, metadata,
+// prediction, reasoning_effort, web_search_options, ...) is dropped.
+// stream_options is read by the stream translations (IncludeUsage).
+type Request struct {
+	Model               string          `json:"model"`
+	Messages            []Message       `json:"messages"`
+	MaxTokens           *int64          `json:"max_tokens"`
+	MaxCompletionTokens *int64          `json:"max_completion_tokens"`
+	Temperature         json.RawMessage `json:"temperature"`
+	TopP                json.RawMessage `json:"top_p"`
+	TopK                json.RawMessage `json:"top_k"`
+	Stop                json.RawMessage `json:"stop"`
+	User                string          `json:"user"`
+	Stream              bool            `json:"stream"`
+	Tools               []Tool          `json:"tools"`
+	ToolChoice          json.RawMessage `json:"tool_choice"`
+	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
+	Thinking            json.RawMessage `json:"thinking"`
+
+	// Refused by Refuse: the answer could not be what they ask for.
+	N              *int                   `json:"n"`
+	Logprobs       *bool                  `json:"logprobs"`
+	ResponseFormat *struct{ Type string } `json:"response_format"`
+	Functions      json.RawMessage        `json:"functions"`
+	FunctionCall   json.RawMessage        `json:"function_call"`
+	Audio          json.RawMessage        `json:"audio"`
+}
+
+// Message is one message of the conversation.
+type Message struct {
+	Role       string          `json:"role"`
+	Content    json.RawMessage `json:"content"`
+	ToolCalls  []ToolCall      `json:"tool_calls"`
+	ToolCallID string          `json:"tool_call_id"`
+}
+
+// ToolCall is an assistant message's call of a function.
+type ToolCall struct {
+	ID       string `json:"id"`
+	Type     string `json:"type"`
+	Function struct {
+		Name      string `json:"name"`
+		Arguments string `json:"arguments"`
+	} `json:"function"`
+}
+
+// Part is one content part of a message.
+type Part struct {
+	Type     string `json:"type"`
+	Text     string `json:"text"`
+	Refusal  string `json:"refusal"`
+	ImageURL *struct {
+		URL string `json:"url"`
+	} `json:"image_url"`
+}
+
+// Tool is a tool the model may call.
+type Tool struct {
+	Type     string `json:"type"`
+	Function struct {
+		Name        string          `json:"name"`
+		Description string          `json:"description"`
+		Parameters  json.RawMessage `json:"parameters"`
+	} `json:"function"`
+}
+
+// Parse reads a chat completion body (validated as one already) for
+// provider into in.
+func (in *Request) Parse(body []byte, provider string) error {
+	if err := json.Unmarshal(body, in); err != nil {
+		return core.BadRequest("", "the request body cannot be translated for %s: %v", provider, err)
+	}
+	return nil
+}
+
+// Refuse is the 400 for a field whose answer provider cannot give: n > 1,
+// logprobs, a response_format other than text, functions and
+// function_call, audio output.
+func (in *Request) Refuse(provider string) error {
+	switch {
+	case in.N != nil && *in.N > 1:
+		return core.BadRequest("n", "n must be 1 for provider %s: it returns one choice per request", provider)
+	case in.Logprobs != nil && *in.Logprobs:
+		return core.BadRequest("logprobs", "logprobs is not supported by provider %s", provider)
+	case in.ResponseFormat != nil && in.ResponseFormat.Type != "" && in.ResponseFormat.Type != "text":
+		return core.BadRequest("response_format", "response_format %q is not supported by provider %s; describe the format in the prompt or use a tool", in.ResponseFormat.Type, provider)
+	case Present(in.Functions) != nil || Present(in.FunctionCall) != nil:
+		return core.BadRequest("functions", "functions and function_call are not supported by provider %s; use tools and tool_choice", provider)
+	case Present(in.Audio) != nil:
+		return core.BadRequest("audio", "audio output is not supported by provider %s", provider)
+	}
+	return nil
+}
+
+// MaxTokensOr is max_completion_tokens, else max_tokens, else def.
+func (in *Request) MaxTokensOr(def int64) int64 {
+	switch {
+	case in.MaxCompletionTokens != nil:
+		return *in.MaxCompletionTokens
+	case in.MaxTokens != nil:
+		return *in.MaxTokens
+	}
+	return def
+}
+
+// StopSequences is stop as a list: a string is one sequence; none when
+// stop is absent.
+func (in *Request) StopSequences() ([]string, error) {
+	stop := Present(in.Stop)
+	if stop == nil {
+		return nil, nil
+	}
+	var out []string
+	if stop[0] == '"' {
+		out = []string{""}
+		if err := json.Unmarshal(stop, &out[0]); err != nil {
+			return nil, core.BadRequest("stop", "stop must be a string or a list of strings")
+		}
+	} else if err := json.Unmarshal(stop, &out); err != nil {
+		return nil, core.BadRequest("stop", "stop must be a string or a list of strings")
+	}
+	return out, nil
+}
+
+// Present returns v, or nil when it is absent or null.
+func Present(v json.RawMessage) json.RawMessage {
+	if len(v) == 0 || string(v) == "null" {
+		return nil
+	}
+	return v
+}
+
+// Parts decodes message content, at being the message's path
+// ("messages[2]"): a string is one text part, null none.
+func Parts(at string, content json.RawMessage) ([]Part, error) {
+	content = Present(content)
+	if content == nil {
+		return nil, nil
+	}
+	if content[0] == '"' {
+		var s string
+		if err := json.Unmarshal(content, &s); err != nil {
+			return nil, core.BadRequest(at+".content", "%s.content: %v", at, err)
+		}
+		return []Part{{Type: "text", Text: s}}, nil
+	}
+	var ps []Part
+	if err := json.Unmarshal(content, &ps); err != nil {
+		return nil, core.BadRequest(at+".content", "%s.content must be a string or a list of content parts", at)
+	}
+	return ps, nil
+}
+
+// AppendTexts appends to dst, made by block, the non-empty texts of
+// content that may hold text only (system, developer and tool messages).
+func AppendTexts[B any](dst []B, at string, content json.RawMessage, block func(text string) B) ([]B, error) {
+	ps, err := Parts(at, content)
+	if err != nil {
+		return dst, err
+	}
+	for j, p := range ps {
+		if p.Type != "text" {
+			return dst, core.BadRequest(fmt.Sprintf("%s.content[%d].type", at, j), "%s.content may hold text parts only, got %q", at, p.Type)
+		}
+		if p.Text != "" {
+			dst = append(dst, block(p.Text))
+		}
+	}
+	return dst, nil
+}
+
+// Input is tool call j's arguments (of message at) as a JSON object:
+// "{}" when they are empty, a 400 naming them when they are not an object.
+func (c *ToolCall) Input(at string, j int) (json.RawMessage, error) {
+	if strings.TrimSpace(c.Function.Arguments) == "" {
+		return json.RawMessage(`{}`), nil
+	}
+	input := json.RawMessage(c.Function.Arguments)
+	if !json.Valid(input) || bytes.TrimSpace(input)[0] != '{' {
+		return nil, core.BadRequest(fmt.Sprintf("%s.tool_calls[%d].function.arguments", at, j), "%s.tool_calls[%d].function.arguments must be a JSON object", at, j)
+	}
+	return input, nil
+}
+
+// emptySchema is the input schema of a function declared without parameters.
+var emptySchema = json.RawMessage(`{"type":"object","properties":{}}`)
+
+// Schema is the function's parameters, or an empty object schema when it
+// declares none.
+func (t *Tool) Schema() json.RawMessage {
+	if s := Present(t.Function.Parameters); s != nil {
+		return s
+	}
+	return emptySchema
+}
+
+// DataURL splits an image_url's base64 data: URL into its media type and
+// data; ok is false when u is not a data: URL, err set when it is one of
+// another form.
+func DataURL(u string) (media, data string, ok bool, err error) {
+	rest, ok := CutPrefixFold(u, "data:")
+	if !ok {
+		return "", "", false, nil
+	}
+	meta, data, found := strings.Cut(rest, ",")
+	media, enc, _ := strings.Cut(meta, ";")
+	if !found || !strings.EqualFold(enc, "base64") || media == "" {
+		return "", "", true, fmt.Errorf("a data: URL must be data:<media type>;base64,<data>")
+	}
+	return media, data, true, nil
+}
+
+// IsHTTPURL reports whether u is an http or https URL (any case).
+func IsHTTPURL(u string) bool {
+	_, s := CutPrefixFold(u, "https://")
+	_, h := CutPrefixFold(u, "http://")
+	return s || h
+}
+
+// CutPrefixFold is strings.CutPrefix ignoring ASCII case.
+func CutPrefixFold(s, prefix string) (string, bool) {
+	if len(s) >= len(prefix) && strings.EqualFold(s[:len(prefix)], prefix) {
+		return s[len(prefix):], true
+	}
+	return s, false
+}
+
+// ToolChoice is tool_choice read: Mode is "" (absent), auto, none,
+// required, or function (then Name is the function's).
+type ToolChoice struct{ Mode, Name string }
+
+// ParseToolChoice reads tool_choice: "auto", "none", "required" or a
+// named function.
+func (in *Request) ParseToolChoice() (ToolChoice, error) {
+	v := Present(in.ToolChoice)
+	if v == nil {
+		return ToolChoice{}, nil
+	}
+	var s string
+	if json.Unmarshal(v, &s) == nil {
+		switch s {
+		case "auto", "none", "required":
+			return ToolChoice{Mode: s}, nil
+		}
+		return ToolChoice{}, core.BadRequest("tool_choice", "tool_choice %q is not one of auto, none, required", s)
+	}
+	var named struct {
+		Type     string `json:"type"`
+		Function struct {
+			Name string `json:"name"`
+		} `json:"function"`
+	}
+	if err := json.Unmarshal(v, &named); err != nil || named.Type != "function" || named.Function.Name == "" {
+		return ToolChoice{}, core.BadRequest("tool_choice", "tool_choice must be auto, none, required or a named function")
+	}
+	return ToolChoice{Mode: "function", Name: named.Function.Name}, nil
+}
+
+// IncludeUsage reports whether the client asked for the usage chunk of a
+// stream (stream_options.include_usage).
+func IncludeUsage(req *core.Request) bool {
+	if req.JSON != nil {
+		so, _ := req.JSON["stream_options"].(map[string]any)
+		b, _ := so["include_usage"].(bool)
+		return b
+	}
+	var body struct {
+		StreamOptions struct {
+			IncludeUsage bool `json:"include_usage"`
+		} `json:"stream_options"`
+	}
+	_ = json.Unmarshal(req.Body, &body) // validated already: a chat completion
+	return body.StreamOptions.IncludeUsage
+}
