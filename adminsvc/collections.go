@@ -22,10 +22,12 @@ func (s *Service) registerCollections(v1 fiber.Router) {
 	v1.Delete("/collections/:id", s.deleteCollection)
 }
 
-// loadCollection finds a collection by id or slug that caller may see.
-func loadCollection(tx store.Tx, caller *core.Principal, ref string) (store.PromptCollection, error) {
-	return loadVisible(tx, caller, store.BucketCollections, "collection", ref,
+// loadCollection finds a collection by id or slug that caller may see,
+// and view (write false) or change (write true): see promptAccess.
+func loadCollection(tx store.Tx, caller *core.Principal, ref string, write bool) (store.PromptCollection, error) {
+	rec, err := loadVisible(tx, caller, store.BucketCollections, "collection", ref,
 		func(r store.PromptCollection) (string, string) { return r.Slug, r.WorkspaceID })
+	return withPromptAccess(tx, caller, write, rec, err)
 }
 
 // collectionIn finds the collection ref (id or slug) of workspace wsID for
@@ -65,11 +67,8 @@ func (s *Service) createCollection(c *fiber.Ctx) error {
 	col := store.PromptCollection{ID: core.NewID(), Slug: newSlug("col", name, "collection"), Name: name, OrganisationID: caller.OrganisationID,
 		CreatedBy: actor(caller), CreatedAt: now, LastUpdatedAt: now}
 	err := s.st.Update(func(tx store.Tx) error {
-		ws, err := s.resolveWorkspace(tx, caller, wsRef, true)
+		ws, err := s.promptWorkspace(tx, caller, wsRef)
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
 		col.WorkspaceID = ws.ID
@@ -101,11 +100,8 @@ func (s *Service) listCollections(c *fiber.Ctx) error {
 	search := strings.ToLower(c.Query("search"))
 	var out []collectionView
 	err := s.st.View(func(tx store.Tx) error {
-		wsFilter, err := s.listWorkspace(tx, caller, c.Query("workspace_id"))
+		wsFilter, err := s.promptListWorkspace(tx, caller, c.Query("workspace_id"))
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
 			return err
 		}
 		all, err := store.List[store.PromptCollection](tx, store.BucketCollections)
@@ -129,10 +125,8 @@ func (s *Service) getCollection(c *fiber.Ctx) error {
 	}
 	var col store.PromptCollection
 	err := s.st.View(func(tx store.Tx) (err error) {
-		if col, err = loadCollection(tx, caller, c.Params("id")); err != nil {
-			return err
-		}
-		return promptAccess(tx, caller, false)
+		col, err = loadCollection(tx, caller, c.Params("id"), false)
+		return err
 	})
 	if err != nil {
 		return err
@@ -158,10 +152,7 @@ func (s *Service) updateCollection(c *fiber.Ctx) error {
 	}
 	var col store.PromptCollection
 	err := s.st.Update(func(tx store.Tx) (err error) {
-		if col, err = loadCollection(tx, caller, c.Params("id")); err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
+		if col, err = loadCollection(tx, caller, c.Params("id"), true); err != nil {
 			return err
 		}
 		col.Name, col.LastUpdatedAt = name, s.now()
@@ -181,11 +172,8 @@ func (s *Service) deleteCollection(c *fiber.Ctx) error {
 		return err
 	}
 	err := s.st.Update(func(tx store.Tx) error {
-		col, err := loadCollection(tx, caller, c.Params("id"))
+		col, err := loadCollection(tx, caller, c.Params("id"), true)
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
 		var inside []string

@@ -68,10 +68,12 @@ func parsePartialBody(fields map[string]json.RawMessage, create bool) (partialBo
 	return b, sortedProblems(p).err()
 }
 
-// loadPartial finds a partial by id or slug that caller may see.
-func loadPartial(tx store.Tx, caller *core.Principal, ref string) (store.PromptPartial, error) {
-	return loadVisible(tx, caller, store.BucketPromptPartials, "partial", ref,
+// loadPartial finds a partial by id or slug that caller may see, and view
+// (write false) or change (write true): see promptAccess.
+func loadPartial(tx store.Tx, caller *core.Principal, ref string, write bool) (store.PromptPartial, error) {
+	rec, err := loadVisible(tx, caller, store.BucketPromptPartials, "partial", ref,
 		func(r store.PromptPartial) (string, string) { return r.Slug, r.WorkspaceID })
+	return withPromptAccess(tx, caller, write, rec, err)
 }
 
 // partialVersion reads version id of partial rec.
@@ -227,11 +229,8 @@ func (s *Service) createPartial(c *fiber.Ctx) error {
 		CreatedBy: actor(caller), UpdatedBy: actor(caller), CreatedAt: now, LastUpdatedAt: now,
 		VersionHeads: firstVersion(versionID)}
 	err := s.st.Update(func(tx store.Tx) error {
-		ws, err := s.resolveWorkspace(tx, caller, b.workspaceID, true)
+		ws, err := s.promptWorkspace(tx, caller, b.workspaceID)
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
 		rec.WorkspaceID = ws.ID
@@ -265,11 +264,8 @@ func (s *Service) listPartials(c *fiber.Ctx) error {
 	search := strings.ToLower(c.Query("search"))
 	var out []partialView
 	err := s.st.View(func(tx store.Tx) error {
-		wsFilter, err := s.listWorkspace(tx, caller, c.Query("workspace_id"))
+		wsFilter, err := s.promptListWorkspace(tx, caller, c.Query("workspace_id"))
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
 			return err
 		}
 		all, err := store.List[store.PromptPartial](tx, store.BucketPromptPartials)
@@ -293,11 +289,8 @@ func (s *Service) getPartial(c *fiber.Ctx) error {
 	}
 	var view partialView
 	err := s.st.View(func(tx store.Tx) error {
-		rec, err := loadPartial(tx, caller, c.Params("id"))
+		rec, err := loadPartial(tx, caller, c.Params("id"), false)
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
 			return err
 		}
 		v, err := partialVersion(tx, rec, rec.DefaultVersionID)
@@ -328,10 +321,7 @@ func (s *Service) updatePartial(c *fiber.Ctx) error {
 	}
 	var rec store.PromptPartial
 	err := s.st.Update(func(tx store.Tx) (err error) {
-		if rec, err = loadPartial(tx, caller, c.Params("id")); err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
+		if rec, err = loadPartial(tx, caller, c.Params("id"), true); err != nil {
 			return err
 		}
 		now := s.now()
@@ -364,11 +354,8 @@ func (s *Service) deletePartial(c *fiber.Ctx) error {
 		return err
 	}
 	err := s.st.Update(func(tx store.Tx) error {
-		rec, err := loadPartial(tx, caller, c.Params("id"))
+		rec, err := loadPartial(tx, caller, c.Params("id"), true)
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
 		users, err := partialUsers(tx, rec)
@@ -404,11 +391,8 @@ func (s *Service) listPartialVersions(c *fiber.Ctx) error {
 	}
 	var out []partialVersionView
 	err := s.st.View(func(tx store.Tx) error {
-		rec, err := loadPartial(tx, caller, c.Params("id"))
+		rec, err := loadPartial(tx, caller, c.Params("id"), false)
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
 			return err
 		}
 		versions, err := store.Versions[store.PartialVersion](tx, store.BucketPartialVersions, rec.ID)
@@ -437,10 +421,7 @@ func (s *Service) makeDefaultPartial(c *fiber.Ctx) error {
 	}
 	var rec store.PromptPartial
 	err := s.st.Update(func(tx store.Tx) (err error) {
-		if rec, err = loadPartial(tx, caller, c.Params("id")); err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
+		if rec, err = loadPartial(tx, caller, c.Params("id"), true); err != nil {
 			return err
 		}
 		v, found, err := numberedVersion(tx, store.BucketPartialVersions, rec.ID, n, func(v store.PartialVersion) int { return v.Version })

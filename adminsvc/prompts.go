@@ -266,10 +266,36 @@ func promptAccess(tx store.Tx, caller *core.Principal, write bool) error {
 	return core.Forbidden("the %s setting is off for this workspace: this key may not %s prompts", permitFlag(caller, what), verb)
 }
 
-// loadPrompt finds a prompt by id or slug that caller may see.
-func loadPrompt(tx store.Tx, caller *core.Principal, ref string) (store.Prompt, error) {
-	return loadVisible(tx, caller, store.BucketPrompts, "prompt", ref,
+// withPromptAccess passes on rec and err, a loader's answer, once caller
+// passes promptAccess for a view (write false) or a change (write true).
+func withPromptAccess[T any](tx store.Tx, caller *core.Principal, write bool, rec T, err error) (T, error) {
+	if err == nil {
+		err = promptAccess(tx, caller, write)
+	}
+	return rec, err
+}
+
+// promptWorkspace is the workspace ref names (see resolveWorkspace) for a
+// new prompt, partial or collection, once caller passes promptAccess for a
+// change.
+func (s *Service) promptWorkspace(tx store.Tx, caller *core.Principal, ref string) (store.Workspace, error) {
+	ws, err := s.resolveWorkspace(tx, caller, ref, true)
+	return withPromptAccess(tx, caller, true, ws, err)
+}
+
+// promptListWorkspace is listWorkspace for a list of prompts, partials,
+// labels or collections, once caller passes promptAccess for a view.
+func (s *Service) promptListWorkspace(tx store.Tx, caller *core.Principal, ref string) (string, error) {
+	ws, err := s.listWorkspace(tx, caller, ref)
+	return withPromptAccess(tx, caller, false, ws, err)
+}
+
+// loadPrompt finds a prompt by id or slug that caller may see, and view
+// (write false) or change (write true): see promptAccess.
+func loadPrompt(tx store.Tx, caller *core.Principal, ref string, write bool) (store.Prompt, error) {
+	rec, err := loadVisible(tx, caller, store.BucketPrompts, "prompt", ref,
 		func(r store.Prompt) (string, string) { return r.Slug, r.WorkspaceID })
+	return withPromptAccess(tx, caller, write, rec, err)
 }
 
 // promptVersion reads version id of prompt rec.
@@ -554,11 +580,8 @@ func (s *Service) createPrompt(c *fiber.Ctx) error {
 		CollectionID: b.collectionID, Status: store.StatusActive, CreatedBy: actor(caller), UpdatedBy: actor(caller),
 		CreatedAt: now, LastUpdatedAt: now, VersionHeads: firstVersion(versionID)}
 	err := s.st.Update(func(tx store.Tx) error {
-		ws, err := s.resolveWorkspace(tx, caller, b.workspaceID, true)
+		ws, err := s.promptWorkspace(tx, caller, b.workspaceID)
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
 		rec.WorkspaceID = ws.ID
@@ -599,11 +622,8 @@ func (s *Service) listPrompts(c *fiber.Ctx) error {
 	collection, search := c.Query("collection_id"), strings.ToLower(c.Query("search"))
 	var out []promptView
 	err := s.st.View(func(tx store.Tx) error {
-		wsFilter, err := s.listWorkspace(tx, caller, c.Query("workspace_id"))
+		wsFilter, err := s.promptListWorkspace(tx, caller, c.Query("workspace_id"))
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
 			return err
 		}
 		if collection == "" {
@@ -635,11 +655,8 @@ func (s *Service) getPrompt(c *fiber.Ctx) error {
 	}
 	var view promptView
 	err := s.st.View(func(tx store.Tx) error {
-		rec, err := loadPrompt(tx, caller, c.Params("id"))
+		rec, err := loadPrompt(tx, caller, c.Params("id"), false)
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
 			return err
 		}
 		v, err := promptVersion(tx, rec, rec.DefaultVersionID)
@@ -667,10 +684,7 @@ func (s *Service) updatePrompt(c *fiber.Ctx) error {
 	}
 	var rec store.Prompt
 	err := s.st.Update(func(tx store.Tx) (err error) {
-		if rec, err = loadPrompt(tx, caller, c.Params("id")); err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
+		if rec, err = loadPrompt(tx, caller, c.Params("id"), true); err != nil {
 			return err
 		}
 		if b.patch {
@@ -722,11 +736,8 @@ func (s *Service) deletePrompt(c *fiber.Ctx) error {
 		return err
 	}
 	err := s.st.Update(func(tx store.Tx) error {
-		rec, err := loadPrompt(tx, caller, c.Params("id"))
+		rec, err := loadPrompt(tx, caller, c.Params("id"), true)
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
 		if err := store.DeleteVersions(tx, store.BucketPromptVersions, rec.ID); err != nil {
@@ -755,11 +766,8 @@ func (s *Service) listPromptVersions(c *fiber.Ctx) error {
 	}
 	var out []promptVersionView
 	err := s.st.View(func(tx store.Tx) error {
-		rec, err := loadPrompt(tx, caller, c.Params("id"))
+		rec, err := loadPrompt(tx, caller, c.Params("id"), false)
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
 			return err
 		}
 		versions, err := store.Versions[store.PromptVersion](tx, store.BucketPromptVersions, rec.ID)
@@ -781,11 +789,8 @@ func (s *Service) getPromptVersion(c *fiber.Ctx) error {
 	}
 	var view promptVersionView
 	err := s.st.View(func(tx store.Tx) error {
-		rec, err := loadPrompt(tx, caller, c.Params("id"))
+		rec, err := loadPrompt(tx, caller, c.Params("id"), false)
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
 			return err
 		}
 		v, err := promptVersion(tx, rec, c.Params("versionId"))
@@ -828,10 +833,7 @@ func (s *Service) makeDefaultPrompt(c *fiber.Ctx) error {
 	}
 	var rec store.Prompt
 	err := s.st.Update(func(tx store.Tx) (err error) {
-		if rec, err = loadPrompt(tx, caller, c.Params("id")); err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
+		if rec, err = loadPrompt(tx, caller, c.Params("id"), true); err != nil {
 			return err
 		}
 		v, found, err := numberedVersion(tx, store.BucketPromptVersions, rec.ID, n, func(v store.PromptVersion) int { return v.Version })
