@@ -344,14 +344,14 @@ func (s *Service) labelPromptVersion(c *fiber.Ctx) error {
 	err := s.st.Update(func(tx store.Tx) error {
 		// The answer is the version, template included: viewing it needs
 		// the view setting too.
-		rec, err := loadPrompt(tx, caller, c.Params("id"), false)
+		rec, err := promptKind.load(tx, caller, c.Params("id"), false)
 		if err != nil {
 			return err
 		}
 		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
-		v, err := promptVersion(tx, rec, c.Params("versionId"))
+		v, err := promptKind.version(tx, rec, c.Params("versionId"))
 		if err != nil {
 			return err
 		}

@@ -80,7 +80,7 @@ func (ps *Prompts) Reload() error {
 			return err
 		}
 		for _, rec := range recs {
-			v, err := promptVersion(tx, rec, rec.DefaultVersionID)
+			v, err := promptKind.version(tx, rec, rec.DefaultVersionID)
 			var pv *prompt.Version
 			if err == nil {
 				pv, err = renderable(rec, v, snap.partials[rec.WorkspaceID])
@@ -171,10 +171,10 @@ func (ps *Prompts) MayView(p *core.Principal, _ *prompt.Version) *core.Error {
 // number, "latest", or the name of a label visible in rec's workspace.
 func selectVersion(tx store.Tx, rec store.Prompt, selector string) (store.PromptVersion, error) {
 	if selector == "latest" {
-		return promptVersion(tx, rec, rec.LatestVersionID)
+		return promptKind.version(tx, rec, rec.LatestVersionID)
 	}
 	if n, err := strconv.Atoi(selector); err == nil {
-		v, found, err := numberedVersion(tx, store.BucketPromptVersions, rec.ID, n, func(v store.PromptVersion) int { return v.Version })
+		v, found, err := promptKind.numbered(tx, rec, n)
 		if err == nil && !found {
 			err = core.NotFound("prompt %s has no version %d (the latest is %d)", rec.Slug, n, rec.LatestVersion)
 		}
@@ -208,15 +208,201 @@ func nextVersion(h *store.VersionHeads, now time.Time) {
 	h.LatestVersion, h.LatestVersionID = h.LatestVersion+1, nextVersionID(h.LatestVersionID, now)
 }
 
-// numberedVersion finds version number n (number reads it) among the
-// versions of record recordID kept in bucket b: a prompt's or a partial's.
-func numberedVersion[V any](tx store.Tx, b store.Bucket, recordID string, n int, number func(V) int) (V, bool, error) {
-	versions, err := store.Versions[V](tx, b, recordID)
-	if i := slices.IndexFunc(versions, func(v V) bool { return number(v) == n }); err == nil && i >= 0 {
+// versionedKind describes prompts or partials (records R of a workspace,
+// kept in numbered versions V) to the handlers they share, which use the
+// prompts.* scopes and settings.
+type versionedKind[R, V any] struct {
+	noun             string // "prompt", in messages
+	bucket, versions store.Bucket
+	// versionKey names the version number in answers ("prompt_version"),
+	// and, with "_id", its id.
+	versionKey string
+	fields     func(*R) versionedFields
+	// idNumber reads a version's id and number.
+	idNumber func(V) (string, int)
+}
+
+// versionedFields points at the fields of a record the shared handlers
+// read and set.
+type versionedFields struct {
+	id, slug, workspaceID, updatedBy *string
+	lastUpdatedAt                    *time.Time
+	heads                            *store.VersionHeads
+}
+
+var promptKind = versionedKind[store.Prompt, store.PromptVersion]{noun: "prompt",
+	bucket: store.BucketPrompts, versions: store.BucketPromptVersions, versionKey: "prompt_version",
+	fields: func(r *store.Prompt) versionedFields {
+		return versionedFields{id: &r.ID, slug: &r.Slug, workspaceID: &r.WorkspaceID, updatedBy: &r.UpdatedBy,
+			lastUpdatedAt: &r.LastUpdatedAt, heads: &r.VersionHeads}
+	},
+	idNumber: func(v store.PromptVersion) (string, int) { return v.ID, v.Version }}
+
+var partialKind = versionedKind[store.PromptPartial, store.PartialVersion]{noun: "partial",
+	bucket: store.BucketPromptPartials, versions: store.BucketPartialVersions, versionKey: "version",
+	fields: func(r *store.PromptPartial) versionedFields {
+		return versionedFields{id: &r.ID, slug: &r.Slug, workspaceID: &r.WorkspaceID, updatedBy: &r.UpdatedBy,
+			lastUpdatedAt: &r.LastUpdatedAt, heads: &r.VersionHeads}
+	},
+	idNumber: func(v store.PartialVersion) (string, int) { return v.ID, v.Version }}
+
+// load finds a record by id or slug that caller may see, and view (write
+// false) or change (write true): see promptAccess.
+func (k versionedKind[R, V]) load(tx store.Tx, caller *core.Principal, ref string, write bool) (R, error) {
+	rec, err := loadVisible(tx, caller, k.bucket, k.noun, ref,
+		func(r R) (string, string) { f := k.fields(&r); return *f.slug, *f.workspaceID })
+	return withPromptAccess(tx, caller, write, rec, err)
+}
+
+// version reads version id of rec.
+func (k versionedKind[R, V]) version(tx store.Tx, rec R, id string) (V, error) {
+	var v V
+	f := k.fields(&rec)
+	err := tx.Get(k.versions, store.VersionKey(*f.id, id), &v)
+	if errors.Is(err, store.ErrNotFound) {
+		return v, core.NotFound("%s %s has no version %q", k.noun, *f.slug, id)
+	}
+	return v, err
+}
+
+// numbered finds version number n of rec.
+func (k versionedKind[R, V]) numbered(tx store.Tx, rec R, n int) (V, bool, error) {
+	versions, err := store.Versions[V](tx, k.versions, *k.fields(&rec).id)
+	if i := slices.IndexFunc(versions, func(v V) bool { _, vn := k.idNumber(v); return vn == n }); err == nil && i >= 0 {
 		return versions[i], true, nil
 	}
 	var zero V
 	return zero, false, err
+}
+
+// defaultVersion picks a record's default version for getVersioned.
+func defaultVersion(h store.VersionHeads) string { return h.DefaultVersionID }
+
+// getVersioned answers the version of a record that which picks, as view
+// makes it.
+func getVersioned[R, V, W any](s *Service, c *fiber.Ctx, k versionedKind[R, V], which func(store.VersionHeads) string, view func(R, V) W) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsRead); err != nil {
+		return err
+	}
+	var out W
+	err := s.st.View(func(tx store.Tx) error {
+		rec, err := k.load(tx, caller, c.Params("id"), false)
+		if err != nil {
+			return err
+		}
+		v, err := k.version(tx, rec, which(*k.fields(&rec).heads))
+		out = view(rec, v)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(out)
+}
+
+// listVersions answers a record's versions, newest first, as view makes
+// them.
+func listVersions[R, V, W any](s *Service, c *fiber.Ctx, k versionedKind[R, V], view func(R, V) W) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsRead); err != nil {
+		return err
+	}
+	var p problems
+	pg := parsePage(c.Query, 50, 1000, &p)
+	if err := p.err(); err != nil {
+		return err
+	}
+	var out []W
+	err := s.st.View(func(tx store.Tx) error {
+		rec, err := k.load(tx, caller, c.Params("id"), false)
+		if err != nil {
+			return err
+		}
+		versions, err := store.Versions[V](tx, k.versions, *k.fields(&rec).id)
+		for _, v := range slices.Backward(versions) { // newest first
+			out = append(out, view(rec, v))
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return sendList(c, pg, out)
+}
+
+// makeDefault publishes a version: PUT /{id}/makeDefault {version}, a
+// version number, makes it the record's default once check accepts it (a
+// 400 naming field "version" when what it includes is wrong).
+func makeDefault[R, V any](s *Service, c *fiber.Ctx, k versionedKind[R, V], check func(tx store.Tx, rec R, v V) error) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsPublish); err != nil {
+		return err
+	}
+	n, cerr := versionNumberBody(c.Body())
+	if cerr != nil {
+		return cerr
+	}
+	var rec R
+	f := k.fields(&rec)
+	err := s.st.Update(func(tx store.Tx) (err error) {
+		if rec, err = k.load(tx, caller, c.Params("id"), true); err != nil {
+			return err
+		}
+		v, found, err := k.numbered(tx, rec, n)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return core.ValidationError("version", "version: %s %s has no version %d (the latest is %d)", k.noun, *f.slug, n, f.heads.LatestVersion)
+		}
+		if err := check(tx, rec, v); err != nil {
+			return err
+		}
+		now := s.now()
+		f.heads.DefaultVersionID, f.heads.DefaultVersion = k.idNumber(v)
+		*f.updatedBy, *f.lastUpdatedAt = actor(caller), now
+		return tx.Put(k.bucket, *f.id, rec)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadPrompts("published"); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"id": *f.id, "slug": *f.slug, k.versionKey: f.heads.DefaultVersion, k.versionKey + "_id": f.heads.DefaultVersionID})
+}
+
+// deleteVersioned deletes a record and its versions once check, if any,
+// accepts it.
+func deleteVersioned[R, V any](s *Service, c *fiber.Ctx, k versionedKind[R, V], check func(store.Tx, R) error) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsDelete); err != nil {
+		return err
+	}
+	err := s.st.Update(func(tx store.Tx) error {
+		rec, err := k.load(tx, caller, c.Params("id"), true)
+		if err != nil {
+			return err
+		}
+		if check != nil {
+			if err := check(tx, rec); err != nil {
+				return err
+			}
+		}
+		id := *k.fields(&rec).id
+		if err := store.DeleteVersions(tx, k.versions, id); err != nil {
+			return err
+		}
+		return tx.Delete(k.bucket, id)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadPrompts("deleted"); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{})
 }
 
 // registerPrompts adds the /prompts routes. POST /prompts/{id}/render and
@@ -288,24 +474,6 @@ func (s *Service) promptWorkspace(tx store.Tx, caller *core.Principal, ref strin
 func (s *Service) promptListWorkspace(tx store.Tx, caller *core.Principal, ref string) (string, error) {
 	ws, err := s.listWorkspace(tx, caller, ref)
 	return withPromptAccess(tx, caller, false, ws, err)
-}
-
-// loadPrompt finds a prompt by id or slug that caller may see, and view
-// (write false) or change (write true): see promptAccess.
-func loadPrompt(tx store.Tx, caller *core.Principal, ref string, write bool) (store.Prompt, error) {
-	rec, err := loadVisible(tx, caller, store.BucketPrompts, "prompt", ref,
-		func(r store.Prompt) (string, string) { return r.Slug, r.WorkspaceID })
-	return withPromptAccess(tx, caller, write, rec, err)
-}
-
-// promptVersion reads version id of prompt rec.
-func promptVersion(tx store.Tx, rec store.Prompt, id string) (store.PromptVersion, error) {
-	var v store.PromptVersion
-	err := tx.Get(store.BucketPromptVersions, store.VersionKey(rec.ID, id), &v)
-	if errors.Is(err, store.ErrNotFound) {
-		return v, core.NotFound("prompt %s has no version %q", rec.Slug, id)
-	}
-	return v, err
 }
 
 // Limits of the prompt fields; maxPromptIdentifier bounds model,
@@ -649,24 +817,9 @@ func (s *Service) listPrompts(c *fiber.Ctx) error {
 }
 
 func (s *Service) getPrompt(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsRead); err != nil {
-		return err
-	}
-	var view promptView
-	err := s.st.View(func(tx store.Tx) error {
-		rec, err := loadPrompt(tx, caller, c.Params("id"), false)
-		if err != nil {
-			return err
-		}
-		v, err := promptVersion(tx, rec, rec.DefaultVersionID)
-		view = promptViewOf(rec, &v.PromptContent)
-		return err
+	return getVersioned(s, c, promptKind, defaultVersion, func(r store.Prompt, v store.PromptVersion) promptView {
+		return promptViewOf(r, &v.PromptContent)
 	})
-	if err != nil {
-		return err
-	}
-	return c.JSON(view)
 }
 
 func (s *Service) updatePrompt(c *fiber.Ctx) error {
@@ -684,11 +837,11 @@ func (s *Service) updatePrompt(c *fiber.Ctx) error {
 	}
 	var rec store.Prompt
 	err := s.st.Update(func(tx store.Tx) (err error) {
-		if rec, err = loadPrompt(tx, caller, c.Params("id"), true); err != nil {
+		if rec, err = promptKind.load(tx, caller, c.Params("id"), true); err != nil {
 			return err
 		}
 		if b.patch {
-			latest, err := promptVersion(tx, rec, rec.LatestVersionID)
+			latest, err := promptKind.version(tx, rec, rec.LatestVersionID)
 			if err != nil {
 				return err
 			}
@@ -731,76 +884,15 @@ func (s *Service) updatePrompt(c *fiber.Ctx) error {
 }
 
 func (s *Service) deletePrompt(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsDelete); err != nil {
-		return err
-	}
-	err := s.st.Update(func(tx store.Tx) error {
-		rec, err := loadPrompt(tx, caller, c.Params("id"), true)
-		if err != nil {
-			return err
-		}
-		if err := store.DeleteVersions(tx, store.BucketPromptVersions, rec.ID); err != nil {
-			return err
-		}
-		return tx.Delete(store.BucketPrompts, rec.ID)
-	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadPrompts("deleted"); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{})
+	return deleteVersioned(s, c, promptKind, nil)
 }
 
 func (s *Service) listPromptVersions(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsRead); err != nil {
-		return err
-	}
-	var p problems
-	pg := parsePage(c.Query, 50, 1000, &p)
-	if err := p.err(); err != nil {
-		return err
-	}
-	var out []promptVersionView
-	err := s.st.View(func(tx store.Tx) error {
-		rec, err := loadPrompt(tx, caller, c.Params("id"), false)
-		if err != nil {
-			return err
-		}
-		versions, err := store.Versions[store.PromptVersion](tx, store.BucketPromptVersions, rec.ID)
-		for _, v := range slices.Backward(versions) { // newest first
-			out = append(out, promptVersionViewOf(rec, v))
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return sendList(c, pg, out)
+	return listVersions(s, c, promptKind, promptVersionViewOf)
 }
 
 func (s *Service) getPromptVersion(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsRead); err != nil {
-		return err
-	}
-	var view promptVersionView
-	err := s.st.View(func(tx store.Tx) error {
-		rec, err := loadPrompt(tx, caller, c.Params("id"), false)
-		if err != nil {
-			return err
-		}
-		v, err := promptVersion(tx, rec, c.Params("versionId"))
-		view = promptVersionViewOf(rec, v)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return c.JSON(view)
+	return getVersioned(s, c, promptKind, func(store.VersionHeads) string { return c.Params("versionId") }, promptVersionViewOf)
 }
 
 // versionNumberBody reads a makeDefault body: {version}, a version number.
@@ -823,39 +915,7 @@ func versionNumberBody(body []byte) (int, *core.Error) {
 // makeDefaultPrompt publishes a version: PUT /prompts/{id}/makeDefault
 // {version}, a version number, makes it the one the data plane renders.
 func (s *Service) makeDefaultPrompt(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsPublish); err != nil {
-		return err
-	}
-	n, cerr := versionNumberBody(c.Body())
-	if cerr != nil {
-		return cerr
-	}
-	var rec store.Prompt
-	err := s.st.Update(func(tx store.Tx) (err error) {
-		if rec, err = loadPrompt(tx, caller, c.Params("id"), true); err != nil {
-			return err
-		}
-		v, found, err := numberedVersion(tx, store.BucketPromptVersions, rec.ID, n, func(v store.PromptVersion) int { return v.Version })
-		if err != nil {
-			return err
-		}
-		if !found {
-			return core.ValidationError("version", "version: prompt %s has no version %d (the latest is %d)", rec.Slug, n, rec.LatestVersion)
-		}
-		if err := checkIncludes(tx, rec.WorkspaceID, "version", v.Template); err != nil {
-			return err
-		}
-		now := s.now()
-		rec.DefaultVersion, rec.DefaultVersionID = n, v.ID
-		rec.UpdatedBy, rec.LastUpdatedAt = actor(caller), now
-		return tx.Put(store.BucketPrompts, rec.ID, rec)
+	return makeDefault(s, c, promptKind, func(tx store.Tx, rec store.Prompt, v store.PromptVersion) error {
+		return checkIncludes(tx, rec.WorkspaceID, "version", v.Template)
 	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadPrompts("published"); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{"id": rec.ID, "slug": rec.Slug, "prompt_version": rec.DefaultVersion, "prompt_version_id": rec.DefaultVersionID})
 }
