@@ -88,34 +88,11 @@ func (s *Service) createCollection(c *fiber.Ctx) error {
 }
 
 func (s *Service) listCollections(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsList); err != nil {
-		return err
-	}
-	var p problems
-	pg := parsePage(c.Query, 50, 1000, &p)
-	if err := p.err(); err != nil {
-		return err
-	}
 	search := strings.ToLower(c.Query("search"))
-	var out []collectionView
-	err := s.st.View(func(tx store.Tx) error {
-		wsFilter, err := s.promptListWorkspace(tx, caller, c.Query("workspace_id"))
-		if err != nil {
-			return err
-		}
-		all, err := store.List[store.PromptCollection](tx, store.BucketCollections)
-		for _, r := range all {
-			if (wsFilter == "" || r.WorkspaceID == wsFilter) && strings.Contains(strings.ToLower(r.Name), search) {
-				out = append(out, collectionView{r, "collection"})
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return newestFirst(c, pg, out, func(v collectionView) (time.Time, string) { return v.CreatedAt, v.Slug })
+	return listPromptRecords(s, c, store.BucketCollections, nil, func(r store.PromptCollection, ws string) bool {
+		return (ws == "" || r.WorkspaceID == ws) && strings.Contains(strings.ToLower(r.Name), search)
+	}, func(r store.PromptCollection) collectionView { return collectionView{r, "collection"} },
+		func(v collectionView) (time.Time, string) { return v.CreatedAt, v.Slug })
 }
 
 func (s *Service) getCollection(c *fiber.Ctx) error {

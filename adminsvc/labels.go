@@ -188,35 +188,12 @@ func (s *Service) createLabel(c *fiber.Ctx) error {
 }
 
 func (s *Service) listLabels(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsList); err != nil {
-		return err
-	}
-	var p problems
-	pg := parsePage(c.Query, 50, 1000, &p)
-	if err := p.err(); err != nil {
-		return err
-	}
-	search := strings.ToLower(c.Query("search"))
-	var out []labelView
-	err := s.st.View(func(tx store.Tx) error {
-		wsFilter, err := s.promptListWorkspace(tx, caller, c.Query("workspace_id"))
-		if err != nil {
-			return err
-		}
-		all, err := store.List[store.PromptLabel](tx, store.BucketPromptLabels)
-		for _, l := range all {
-			if l.OrganisationID == caller.OrganisationID && (wsFilter == "" || labelVisible(l, caller.OrganisationID, wsFilter)) &&
-				strings.Contains(strings.ToLower(l.Name), search) {
-				out = append(out, labelView{l, "label"})
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return newestFirst(c, pg, out, func(v labelView) (time.Time, string) { return v.CreatedAt, v.Name })
+	caller, search := principal(c), strings.ToLower(c.Query("search"))
+	return listPromptRecords(s, c, store.BucketPromptLabels, nil, func(l store.PromptLabel, ws string) bool {
+		return l.OrganisationID == caller.OrganisationID && (ws == "" || labelVisible(l, caller.OrganisationID, ws)) &&
+			strings.Contains(strings.ToLower(l.Name), search)
+	}, func(l store.PromptLabel) labelView { return labelView{l, "label"} },
+		func(v labelView) (time.Time, string) { return v.CreatedAt, v.Name })
 }
 
 func (s *Service) getLabel(c *fiber.Ctx) error {

@@ -233,34 +233,11 @@ func (s *Service) createPartial(c *fiber.Ctx) error {
 }
 
 func (s *Service) listPartials(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsList); err != nil {
-		return err
-	}
-	var p problems
-	pg := parsePage(c.Query, 50, 1000, &p)
-	if err := p.err(); err != nil {
-		return err
-	}
 	search := strings.ToLower(c.Query("search"))
-	var out []partialView
-	err := s.st.View(func(tx store.Tx) error {
-		wsFilter, err := s.promptListWorkspace(tx, caller, c.Query("workspace_id"))
-		if err != nil {
-			return err
-		}
-		all, err := store.List[store.PromptPartial](tx, store.BucketPromptPartials)
-		for _, r := range all {
-			if (wsFilter == "" || r.WorkspaceID == wsFilter) && strings.Contains(strings.ToLower(r.Name), search) {
-				out = append(out, partialViewOf(r, nil))
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return newestFirst(c, pg, out, func(v partialView) (time.Time, string) { return v.CreatedAt, v.Slug })
+	return listPromptRecords(s, c, store.BucketPromptPartials, nil, func(r store.PromptPartial, ws string) bool {
+		return (ws == "" || r.WorkspaceID == ws) && strings.Contains(strings.ToLower(r.Name), search)
+	}, func(r store.PromptPartial) partialView { return partialViewOf(r, nil) },
+		func(v partialView) (time.Time, string) { return v.CreatedAt, v.Slug })
 }
 
 func (s *Service) getPartial(c *fiber.Ctx) error {

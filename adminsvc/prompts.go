@@ -469,11 +469,47 @@ func (s *Service) promptWorkspace(tx store.Tx, caller *core.Principal, ref strin
 	return withPromptAccess(tx, caller, true, ws, err)
 }
 
-// promptListWorkspace is listWorkspace for a list of prompts, partials,
-// labels or collections, once caller passes promptAccess for a view.
-func (s *Service) promptListWorkspace(tx store.Tx, caller *core.Principal, ref string) (string, error) {
-	ws, err := s.listWorkspace(tx, caller, ref)
-	return withPromptAccess(tx, caller, false, ws, err)
+// listPromptRecords answers the records of bucket b (prompts, partials,
+// labels or collections) that keep accepts, given the workspace
+// ?workspace_id names ("": any, see listWorkspace), as view makes them,
+// newest first. before, if any, runs first in the same transaction.
+func listPromptRecords[T, W any](s *Service, c *fiber.Ctx, b store.Bucket, before func(store.Tx) error, keep func(r T, wsFilter string) bool,
+	view func(T) W, order func(W) (time.Time, string)) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsList); err != nil {
+		return err
+	}
+	var p problems
+	pg := parsePage(c.Query, 50, 1000, &p)
+	if err := p.err(); err != nil {
+		return err
+	}
+	var out []W
+	err := s.st.View(func(tx store.Tx) error {
+		wsFilter, err := s.listWorkspace(tx, caller, c.Query("workspace_id"))
+		if err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, false); err != nil {
+			return err
+		}
+		if before != nil {
+			if err := before(tx); err != nil {
+				return err
+			}
+		}
+		all, err := store.List[T](tx, b)
+		for _, r := range all {
+			if keep(r, wsFilter) {
+				out = append(out, view(r))
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return newestFirst(c, pg, out, order)
 }
 
 // Limits of the prompt fields; maxPromptIdentifier bounds model,
@@ -778,42 +814,23 @@ func (s *Service) createPrompt(c *fiber.Ctx) error {
 }
 
 func (s *Service) listPrompts(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsList); err != nil {
-		return err
-	}
-	var p problems
-	pg := parsePage(c.Query, 50, 1000, &p)
-	if err := p.err(); err != nil {
-		return err
-	}
 	collection, search := c.Query("collection_id"), strings.ToLower(c.Query("search"))
-	var out []promptView
-	err := s.st.View(func(tx store.Tx) error {
-		wsFilter, err := s.promptListWorkspace(tx, caller, c.Query("workspace_id"))
-		if err != nil {
-			return err
-		}
+	named := func(tx store.Tx) error {
 		if collection == "" {
-		} else if col, found, err := findBySlug(tx, store.BucketCollections, collection,
-			func(r store.PromptCollection) (string, string) { return r.ID, r.Slug }); err != nil {
-			return err
-		} else if found {
+			return nil
+		}
+		col, found, err := findBySlug(tx, store.BucketCollections, collection,
+			func(r store.PromptCollection) (string, string) { return r.ID, r.Slug })
+		if found {
 			collection = col.ID // named by slug
 		}
-		all, err := store.List[store.Prompt](tx, store.BucketPrompts)
-		for _, r := range all {
-			if (wsFilter == "" || r.WorkspaceID == wsFilter) && (collection == "" || r.CollectionID == collection) &&
-				strings.Contains(strings.ToLower(r.Name), search) {
-				out = append(out, promptViewOf(r, nil))
-			}
-		}
-		return err
-	})
-	if err != nil {
 		return err
 	}
-	return newestFirst(c, pg, out, func(v promptView) (time.Time, string) { return v.CreatedAt, v.Slug })
+	return listPromptRecords(s, c, store.BucketPrompts, named, func(r store.Prompt, ws string) bool {
+		return (ws == "" || r.WorkspaceID == ws) && (collection == "" || r.CollectionID == collection) &&
+			strings.Contains(strings.ToLower(r.Name), search)
+	}, func(r store.Prompt) promptView { return promptViewOf(r, nil) },
+		func(v promptView) (time.Time, string) { return v.CreatedAt, v.Slug })
 }
 
 func (s *Service) getPrompt(c *fiber.Ctx) error {
