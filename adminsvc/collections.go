@@ -96,19 +96,7 @@ func (s *Service) listCollections(c *fiber.Ctx) error {
 }
 
 func (s *Service) getCollection(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsRead); err != nil {
-		return err
-	}
-	var col store.PromptCollection
-	err := s.st.View(func(tx store.Tx) (err error) {
-		col, err = loadCollection(tx, caller, c.Params("id"), false)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return c.JSON(collectionView{col, "collection"})
+	return getPromptRecord(s, c, loadCollection, func(r store.PromptCollection) collectionView { return collectionView{r, "collection"} })
 }
 
 // updateCollection renames a collection: PUT {name}.

@@ -197,19 +197,7 @@ func (s *Service) listLabels(c *fiber.Ctx) error {
 }
 
 func (s *Service) getLabel(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsRead); err != nil {
-		return err
-	}
-	var l store.PromptLabel
-	err := s.st.View(func(tx store.Tx) (err error) {
-		l, err = loadLabel(tx, caller, c.Params("id"), false)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return c.JSON(labelView{l, "label"})
+	return getPromptRecord(s, c, loadLabel, func(l store.PromptLabel) labelView { return labelView{l, "label"} })
 }
 
 func (s *Service) updateLabel(c *fiber.Ctx) error {

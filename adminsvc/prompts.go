@@ -469,6 +469,21 @@ func (s *Service) promptWorkspace(tx store.Tx, caller *core.Principal, ref strin
 	return withPromptAccess(tx, caller, true, ws, err)
 }
 
+// getPromptRecord answers the record that load finds by the id (or slug)
+// in the path, for a view (a label or a collection), as view makes it.
+func getPromptRecord[T, W any](s *Service, c *fiber.Ctx, load func(tx store.Tx, caller *core.Principal, ref string, write bool) (T, error), view func(T) W) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsRead); err != nil {
+		return err
+	}
+	var rec T
+	err := s.st.View(func(tx store.Tx) (err error) { rec, err = load(tx, caller, c.Params("id"), false); return err })
+	if err != nil {
+		return err
+	}
+	return c.JSON(view(rec))
+}
+
 // listPromptRecords answers the records of bucket b (prompts, partials,
 // labels or collections) that keep accepts, given the workspace
 // ?workspace_id names ("": any, see listWorkspace), as view makes them,
