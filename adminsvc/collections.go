@@ -22,10 +22,12 @@ func (s *Service) registerCollections(v1 fiber.Router) {
 	v1.Delete("/collections/:id", s.deleteCollection)
 }
 
-// loadCollection finds a collection by id or slug that caller may see.
-func loadCollection(tx store.Tx, caller *core.Principal, ref string) (store.PromptCollection, error) {
-	return loadVisible(tx, caller, store.BucketCollections, "collection", ref,
+// loadCollection finds a collection by id or slug that caller may see,
+// and view (write false) or change (write true): see promptAccess.
+func loadCollection(tx store.Tx, caller *core.Principal, ref string, write bool) (store.PromptCollection, error) {
+	rec, err := loadVisible(tx, caller, store.BucketCollections, "collection", ref,
 		func(r store.PromptCollection) (string, string) { return r.Slug, r.WorkspaceID })
+	return withPromptAccess(tx, caller, write, rec, err)
 }
 
 // collectionIn finds the collection ref (id or slug) of workspace wsID for
@@ -65,11 +67,8 @@ func (s *Service) createCollection(c *fiber.Ctx) error {
 	col := store.PromptCollection{ID: core.NewID(), Slug: newSlug("col", name, "collection"), Name: name, OrganisationID: caller.OrganisationID,
 		CreatedBy: actor(caller), CreatedAt: now, LastUpdatedAt: now}
 	err := s.st.Update(func(tx store.Tx) error {
-		ws, err := s.resolveWorkspace(tx, caller, wsRef, true)
+		ws, err := s.promptWorkspace(tx, caller, wsRef)
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
 		col.WorkspaceID = ws.ID
@@ -89,55 +88,15 @@ func (s *Service) createCollection(c *fiber.Ctx) error {
 }
 
 func (s *Service) listCollections(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsList); err != nil {
-		return err
-	}
-	var p problems
-	pg := parsePage(c.Query, 50, 1000, &p)
-	if err := p.err(); err != nil {
-		return err
-	}
 	search := strings.ToLower(c.Query("search"))
-	var out []collectionView
-	err := s.st.View(func(tx store.Tx) error {
-		wsFilter, err := s.listWorkspace(tx, caller, c.Query("workspace_id"))
-		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
-			return err
-		}
-		all, err := store.List[store.PromptCollection](tx, store.BucketCollections)
-		for _, r := range all {
-			if (wsFilter == "" || r.WorkspaceID == wsFilter) && strings.Contains(strings.ToLower(r.Name), search) {
-				out = append(out, collectionView{r, "collection"})
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return newestFirst(c, pg, out, func(v collectionView) (time.Time, string) { return v.CreatedAt, v.Slug })
+	return listPromptRecords(s, c, store.BucketCollections, nil, func(r store.PromptCollection, ws string) bool {
+		return (ws == "" || r.WorkspaceID == ws) && strings.Contains(strings.ToLower(r.Name), search)
+	}, func(r store.PromptCollection) collectionView { return collectionView{r, "collection"} },
+		func(v collectionView) (time.Time, string) { return v.CreatedAt, v.Slug })
 }
 
 func (s *Service) getCollection(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsRead); err != nil {
-		return err
-	}
-	var col store.PromptCollection
-	err := s.st.View(func(tx store.Tx) (err error) {
-		if col, err = loadCollection(tx, caller, c.Params("id")); err != nil {
-			return err
-		}
-		return promptAccess(tx, caller, false)
-	})
-	if err != nil {
-		return err
-	}
-	return c.JSON(collectionView{col, "collection"})
+	return getPromptRecord(s, c, loadCollection, func(r store.PromptCollection) collectionView { return collectionView{r, "collection"} })
 }
 
 // updateCollection renames a collection: PUT {name}.
@@ -158,10 +117,7 @@ func (s *Service) updateCollection(c *fiber.Ctx) error {
 	}
 	var col store.PromptCollection
 	err := s.st.Update(func(tx store.Tx) (err error) {
-		if col, err = loadCollection(tx, caller, c.Params("id")); err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
+		if col, err = loadCollection(tx, caller, c.Params("id"), true); err != nil {
 			return err
 		}
 		col.Name, col.LastUpdatedAt = name, s.now()
@@ -181,11 +137,8 @@ func (s *Service) deleteCollection(c *fiber.Ctx) error {
 		return err
 	}
 	err := s.st.Update(func(tx store.Tx) error {
-		col, err := loadCollection(tx, caller, c.Params("id"))
+		col, err := loadCollection(tx, caller, c.Params("id"), true)
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
 		var inside []string

@@ -120,20 +120,21 @@ func labelNameTaken(tx store.Tx, l store.PromptLabel) (bool, error) {
 
 // loadLabel finds a label by id that caller may see: a workspace key sees
 // the organisation's labels and its workspace's. write refuses a workspace
-// key an organisation-wide label (403).
+// key an organisation-wide label (403); then caller must pass promptAccess
+// for a view (write false) or a change (write true).
 func loadLabel(tx store.Tx, caller *core.Principal, id string, write bool) (store.PromptLabel, error) {
 	var l store.PromptLabel
 	err := tx.Get(store.BucketPromptLabels, id, &l)
 	if err == nil && !caller.IsOrganisationKey() && !labelVisible(l, caller.OrganisationID, caller.WorkspaceID) {
 		err = store.ErrNotFound
 	}
-	if errors.Is(err, store.ErrNotFound) {
+	switch {
+	case errors.Is(err, store.ErrNotFound):
 		return l, core.NotFound("no label %q", id)
-	}
-	if err == nil && write && !caller.IsOrganisationKey() && l.WorkspaceID == "" {
+	case err == nil && write && !caller.IsOrganisationKey() && l.WorkspaceID == "":
 		return l, core.Forbidden("label %s belongs to the whole organisation: only an organisation key may change it", l.Name)
 	}
-	return l, err
+	return withPromptAccess(tx, caller, write, l, err)
 }
 
 // labelView is a label as the API shows it.
@@ -187,56 +188,16 @@ func (s *Service) createLabel(c *fiber.Ctx) error {
 }
 
 func (s *Service) listLabels(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsList); err != nil {
-		return err
-	}
-	var p problems
-	pg := parsePage(c.Query, 50, 1000, &p)
-	if err := p.err(); err != nil {
-		return err
-	}
-	search := strings.ToLower(c.Query("search"))
-	var out []labelView
-	err := s.st.View(func(tx store.Tx) error {
-		wsFilter, err := s.listWorkspace(tx, caller, c.Query("workspace_id"))
-		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
-			return err
-		}
-		all, err := store.List[store.PromptLabel](tx, store.BucketPromptLabels)
-		for _, l := range all {
-			if l.OrganisationID == caller.OrganisationID && (wsFilter == "" || labelVisible(l, caller.OrganisationID, wsFilter)) &&
-				strings.Contains(strings.ToLower(l.Name), search) {
-				out = append(out, labelView{l, "label"})
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return newestFirst(c, pg, out, func(v labelView) (time.Time, string) { return v.CreatedAt, v.Name })
+	caller, search := principal(c), strings.ToLower(c.Query("search"))
+	return listPromptRecords(s, c, store.BucketPromptLabels, nil, func(l store.PromptLabel, ws string) bool {
+		return l.OrganisationID == caller.OrganisationID && (ws == "" || labelVisible(l, caller.OrganisationID, ws)) &&
+			strings.Contains(strings.ToLower(l.Name), search)
+	}, func(l store.PromptLabel) labelView { return labelView{l, "label"} },
+		func(v labelView) (time.Time, string) { return v.CreatedAt, v.Name })
 }
 
 func (s *Service) getLabel(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsRead); err != nil {
-		return err
-	}
-	var l store.PromptLabel
-	err := s.st.View(func(tx store.Tx) (err error) {
-		if l, err = loadLabel(tx, caller, c.Params("id"), false); err != nil {
-			return err
-		}
-		return promptAccess(tx, caller, false)
-	})
-	if err != nil {
-		return err
-	}
-	return c.JSON(labelView{l, "label"})
+	return getPromptRecord(s, c, loadLabel, func(l store.PromptLabel) labelView { return labelView{l, "label"} })
 }
 
 func (s *Service) updateLabel(c *fiber.Ctx) error {
@@ -255,9 +216,6 @@ func (s *Service) updateLabel(c *fiber.Ctx) error {
 	var l store.PromptLabel
 	err := s.st.Update(func(tx store.Tx) (err error) {
 		if l, err = loadLabel(tx, caller, c.Params("id"), true); err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
 		if b.nameSet {
@@ -294,9 +252,6 @@ func (s *Service) deleteLabel(c *fiber.Ctx) error {
 	err := s.st.Update(func(tx store.Tx) error {
 		l, err := loadLabel(tx, caller, c.Params("id"), true)
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
 		prompts, err := store.List[store.Prompt](tx, store.BucketPrompts)
@@ -352,19 +307,16 @@ func (s *Service) labelPromptVersion(c *fiber.Ctx) error {
 	}
 	var view promptVersionView
 	err := s.st.Update(func(tx store.Tx) error {
-		rec, err := loadPrompt(tx, caller, c.Params("id"))
-		if err != nil {
-			return err
-		}
 		// The answer is the version, template included: viewing it needs
 		// the view setting too.
-		if err := promptAccess(tx, caller, false); err != nil {
+		rec, err := promptKind.load(tx, caller, c.Params("id"), false)
+		if err != nil {
 			return err
 		}
 		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
-		v, err := promptVersion(tx, rec, c.Params("versionId"))
+		v, err := promptKind.version(tx, rec, c.Params("versionId"))
 		if err != nil {
 			return err
 		}

@@ -2,7 +2,6 @@ package adminsvc
 
 import (
 	"encoding/json"
-	"errors"
 	"slices"
 	"strings"
 	"time"
@@ -68,22 +67,6 @@ func parsePartialBody(fields map[string]json.RawMessage, create bool) (partialBo
 	return b, sortedProblems(p).err()
 }
 
-// loadPartial finds a partial by id or slug that caller may see.
-func loadPartial(tx store.Tx, caller *core.Principal, ref string) (store.PromptPartial, error) {
-	return loadVisible(tx, caller, store.BucketPromptPartials, "partial", ref,
-		func(r store.PromptPartial) (string, string) { return r.Slug, r.WorkspaceID })
-}
-
-// partialVersion reads version id of partial rec.
-func partialVersion(tx store.Tx, rec store.PromptPartial, id string) (store.PartialVersion, error) {
-	var v store.PartialVersion
-	err := tx.Get(store.BucketPartialVersions, store.VersionKey(rec.ID, id), &v)
-	if errors.Is(err, store.ErrNotFound) {
-		return v, core.NotFound("partial %s has no version %q", rec.Slug, id)
-	}
-	return v, err
-}
-
 // allPartials is the default text of every partial, by workspace id, then
 // by slug: what {{> slug}} includes in that workspace's prompts.
 func allPartials(tx store.Tx) (map[string]map[string]string, error) {
@@ -93,7 +76,7 @@ func allPartials(tx store.Tx) (map[string]map[string]string, error) {
 	}
 	out := map[string]map[string]string{}
 	for _, rec := range recs {
-		v, err := partialVersion(tx, rec, rec.DefaultVersionID)
+		v, err := partialKind.version(tx, rec, rec.DefaultVersionID)
 		if err != nil {
 			return nil, err
 		}
@@ -143,7 +126,7 @@ func partialUsers(tx store.Tx, rec store.PromptPartial) ([]string, error) {
 		if p.WorkspaceID != rec.WorkspaceID {
 			continue
 		}
-		v, err := promptVersion(tx, p, p.DefaultVersionID)
+		v, err := promptKind.version(tx, p, p.DefaultVersionID)
 		if err != nil {
 			return nil, err
 		}
@@ -159,7 +142,7 @@ func partialUsers(tx store.Tx, rec store.PromptPartial) ([]string, error) {
 		if p.WorkspaceID != rec.WorkspaceID || p.ID == rec.ID {
 			continue
 		}
-		v, err := partialVersion(tx, p, p.DefaultVersionID)
+		v, err := partialKind.version(tx, p, p.DefaultVersionID)
 		if err != nil {
 			return nil, err
 		}
@@ -227,11 +210,8 @@ func (s *Service) createPartial(c *fiber.Ctx) error {
 		CreatedBy: actor(caller), UpdatedBy: actor(caller), CreatedAt: now, LastUpdatedAt: now,
 		VersionHeads: firstVersion(versionID)}
 	err := s.st.Update(func(tx store.Tx) error {
-		ws, err := s.resolveWorkspace(tx, caller, b.workspaceID, true)
+		ws, err := s.promptWorkspace(tx, caller, b.workspaceID)
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
 		rec.WorkspaceID = ws.ID
@@ -253,61 +233,17 @@ func (s *Service) createPartial(c *fiber.Ctx) error {
 }
 
 func (s *Service) listPartials(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsList); err != nil {
-		return err
-	}
-	var p problems
-	pg := parsePage(c.Query, 50, 1000, &p)
-	if err := p.err(); err != nil {
-		return err
-	}
 	search := strings.ToLower(c.Query("search"))
-	var out []partialView
-	err := s.st.View(func(tx store.Tx) error {
-		wsFilter, err := s.listWorkspace(tx, caller, c.Query("workspace_id"))
-		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
-			return err
-		}
-		all, err := store.List[store.PromptPartial](tx, store.BucketPromptPartials)
-		for _, r := range all {
-			if (wsFilter == "" || r.WorkspaceID == wsFilter) && strings.Contains(strings.ToLower(r.Name), search) {
-				out = append(out, partialViewOf(r, nil))
-			}
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return newestFirst(c, pg, out, func(v partialView) (time.Time, string) { return v.CreatedAt, v.Slug })
+	return listPromptRecords(s, c, store.BucketPromptPartials, nil, func(r store.PromptPartial, ws string) bool {
+		return (ws == "" || r.WorkspaceID == ws) && strings.Contains(strings.ToLower(r.Name), search)
+	}, func(r store.PromptPartial) partialView { return partialViewOf(r, nil) },
+		func(v partialView) (time.Time, string) { return v.CreatedAt, v.Slug })
 }
 
 func (s *Service) getPartial(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsRead); err != nil {
-		return err
-	}
-	var view partialView
-	err := s.st.View(func(tx store.Tx) error {
-		rec, err := loadPartial(tx, caller, c.Params("id"))
-		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
-			return err
-		}
-		v, err := partialVersion(tx, rec, rec.DefaultVersionID)
-		view = partialViewOf(rec, &v.Template)
-		return err
+	return getVersioned(s, c, partialKind, defaultVersion, func(r store.PromptPartial, v store.PartialVersion) partialView {
+		return partialViewOf(r, &v.Template)
 	})
-	if err != nil {
-		return err
-	}
-	return c.JSON(view)
 }
 
 // updatePartial renames a partial (name) and, when string is sent, stores
@@ -328,10 +264,7 @@ func (s *Service) updatePartial(c *fiber.Ctx) error {
 	}
 	var rec store.PromptPartial
 	err := s.st.Update(func(tx store.Tx) (err error) {
-		if rec, err = loadPartial(tx, caller, c.Params("id")); err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
+		if rec, err = partialKind.load(tx, caller, c.Params("id"), true); err != nil {
 			return err
 		}
 		now := s.now()
@@ -359,110 +292,26 @@ func (s *Service) updatePartial(c *fiber.Ctx) error {
 // deletePartial deletes a partial and its versions, unless the default
 // version of a prompt or of another partial includes it (409 naming them).
 func (s *Service) deletePartial(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsDelete); err != nil {
-		return err
-	}
-	err := s.st.Update(func(tx store.Tx) error {
-		rec, err := loadPartial(tx, caller, c.Params("id"))
-		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
-			return err
-		}
+	return deleteVersioned(s, c, partialKind, func(tx store.Tx, rec store.PromptPartial) error {
 		users, err := partialUsers(tx, rec)
-		if err != nil {
-			return err
+		if err == nil && len(users) > 0 {
+			err = core.Conflict("partial %s is included by the default version of %s: change or delete those first", rec.Slug, strings.Join(users, ", "))
 		}
-		if len(users) > 0 {
-			return core.Conflict("partial %s is included by the default version of %s: change or delete those first", rec.Slug, strings.Join(users, ", "))
-		}
-		if err := store.DeleteVersions(tx, store.BucketPartialVersions, rec.ID); err != nil {
-			return err
-		}
-		return tx.Delete(store.BucketPromptPartials, rec.ID)
+		return err
 	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadPrompts("deleted"); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{})
 }
 
 func (s *Service) listPartialVersions(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsRead); err != nil {
-		return err
-	}
-	var p problems
-	pg := parsePage(c.Query, 50, 1000, &p)
-	if err := p.err(); err != nil {
-		return err
-	}
-	var out []partialVersionView
-	err := s.st.View(func(tx store.Tx) error {
-		rec, err := loadPartial(tx, caller, c.Params("id"))
-		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
-			return err
-		}
-		versions, err := store.Versions[store.PartialVersion](tx, store.BucketPartialVersions, rec.ID)
-		for _, v := range slices.Backward(versions) { // newest first
-			out = append(out, partialVersionView{PartialVersion: v, IsDefault: v.ID == rec.DefaultVersionID, Object: "prompt_partial_version"})
-		}
-		return err
+	return listVersions(s, c, partialKind, func(r store.PromptPartial, v store.PartialVersion) partialVersionView {
+		return partialVersionView{PartialVersion: v, IsDefault: v.ID == r.DefaultVersionID, Object: "prompt_partial_version"}
 	})
-	if err != nil {
-		return err
-	}
-	return sendList(c, pg, out)
 }
 
 // makeDefaultPartial publishes a version: PUT /prompts/partials/{id}/makeDefault
 // {version} makes it the text templates include, once checked as the
 // partial's text (what it includes exists, no partial includes itself).
 func (s *Service) makeDefaultPartial(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsPublish); err != nil {
-		return err
-	}
-	n, cerr := versionNumberBody(c.Body())
-	if cerr != nil {
-		return cerr
-	}
-	var rec store.PromptPartial
-	err := s.st.Update(func(tx store.Tx) (err error) {
-		if rec, err = loadPartial(tx, caller, c.Params("id")); err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
-			return err
-		}
-		v, found, err := numberedVersion(tx, store.BucketPartialVersions, rec.ID, n, func(v store.PartialVersion) int { return v.Version })
-		if err != nil {
-			return err
-		}
-		if !found {
-			return core.ValidationError("version", "version: partial %s has no version %d (the latest is %d)", rec.Slug, n, rec.LatestVersion)
-		}
-		if err := checkPartialIncludes(tx, rec, "version", v.Template); err != nil {
-			return err
-		}
-		now := s.now()
-		rec.DefaultVersion, rec.DefaultVersionID = n, v.ID
-		rec.UpdatedBy, rec.LastUpdatedAt = actor(caller), now
-		return tx.Put(store.BucketPromptPartials, rec.ID, rec)
+	return makeDefault(s, c, partialKind, func(tx store.Tx, rec store.PromptPartial, v store.PartialVersion) error {
+		return checkPartialIncludes(tx, rec, "version", v.Template)
 	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadPrompts("published"); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{"id": rec.ID, "slug": rec.Slug, "version": rec.DefaultVersion, "version_id": rec.DefaultVersionID})
 }

@@ -80,7 +80,7 @@ func (ps *Prompts) Reload() error {
 			return err
 		}
 		for _, rec := range recs {
-			v, err := promptVersion(tx, rec, rec.DefaultVersionID)
+			v, err := promptKind.version(tx, rec, rec.DefaultVersionID)
 			var pv *prompt.Version
 			if err == nil {
 				pv, err = renderable(rec, v, snap.partials[rec.WorkspaceID])
@@ -171,10 +171,10 @@ func (ps *Prompts) MayView(p *core.Principal, _ *prompt.Version) *core.Error {
 // number, "latest", or the name of a label visible in rec's workspace.
 func selectVersion(tx store.Tx, rec store.Prompt, selector string) (store.PromptVersion, error) {
 	if selector == "latest" {
-		return promptVersion(tx, rec, rec.LatestVersionID)
+		return promptKind.version(tx, rec, rec.LatestVersionID)
 	}
 	if n, err := strconv.Atoi(selector); err == nil {
-		v, found, err := numberedVersion(tx, store.BucketPromptVersions, rec.ID, n, func(v store.PromptVersion) int { return v.Version })
+		v, found, err := promptKind.numbered(tx, rec, n)
 		if err == nil && !found {
 			err = core.NotFound("prompt %s has no version %d (the latest is %d)", rec.Slug, n, rec.LatestVersion)
 		}
@@ -208,15 +208,201 @@ func nextVersion(h *store.VersionHeads, now time.Time) {
 	h.LatestVersion, h.LatestVersionID = h.LatestVersion+1, nextVersionID(h.LatestVersionID, now)
 }
 
-// numberedVersion finds version number n (number reads it) among the
-// versions of record recordID kept in bucket b: a prompt's or a partial's.
-func numberedVersion[V any](tx store.Tx, b store.Bucket, recordID string, n int, number func(V) int) (V, bool, error) {
-	versions, err := store.Versions[V](tx, b, recordID)
-	if i := slices.IndexFunc(versions, func(v V) bool { return number(v) == n }); err == nil && i >= 0 {
+// versionedKind describes prompts or partials (records R of a workspace,
+// kept in numbered versions V) to the handlers they share, which use the
+// prompts.* scopes and settings.
+type versionedKind[R, V any] struct {
+	noun             string // "prompt", in messages
+	bucket, versions store.Bucket
+	// versionKey names the version number in answers ("prompt_version"),
+	// and, with "_id", its id.
+	versionKey string
+	fields     func(*R) versionedFields
+	// idNumber reads a version's id and number.
+	idNumber func(V) (string, int)
+}
+
+// versionedFields points at the fields of a record the shared handlers
+// read and set.
+type versionedFields struct {
+	id, slug, workspaceID, updatedBy *string
+	lastUpdatedAt                    *time.Time
+	heads                            *store.VersionHeads
+}
+
+var promptKind = versionedKind[store.Prompt, store.PromptVersion]{noun: "prompt",
+	bucket: store.BucketPrompts, versions: store.BucketPromptVersions, versionKey: "prompt_version",
+	fields: func(r *store.Prompt) versionedFields {
+		return versionedFields{id: &r.ID, slug: &r.Slug, workspaceID: &r.WorkspaceID, updatedBy: &r.UpdatedBy,
+			lastUpdatedAt: &r.LastUpdatedAt, heads: &r.VersionHeads}
+	},
+	idNumber: func(v store.PromptVersion) (string, int) { return v.ID, v.Version }}
+
+var partialKind = versionedKind[store.PromptPartial, store.PartialVersion]{noun: "partial",
+	bucket: store.BucketPromptPartials, versions: store.BucketPartialVersions, versionKey: "version",
+	fields: func(r *store.PromptPartial) versionedFields {
+		return versionedFields{id: &r.ID, slug: &r.Slug, workspaceID: &r.WorkspaceID, updatedBy: &r.UpdatedBy,
+			lastUpdatedAt: &r.LastUpdatedAt, heads: &r.VersionHeads}
+	},
+	idNumber: func(v store.PartialVersion) (string, int) { return v.ID, v.Version }}
+
+// load finds a record by id or slug that caller may see, and view (write
+// false) or change (write true): see promptAccess.
+func (k versionedKind[R, V]) load(tx store.Tx, caller *core.Principal, ref string, write bool) (R, error) {
+	rec, err := loadVisible(tx, caller, k.bucket, k.noun, ref,
+		func(r R) (string, string) { f := k.fields(&r); return *f.slug, *f.workspaceID })
+	return withPromptAccess(tx, caller, write, rec, err)
+}
+
+// version reads version id of rec.
+func (k versionedKind[R, V]) version(tx store.Tx, rec R, id string) (V, error) {
+	var v V
+	f := k.fields(&rec)
+	err := tx.Get(k.versions, store.VersionKey(*f.id, id), &v)
+	if errors.Is(err, store.ErrNotFound) {
+		return v, core.NotFound("%s %s has no version %q", k.noun, *f.slug, id)
+	}
+	return v, err
+}
+
+// numbered finds version number n of rec.
+func (k versionedKind[R, V]) numbered(tx store.Tx, rec R, n int) (V, bool, error) {
+	versions, err := store.Versions[V](tx, k.versions, *k.fields(&rec).id)
+	if i := slices.IndexFunc(versions, func(v V) bool { _, vn := k.idNumber(v); return vn == n }); err == nil && i >= 0 {
 		return versions[i], true, nil
 	}
 	var zero V
 	return zero, false, err
+}
+
+// defaultVersion picks a record's default version for getVersioned.
+func defaultVersion(h store.VersionHeads) string { return h.DefaultVersionID }
+
+// getVersioned answers the version of a record that which picks, as view
+// makes it.
+func getVersioned[R, V, W any](s *Service, c *fiber.Ctx, k versionedKind[R, V], which func(store.VersionHeads) string, view func(R, V) W) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsRead); err != nil {
+		return err
+	}
+	var out W
+	err := s.st.View(func(tx store.Tx) error {
+		rec, err := k.load(tx, caller, c.Params("id"), false)
+		if err != nil {
+			return err
+		}
+		v, err := k.version(tx, rec, which(*k.fields(&rec).heads))
+		out = view(rec, v)
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(out)
+}
+
+// listVersions answers a record's versions, newest first, as view makes
+// them.
+func listVersions[R, V, W any](s *Service, c *fiber.Ctx, k versionedKind[R, V], view func(R, V) W) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsRead); err != nil {
+		return err
+	}
+	var p problems
+	pg := parsePage(c.Query, 50, 1000, &p)
+	if err := p.err(); err != nil {
+		return err
+	}
+	var out []W
+	err := s.st.View(func(tx store.Tx) error {
+		rec, err := k.load(tx, caller, c.Params("id"), false)
+		if err != nil {
+			return err
+		}
+		versions, err := store.Versions[V](tx, k.versions, *k.fields(&rec).id)
+		for _, v := range slices.Backward(versions) { // newest first
+			out = append(out, view(rec, v))
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return sendList(c, pg, out)
+}
+
+// makeDefault publishes a version: PUT /{id}/makeDefault {version}, a
+// version number, makes it the record's default once check accepts it (a
+// 400 naming field "version" when what it includes is wrong).
+func makeDefault[R, V any](s *Service, c *fiber.Ctx, k versionedKind[R, V], check func(tx store.Tx, rec R, v V) error) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsPublish); err != nil {
+		return err
+	}
+	n, cerr := versionNumberBody(c.Body())
+	if cerr != nil {
+		return cerr
+	}
+	var rec R
+	f := k.fields(&rec)
+	err := s.st.Update(func(tx store.Tx) (err error) {
+		if rec, err = k.load(tx, caller, c.Params("id"), true); err != nil {
+			return err
+		}
+		v, found, err := k.numbered(tx, rec, n)
+		if err != nil {
+			return err
+		}
+		if !found {
+			return core.ValidationError("version", "version: %s %s has no version %d (the latest is %d)", k.noun, *f.slug, n, f.heads.LatestVersion)
+		}
+		if err := check(tx, rec, v); err != nil {
+			return err
+		}
+		now := s.now()
+		f.heads.DefaultVersionID, f.heads.DefaultVersion = k.idNumber(v)
+		*f.updatedBy, *f.lastUpdatedAt = actor(caller), now
+		return tx.Put(k.bucket, *f.id, rec)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadPrompts("published"); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{"id": *f.id, "slug": *f.slug, k.versionKey: f.heads.DefaultVersion, k.versionKey + "_id": f.heads.DefaultVersionID})
+}
+
+// deleteVersioned deletes a record and its versions once check, if any,
+// accepts it.
+func deleteVersioned[R, V any](s *Service, c *fiber.Ctx, k versionedKind[R, V], check func(store.Tx, R) error) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsDelete); err != nil {
+		return err
+	}
+	err := s.st.Update(func(tx store.Tx) error {
+		rec, err := k.load(tx, caller, c.Params("id"), true)
+		if err != nil {
+			return err
+		}
+		if check != nil {
+			if err := check(tx, rec); err != nil {
+				return err
+			}
+		}
+		id := *k.fields(&rec).id
+		if err := store.DeleteVersions(tx, k.versions, id); err != nil {
+			return err
+		}
+		return tx.Delete(k.bucket, id)
+	})
+	if err != nil {
+		return err
+	}
+	if err := s.reloadPrompts("deleted"); err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{})
 }
 
 // registerPrompts adds the /prompts routes. POST /prompts/{id}/render and
@@ -266,20 +452,79 @@ func promptAccess(tx store.Tx, caller *core.Principal, write bool) error {
 	return core.Forbidden("the %s setting is off for this workspace: this key may not %s prompts", permitFlag(caller, what), verb)
 }
 
-// loadPrompt finds a prompt by id or slug that caller may see.
-func loadPrompt(tx store.Tx, caller *core.Principal, ref string) (store.Prompt, error) {
-	return loadVisible(tx, caller, store.BucketPrompts, "prompt", ref,
-		func(r store.Prompt) (string, string) { return r.Slug, r.WorkspaceID })
+// withPromptAccess passes on rec and err, a loader's answer, once caller
+// passes promptAccess for a view (write false) or a change (write true).
+func withPromptAccess[T any](tx store.Tx, caller *core.Principal, write bool, rec T, err error) (T, error) {
+	if err == nil {
+		err = promptAccess(tx, caller, write)
+	}
+	return rec, err
 }
 
-// promptVersion reads version id of prompt rec.
-func promptVersion(tx store.Tx, rec store.Prompt, id string) (store.PromptVersion, error) {
-	var v store.PromptVersion
-	err := tx.Get(store.BucketPromptVersions, store.VersionKey(rec.ID, id), &v)
-	if errors.Is(err, store.ErrNotFound) {
-		return v, core.NotFound("prompt %s has no version %q", rec.Slug, id)
+// promptWorkspace is the workspace ref names (see resolveWorkspace) for a
+// new prompt, partial or collection, once caller passes promptAccess for a
+// change.
+func (s *Service) promptWorkspace(tx store.Tx, caller *core.Principal, ref string) (store.Workspace, error) {
+	ws, err := s.resolveWorkspace(tx, caller, ref, true)
+	return withPromptAccess(tx, caller, true, ws, err)
+}
+
+// getPromptRecord answers the record that load finds by the id (or slug)
+// in the path, for a view (a label or a collection), as view makes it.
+func getPromptRecord[T, W any](s *Service, c *fiber.Ctx, load func(tx store.Tx, caller *core.Principal, ref string, write bool) (T, error), view func(T) W) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsRead); err != nil {
+		return err
 	}
-	return v, err
+	var rec T
+	err := s.st.View(func(tx store.Tx) (err error) { rec, err = load(tx, caller, c.Params("id"), false); return err })
+	if err != nil {
+		return err
+	}
+	return c.JSON(view(rec))
+}
+
+// listPromptRecords answers the records of bucket b (prompts, partials,
+// labels or collections) that keep accepts, given the workspace
+// ?workspace_id names ("": any, see listWorkspace), as view makes them,
+// newest first. before, if any, runs first in the same transaction.
+func listPromptRecords[T, W any](s *Service, c *fiber.Ctx, b store.Bucket, before func(store.Tx) error, keep func(r T, wsFilter string) bool,
+	view func(T) W, order func(W) (time.Time, string)) error {
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsList); err != nil {
+		return err
+	}
+	var p problems
+	pg := parsePage(c.Query, 50, 1000, &p)
+	if err := p.err(); err != nil {
+		return err
+	}
+	var out []W
+	err := s.st.View(func(tx store.Tx) error {
+		wsFilter, err := s.listWorkspace(tx, caller, c.Query("workspace_id"))
+		if err != nil {
+			return err
+		}
+		if err := promptAccess(tx, caller, false); err != nil {
+			return err
+		}
+		if before != nil {
+			if err := before(tx); err != nil {
+				return err
+			}
+		}
+		all, err := store.List[T](tx, b)
+		for _, r := range all {
+			if keep(r, wsFilter) {
+				out = append(out, view(r))
+			}
+		}
+		return err
+	})
+	if err != nil {
+		return err
+	}
+	return newestFirst(c, pg, out, order)
 }
 
 // Limits of the prompt fields; maxPromptIdentifier bounds model,
@@ -554,11 +799,8 @@ func (s *Service) createPrompt(c *fiber.Ctx) error {
 		CollectionID: b.collectionID, Status: store.StatusActive, CreatedBy: actor(caller), UpdatedBy: actor(caller),
 		CreatedAt: now, LastUpdatedAt: now, VersionHeads: firstVersion(versionID)}
 	err := s.st.Update(func(tx store.Tx) error {
-		ws, err := s.resolveWorkspace(tx, caller, b.workspaceID, true)
+		ws, err := s.promptWorkspace(tx, caller, b.workspaceID)
 		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
 			return err
 		}
 		rec.WorkspaceID = ws.ID
@@ -587,69 +829,29 @@ func (s *Service) createPrompt(c *fiber.Ctx) error {
 }
 
 func (s *Service) listPrompts(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsList); err != nil {
-		return err
-	}
-	var p problems
-	pg := parsePage(c.Query, 50, 1000, &p)
-	if err := p.err(); err != nil {
-		return err
-	}
 	collection, search := c.Query("collection_id"), strings.ToLower(c.Query("search"))
-	var out []promptView
-	err := s.st.View(func(tx store.Tx) error {
-		wsFilter, err := s.listWorkspace(tx, caller, c.Query("workspace_id"))
-		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
-			return err
-		}
+	named := func(tx store.Tx) error {
 		if collection == "" {
-		} else if col, found, err := findBySlug(tx, store.BucketCollections, collection,
-			func(r store.PromptCollection) (string, string) { return r.ID, r.Slug }); err != nil {
-			return err
-		} else if found {
+			return nil
+		}
+		col, found, err := findBySlug(tx, store.BucketCollections, collection,
+			func(r store.PromptCollection) (string, string) { return r.ID, r.Slug })
+		if found {
 			collection = col.ID // named by slug
 		}
-		all, err := store.List[store.Prompt](tx, store.BucketPrompts)
-		for _, r := range all {
-			if (wsFilter == "" || r.WorkspaceID == wsFilter) && (collection == "" || r.CollectionID == collection) &&
-				strings.Contains(strings.ToLower(r.Name), search) {
-				out = append(out, promptViewOf(r, nil))
-			}
-		}
-		return err
-	})
-	if err != nil {
 		return err
 	}
-	return newestFirst(c, pg, out, func(v promptView) (time.Time, string) { return v.CreatedAt, v.Slug })
+	return listPromptRecords(s, c, store.BucketPrompts, named, func(r store.Prompt, ws string) bool {
+		return (ws == "" || r.WorkspaceID == ws) && (collection == "" || r.CollectionID == collection) &&
+			strings.Contains(strings.ToLower(r.Name), search)
+	}, func(r store.Prompt) promptView { return promptViewOf(r, nil) },
+		func(v promptView) (time.Time, string) { return v.CreatedAt, v.Slug })
 }
 
 func (s *Service) getPrompt(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsRead); err != nil {
-		return err
-	}
-	var view promptView
-	err := s.st.View(func(tx store.Tx) error {
-		rec, err := loadPrompt(tx, caller, c.Params("id"))
-		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
-			return err
-		}
-		v, err := promptVersion(tx, rec, rec.DefaultVersionID)
-		view = promptViewOf(rec, &v.PromptContent)
-		return err
+	return getVersioned(s, c, promptKind, defaultVersion, func(r store.Prompt, v store.PromptVersion) promptView {
+		return promptViewOf(r, &v.PromptContent)
 	})
-	if err != nil {
-		return err
-	}
-	return c.JSON(view)
 }
 
 func (s *Service) updatePrompt(c *fiber.Ctx) error {
@@ -667,14 +869,11 @@ func (s *Service) updatePrompt(c *fiber.Ctx) error {
 	}
 	var rec store.Prompt
 	err := s.st.Update(func(tx store.Tx) (err error) {
-		if rec, err = loadPrompt(tx, caller, c.Params("id")); err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
+		if rec, err = promptKind.load(tx, caller, c.Params("id"), true); err != nil {
 			return err
 		}
 		if b.patch {
-			latest, err := promptVersion(tx, rec, rec.LatestVersionID)
+			latest, err := promptKind.version(tx, rec, rec.LatestVersionID)
 			if err != nil {
 				return err
 			}
@@ -717,85 +916,15 @@ func (s *Service) updatePrompt(c *fiber.Ctx) error {
 }
 
 func (s *Service) deletePrompt(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsDelete); err != nil {
-		return err
-	}
-	err := s.st.Update(func(tx store.Tx) error {
-		rec, err := loadPrompt(tx, caller, c.Params("id"))
-		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
-			return err
-		}
-		if err := store.DeleteVersions(tx, store.BucketPromptVersions, rec.ID); err != nil {
-			return err
-		}
-		return tx.Delete(store.BucketPrompts, rec.ID)
-	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadPrompts("deleted"); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{})
+	return deleteVersioned(s, c, promptKind, nil)
 }
 
 func (s *Service) listPromptVersions(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsRead); err != nil {
-		return err
-	}
-	var p problems
-	pg := parsePage(c.Query, 50, 1000, &p)
-	if err := p.err(); err != nil {
-		return err
-	}
-	var out []promptVersionView
-	err := s.st.View(func(tx store.Tx) error {
-		rec, err := loadPrompt(tx, caller, c.Params("id"))
-		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
-			return err
-		}
-		versions, err := store.Versions[store.PromptVersion](tx, store.BucketPromptVersions, rec.ID)
-		for _, v := range slices.Backward(versions) { // newest first
-			out = append(out, promptVersionViewOf(rec, v))
-		}
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return sendList(c, pg, out)
+	return listVersions(s, c, promptKind, promptVersionViewOf)
 }
 
 func (s *Service) getPromptVersion(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsRead); err != nil {
-		return err
-	}
-	var view promptVersionView
-	err := s.st.View(func(tx store.Tx) error {
-		rec, err := loadPrompt(tx, caller, c.Params("id"))
-		if err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, false); err != nil {
-			return err
-		}
-		v, err := promptVersion(tx, rec, c.Params("versionId"))
-		view = promptVersionViewOf(rec, v)
-		return err
-	})
-	if err != nil {
-		return err
-	}
-	return c.JSON(view)
+	return getVersioned(s, c, promptKind, func(store.VersionHeads) string { return c.Params("versionId") }, promptVersionViewOf)
 }
 
 // versionNumberBody reads a makeDefault body: {version}, a version number.
@@ -818,42 +947,7 @@ func versionNumberBody(body []byte) (int, *core.Error) {
 // makeDefaultPrompt publishes a version: PUT /prompts/{id}/makeDefault
 // {version}, a version number, makes it the one the data plane renders.
 func (s *Service) makeDefaultPrompt(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsPublish); err != nil {
-		return err
-	}
-	n, cerr := versionNumberBody(c.Body())
-	if cerr != nil {
-		return cerr
-	}
-	var rec store.Prompt
-	err := s.st.Update(func(tx store.Tx) (err error) {
-		if rec, err = loadPrompt(tx, caller, c.Params("id")); err != nil {
-			return err
-		}
-		if err := promptAccess(tx, caller, true); err != nil {
-			return err
-		}
-		v, found, err := numberedVersion(tx, store.BucketPromptVersions, rec.ID, n, func(v store.PromptVersion) int { return v.Version })
-		if err != nil {
-			return err
-		}
-		if !found {
-			return core.ValidationError("version", "version: prompt %s has no version %d (the latest is %d)", rec.Slug, n, rec.LatestVersion)
-		}
-		if err := checkIncludes(tx, rec.WorkspaceID, "version", v.Template); err != nil {
-			return err
-		}
-		now := s.now()
-		rec.DefaultVersion, rec.DefaultVersionID = n, v.ID
-		rec.UpdatedBy, rec.LastUpdatedAt = actor(caller), now
-		return tx.Put(store.BucketPrompts, rec.ID, rec)
+	return makeDefault(s, c, promptKind, func(tx store.Tx, rec store.Prompt, v store.PromptVersion) error {
+		return checkIncludes(tx, rec.WorkspaceID, "version", v.Template)
 	})
-	if err != nil {
-		return err
-	}
-	if err := s.reloadPrompts("published"); err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{"id": rec.ID, "slug": rec.Slug, "prompt_version": rec.DefaultVersion, "prompt_version_id": rec.DefaultVersionID})
 }
