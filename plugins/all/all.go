@@ -7,6 +7,7 @@ import (
 	// Providers.
 	_ "github.com/llm-gateway/gateway/plugins/providers/anthropic"
 	_ "github.com/llm-gateway/gateway/plugins/providers/bedrock"
+	_ "github.com/llm-gateway/gateway/plugins/providers/gemini"
 	_ "github.com/llm-gateway/gateway/plugins/providers/openai"
 
 	// Cache modes.

@@ -77,7 +77,7 @@ func translateRequest(body []byte) ([]byte, error) {
 	if err := in.Parse(body, Name); err != nil {
 		return nil, err
 	}
-	if err := in.Refuse(Name); err != nil {
+	if err := in.Refuse(Name, 0); err != nil {
 		return nil, err
 	}
 	out := messagesRequest{Model: in.Model, MaxTokens: in.MaxTokensOr(DefaultMaxTokens), Stream: in.Stream,

@@ -1,7 +1,6 @@
 package anthropic
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -17,11 +16,9 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 	if req.Endpoint != core.EndpointChatComplete {
 		return
 	}
-	resp.Stream = &chunkStream{src: resp.Stream, includeUsage: chat.IncludeUsage(req), chunks: chat.Chunks{Created: p.now().Unix()}, tools: map[int]int{}}
+	resp.Stream = &chunkStream{src: resp.Stream, events: chat.Events{Src: resp.Stream, Name: "Anthropic"}, includeUsage: chat.IncludeUsage(req),
+		chunks: chat.Chunks{Created: p.now().Unix()}, tools: map[int]int{}}
 }
-
-// maxEvent bounds one upstream event held while it is read.
-const maxEvent = 8 << 20
 
 // chunkStream reads Anthropic's Messages event stream and hands out the
 // same answer as OpenAI chat.completion.chunk events, each upstream event
@@ -46,20 +43,16 @@ const maxEvent = 8 << 20
 // Lines may end in "\n" or "\r\n".
 type chunkStream struct {
 	src          io.ReadCloser
+	events       chat.Events // reads src
 	includeUsage bool
 	chunks       chat.Chunks // id, model and created of the chunks
 
-	in      []byte // read from src; in[start:] is not translated yet
-	start   int
-	scanned int    // in[start:scanned] are whole lines of the event being read
-	data    []byte // the event's data lines, joined by "\n"
-	out     []byte // translated; out[off:] is not handed out yet
-	off     int
-	err     error // returned once out is handed out: the stream's end
-	srcErr  error // src's error, returned by fill once the bytes read with it are translated
-	usage   usage
-	tools   map[int]int // a tool_use block's index → its tool call's index
-	ev      streamEvent // the event being translated, reused
+	out   []byte // translated; out[off:] is not handed out yet
+	off   int
+	err   error // returned once out is handed out: the stream's end
+	usage usage
+	tools map[int]int // a tool_use block's index → its tool call's index
+	ev    streamEvent // the event being translated, reused
 }
 
 func (s *chunkStream) Read(p []byte) (int, error) {
@@ -68,13 +61,15 @@ func (s *chunkStream) Read(p []byte) (int, error) {
 		if s.err != nil {
 			return 0, s.err
 		}
-		if data, ok := s.nextEvent(); ok {
+		if data, ok := s.events.Next(); ok {
 			if err := s.translate(data); err != nil {
 				s.err = err
 			}
 			continue
 		}
-		if err := s.fill(); err != nil {
+		if err := s.events.Fill(); err == io.EOF {
+			s.err = fmt.Errorf("Anthropic's stream ended before message_stop: %w", io.ErrUnexpectedEOF)
+		} else if err != nil {
 			s.err = err
 		}
 	}
@@ -84,62 +79,6 @@ func (s *chunkStream) Read(p []byte) (int, error) {
 }
 
 func (s *chunkStream) Close() error { return s.src.Close() }
-
-// fill reads more of the upstream; an end before message_stop is an error.
-func (s *chunkStream) fill() error {
-	if s.start > 0 {
-		n := copy(s.in, s.in[s.start:])
-		s.in, s.scanned, s.start = s.in[:n], s.scanned-s.start, 0
-	}
-	if len(s.in) > maxEvent {
-		return fmt.Errorf("an event of Anthropic's stream is larger than %d bytes", maxEvent)
-	}
-	if len(s.in) == cap(s.in) {
-		s.in = append(s.in, make([]byte, max(4096, len(s.in)))...)[:len(s.in)]
-	}
-	if err := s.srcErr; err != nil {
-		return err
-	}
-	n, err := s.src.Read(s.in[len(s.in):cap(s.in)])
-	s.in = s.in[:len(s.in)+n]
-	if err == io.EOF {
-		err = fmt.Errorf("Anthropic's stream ended before message_stop: %w", io.ErrUnexpectedEOF)
-	}
-	if err != nil && n > 0 {
-		// The events those bytes complete are handed out first.
-		s.srcErr, err = err, nil
-	}
-	return err
-}
-
-// nextEvent returns the data of the next whole event read (its data lines
-// joined by "\n"); ok is false when none is whole yet. Events without data
-// are skipped.
-func (s *chunkStream) nextEvent() (data []byte, ok bool) {
-	for {
-		i := bytes.IndexByte(s.in[s.scanned:], '\n')
-		if i < 0 {
-			return nil, false
-		}
-		line := s.in[s.scanned : s.scanned+i]
-		s.scanned += i + 1
-		line = bytes.TrimSuffix(line, []byte{'\r'})
-		if len(line) == 0 {
-			s.start = s.scanned
-			if len(s.data) > 0 {
-				data, s.data = s.data, s.data[:0]
-				return data, true
-			}
-			continue
-		}
-		if v, isData := bytes.CutPrefix(line, []byte("data:")); isData {
-			if len(s.data) > 0 {
-				s.data = append(s.data, '\n')
-			}
-			s.data = append(s.data, bytes.TrimPrefix(v, []byte{' '})...)
-		}
-	}
-}
 
 // streamEvent is one Messages stream event, as much of it as is
 // translated. Its parts are values, not pointers: a part an event lacks

@@ -103,7 +103,7 @@ func translateRequest(body []byte) (model string, out []byte, err error) {
 	if err := in.Parse(body, Name); err != nil {
 		return "", nil, err
 	}
-	if err := in.Refuse(Name); err != nil {
+	if err := in.Refuse(Name, 0); err != nil {
 		return "", nil, err
 	}
 	if in.Model == "" {

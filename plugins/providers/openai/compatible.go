@@ -17,9 +17,10 @@ var Compatible = []Spec{
 	bearer("together-ai", "https://api.together.xyz/v1"),
 	bearer("mistral-ai", "https://api.mistral.ai/v1"),
 	{
-		// Gemini through Google's OpenAI-compatible endpoint: chat
-		// completions, embeddings, and GET /models through the proxy. The
-		// native API (generateContent) is not translated.
+		// Gemini through Google's OpenAI-compatible endpoint, passed
+		// through: chat completions, embeddings, and GET /models through
+		// the proxy. Provider "gemini" (plugins/providers/gemini) is the
+		// native API (generateContent), translated.
 		Name: "google", BaseURL: "https://generativelanguage.googleapis.com/v1beta/openai",
 		AuthHeader: "Authorization", AuthPrefix: "Bearer ",
 		Endpoints: []core.Endpoint{core.EndpointChatComplete, core.EndpointEmbed},

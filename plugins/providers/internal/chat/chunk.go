@@ -19,12 +19,17 @@ var RoleDelta, EmptyDelta = []byte(`{"role":"assistant","content":""}`), []byte(
 
 // ToolStart is the delta that opens tool call i (counting from 0), with
 // its id, type and name and empty arguments.
-func (c *Chunks) ToolStart(i int, id, name string) []byte {
+func (c *Chunks) ToolStart(i int, id, name string) []byte { return c.ToolCall(i, id, name, "") }
+
+// ToolCall is the delta of tool call i (counting from 0) whole: its id,
+// type, name and arguments.
+func (c *Chunks) ToolCall(i int, id, name, arguments string) []byte {
 	d := append(c.toolDelta(i), `,"id":`...)
 	d = jsonenc.AppendString(d, id)
 	d = append(d, `,"type":"function","function":{"name":`...)
 	d = jsonenc.AppendString(d, name)
-	c.delta = append(d, `,"arguments":""}}]}`...)
+	d = append(d, `,"arguments":`...)
+	c.delta = append(jsonenc.AppendString(d, arguments), `}}]}`...)
 	return c.delta
 }
 

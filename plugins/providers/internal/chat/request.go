@@ -10,10 +10,11 @@ import (
 )
 
 // Request is the part of an OpenAI chat completion request that the
-// translating providers read; every other field (frequency_penalty,
-// presence_penalty, logit_bias, seed, service_tier, store, metadata,
-// prediction, reasoning_effort, web_search_options, ...) is dropped.
-// stream_options is read by the stream translations (IncludeUsage).
+// translating providers read; every other field (logit_bias,
+// service_tier, store, metadata, prediction, reasoning_effort,
+// web_search_options, ...) is dropped, and so are the fields read here
+// that a provider's API has no place for. stream_options is read by the
+// stream translations (IncludeUsage).
 type Request struct {
 	Model               string          `json:"model"`
 	Messages            []Message       `json:"messages"`
@@ -29,14 +30,28 @@ type Request struct {
 	ToolChoice          json.RawMessage `json:"tool_choice"`
 	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
 	Thinking            json.RawMessage `json:"thinking"`
+	Seed                json.RawMessage `json:"seed"`
+	PresencePenalty     json.RawMessage `json:"presence_penalty"`
+	FrequencyPenalty    json.RawMessage `json:"frequency_penalty"`
 
-	// Refused by Refuse: the answer could not be what they ask for.
-	N              *int                   `json:"n"`
-	Logprobs       *bool                  `json:"logprobs"`
-	ResponseFormat *struct{ Type string } `json:"response_format"`
-	Functions      json.RawMessage        `json:"functions"`
-	FunctionCall   json.RawMessage        `json:"function_call"`
-	Audio          json.RawMessage        `json:"audio"`
+	// Refused by Refuse unless the provider takes them (Takes): the
+	// answer could not be what they ask for.
+	N              *int            `json:"n"`
+	Logprobs       *bool           `json:"logprobs"`
+	ResponseFormat *ResponseFormat `json:"response_format"`
+	Functions      json.RawMessage `json:"functions"`
+	FunctionCall   json.RawMessage `json:"function_call"`
+	Audio          json.RawMessage `json:"audio"`
+}
+
+// ResponseFormat is response_format: type text, json_object, or
+// json_schema with its schema.
+type ResponseFormat struct {
+	Type       string `json:"type"`
+	JSONSchema *struct {
+		Name   string          `json:"name"`
+		Schema json.RawMessage `json:"schema"`
+	} `json:"json_schema"`
 }
 
 // Message is one message of the conversation.
@@ -86,16 +101,25 @@ func (in *Request) Parse(body []byte, provider string) error {
 	return nil
 }
 
+// Takes names what a provider can answer among the fields Refuse refuses.
+type Takes uint8
+
+const (
+	TakesN              Takes = 1 << iota // n > 1: one choice per candidate
+	TakesResponseFormat                   // response_format json_object and json_schema
+)
+
 // Refuse is the 400 for a field whose answer provider cannot give: n > 1,
 // logprobs, a response_format other than text, functions and
-// function_call, audio output.
-func (in *Request) Refuse(provider string) error {
+// function_call, audio output; takes lifts the refusal of n and
+// response_format.
+func (in *Request) Refuse(provider string, takes Takes) error {
 	switch {
-	case in.N != nil && *in.N > 1:
+	case in.N != nil && *in.N > 1 && takes&TakesN == 0:
 		return core.BadRequest("n", "n must be 1 for provider %s: it returns one choice per request", provider)
 	case in.Logprobs != nil && *in.Logprobs:
 		return core.BadRequest("logprobs", "logprobs is not supported by provider %s", provider)
-	case in.ResponseFormat != nil && in.ResponseFormat.Type != "" && in.ResponseFormat.Type != "text":
+	case in.ResponseFormat != nil && in.ResponseFormat.Type != "" && in.ResponseFormat.Type != "text" && takes&TakesResponseFormat == 0:
 		return core.BadRequest("response_format", "response_format %q is not supported by provider %s; describe the format in the prompt or use a tool", in.ResponseFormat.Type, provider)
 	case Present(in.Functions) != nil || Present(in.FunctionCall) != nil:
 		return core.BadRequest("functions", "functions and function_call are not supported by provider %s; use tools and tool_choice", provider)

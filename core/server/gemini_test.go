@@ -1,0 +1,127 @@
+package server_test
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/llm-gateway/gateway/core"
+)
+
+// fakeGemini answers generateContent and streamGenerateContent?alt=sse as
+// Gemini's native API does; a request whose system instruction is "fail"
+// gets Gemini's error body.
+func fakeGemini() http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct {
+			SystemInstruction struct{ Parts []struct{ Text string } }
+		}
+		json.NewDecoder(r.Body).Decode(&req)
+		if p := req.SystemInstruction.Parts; len(p) > 0 && p[0].Text == "fail" {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT"}}`)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
+			w.Header().Set("Content-Type", "text/event-stream")
+			for _, ev := range []string{
+				`{"candidates":[{"content":{"parts":[{"text":"Hel"}],"role":"model"},"index":0}],"modelVersion":"gemini-2.5-flash","responseId":"r2"}`,
+				`{"candidates":[{"content":{"parts":[{"text":"lo"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":6,"candidatesTokenCount":2,"totalTokenCount":8},"modelVersion":"gemini-2.5-flash","responseId":"r2"}`,
+			} {
+				fmt.Fprintf(w, "data: %s\r\n\r\n", ev)
+				w.(http.Flusher).Flush()
+			}
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"candidates":[{"content":{"parts":[{"text":"Hello"},{"functionCall":{"id":"fc-1","name":"now","args":{}}}],"role":"model"},"finishReason":"STOP","index":0}],`+
+			`"usageMetadata":{"promptTokenCount":7,"candidatesTokenCount":2,"totalTokenCount":9},"modelVersion":"gemini-2.5-flash","responseId":"r1"}`)
+	})
+}
+
+// TestGeminiChatCompletions: POST /v1/chat/completions with provider
+// gemini reaches the native API (path, key header, body translated) and
+// the client gets the OpenAI shape: the answer, an error, and a stream;
+// the log counts the tokens.
+func TestGeminiChatCompletions(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, fakeGemini())
+	host := g.up.URL + "/v1beta"
+	const body = `{"model":"gemini-2.5-flash","messages":[{"role":"system","content":"be brief"},{"role":"user","content":"hi"}],"max_tokens":50}`
+
+	t.Run("answer", func(t *testing.T) {
+		r := g.do(t, "POST", "/v1/chat/completions", []byte(body), "x-gateway-provider", "gemini", "x-gateway-custom-host", host, "x-gateway-trace-id", "gemini-answer")
+		if r.status != 200 || r.header.Get("X-Gateway-Provider") != "gemini" {
+			t.Fatalf("status %d headers %v: %s", r.status, r.header, r.body)
+		}
+		want := `{"id":"chatcmpl-r1","object":"chat.completion","created":0,"model":"gemini-2.5-flash","choices":[{"index":0,"message":{"role":"assistant","content":"Hello","refusal":null,` +
+			`"tool_calls":[{"id":"fc-1","type":"function","function":{"name":"now","arguments":"{}"}}]},"logprobs":null,"finish_reason":"tool_calls"}],` +
+			`"usage":{"prompt_tokens":7,"completion_tokens":2,"total_tokens":9,"prompt_tokens_details":{"cached_tokens":0}}}`
+		var got map[string]any
+		if err := json.Unmarshal(r.body, &got); err != nil || got["created"] == nil {
+			t.Fatalf("answer %s", r.body)
+		}
+		got["created"] = 0.0
+		if b, _ := json.Marshal(got); !jsonSame(t, b, want) {
+			t.Errorf("answer %s\nwant   %s", r.body, want)
+		}
+		up := g.up.last(t)
+		if up.Method != "POST" || up.Path != "/v1beta/models/gemini-2.5-flash:generateContent" || up.RawQuery != "" ||
+			up.Header.Get("X-Goog-Api-Key") != providerToken || up.Header.Get("Authorization") != "" ||
+			!jsonSame(t, up.Body, `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"systemInstruction":{"parts":[{"text":"be brief"}]},"generationConfig":{"maxOutputTokens":50}}`) {
+			t.Errorf("upstream got %s %s?%s %v %s", up.Method, up.Path, up.RawQuery, up.Header, up.Body)
+		}
+		if rec := g.logs.one(t, "gemini-answer"); rec.Usage != (core.Usage{PromptTokens: 7, CompletionTokens: 2, TotalTokens: 9}) || rec.Status != 200 {
+			t.Errorf("log record %+v", rec)
+		}
+	})
+
+	t.Run("error", func(t *testing.T) {
+		r := g.do(t, "POST", "/v1/chat/completions", []byte(`{"model":"gemini-2.5-flash","messages":[{"role":"system","content":"fail"},{"role":"user","content":"hi"}]}`),
+			"x-gateway-provider", "gemini", "x-gateway-custom-host", host)
+		if r.status != 400 {
+			t.Fatalf("status %d: %s", r.status, r.body)
+		}
+		if e := errorOf(t, r); e.Type != "INVALID_ARGUMENT" || !strings.Contains(e.Message, "API key not valid") {
+			t.Errorf("error %+v", e)
+		}
+	})
+
+	t.Run("model refused", func(t *testing.T) {
+		before := g.up.hits()
+		r := g.do(t, "POST", "/v1/chat/completions", []byte(`{"model":"../tunedModels/x","messages":[{"role":"user","content":"hi"}]}`),
+			"x-gateway-provider", "gemini", "x-gateway-custom-host", host)
+		if e := errorOf(t, r); r.status != 400 || deref(e.Param) != "model" {
+			t.Errorf("status %d error %+v", r.status, e)
+		}
+		if g.up.hits() != before {
+			t.Error("the request was sent")
+		}
+	})
+
+	t.Run("stream", func(t *testing.T) {
+		r := g.do(t, "POST", "/v1/chat/completions", []byte(`{"model":"gemini-2.5-flash","stream":true,"messages":[{"role":"user","content":"hi"}]}`),
+			"x-gateway-provider", "gemini", "x-gateway-custom-host", host, "x-gateway-trace-id", "gemini-stream")
+		if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") {
+			t.Fatalf("status %d content type %q: %s", r.status, r.header.Get("Content-Type"), r.body)
+		}
+		events := sseEvents(r.body)
+		if len(events) != 5 || !strings.Contains(events[0], `"role":"assistant"`) || !strings.Contains(events[1], `"content":"Hel"`) ||
+			!strings.Contains(events[2], `"content":"lo"`) || !strings.Contains(events[3], `"finish_reason":"stop"`) ||
+			!strings.Contains(events[3], `"usage":{"prompt_tokens":6,"completion_tokens":2,"total_tokens":8`) || events[4] != "data: [DONE]" {
+			t.Errorf("stream %q", events)
+		}
+		up := g.up.last(t)
+		if up.Path != "/v1beta/models/gemini-2.5-flash:streamGenerateContent" || up.RawQuery != "alt=sse" || up.Header.Get("X-Goog-Api-Key") != providerToken ||
+			!jsonSame(t, up.Body, `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`) {
+			t.Errorf("upstream got %s?%s %v %s", up.Path, up.RawQuery, up.Header, up.Body)
+		}
+		if rec := g.logs.one(t, "gemini-stream"); rec.Usage != (core.Usage{PromptTokens: 6, CompletionTokens: 2, TotalTokens: 8}) || !rec.Stream || rec.Error != "" {
+			t.Errorf("log record %+v", rec)
+		}
+	})
+}

@@ -1,0 +1,188 @@
+package gemini
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
+)
+
+// generateResponse is Gemini's GenerateContentResponse, the answer and
+// each event of a stream, as much of it as is translated. Parts other
+// than text and functionCall (thoughts, executable code, ...) are dropped.
+type generateResponse struct {
+	Candidates     []candidate `json:"candidates"`
+	PromptFeedback struct {
+		BlockReason string `json:"blockReason"`
+	} `json:"promptFeedback"`
+	UsageMetadata *usage     `json:"usageMetadata"`
+	ModelVersion  string     `json:"modelVersion"`
+	ResponseID    string     `json:"responseId"`
+	Error         *errorBody `json:"error"` // an error event of a stream
+}
+
+type candidate struct {
+	Content struct {
+		Parts []part `json:"parts"`
+	} `json:"content"`
+	FinishReason string `json:"finishReason"`
+}
+
+// usage is Gemini's token accounting. The completion's tokens are the
+// candidates' plus the thoughts'; cached_tokens are those of the cached
+// content, which promptTokenCount includes.
+type usage struct {
+	PromptTokenCount        int `json:"promptTokenCount"`
+	CandidatesTokenCount    int `json:"candidatesTokenCount"`
+	ThoughtsTokenCount      int `json:"thoughtsTokenCount"`
+	TotalTokenCount         int `json:"totalTokenCount"`
+	CachedContentTokenCount int `json:"cachedContentTokenCount"`
+}
+
+func (u *usage) chat() chat.Usage {
+	if u == nil {
+		return chat.Usage{}
+	}
+	completion := u.CandidatesTokenCount + u.ThoughtsTokenCount
+	total := u.TotalTokenCount
+	if total == 0 {
+		total = u.PromptTokenCount + completion
+	}
+	return chat.Usage{PromptTokens: u.PromptTokenCount, CompletionTokens: completion, TotalTokens: total,
+		PromptTokensDetails: chat.PromptDetails{CachedTokens: u.CachedContentTokenCount}}
+}
+
+// finishReason maps Gemini's finishReason to OpenAI's finish_reason; a
+// candidate that stopped with function calls finished for tool_calls.
+func finishReason(reason string, calls bool) string {
+	switch reason {
+	case "MAX_TOKENS":
+		return "length"
+	case "SAFETY", "RECITATION", "BLOCKLIST", "PROHIBITED_CONTENT", "SPII", "IMAGE_SAFETY":
+		return "content_filter"
+	}
+	if calls {
+		return "tool_calls"
+	}
+	return "stop" // STOP, OTHER, LANGUAGE, MALFORMED_FUNCTION_CALL, ...
+}
+
+// TranslateResponse turns a chat completion's answer into the OpenAI
+// shape: a GenerateContentResponse into a chat.completion, a Gemini error
+// body into the gateway's error body with the same status. Error bodies of
+// another shape, and answers of other endpoints, are left as they are.
+func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) error {
+	if req.Endpoint != core.EndpointChatComplete {
+		return nil
+	}
+	if resp.Status >= 300 {
+		if b, ok := translateError(resp.Status, resp.Body); ok {
+			chat.SetBody(resp, b)
+		}
+		return nil
+	}
+	b, err := p.translateAnswer(resp.Body, req.Model)
+	if err != nil {
+		return err
+	}
+	chat.SetBody(resp, b)
+	return nil
+}
+
+// translateAnswer turns a GenerateContentResponse into a chat.completion
+// of one choice per candidate; model is the request's, used when the
+// answer names no modelVersion. A prompt blocked (no candidates, a
+// blockReason) is one empty choice finished by content_filter.
+func (p *Provider) translateAnswer(body []byte, model string) ([]byte, error) {
+	var a generateResponse
+	if err := json.Unmarshal(body, &a); err != nil {
+		return nil, fmt.Errorf("reading the generateContent answer: %w", err)
+	}
+	if len(a.Candidates) == 0 && a.PromptFeedback.BlockReason == "" {
+		return nil, errors.New("reading the generateContent answer: it has no candidates")
+	}
+	c := chat.Completion{ID: p.completionID(a.ResponseID), Object: "chat.completion", Created: p.now().Unix(), Model: a.ModelVersion,
+		Choices: make([]chat.Choice, 0, max(1, len(a.Candidates))), Usage: a.UsageMetadata.chat()}
+	if c.Model == "" {
+		c.Model = model
+	}
+	if len(a.Candidates) == 0 {
+		finish := "content_filter"
+		c.Choices = append(c.Choices, chat.Choice{Message: chat.AnswerOf(nil, false, nil), FinishReason: &finish})
+	}
+	for i := range a.Candidates {
+		cand := &a.Candidates[i]
+		var text []byte
+		var calls []chat.AnswerCall
+		hasText := false
+		for _, pt := range cand.Content.Parts {
+			switch {
+			case pt.Thought:
+			case pt.FunctionCall != nil:
+				calls = append(calls, chat.NewCall(p.callID(pt.FunctionCall.ID), pt.FunctionCall.Name, pt.FunctionCall.Args))
+			case pt.Text != "":
+				text, hasText = append(text, pt.Text...), true
+			}
+		}
+		finish := finishReason(cand.FinishReason, len(calls) > 0)
+		c.Choices = append(c.Choices, chat.Choice{Index: i, Message: chat.AnswerOf(text, hasText, calls), FinishReason: &finish})
+	}
+	return json.Marshal(&c)
+}
+
+// completionID is the id of a translated answer: Gemini's responseId after
+// "chatcmpl-", or a new one when it sent none.
+func (p *Provider) completionID(responseID string) string {
+	if responseID == "" {
+		responseID = p.newID()
+	}
+	return "chatcmpl-" + responseID
+}
+
+// callID is a function call's id: Gemini's, or a new one when it sent none.
+func (p *Provider) callID(id string) string {
+	if id == "" {
+		id = "call_" + p.newID()
+	}
+	return id
+}
+
+// errorBody is the error of Gemini's error body {"error":{code,message,status}}.
+type errorBody struct {
+	Code    int    `json:"code"`
+	Message string `json:"message"`
+	Status  string `json:"status"`
+}
+
+// translateError turns Gemini's error body (or a list of them, as its
+// streaming method may answer) into the gateway's
+// {"error":{message,type,param,code}}, its type Gemini's status
+// (INVALID_ARGUMENT, ...); ok is false for a body of another shape.
+func translateError(status int, body []byte) ([]byte, bool) {
+	var e struct {
+		Error *errorBody `json:"error"`
+	}
+	if b := bytes.TrimSpace(body); len(b) > 0 && b[0] == '[' {
+		var list []json.RawMessage
+		if json.Unmarshal(b, &list) != nil || len(list) == 0 {
+			return nil, false
+		}
+		body = list[0]
+	}
+	if json.Unmarshal(body, &e) != nil || e.Error == nil || e.Error.Message == "" {
+		return nil, false
+	}
+	return (&core.Error{Status: status, Type: errorType(e.Error), Message: e.Error.Message}).Body(), true
+}
+
+// errorType is the gateway's error type of a Gemini error: its status, or
+// upstream_error when it has none.
+func errorType(e *errorBody) string {
+	if e.Status == "" {
+		return core.TypeUpstream
+	}
+	return e.Status
+}

@@ -1,0 +1,160 @@
+package gemini
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
+)
+
+// TranslateStream replaces a chat completion's streamGenerateContent
+// events with OpenAI chat.completion.chunk events (see chunkStream).
+// Streams of other endpoints are left as they are.
+func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
+	if req.Endpoint != core.EndpointChatComplete {
+		return
+	}
+	resp.Stream = &chunkStream{p: p, src: resp.Stream, events: chat.Events{Src: resp.Stream, Name: "Gemini"}, includeUsage: chat.IncludeUsage(req),
+		model: req.Model, chunks: chat.Chunks{Created: p.now().Unix()}}
+}
+
+// chunkStream reads Gemini's server-sent events, each a
+// GenerateContentResponse, and hands out the same answer as OpenAI
+// chat.completion.chunk events, each event translated as soon as its
+// blank line has been read; it reads the upstream again only once
+// everything translated has been handed out. A stream has one candidate
+// (n > 1 is refused).
+//
+//   - the first event: first the chunk of delta {role: assistant,
+//     content: ""}, with the event's responseId and modelVersion as the
+//     chunks' id and model (the request's model when it names none).
+//   - each text part: a content delta; each functionCall part: one
+//     tool_calls delta with the whole call (index counting tool calls
+//     from 0, id, type, name, arguments). Thought parts are dropped.
+//   - finishReason (and a prompt's blockReason) and usageMetadata are
+//     kept, the last seen of each; when the upstream ends, the chunk with
+//     finish_reason follows, carrying the usage unless the client asked
+//     for stream_options.include_usage, which adds the usage chunk
+//     (choices [], usage) after it; then data: [DONE].
+//   - an event with an error: the stream fails with it, so the gateway
+//     ends the client's stream with its error event and no [DONE]. A
+//     stream that ends with no finishReason fails the same way.
+type chunkStream struct {
+	p            *Provider
+	src          io.ReadCloser
+	events       chat.Events // reads src
+	includeUsage bool
+	model        string // the request's
+	chunks       chat.Chunks
+
+	out     []byte // translated; out[off:] is not handed out yet
+	off     int
+	err     error // returned once out is handed out: the stream's end
+	started bool  // the role chunk is out
+	finish  string
+	calls   int // tool calls handed out
+	usage   *usage
+	ev      generateResponse // the event being translated, reused
+}
+
+func (s *chunkStream) Read(p []byte) (int, error) {
+	for s.off == len(s.out) {
+		s.out, s.off = s.out[:0], 0
+		if s.err != nil {
+			return 0, s.err
+		}
+		if data, ok := s.events.Next(); ok {
+			if err := s.translate(data); err != nil {
+				s.err = err
+			}
+			continue
+		}
+		switch err := s.events.Fill(); {
+		case err == io.EOF && s.finish != "":
+			s.end()
+			s.err = io.EOF
+		case err == io.EOF:
+			s.err = fmt.Errorf("Gemini's stream ended before a finishReason: %w", io.ErrUnexpectedEOF)
+		case err != nil:
+			s.err = err
+		}
+	}
+	n := copy(p, s.out[s.off:])
+	s.off += n
+	return n, nil
+}
+
+func (s *chunkStream) Close() error { return s.src.Close() }
+
+// StreamError is an error event of Gemini's stream.
+type StreamError struct{ Status, Message string }
+
+func (e *StreamError) Error() string { return "Gemini sent an error: " + e.Status + ": " + e.Message }
+
+// translate appends to out the chunks of one event.
+func (s *chunkStream) translate(data []byte) error {
+	ev := &s.ev
+	*ev = generateResponse{}
+	if err := json.Unmarshal(data, ev); err != nil {
+		return fmt.Errorf("an event of Gemini's stream is not JSON: %w", err)
+	}
+	if e := ev.Error; e != nil {
+		return &StreamError{Status: errorType(e), Message: e.Message}
+	}
+	if !s.started {
+		s.started = true
+		s.chunks.ID, s.chunks.Model = s.p.completionID(ev.ResponseID), ev.ModelVersion
+		if s.chunks.Model == "" {
+			s.chunks.Model = s.model
+		}
+		s.chunk(chat.RoleDelta, "", false)
+	}
+	if ev.UsageMetadata != nil {
+		s.usage = ev.UsageMetadata
+	}
+	if ev.PromptFeedback.BlockReason != "" {
+		s.finish = "content_filter"
+	}
+	if len(ev.Candidates) == 0 {
+		return nil
+	}
+	cand := &ev.Candidates[0]
+	for i := range cand.Content.Parts {
+		switch pt := &cand.Content.Parts[i]; {
+		case pt.Thought:
+		case pt.FunctionCall != nil:
+			c := pt.FunctionCall
+			s.chunk(s.chunks.ToolCall(s.calls, s.p.callID(c.ID), c.Name, chat.CompactArguments(c.Args)), "", false)
+			s.calls++
+		case pt.Text != "":
+			s.chunk(s.chunks.Content(pt.Text), "", false)
+		}
+	}
+	if cand.FinishReason != "" {
+		s.finish = finishReason(cand.FinishReason, s.calls > 0)
+	}
+	return nil
+}
+
+// end appends the finishing chunk, the usage chunk when asked for, and
+// data: [DONE].
+func (s *chunkStream) end() {
+	s.chunk(chat.EmptyDelta, s.finish, !s.includeUsage)
+	if s.includeUsage {
+		s.chunk(nil, "", true)
+	}
+	s.out = append(s.out, chat.Done...)
+}
+
+// chunk appends one chat.completion.chunk event, with the usage when
+// withUsage.
+func (s *chunkStream) chunk(delta []byte, finish string, withUsage bool) {
+	var u *chat.Usage
+	if withUsage {
+		cu := s.usage.chat()
+		u = &cu
+	}
+	s.out = s.chunks.Append(s.out, delta, finish, u)
+}
