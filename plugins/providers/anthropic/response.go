@@ -36,9 +36,7 @@ type usage struct {
 }
 
 func (u usage) chat() chat.Usage {
-	prompt := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-	return chat.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens,
-		PromptTokensDetails: chat.PromptDetails{CachedTokens: u.CacheReadInputTokens}}
+	return chat.UsageOf(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)
 }
 
 // finishReason maps Anthropic's stop_reason to OpenAI's finish_reason.

@@ -40,9 +40,7 @@ type usage struct {
 }
 
 func (u usage) chat() chat.Usage {
-	prompt := u.InputTokens + u.CacheReadInputTokens + u.CacheWriteInputTokens
-	return chat.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens,
-		PromptTokensDetails: chat.PromptDetails{CachedTokens: u.CacheReadInputTokens}}
+	return chat.UsageOf(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheWriteInputTokens)
 }
 
 // finishReason maps Converse's stopReason to OpenAI's finish_reason.

@@ -63,6 +63,16 @@ type PromptDetails struct {
 	CachedTokens int `json:"cached_tokens"`
 }
 
+// UsageOf is the usage of an API whose input count leaves out the tokens
+// read from (cacheRead) or written to (cacheWrite) the prompt cache:
+// prompt_tokens counts them all, as OpenAI's does, and cached_tokens are
+// those read.
+func UsageOf(input, output, cacheRead, cacheWrite int) Usage {
+	prompt := input + cacheRead + cacheWrite
+	return Usage{PromptTokens: prompt, CompletionTokens: output, TotalTokens: prompt + output,
+		PromptTokensDetails: PromptDetails{CachedTokens: cacheRead}}
+}
+
 // AnswerOf is the assistant message of text and tool calls: its content is
 // the text, null when there is none and there are tool calls.
 func AnswerOf(text []byte, hasText bool, calls []AnswerCall) Answer {
