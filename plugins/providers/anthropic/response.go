@@ -85,7 +85,7 @@ func translateMessage(body []byte, created int64) ([]byte, error) {
 		return nil, errors.New("reading the Messages answer: it has no id and no content")
 	}
 	var text []byte
-	var calls []chat.AnswerCall
+	var calls []chat.ToolCall
 	hasText := false
 	for _, c := range m.Content {
 		switch c.Type {

@@ -99,7 +99,7 @@ func translateAnswer(body []byte, id, model string, created int64) ([]byte, erro
 		return nil, errors.New("reading the Converse answer: it has no output message")
 	}
 	var text []byte
-	var calls []chat.AnswerCall
+	var calls []chat.ToolCall
 	hasText := false
 	for _, c := range a.Output.Message.Content {
 		switch {

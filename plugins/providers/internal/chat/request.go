@@ -48,7 +48,8 @@ type Message struct {
 	ToolCallID string          `json:"tool_call_id"`
 }
 
-// ToolCall is an assistant message's call of a function.
+// ToolCall is an assistant message's call of a function, in a request's
+// messages and in a translated answer.
 type ToolCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
