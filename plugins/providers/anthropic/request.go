@@ -192,30 +192,16 @@ func textParts(at string, content json.RawMessage) ([]block, error) {
 func textBlock(text string) block { return block{Type: "text", Text: text} }
 
 // contentBlocks is user or assistant content as blocks: text (and an
-// assistant's refusal) as text, image_url as an image.
+// assistant's refusal) as text, image_url as an image; never nil, so a
+// turn's content is always a JSON list.
 func contentBlocks(at string, content json.RawMessage) ([]block, error) {
-	ps, err := chat.Parts(at, content)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]block, 0, len(ps))
-	for j, p := range ps {
-		switch p.Type {
-		case "text", "refusal":
-			if t := p.Text + p.Refusal; t != "" {
-				out = append(out, block{Type: "text", Text: t})
-			}
-		case "image_url":
-			src, err := imageURLSource(p)
-			if err != nil {
-				return nil, core.BadRequest(fmt.Sprintf("%s.content[%d].image_url.url", at, j), "%s.content[%d].image_url.url: %v", at, j, err)
-			}
-			out = append(out, block{Type: "image", Source: src})
-		default:
-			return nil, core.BadRequest(fmt.Sprintf("%s.content[%d].type", at, j), "content parts of type %q are not supported by provider anthropic", p.Type)
-		}
-	}
-	return out, nil
+	return chat.AppendBlocks([]block{}, at, content, Name, textBlock, imageURLBlock)
+}
+
+// imageURLBlock is an image_url part as an image block.
+func imageURLBlock(p chat.Part) (block, error) {
+	src, err := imageURLSource(p)
+	return block{Type: "image", Source: src}, err
 }
 
 // imageURLSource is an image_url part's source: a base64 data: URL's data

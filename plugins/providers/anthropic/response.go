@@ -36,9 +36,7 @@ type usage struct {
 }
 
 func (u usage) chat() chat.Usage {
-	prompt := u.InputTokens + u.CacheCreationInputTokens + u.CacheReadInputTokens
-	return chat.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens,
-		PromptTokensDetails: chat.PromptDetails{CachedTokens: u.CacheReadInputTokens}}
+	return chat.UsageOf(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheCreationInputTokens)
 }
 
 // finishReason maps Anthropic's stop_reason to OpenAI's finish_reason.
@@ -87,7 +85,7 @@ func translateMessage(body []byte, created int64) ([]byte, error) {
 		return nil, errors.New("reading the Messages answer: it has no id and no content")
 	}
 	var text []byte
-	var calls []chat.AnswerCall
+	var calls []chat.ToolCall
 	hasText := false
 	for _, c := range m.Content {
 		switch c.Type {

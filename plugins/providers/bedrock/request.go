@@ -229,28 +229,13 @@ func newTextBlock(text string) textBlock { return textBlock{Text: text} }
 // assistant's refusal) as text, a base64 data: URL image_url as an image.
 // Converse takes image bytes only: an http(s) URL is refused.
 func contentBlocks(at string, content json.RawMessage) ([]block, error) {
-	ps, err := chat.Parts(at, content)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]block, 0, len(ps))
-	for j, p := range ps {
-		switch p.Type {
-		case "text", "refusal":
-			if t := p.Text + p.Refusal; t != "" {
-				out = append(out, block{Text: t})
-			}
-		case "image_url":
-			img, err := imageBlock(p)
-			if err != nil {
-				return nil, core.BadRequest(fmt.Sprintf("%s.content[%d].image_url.url", at, j), "%s.content[%d].image_url.url: %v", at, j, err)
-			}
-			out = append(out, block{Image: img})
-		default:
-			return nil, core.BadRequest(fmt.Sprintf("%s.content[%d].type", at, j), "content parts of type %q are not supported by provider bedrock", p.Type)
-		}
-	}
-	return out, nil
+	return chat.AppendBlocks([]block{}, at, content, Name, func(t string) block { return block{Text: t} }, imageURLBlock)
+}
+
+// imageURLBlock is an image_url part as an image block.
+func imageURLBlock(p chat.Part) (block, error) {
+	img, err := imageBlock(p)
+	return block{Image: img}, err
 }
 
 // imageBlock is an image_url part's image: a base64 data: URL of a PNG,

@@ -40,9 +40,7 @@ type usage struct {
 }
 
 func (u usage) chat() chat.Usage {
-	prompt := u.InputTokens + u.CacheReadInputTokens + u.CacheWriteInputTokens
-	return chat.Usage{PromptTokens: prompt, CompletionTokens: u.OutputTokens, TotalTokens: prompt + u.OutputTokens,
-		PromptTokensDetails: chat.PromptDetails{CachedTokens: u.CacheReadInputTokens}}
+	return chat.UsageOf(u.InputTokens, u.OutputTokens, u.CacheReadInputTokens, u.CacheWriteInputTokens)
 }
 
 // finishReason maps Converse's stopReason to OpenAI's finish_reason.
@@ -101,7 +99,7 @@ func translateAnswer(body []byte, id, model string, created int64) ([]byte, erro
 		return nil, errors.New("reading the Converse answer: it has no output message")
 	}
 	var text []byte
-	var calls []chat.AnswerCall
+	var calls []chat.ToolCall
 	hasText := false
 	for _, c := range a.Output.Message.Content {
 		switch {

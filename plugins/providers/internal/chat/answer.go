@@ -27,25 +27,15 @@ type Choice struct {
 
 // Answer is the assistant message of a choice.
 type Answer struct {
-	Role      string       `json:"role"`
-	Content   *string      `json:"content"`
-	Refusal   *string      `json:"refusal"`
-	ToolCalls []AnswerCall `json:"tool_calls,omitempty"`
-}
-
-// AnswerCall is a tool call of an answer.
-type AnswerCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
+	Role      string     `json:"role"`
+	Content   *string    `json:"content"`
+	Refusal   *string    `json:"refusal"`
+	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
 }
 
 // NewCall is a function call answered.
-func NewCall(id, name string, input json.RawMessage) AnswerCall {
-	c := AnswerCall{ID: id, Type: "function"}
+func NewCall(id, name string, input json.RawMessage) ToolCall {
+	c := ToolCall{ID: id, Type: "function"}
 	c.Function.Name, c.Function.Arguments = name, CompactArguments(input)
 	return c
 }
@@ -63,9 +53,19 @@ type PromptDetails struct {
 	CachedTokens int `json:"cached_tokens"`
 }
 
+// UsageOf is the usage of an API whose input count leaves out the tokens
+// read from (cacheRead) or written to (cacheWrite) the prompt cache:
+// prompt_tokens counts them all, as OpenAI's does, and cached_tokens are
+// those read.
+func UsageOf(input, output, cacheRead, cacheWrite int) Usage {
+	prompt := input + cacheRead + cacheWrite
+	return Usage{PromptTokens: prompt, CompletionTokens: output, TotalTokens: prompt + output,
+		PromptTokensDetails: PromptDetails{CachedTokens: cacheRead}}
+}
+
 // AnswerOf is the assistant message of text and tool calls: its content is
 // the text, null when there is none and there are tool calls.
-func AnswerOf(text []byte, hasText bool, calls []AnswerCall) Answer {
+func AnswerOf(text []byte, hasText bool, calls []ToolCall) Answer {
 	ans := Answer{Role: "assistant", ToolCalls: calls}
 	if hasText || len(calls) == 0 {
 		s := string(text)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/llm-gateway/gateway/core"
@@ -62,7 +63,8 @@ type Message struct {
 	ToolCallID string          `json:"tool_call_id"`
 }
 
-// ToolCall is an assistant message's call of a function.
+// ToolCall is an assistant message's call of a function, in a request's
+// messages and in a translated answer.
 type ToolCall struct {
 	ID       string `json:"id"`
 	Type     string `json:"type"`
@@ -201,6 +203,36 @@ func AppendTexts[B any](dst []B, at string, content json.RawMessage, block func(
 		}
 		if p.Text != "" {
 			dst = append(dst, block(p.Text))
+		}
+	}
+	return dst, nil
+}
+
+// AppendBlocks appends to dst the blocks of user or assistant content,
+// at being the message's path, for provider: each non-empty text (and an
+// assistant's refusal) made by text, each image_url part by image (whose
+// error is a 400 naming the part's url); another part type is a 400
+// naming it.
+func AppendBlocks[B any](dst []B, at string, content json.RawMessage, provider string, text func(string) B, image func(Part) (B, error)) ([]B, error) {
+	ps, err := Parts(at, content)
+	if err != nil {
+		return dst, err
+	}
+	dst = slices.Grow(dst, len(ps))
+	for j, p := range ps {
+		switch p.Type {
+		case "text", "refusal":
+			if t := p.Text + p.Refusal; t != "" {
+				dst = append(dst, text(t))
+			}
+		case "image_url":
+			b, err := image(p)
+			if err != nil {
+				return dst, core.BadRequest(fmt.Sprintf("%s.content[%d].image_url.url", at, j), "%s.content[%d].image_url.url: %v", at, j, err)
+			}
+			dst = append(dst, b)
+		default:
+			return dst, core.BadRequest(fmt.Sprintf("%s.content[%d].type", at, j), "content parts of type %q are not supported by provider %s", p.Type, provider)
 		}
 	}
 	return dst, nil
