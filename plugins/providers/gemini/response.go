@@ -116,7 +116,7 @@ func (p *Provider) translateAnswer(body []byte, model string) ([]byte, error) {
 	for i := range a.Candidates {
 		cand := &a.Candidates[i]
 		var text []byte
-		var calls []chat.AnswerCall
+		var calls []chat.ToolCall
 		hasText := false
 		for _, pt := range cand.Content.Parts {
 			switch {
