@@ -21,6 +21,9 @@ import (
 type logsEnv struct {
 	*env
 	exports *adminsvc.Exports
+	// exportOptions are the worker's options but its store, directory,
+	// clock and logger (MaxBytes 4096 when not set); restart applies them.
+	exportOptions adminsvc.ExportsOptions
 }
 
 func newLogsEnv(t *testing.T, run bool) *logsEnv {
@@ -35,8 +38,12 @@ func newLogsEnv(t *testing.T, run bool) *logsEnv {
 func (e *logsEnv) restart(run bool) {
 	e.t.Helper()
 	w := store.NewLogWriter(e.st, store.LogWriterOptions{Interval: time.Hour})
-	x, err := adminsvc.NewExports(adminsvc.ExportsOptions{Store: e.st, Dir: filepath.Join(e.dir, "exports"), Now: e.clock.Now, MaxBytes: 4096,
-		Logger: slog.New(slog.DiscardHandler)})
+	o := e.exportOptions
+	o.Store, o.Dir, o.Now, o.Logger = e.st, filepath.Join(e.dir, "exports"), e.clock.Now, slog.New(slog.DiscardHandler)
+	if o.MaxBytes == 0 {
+		o.MaxBytes = 4096
+	}
+	x, err := adminsvc.NewExports(o)
 	if err != nil {
 		e.t.Fatal(err)
 	}
