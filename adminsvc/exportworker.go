@@ -338,6 +338,7 @@ func (x *Exports) write(ctx context.Context, exp *store.LogExport, path string) 
 		return err
 	}
 	exp.Exported, exp.Bytes = 0, 0
+	lines := exportLines{fields: exp.RequestedData}
 	var line []byte
 	after := ""
 	for {
@@ -346,7 +347,7 @@ func (x *Exports) write(ctx context.Context, exp *store.LogExport, path string) 
 		}
 		err := x.st.View(func(tx store.Tx) (err error) {
 			after, err = store.ScanLogsPage(tx, filter, after, exportPageRecords, func(r *core.LogRecord) error {
-				if line, err = exportLine(line[:0], r, exp.RequestedData); err != nil {
+				if line, err = lines.append(line[:0], r); err != nil {
 					return err
 				}
 				if exp.Bytes+int64(len(line)) > x.maxBytes {
@@ -403,33 +404,130 @@ func (x *Exports) finish(exp *store.LogExport, status, reason string) {
 	exp.Status, exp.Error, exp.CompletedAt, exp.LastUpdatedAt = status, reason, &now, now
 }
 
-// exportLine appends r's requested fields, in the record's field order, as
-// one JSON object and a newline; fields the record leaves out (empty
-// optional ones) are left out.
-func exportLine(b []byte, r *core.LogRecord, fields []string) ([]byte, error) {
-	raw, err := r.AppendJSON(nil)
-	if err != nil {
+// exportLines makes an export's lines: each record's requested fields,
+// picked from the record's JSON (core.LogRecord.AppendJSON) as they are.
+type exportLines struct {
+	fields []string // in the record's field order (parseRequestedData)
+	record []byte   // the JSON of the last record, its buffer reused
+}
+
+// errRecordJSON is a record's JSON the member scanner cannot read; only a
+// change of AppendJSON could make one.
+var errRecordJSON = errors.New("log exports: a record's JSON is not an object")
+
+// append appends r's requested fields, in the record's field order, as one
+// JSON object and a newline; fields the record leaves out (empty optional
+// ones) are left out.
+func (l *exportLines) append(b []byte, r *core.LogRecord) ([]byte, error) {
+	var err error
+	if l.record, err = r.AppendJSON(l.record[:0]); err != nil {
 		return nil, err
 	}
-	var all map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &all); err != nil {
-		return nil, err
+	obj := l.record
+	i := skipSpace(obj, 0)
+	if i == len(obj) || obj[i] != '{' {
+		return nil, errRecordJSON
 	}
 	b = append(b, '{')
 	first := true
-	for _, name := range fields {
-		v, ok := all[name]
-		if !ok {
-			continue
+	for i = skipSpace(obj, i+1); i < len(obj) && obj[i] != '}'; {
+		nameEnd := stringEnd(obj, i)
+		colon := skipSpace(obj, nameEnd)
+		if nameEnd < 0 || colon == len(obj) || obj[colon] != ':' {
+			return nil, errRecordJSON
 		}
-		if !first {
-			b = append(b, ',')
+		valStart := skipSpace(obj, colon+1)
+		valEnd := valueEnd(obj, valStart)
+		if valEnd < 0 {
+			return nil, errRecordJSON
 		}
-		first = false
-		b = append(b, '"')
-		b = append(b, name...)
-		b = append(b, `":`...)
-		b = append(b, v...)
+		if l.wanted(obj[i+1 : nameEnd-1]) {
+			if !first {
+				b = append(b, ',')
+			}
+			first = false
+			b = append(b, obj[i:nameEnd]...)
+			b = append(b, ':')
+			b = append(b, obj[valStart:valEnd]...)
+		}
+		if i = skipSpace(obj, valEnd); i < len(obj) && obj[i] == ',' {
+			i = skipSpace(obj, i+1)
+		}
+	}
+	if i == len(obj) {
+		return nil, errRecordJSON
 	}
 	return append(b, "}\n"...), nil
+}
+
+// wanted reports whether name (a member's name as written) is requested.
+func (l *exportLines) wanted(name []byte) bool {
+	for _, f := range l.fields {
+		if string(name) == f {
+			return true
+		}
+	}
+	return false
+}
+
+// skipSpace is the index of the first byte of b at or after i that is not
+// JSON whitespace, len(b) if none.
+func skipSpace(b []byte, i int) int {
+	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\n' || b[i] == '\r') {
+		i++
+	}
+	return i
+}
+
+// stringEnd is the index just past the JSON string starting at b[i], -1 if
+// there is none.
+func stringEnd(b []byte, i int) int {
+	if i >= len(b) || b[i] != '"' {
+		return -1
+	}
+	for i++; i < len(b); i++ {
+		switch b[i] {
+		case '\\':
+			i++ // the escaped byte
+		case '"':
+			return i + 1
+		}
+	}
+	return -1
+}
+
+// valueEnd is the index just past the JSON value starting at b[i] (a
+// string, an object or array with all it holds, or a literal or number,
+// which ends at the next ',', '}' or ']'), -1 if it does not end.
+func valueEnd(b []byte, i int) int {
+	depth := 0
+	for ; i < len(b); i++ {
+		switch b[i] {
+		case '"':
+			if i = stringEnd(b, i); i < 0 {
+				return -1
+			}
+			if depth == 0 {
+				return i
+			}
+			i-- // the loop steps past the closing quote
+		case '{', '[':
+			depth++
+		case '}', ']':
+			if depth == 0 {
+				return i // closes the object a literal is in
+			}
+			if depth--; depth == 0 {
+				return i + 1
+			}
+		case ',', ' ', '\t', '\n', '\r':
+			if depth == 0 {
+				return i
+			}
+		}
+	}
+	if depth > 0 {
+		return -1
+	}
+	return i
 }
