@@ -67,6 +67,7 @@ func (s *Service) registerExports(v1 fiber.Router) {
 	v1.Post("/logs/exports/:id/start", s.startExport)
 	v1.Post("/logs/exports/:id/cancel", s.cancelExport)
 	v1.Get("/logs/exports/:id/download", s.downloadExport)
+	v1.Delete("/logs/exports/:id", s.deleteExport)
 }
 
 // exportBody is a validated create or update body; has… say what was sent.
@@ -283,12 +284,43 @@ func (s *Service) createExport(c *fiber.Ctx) error {
 		return err
 	})
 	if err == nil {
-		err = s.st.Update(func(tx store.Tx) error { return tx.Put(store.BucketLogExports, exp.ID, exp) })
+		err = s.st.Update(func(tx store.Tx) error {
+			if err := checkUnfinishedExports(tx, &exp); err != nil {
+				return err
+			}
+			return tx.Put(store.BucketLogExports, exp.ID, exp)
+		})
 	}
 	if err != nil {
 		return err
 	}
 	return c.JSON(exportWritten{ID: exp.ID, Total: exp.Total, Object: "export"})
+}
+
+// checkUnfinishedExports refuses (409) a new export when its workspace
+// (or its organisation's exports of every workspace) already has
+// MaxUnfinishedExports that are draft or in_progress.
+func checkUnfinishedExports(tx store.Tx, exp *store.LogExport) error {
+	all, err := store.List[store.LogExport](tx, store.BucketLogExports)
+	if err != nil {
+		return err
+	}
+	n := 0
+	for _, o := range all {
+		if o.OrganisationID == exp.OrganisationID && o.WorkspaceID == exp.WorkspaceID &&
+			(o.Status == store.ExportDraft || o.Status == store.ExportInProgress) {
+			n++
+		}
+	}
+	if n >= MaxUnfinishedExports {
+		whose := "workspace " + exp.WorkspaceID + " has"
+		if exp.WorkspaceID == "" {
+			whose = "the organisation has, of exports of every workspace,"
+		}
+		return core.Conflict("%s %d log exports that are draft or in_progress, the limit (%d); "+
+			"start, cancel or delete one first", whose, n, MaxUnfinishedExports)
+	}
+	return nil
 }
 
 func (s *Service) updateExport(c *fiber.Ctx) error {
@@ -432,6 +464,11 @@ func (s *Service) changeExport(caller *core.Principal, id, to string, from ...st
 			return core.Conflict("log export %s is %s; only an export that is %s can be made %s", exp.ID, exp.Status,
 				strings.Join(from, " or "), to)
 		}
+		if to == store.ExportInProgress {
+			if err := s.exports.checkDiskUse(tx); err != nil {
+				return err
+			}
+		}
 		now := s.now()
 		exp.Status, exp.LastUpdatedAt = to, now
 		switch to {
@@ -443,6 +480,28 @@ func (s *Service) changeExport(caller *core.Principal, id, to string, from ...st
 		return tx.Put(store.BucketLogExports, exp.ID, exp)
 	})
 	return exp, err
+}
+
+// deleteExport removes an export and its file. A running export is
+// stopped by it: the worker finds the record gone at its next progress
+// and removes its partial file.
+func (s *Service) deleteExport(c *fiber.Ctx) error {
+	caller := principal(c)
+	if err := requireScope(caller, core.ScopeLogsExport); err != nil {
+		return err
+	}
+	var exp store.LogExport
+	err := s.st.Update(func(tx store.Tx) (err error) {
+		if exp, err = loadExport(tx, caller, c.Params("id")); err != nil {
+			return err
+		}
+		return tx.Delete(store.BucketLogExports, exp.ID)
+	})
+	if err != nil {
+		return err
+	}
+	s.exports.removeFile(exp.ID)
+	return c.JSON(fiber.Map{})
 }
 
 func (s *Service) downloadExport(c *fiber.Ctx) error {

@@ -2,7 +2,9 @@ package adminsvc_test
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -10,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/llm-gateway/gateway/adminsvc"
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/store"
 )
@@ -314,5 +317,228 @@ func TestExportAccess(t *testing.T) {
 	e.runExports()
 	if dl := e.do(http.MethodGet, "/v1/logs/exports/"+idA+"/download", exporterA, nil); strings.Count(string(dl.raw), "\n") != 5 {
 		t.Fatalf("download: %d %s", dl.status, dl.raw)
+	}
+}
+
+func TestExportDelete(t *testing.T) {
+	e := newLogsEnv(t, false)
+	wsB := e.addWorkspace("team-b")
+	seedLogs(t, e.st, e.wsID, wsB)
+	_, exporterA := e.wsKey(e.wsID, core.ScopeLogsExport)
+	_, exporterB := e.wsKey(wsB, core.ScopeLogsExport)
+	_, viewerA := e.wsKey(e.wsID, core.ScopeLogsView)
+	file := func(id string) string { return filepath.Join(e.dir, "exports", id+".jsonl") }
+
+	draft, _ := e.createExport(exporterA, exportBody(map[string]any{}, "id"))
+	done, _ := e.createExport(exporterA, exportBody(map[string]any{}, "id"))
+	e.do(http.MethodPost, "/v1/logs/exports/"+done+"/start", exporterA, nil)
+	e.runExports()
+	if _, err := os.Stat(file(done)); err != nil {
+		t.Fatalf("the finished export has no file: %v", err)
+	}
+	running, _ := e.createExport(exporterA, exportBody(map[string]any{}, "id"))
+	e.do(http.MethodPost, "/v1/logs/exports/"+running+"/start", exporterA, nil)
+
+	for _, tc := range []struct {
+		name, id, key string
+		status        int
+	}{
+		{"without logs.export", draft, viewerA, 403},
+		{"another workspace's", draft, exporterB, 404},
+		{"unknown", "nope", adminKey, 404},
+		{"a draft", draft, exporterA, 200},
+		{"a finished export", done, exporterA, 200},
+		{"a running export", running, adminKey, 200},
+		{"twice", draft, exporterA, 404},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if r := e.do(http.MethodDelete, "/v1/logs/exports/"+tc.id, tc.key, nil); r.status != tc.status {
+				t.Fatalf("%d %s, want %d", r.status, r.raw, tc.status)
+			}
+			if tc.status == 200 {
+				wantErr(t, e.do(http.MethodGet, "/v1/logs/exports/"+tc.id, adminKey, nil), http.StatusNotFound, core.CodeNotFound)
+			}
+		})
+	}
+	// The deleted running export's run stops and leaves no file.
+	e.runExports()
+	if files, _ := filepath.Glob(filepath.Join(e.dir, "exports", "*")); len(files) != 0 {
+		t.Fatalf("files left: %v", files)
+	}
+	if n := len(listBucket[store.LogExport](t, e.st, store.BucketLogExports)); n != 0 {
+		t.Fatalf("%d exports stored, want none", n)
+	}
+}
+
+func TestExportRetention(t *testing.T) {
+	e := newLogsEnv(t, false)
+	e.exportOptions.Retention = 7 * 24 * time.Hour
+	e.restart(false)
+	seedLogs(t, e.st, e.wsID, e.wsID)
+	file := func(id string) string { return filepath.Join(e.dir, "exports", id+".jsonl") }
+	started := func() string {
+		id, _ := e.createExport(adminKey, exportBody(map[string]any{}, "id"))
+		e.do(http.MethodPost, "/v1/logs/exports/"+id+"/start", adminKey, nil)
+		return id
+	}
+	old := started()
+	e.runExports()
+	stopped, _ := e.createExport(adminKey, exportBody(map[string]any{}, "id"))
+	e.do(http.MethodPost, "/v1/logs/exports/"+stopped+"/cancel", adminKey, nil)
+	e.clock.Advance(6 * 24 * time.Hour)
+	recent := started()
+	e.runExports()
+	draft, _ := e.createExport(adminKey, exportBody(map[string]any{}, "id"))
+	running := started()
+	e.clock.Advance(2 * 24 * time.Hour) // old and stopped finished 8 days ago, recent 2
+
+	n, err := e.exports.Prune()
+	if err != nil || n != 2 {
+		t.Fatalf("pruned %d, %v; want 2", n, err)
+	}
+	for _, tc := range []struct {
+		id   string
+		kept bool
+	}{{old, false}, {stopped, false}, {recent, true}, {draft, true}, {running, true}} {
+		if r := e.do(http.MethodGet, "/v1/logs/exports/"+tc.id, adminKey, nil); (r.status == 200) != tc.kept {
+			t.Fatalf("%s: %d %s; kept should be %v", tc.id, r.status, r.raw, tc.kept)
+		}
+	}
+	if _, err := os.Stat(file(old)); !os.IsNotExist(err) {
+		t.Fatalf("the pruned export's file is left: %v", err)
+	}
+	if _, err := os.Stat(file(recent)); err != nil {
+		t.Fatalf("the recent export's file is gone: %v", err)
+	}
+	// A file whose record is gone (a crash between the two) goes at the next start.
+	if err := os.WriteFile(file("orphan"), []byte("{}\n"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	e.restart(false)
+	if _, err := os.Stat(file("orphan")); !os.IsNotExist(err) {
+		t.Fatalf("the orphan file is left: %v", err)
+	}
+	if _, err := os.Stat(file(recent)); err != nil {
+		t.Fatalf("the recent export's file is gone: %v", err)
+	}
+}
+
+func TestExportRetentionOff(t *testing.T) {
+	e := newLogsEnv(t, false) // Retention 0: kept for ever
+	seedLogs(t, e.st, e.wsID, e.wsID)
+	id, _ := e.createExport(adminKey, exportBody(map[string]any{}, "id"))
+	e.do(http.MethodPost, "/v1/logs/exports/"+id+"/start", adminKey, nil)
+	e.runExports()
+	e.clock.Advance(100 * 365 * 24 * time.Hour)
+	if n, err := e.exports.Prune(); n != 0 || err != nil {
+		t.Fatalf("pruned %d, %v", n, err)
+	}
+}
+
+func TestExportLimits(t *testing.T) {
+	t.Run("unfinished exports per workspace", func(t *testing.T) {
+		e := newLogsEnv(t, false)
+		wsB := e.addWorkspace("team-b")
+		_, exporterA := e.wsKey(e.wsID, core.ScopeLogsExport)
+		_, exporterB := e.wsKey(wsB, core.ScopeLogsExport)
+		var ids []string
+		for range adminsvc.MaxUnfinishedExports {
+			id, _ := e.createExport(exporterA, exportBody(map[string]any{}, "id"))
+			ids = append(ids, id)
+		}
+		e.do(http.MethodPost, "/v1/logs/exports/"+ids[0]+"/start", exporterA, nil) // in_progress counts too
+		r := e.do(http.MethodPost, "/v1/logs/exports", exporterA, exportBody(map[string]any{}, "id"))
+		wantErr(t, r, http.StatusConflict, core.CodeConflict)
+		if !strings.Contains(r.errField("message"), fmt.Sprintf("limit (%d)", adminsvc.MaxUnfinishedExports)) {
+			t.Fatalf("the message does not name the limit: %s", r.raw)
+		}
+		// Other workspaces, and the organisation's exports of every workspace, have their own.
+		e.createExport(exporterB, exportBody(map[string]any{}, "id"))
+		e.createExport(adminKey, exportBody(map[string]any{}, "id"))
+		// A finished, cancelled or deleted export leaves room.
+		e.runExports()
+		e.createExport(exporterA, exportBody(map[string]any{}, "id"))
+		wantErr(t, e.do(http.MethodPost, "/v1/logs/exports", exporterA, exportBody(map[string]any{}, "id")), http.StatusConflict, core.CodeConflict)
+		e.do(http.MethodPost, "/v1/logs/exports/"+ids[1]+"/cancel", exporterA, nil)
+		e.createExport(exporterA, exportBody(map[string]any{}, "id"))
+		e.do(http.MethodDelete, "/v1/logs/exports/"+ids[2], exporterA, nil)
+		e.createExport(exporterA, exportBody(map[string]any{}, "id"))
+	})
+	t.Run("bytes of the files", func(t *testing.T) {
+		e := newLogsEnv(t, false)
+		e.exportOptions.MaxTotalBytes = 100
+		e.restart(false)
+		seedLogs(t, e.st, e.wsID, e.wsID) // 10 records: one export of their ids is over 100 bytes
+		first, _ := e.createExport(adminKey, exportBody(map[string]any{}, "id"))
+		second, _ := e.createExport(adminKey, exportBody(map[string]any{}, "id"))
+		if r := e.do(http.MethodPost, "/v1/logs/exports/"+first+"/start", adminKey, nil); r.status != 200 {
+			t.Fatalf("start under the limit: %d %s", r.status, r.raw)
+		}
+		e.runExports()
+		r := e.do(http.MethodPost, "/v1/logs/exports/"+second+"/start", adminKey, nil)
+		wantErr(t, r, http.StatusConflict, core.CodeConflict)
+		if !strings.Contains(r.errField("message"), "limit of 100") {
+			t.Fatalf("the message does not name the limit: %s", r.raw)
+		}
+		// Deleting the finished export frees the room.
+		e.do(http.MethodDelete, "/v1/logs/exports/"+first, adminKey, nil)
+		if r := e.do(http.MethodPost, "/v1/logs/exports/"+second+"/start", adminKey, nil); r.status != 200 {
+			t.Fatalf("start after the delete: %d %s", r.status, r.raw)
+		}
+	})
+}
+
+// failingStore is a store whose writes fail while failing is set; it
+// counts the writes it refused and calls tooMany after the tenth.
+type failingStore struct {
+	store.Store
+	failing bool
+	refused int
+	tooMany func()
+}
+
+func (s *failingStore) Update(fn func(store.Tx) error) error {
+	if !s.failing {
+		return s.Store.Update(fn)
+	}
+	if s.refused++; s.refused > 10 {
+		s.tooMany()
+	}
+	return errors.New("disk full")
+}
+
+// TestExportStoreFails checks that a run whose outcome the store refuses
+// ends the pass (it is run again later) instead of being picked again at
+// once, for ever.
+func TestExportStoreFails(t *testing.T) {
+	e := newLogsEnv(t, false)
+	seedLogs(t, e.st, e.wsID, e.wsID)
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	// A spinning worker is stopped by the cancel, and the test fails below.
+	fs := &failingStore{Store: e.st, tooMany: cancel}
+	x, err := adminsvc.NewExports(adminsvc.ExportsOptions{Store: fs, Dir: filepath.Join(e.dir, "exports"), Now: e.clock.Now,
+		Logger: slog.New(slog.DiscardHandler)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	id, _ := e.createExport(adminKey, exportBody(map[string]any{}, "id"))
+	e.do(http.MethodPost, "/v1/logs/exports/"+id+"/start", adminKey, nil)
+	fs.failing = true
+	x.RunPending(ctx)
+	if ctx.Err() != nil || fs.refused != 2 {
+		t.Fatalf("%d writes refused in one pass (context ended: %v); want the progress and the failure, once", fs.refused, ctx.Err())
+	}
+	if got := e.do(http.MethodGet, "/v1/logs/exports/"+id, adminKey, nil); got.str("status") != "in_progress" {
+		t.Fatalf("%s", got.raw)
+	}
+	if files, _ := filepath.Glob(filepath.Join(e.dir, "exports", "*")); len(files) != 0 {
+		t.Fatalf("files left: %v", files)
+	}
+	// Once the store takes writes again, the next pass runs it.
+	fs.failing = false
+	x.RunPending(context.Background())
+	if got := e.do(http.MethodGet, "/v1/logs/exports/"+id, adminKey, nil); got.str("status") != "success" || got.body["exported"] != 10.0 {
+		t.Fatalf("%s", got.raw)
 	}
 }

@@ -218,31 +218,45 @@ func parseCustomLog(fields map[string]json.RawMessage, at string, p *problems) *
 }
 
 // maskedURL is raw, parsed as u, as a custom log keeps it: user info
-// masked whole, and the values of sensitive query parameters (key,
-// api_key, token…) as maskedPairs masks them; raw as sent when it has
-// neither.
+// masked whole, and the values of sensitive parameters (key, api_key,
+// token…) of the query and of a fragment in query form
+// (#access_token=…, as OAuth's implicit flow sends it) as maskedPairs masks
+// them; raw as sent when it has none of these.
 func maskedURL(u *url.URL, raw string) string {
-	changed := u.User != nil
-	parts := strings.Split(u.RawQuery, "&")
+	query, queryMasked := maskedParams(u.RawQuery)
+	fragment, fragmentMasked := maskedParams(u.EscapedFragment())
+	user := u.User != nil
+	if !user && !queryMasked && !fragmentMasked {
+		return raw
+	}
+	u.User, u.RawQuery, u.Fragment, u.RawFragment = nil, query, "", ""
+	s := u.String()
+	if user {
+		s = strings.Replace(s, "://", "://"+masked+"@", 1)
+	}
+	if fragment != "" {
+		s += "#" + fragment
+	}
+	return s
+}
+
+// maskedParams is params (name=value pairs joined by &) with the values of
+// sensitive names masked; masked reports whether one was.
+func maskedParams(params string) (_ string, masked bool) {
+	if params == "" {
+		return "", false
+	}
+	parts := strings.Split(params, "&")
 	for i, part := range parts {
 		name, value, _ := strings.Cut(part, "=")
 		if n, err := url.QueryUnescape(name); err == nil && sensitiveName(n) {
 			if v, err := url.QueryUnescape(value); err == nil {
 				value = v
 			}
-			parts[i], changed = name+"="+strings.ReplaceAll(url.QueryEscape(maskKey(value)), "%2A", "*"), true
+			parts[i], masked = name+"="+strings.ReplaceAll(url.QueryEscape(maskKey(value)), "%2A", "*"), true
 		}
 	}
-	if !changed {
-		return raw
-	}
-	user := u.User != nil
-	u.User, u.RawQuery = nil, strings.Join(parts, "&")
-	s := u.String()
-	if user {
-		s = strings.Replace(s, "://", "://"+masked+"@", 1)
-	}
-	return s
+	return strings.Join(parts, "&"), masked
 }
 
 // present is fields[name] unless it is absent or null.

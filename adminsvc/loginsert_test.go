@@ -21,6 +21,9 @@ import (
 type logsEnv struct {
 	*env
 	exports *adminsvc.Exports
+	// exportOptions are the worker's options but its store, directory,
+	// clock and logger (MaxBytes 4096 when not set); restart applies them.
+	exportOptions adminsvc.ExportsOptions
 }
 
 func newLogsEnv(t *testing.T, run bool) *logsEnv {
@@ -35,8 +38,12 @@ func newLogsEnv(t *testing.T, run bool) *logsEnv {
 func (e *logsEnv) restart(run bool) {
 	e.t.Helper()
 	w := store.NewLogWriter(e.st, store.LogWriterOptions{Interval: time.Hour})
-	x, err := adminsvc.NewExports(adminsvc.ExportsOptions{Store: e.st, Dir: filepath.Join(e.dir, "exports"), Now: e.clock.Now, MaxBytes: 4096,
-		Logger: slog.New(slog.DiscardHandler)})
+	o := e.exportOptions
+	o.Store, o.Dir, o.Now, o.Logger = e.st, filepath.Join(e.dir, "exports"), e.clock.Now, slog.New(slog.DiscardHandler)
+	if o.MaxBytes == 0 {
+		o.MaxBytes = 4096
+	}
+	x, err := adminsvc.NewExports(o)
 	if err != nil {
 		e.t.Fatal(err)
 	}
@@ -212,6 +219,11 @@ func TestInsertLogsMasksURLSecrets(t *testing.T) {
 		"https://user:hunter2-password@api.example.com/v1/chat":                                             "https://****@api.example.com/v1/chat",
 		"/v1/chat?api_key=short&n=1": "/v1/chat?api_key=****&n=1",
 		"/v1/chat?n=1&b=a%20b":       "/v1/chat?n=1&b=a%20b", // nothing sensitive: as sent
+		// A token in the fragment (OAuth's implicit flow), with the query's masking.
+		"https://app.example.com/cb?state=s1#access_token=ya29.a0AfH6SMBx0123456789abcdefghij&token_type=Bearer": "https://app.example.com/cb?state=s1#access_token=ya29****ghij&token_type=Bearer",
+		"/cb#id_token=short":    "/cb#id_token=****",
+		"/cb?key=k#section-2":   "/cb?key=****#section-2", // a plain fragment is kept
+		"/docs#api_key%20setup": "/docs#api_key%20setup",  // nothing sensitive: as sent
 	} {
 		r := e.do(http.MethodPost, "/v1/logs", key, customLog(url, 200))
 		if r.status != 200 {

@@ -95,28 +95,21 @@ func newBatcher[T any](st Store, what string, o BatchOptions, bucket Bucket, key
 
 // Enqueue hands a record to the writer without blocking.
 func (b *batcher[T]) Enqueue(rec T) {
-	b.mu.Lock()
-	if len(b.queue) >= b.queueSize {
-		b.mu.Unlock()
+	if !b.push(rec) {
 		if b.dropped.Add(1)%1000 == 1 {
 			b.log.Warn(b.what+" queue is full; dropping records", "dropped_total", b.dropped.Load())
-		}
-		return
-	}
-	b.queue = append(b.queue, rec)
-	full := len(b.queue) == b.wakeAt
-	b.mu.Unlock()
-	if full {
-		select {
-		case b.wake <- struct{}{}:
-		default: // already woken
 		}
 	}
 }
 
 // EnqueueAll hands recs to the writer without blocking, all of them or,
 // when the queue has no room for them all, none: it reports which.
-func (b *batcher[T]) EnqueueAll(recs []T) bool {
+func (b *batcher[T]) EnqueueAll(recs []T) bool { return b.push(recs...) }
+
+// push queues recs if the queue has room for them all, and wakes the
+// writer when they make the queue reach wakeAt; it reports whether it
+// queued them.
+func (b *batcher[T]) push(recs ...T) bool {
 	b.mu.Lock()
 	if len(b.queue)+len(recs) > b.queueSize {
 		b.mu.Unlock()

@@ -86,17 +86,32 @@ func TestBatcherSkipsARecordItCannotStore(t *testing.T) {
 }
 
 // TestBatcherWritesABatchWhenFull: a full batch is written without a tick
-// or a flush.
+// or a flush, whether its records came one by one or in groups (a group
+// that passes the batch size wakes the writer too).
 func TestBatcherWritesABatchWhenFull(t *testing.T) {
-	st, _ := openTemp(t)
-	defer st.Close()
-	bs := &blockingStore{Store: st, entered: make(chan struct{}, 1), release: make(chan struct{})}
-	close(bs.release) // Update does not wait; entered tells the test
-	w := NewLogWriter(bs, LogWriterOptions{MaxBatch: 4, Interval: time.Hour})
-	defer w.Close()
-	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
-	for i := range 4 {
-		w.Enqueue(&core.LogRecord{ID: core.NewLogID(at.Add(time.Duration(i))), CreatedAt: at})
+	for name, groups := range map[string][]int{"one by one": {1, 1, 1, 1}, "groups": {3, 2}} {
+		t.Run(name, func(t *testing.T) {
+			st, _ := openTemp(t)
+			defer st.Close()
+			bs := &blockingStore{Store: st, entered: make(chan struct{}, 1), release: make(chan struct{})}
+			close(bs.release) // Update does not wait; entered tells the test
+			w := NewLogWriter(bs, LogWriterOptions{MaxBatch: 4, Interval: time.Hour})
+			defer w.Close()
+			at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+			i := 0
+			for _, n := range groups {
+				recs := make([]*core.LogRecord, n)
+				for j := range recs {
+					recs[j] = &core.LogRecord{ID: core.NewLogID(at.Add(time.Duration(i))), CreatedAt: at}
+					i++
+				}
+				if n == 1 {
+					w.Enqueue(recs[0])
+				} else if !w.EnqueueAll(recs) {
+					t.Fatal("EnqueueAll refused a group")
+				}
+			}
+			<-bs.entered
+		})
 	}
-	<-bs.entered
 }

@@ -1,11 +1,6 @@
 package store
 
-import (
-	"encoding/json"
-	"time"
-
-	"github.com/llm-gateway/gateway/core"
-)
+import "time"
 
 // Statuses of a log export. An export is made a draft, started
 // (in_progress) and ends success, failed or stopped (cancelled).
@@ -63,41 +58,4 @@ func QueryLogExports(tx Tx, f ExportFilter) ([]LogExport, int, error) {
 	return queryJSON(tx, BucketLogExports, "", "", f.CurrentPage, f.PageSize, func(e *LogExport) bool {
 		return (f.WorkspaceID == "" || e.WorkspaceID == f.WorkspaceID) && (f.Visible == nil || f.Visible(e))
 	})
-}
-
-// ScanLogsPage is ScanLogs resumed below key after (exclusive; "": from
-// the top of f's range), for a scan split over transactions: it reads at
-// most limit records and returns the key of the last one read when more
-// may follow, "" when the range is done.
-func ScanLogsPage(tx Tx, f LogFilter, after string, limit int, fn func(r *core.LogRecord) error) (next string, err error) {
-	from, lowest := logRange(f)
-	if after != "" {
-		from = after
-	}
-	read := 0
-	err = tx.Scan(BucketLogs, from, true, func(key string, raw []byte) (bool, error) {
-		if key < lowest {
-			return false, nil
-		}
-		if key == after {
-			return true, nil
-		}
-		if read == limit {
-			return false, nil
-		}
-		var r core.LogRecord
-		if err := json.Unmarshal(raw, &r); err != nil {
-			return false, err
-		}
-		read++
-		next = key
-		if (!f.To.IsZero() && r.CreatedAt.After(f.To)) || !f.Match(&r) {
-			return true, nil
-		}
-		return true, fn(&r)
-	})
-	if read < limit {
-		next = ""
-	}
-	return next, err
 }

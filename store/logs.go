@@ -147,11 +147,27 @@ func (ps Prices) Price(list *pricing.Table, integ, provider, model string) (pric
 // of the range (limit <= 0: all of them) and reports whether that limit
 // stopped it before the range's end; an error from fn stops it too.
 func ScanLogs(tx Tx, f LogFilter, limit int, fn func(r *core.LogRecord) error) (truncated bool, err error) {
+	next, err := ScanLogsPage(tx, f, "", limit, fn)
+	return next != "", err
+}
+
+// ScanLogsPage is ScanLogs resumed below key after (exclusive; "": from
+// the top of f's range), for a scan split over transactions: it reads at
+// most limit records of the range (limit <= 0: all of them) and returns
+// the key of the last one read when that limit stopped it before the
+// range's end, "" when the range is done.
+func ScanLogsPage(tx Tx, f LogFilter, after string, limit int, fn func(r *core.LogRecord) error) (next string, err error) {
 	from, lowest := logRange(f)
-	read := 0
+	if after != "" {
+		from = after
+	}
+	read, last := 0, ""
 	err = tx.Scan(BucketLogs, from, true, func(key string, raw []byte) (bool, error) {
 		if key < lowest {
 			return false, nil
+		}
+		if key == after {
+			return true, nil
 		}
 		var r core.LogRecord
 		if err := json.Unmarshal(raw, &r); err != nil {
@@ -161,16 +177,17 @@ func ScanLogs(tx Tx, f LogFilter, limit int, fn func(r *core.LogRecord) error) (
 			return true, nil
 		}
 		if limit > 0 && read == limit {
-			truncated = true
+			next = last
 			return false, nil
 		}
 		read++
+		last = key
 		if !f.Match(&r) {
 			return true, nil
 		}
 		return true, fn(&r)
 	})
-	return truncated, err
+	return next, err
 }
 
 // logRange is the range of keys ScanLogs visits for f, downwards: from

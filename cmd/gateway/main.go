@@ -73,6 +73,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	fs.StringVar(&cfg.LogLevel, "log-level", env("GATEWAY_LOG_LEVEL", "info"), "debug, info, warn or error (env GATEWAY_LOG_LEVEL)")
 	fs.StringVar(&cfg.PublicURL, "public-url", env("GATEWAY_PUBLIC_URL", ""), "URL clients reach the gateway at, the base of invite links (env GATEWAY_PUBLIC_URL; default http://<listen address>)")
 	retention := fs.String("log-retention", env("GATEWAY_LOG_RETENTION", "30d"), "how long request logs are kept, e.g. 30d or 12h; 0 keeps them for ever (env GATEWAY_LOG_RETENTION)")
+	exportRetention := fs.String("export-retention", env("GATEWAY_EXPORT_RETENTION", "7d"), "how long finished log exports and their files are kept, e.g. 7d or 12h; 0 keeps them for ever (env GATEWAY_EXPORT_RETENTION)")
+	exportMaxTotal := fs.String("export-max-total-bytes", env("GATEWAY_EXPORT_MAX_TOTAL_BYTES", strconv.Itoa(adminsvc.DefaultExportMaxTotalBytes)), "no log export starts while the export files take this many bytes (env GATEWAY_EXPORT_MAX_TOTAL_BYTES)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", env("GATEWAY_PPROF_ADDR", ""), "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -89,6 +91,12 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 		return cfg, fmt.Errorf("--log-retention (GATEWAY_LOG_RETENTION): %w", err)
 	}
 	cfg.LogRetention = logRetention
+	if cfg.ExportRetention, err = parseRetention(*exportRetention); err != nil {
+		return cfg, fmt.Errorf("--export-retention (GATEWAY_EXPORT_RETENTION): %w", err)
+	}
+	if cfg.ExportMaxTotalBytes, err = strconv.ParseInt(*exportMaxTotal, 10, 64); err != nil || cfg.ExportMaxTotalBytes <= 0 {
+		return cfg, fmt.Errorf("--export-max-total-bytes (GATEWAY_EXPORT_MAX_TOTAL_BYTES): %q is not a positive number of bytes", *exportMaxTotal)
+	}
 	cfg.AdminKey = getenv("GATEWAY_ADMIN_API_KEY")
 	cfg.EncryptionKey = getenv("GATEWAY_ENCRYPTION_KEY")
 	cfg.TrustedHosts = getenv("GATEWAY_TRUSTED_HOSTS")
@@ -165,7 +173,7 @@ func parseRetention(v string) (time.Duration, error) {
 	}
 	d, err := time.ParseDuration(v)
 	if err != nil || d < time.Minute {
-		return 0, fmt.Errorf("%q is not a period of at least a minute (e.g. 30d, 12h, or 0 to keep logs for ever)", v)
+		return 0, fmt.Errorf("%q is not a period of at least a minute (e.g. 30d, 12h, or 0 to keep them for ever)", v)
 	}
 	return d, nil
 }

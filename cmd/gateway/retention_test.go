@@ -44,3 +44,38 @@ func TestLogRetentionConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestExportConfig checks --export-retention, --export-max-total-bytes
+// and their GATEWAY_EXPORT_* variables.
+func TestExportConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name          string
+		args          []string
+		env           map[string]string
+		wantRetention time.Duration
+		wantMaxTotal  int64
+		wantErr       string
+	}{
+		{"defaults", nil, nil, 7 * 24 * time.Hour, 10 << 30, ""},
+		{"from env", nil, map[string]string{"GATEWAY_EXPORT_RETENTION": "2d", "GATEWAY_EXPORT_MAX_TOTAL_BYTES": "1000"}, 48 * time.Hour, 1000, ""},
+		{"flags win", []string{"--export-retention", "12h", "--export-max-total-bytes", "5"}, map[string]string{"GATEWAY_EXPORT_RETENTION": "2d"}, 12 * time.Hour, 5, ""},
+		{"kept for ever", []string{"--export-retention", "0"}, nil, 0, 10 << 30, ""},
+		{"bad retention", []string{"--export-retention", "soon"}, nil, 0, 0, "export-retention"},
+		{"bad retention from env", nil, map[string]string{"GATEWAY_EXPORT_RETENTION": "0d"}, 0, 0, "GATEWAY_EXPORT_RETENTION"},
+		{"zero bytes", []string{"--export-max-total-bytes", "0"}, nil, 0, 0, "export-max-total-bytes"},
+		{"not a number", nil, map[string]string{"GATEWAY_EXPORT_MAX_TOTAL_BYTES": "10GiB"}, 0, 0, `"10GiB"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := parseConfig(tc.args, func(k string) string { return tc.env[k] })
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("got %v, %v; want an error naming %q", cfg.ExportRetention, err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || cfg.ExportRetention != tc.wantRetention || cfg.ExportMaxTotalBytes != tc.wantMaxTotal {
+				t.Fatalf("got %v, %d, %v; want %v, %d", cfg.ExportRetention, cfg.ExportMaxTotalBytes, err, tc.wantRetention, tc.wantMaxTotal)
+			}
+		})
+	}
+}

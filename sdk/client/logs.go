@@ -134,6 +134,12 @@ func (r *LogExports) Cancel(ctx context.Context, id string) (ExportChanged, erro
 	return out, r.c.do(ctx, http.MethodPost, "/logs/exports/"+esc(id)+"/cancel", nil, nil, &out)
 }
 
+// Delete deletes an export in any status, and its file; a running export
+// is stopped by it.
+func (r *LogExports) Delete(ctx context.Context, id string) error {
+	return resource{r.c, "/logs/exports"}.Delete(ctx, id)
+}
+
 // Download copies a successful export's JSONL to w, streaming it; an
 // export not yet success is a 409 *Error.
 func (r *LogExports) Download(ctx context.Context, id string, w io.Writer) (int64, error) {

@@ -50,6 +50,7 @@ func TestLogInsertAndExportRequests(t *testing.T) {
 		{"start", func() error { _, err := x.Start(ctx, "e1"); return err }, http.MethodPost, "/v1/logs/exports/e1/start", ""},
 		{"cancel", func() error { _, err := x.Cancel(ctx, "e1"); return err }, http.MethodPost, "/v1/logs/exports/e1/cancel", ""},
 		{"get", func() error { _, err := x.Get(ctx, "e1"); return err }, http.MethodGet, "/v1/logs/exports/e1", ""},
+		{"delete", func() error { return x.Delete(ctx, "e/1") }, http.MethodDelete, "/v1/logs/exports/e%2F1", ""},
 		{"list", func() error { _, err := x.List(ctx, nil, client.Page{PageSize: 2}); return err }, http.MethodGet, "/v1/logs/exports?page_size=2", ""},
 	}
 	for _, tc := range cases {

@@ -63,7 +63,14 @@ type Options struct {
 	// LogRetention is how long request log records are kept; 0 keeps
 	// them for ever.
 	LogRetention time.Duration
-	SMTP         alerts.Config
+	// ExportRetention is how long finished log exports and their files
+	// are kept; 0 keeps them for ever.
+	ExportRetention time.Duration
+	// ExportMaxTotalBytes bounds the log export files together (default
+	// adminsvc.DefaultExportMaxTotalBytes): no export starts while they
+	// reach it.
+	ExportMaxTotalBytes int64
+	SMTP                alerts.Config
 	// JWT authentication; off when no JWKS is set.
 	JWT adminsvc.JWTOptions
 	// PublicURL is the URL clients reach the gateway at, the base of
@@ -211,7 +218,8 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		return nil, err
 	}
 	a.onClose(stopLimits)
-	exports, err := adminsvc.NewExports(adminsvc.ExportsOptions{Store: st, Dir: filepath.Join(o.DataDir, "exports"), Logger: logger})
+	exports, err := adminsvc.NewExports(adminsvc.ExportsOptions{Store: st, Dir: filepath.Join(o.DataDir, "exports"),
+		Retention: o.ExportRetention, MaxTotalBytes: o.ExportMaxTotalBytes, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
