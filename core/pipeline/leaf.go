@@ -103,7 +103,11 @@ func savedKeyHost(t core.Target, l *config.Leaf, path string) *core.Error {
 	return nil
 }
 
-// breakerFor is the circuit breaker of a leaf's target identity.
+// breakerFor is the circuit breaker of a leaf's target identity: the
+// provider, the host and the credential. Where the host comes from the
+// target rather than the base URL (an Azure resource, an AWS region), it
+// is part of the identity too, as is an AWS access key id that signs in
+// place of an API key.
 func (p *Pipeline) breakerFor(t core.Target, l *config.Leaf) *breaker.Breaker {
 	base := t.BaseURL
 	if base == "" {
@@ -111,7 +115,15 @@ func (p *Pipeline) breakerFor(t core.Target, l *config.Leaf) *breaker.Breaker {
 			base = bp.BaseURL()
 		}
 	}
-	return p.breakers.Get(breaker.Identity(t.Provider, base, t.APIKey), *l.CircuitBreaker)
+	key := t.APIKey
+	if key == "" {
+		key = t.AWS.AccessKeyID
+	}
+	id := breaker.Identity(t.Provider, base, key)
+	if t.Azure.ResourceName != "" || t.AWS.Region != "" {
+		id += "|" + t.Azure.ResourceName + "|" + t.AWS.Region
+	}
+	return p.breakers.Get(id, *l.CircuitBreaker)
 }
 
 // leaf calls the provider of leaf n: overrides applied, then the circuit
