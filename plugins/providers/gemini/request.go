@@ -256,28 +256,13 @@ func textPart(text string) part { return part{Text: text} }
 // assistant's refusal) as text, a base64 data: URL image_url as inline
 // data. Gemini takes no http(s) URL inline: those are refused.
 func contentParts(at string, c json.RawMessage) ([]part, error) {
-	ps, err := chat.Parts(at, c)
-	if err != nil {
-		return nil, err
-	}
-	out := make([]part, 0, len(ps))
-	for j, p := range ps {
-		switch p.Type {
-		case "text", "refusal":
-			if t := p.Text + p.Refusal; t != "" {
-				out = append(out, part{Text: t})
-			}
-		case "image_url":
-			b, err := inlineImage(p)
-			if err != nil {
-				return nil, core.BadRequest(fmt.Sprintf("%s.content[%d].image_url.url", at, j), "%s.content[%d].image_url.url: %v", at, j, err)
-			}
-			out = append(out, part{InlineData: b})
-		default:
-			return nil, core.BadRequest(fmt.Sprintf("%s.content[%d].type", at, j), "content parts of type %q are not supported by provider gemini", p.Type)
-		}
-	}
-	return out, nil
+	return chat.AppendBlocks(nil, at, c, Name, textPart, inlineImagePart)
+}
+
+// inlineImagePart is an image_url part as an inlineData part.
+func inlineImagePart(p chat.Part) (part, error) {
+	b, err := inlineImage(p)
+	return part{InlineData: b}, err
 }
 
 // inlineImage is an image_url part's inline data: a base64 data: URL's
