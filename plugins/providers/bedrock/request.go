@@ -241,17 +241,9 @@ func imageURLBlock(p chat.Part) (block, error) {
 // imageBlock is an image_url part's image: a base64 data: URL of a PNG,
 // JPEG, GIF or WebP image.
 func imageBlock(p chat.Part) (*image, error) {
-	if p.ImageURL == nil {
-		return nil, fmt.Errorf("is required")
-	}
-	media, data, ok, err := chat.DataURL(p.ImageURL.URL)
-	switch {
-	case err != nil:
+	media, data, err := chat.Base64Image(p, Name)
+	if err != nil {
 		return nil, err
-	case !ok && chat.IsHTTPURL(p.ImageURL.URL):
-		return nil, fmt.Errorf("provider bedrock takes images as base64 data: URLs only, not http(s) URLs")
-	case !ok:
-		return nil, fmt.Errorf("must be a base64 data: URL")
 	}
 	format, known := imageFormats[strings.ToLower(media)]
 	if !known {

@@ -259,26 +259,12 @@ func contentParts(at string, c json.RawMessage) ([]part, error) {
 	return chat.AppendBlocks(nil, at, c, Name, textPart, inlineImagePart)
 }
 
-// inlineImagePart is an image_url part as an inlineData part.
+// inlineImagePart is an image_url part as an inlineData part: a base64
+// data: URL's media type and data.
 func inlineImagePart(p chat.Part) (part, error) {
-	b, err := inlineImage(p)
-	return part{InlineData: b}, err
-}
-
-// inlineImage is an image_url part's inline data: a base64 data: URL's
-// media type and data.
-func inlineImage(p chat.Part) (*blob, error) {
-	if p.ImageURL == nil {
-		return nil, fmt.Errorf("is required")
+	media, data, err := chat.Base64Image(p, Name)
+	if err != nil {
+		return part{}, err
 	}
-	media, data, ok, err := chat.DataURL(p.ImageURL.URL)
-	switch {
-	case err != nil:
-		return nil, err
-	case !ok && chat.IsHTTPURL(p.ImageURL.URL):
-		return nil, fmt.Errorf("provider gemini takes images as base64 data: URLs only, not http(s) URLs")
-	case !ok:
-		return nil, fmt.Errorf("must be a base64 data: URL")
-	}
-	return &blob{MimeType: media, Data: data}, nil
+	return part{InlineData: &blob{MimeType: media, Data: data}}, nil
 }

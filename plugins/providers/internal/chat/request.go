@@ -279,6 +279,25 @@ func DataURL(u string) (media, data string, ok bool, err error) {
 	return media, data, true, nil
 }
 
+// Base64Image is an image_url part's base64 data: URL split into its
+// media type and data, for a provider (named in the error) that takes
+// images no other way: an http(s) URL is refused.
+func Base64Image(p Part, provider string) (media, data string, err error) {
+	if p.ImageURL == nil {
+		return "", "", fmt.Errorf("is required")
+	}
+	media, data, ok, err := DataURL(p.ImageURL.URL)
+	switch {
+	case err != nil:
+		return "", "", err
+	case !ok && IsHTTPURL(p.ImageURL.URL):
+		return "", "", fmt.Errorf("provider %s takes images as base64 data: URLs only, not http(s) URLs", provider)
+	case !ok:
+		return "", "", fmt.Errorf("must be a base64 data: URL")
+	}
+	return media, data, nil
+}
+
 // IsHTTPURL reports whether u is an http or https URL (any case).
 func IsHTTPURL(u string) bool {
 	_, s := CutPrefixFold(u, "https://")
