@@ -16,7 +16,7 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 	if req.Endpoint != core.EndpointChatComplete {
 		return
 	}
-	resp.Stream = &chunkStream{src: resp.Stream, events: chat.Events{Src: resp.Stream, Name: "Anthropic"}, includeUsage: chat.IncludeUsage(req),
+	resp.Stream = &chunkStream{Stream: chat.Stream{Src: resp.Stream}, events: chat.Events{Src: resp.Stream, Name: "Anthropic"}, includeUsage: chat.IncludeUsage(req),
 		chunks: chat.Chunks{Created: p.now().Unix()}, tools: map[int]int{}}
 }
 
@@ -42,43 +42,32 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 //
 // Lines may end in "\n" or "\r\n".
 type chunkStream struct {
-	src          io.ReadCloser
-	events       chat.Events // reads src
+	chat.Stream
+	events       chat.Events // reads Src
 	includeUsage bool
 	chunks       chat.Chunks // id, model and created of the chunks
 
-	out   []byte // translated; out[off:] is not handed out yet
-	off   int
-	err   error // returned once out is handed out: the stream's end
 	usage usage
 	tools map[int]int // a tool_use block's index → its tool call's index
 	ev    streamEvent // the event being translated, reused
 }
 
-func (s *chunkStream) Read(p []byte) (int, error) {
-	for s.off == len(s.out) {
-		s.out, s.off = s.out[:0], 0
-		if s.err != nil {
-			return 0, s.err
-		}
-		if data, ok := s.events.Next(); ok {
-			if err := s.translate(data); err != nil {
-				s.err = err
-			}
-			continue
-		}
-		if err := s.events.Fill(); err == io.EOF {
-			s.err = fmt.Errorf("Anthropic's stream ended before message_stop: %w", io.ErrUnexpectedEOF)
-		} else if err != nil {
-			s.err = err
-		}
-	}
-	n := copy(p, s.out[s.off:])
-	s.off += n
-	return n, nil
-}
+func (s *chunkStream) Read(p []byte) (int, error) { return s.ReadWith(p, s.fill) }
 
-func (s *chunkStream) Close() error { return s.src.Close() }
+// fill translates the next whole event, reading the upstream when none is.
+func (s *chunkStream) fill() {
+	if data, ok := s.events.Next(); ok {
+		if err := s.translate(data); err != nil {
+			s.Err = err
+		}
+		return
+	}
+	if err := s.events.Fill(); err == io.EOF {
+		s.Err = fmt.Errorf("Anthropic's stream ended before message_stop: %w", io.ErrUnexpectedEOF)
+	} else if err != nil {
+		s.Err = err
+	}
+}
 
 // streamEvent is one Messages stream event, as much of it as is
 // translated. Its parts are values, not pointers: a part an event lacks
@@ -115,7 +104,7 @@ type StreamError struct{ Type, Message string }
 
 func (e *StreamError) Error() string { return "Anthropic sent an error: " + e.Type + ": " + e.Message }
 
-// translate appends to out the chunks of one event; io.EOF ends the stream
+// translate appends to Out the chunks of one event; io.EOF ends the stream
 // cleanly (message_stop).
 func (s *chunkStream) translate(data []byte) error {
 	ev := &s.ev
@@ -167,7 +156,7 @@ func (s *chunkStream) translate(data []byte) error {
 		if s.includeUsage {
 			s.chunk(nil, "", true)
 		}
-		s.out = append(s.out, chat.Done...)
+		s.Out = append(s.Out, chat.Done...)
 		return io.EOF
 	case "error":
 		e := &StreamError{Type: ev.Error.Type, Message: ev.Error.Message}
@@ -187,5 +176,5 @@ func (s *chunkStream) chunk(delta []byte, finish string, withUsage bool) {
 		cu := s.usage.chat()
 		u = &cu
 	}
-	s.out = s.chunks.Append(s.out, delta, finish, u)
+	s.Out = s.chunks.Append(s.Out, delta, finish, u)
 }

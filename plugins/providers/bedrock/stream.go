@@ -24,7 +24,7 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 	resp.Header.Set("Content-Type", "text/event-stream")
 	resp.Header.Del("Content-Length")
 	resp.SSE = true
-	resp.Stream = &chunkStream{src: resp.Stream, frames: frameReader{r: resp.Stream}, includeUsage: chat.IncludeUsage(req),
+	resp.Stream = &chunkStream{Stream: chat.Stream{Src: resp.Stream}, frames: frameReader{r: resp.Stream}, includeUsage: chat.IncludeUsage(req),
 		chunks: chat.Chunks{ID: completionID(resp), Model: req.Model, Created: p.now().Unix()}}
 }
 
@@ -50,48 +50,37 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 //     A stream that ends before messageStop, inside a frame, or with a
 //     frame whose CRC does not match fails the same way.
 type chunkStream struct {
-	src          io.ReadCloser
-	frames       frameReader
+	chat.Stream
+	frames       frameReader // reads Src
 	includeUsage bool
 	chunks       chat.Chunks
 
-	out     []byte // translated; out[off:] is not handed out yet
-	off     int
-	err     error // returned once out is handed out: the stream's end
-	stopped bool  // messageStop was read
+	stopped bool // messageStop was read
 	stop    string
 	usage   usage
 	tools   map[int]int // a toolUse block's index → its tool call's index
 	ev      streamEvent // the event being translated, reused
 }
 
-func (s *chunkStream) Read(p []byte) (int, error) {
-	for s.off == len(s.out) {
-		s.out, s.off = s.out[:0], 0
-		if s.err != nil {
-			return 0, s.err
-		}
-		f, err := s.frames.next()
-		switch {
-		case err == io.EOF && s.stopped:
-			s.finish()
-			s.err = io.EOF
-		case err == io.EOF:
-			s.err = fmt.Errorf("Bedrock's stream ended before messageStop: %w", io.ErrUnexpectedEOF)
-		case err != nil:
-			s.err = err
-		default:
-			if err := s.translate(f); err != nil {
-				s.err = err
-			}
+func (s *chunkStream) Read(p []byte) (int, error) { return s.ReadWith(p, s.fill) }
+
+// fill reads and translates the next frame.
+func (s *chunkStream) fill() {
+	f, err := s.frames.next()
+	switch {
+	case err == io.EOF && s.stopped:
+		s.finish()
+		s.Err = io.EOF
+	case err == io.EOF:
+		s.Err = fmt.Errorf("Bedrock's stream ended before messageStop: %w", io.ErrUnexpectedEOF)
+	case err != nil:
+		s.Err = err
+	default:
+		if err := s.translate(f); err != nil {
+			s.Err = err
 		}
 	}
-	n := copy(p, s.out[s.off:])
-	s.off += n
-	return n, nil
 }
-
-func (s *chunkStream) Close() error { return s.src.Close() }
 
 // streamEvent is the payload of one ConverseStream event, as much of it as
 // is translated. Its parts are values: a part an event lacks reads as zero.
@@ -119,7 +108,7 @@ type StreamError struct{ Type, Message string }
 
 func (e *StreamError) Error() string { return "Bedrock sent an error: " + e.Type + ": " + e.Message }
 
-// translate appends to out the chunks of one frame; io.EOF ends the
+// translate appends to Out the chunks of one frame; io.EOF ends the
 // stream cleanly (metadata after messageStop).
 func (s *chunkStream) translate(f *frame) error {
 	ev := &s.ev
@@ -178,7 +167,7 @@ func (s *chunkStream) finish() {
 	if s.includeUsage {
 		s.chunk(nil, "", true)
 	}
-	s.out = append(s.out, chat.Done...)
+	s.Out = append(s.Out, chat.Done...)
 }
 
 // chunk appends one chat.completion.chunk event, with the usage when
@@ -189,5 +178,5 @@ func (s *chunkStream) chunk(delta []byte, finish string, withUsage bool) {
 		cu := s.usage.chat()
 		u = &cu
 	}
-	s.out = s.chunks.Append(s.out, delta, finish, u)
+	s.Out = s.chunks.Append(s.Out, delta, finish, u)
 }

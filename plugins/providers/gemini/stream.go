@@ -16,7 +16,7 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 	if req.Endpoint != core.EndpointChatComplete {
 		return
 	}
-	resp.Stream = &chunkStream{p: p, src: resp.Stream, events: chat.Events{Src: resp.Stream, Name: "Gemini"}, includeUsage: chat.IncludeUsage(req),
+	resp.Stream = &chunkStream{Stream: chat.Stream{Src: resp.Stream}, p: p, events: chat.Events{Src: resp.Stream, Name: "Gemini"}, includeUsage: chat.IncludeUsage(req),
 		model: req.Model, chunks: chat.Chunks{Created: p.now().Unix()}}
 }
 
@@ -42,58 +42,47 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 //     ends the client's stream with its error event and no [DONE]. A
 //     stream that ends with no finishReason fails the same way.
 type chunkStream struct {
+	chat.Stream
 	p            *Provider
-	src          io.ReadCloser
-	events       chat.Events // reads src
+	events       chat.Events // reads Src
 	includeUsage bool
 	model        string // the request's
 	chunks       chat.Chunks
 
-	out     []byte // translated; out[off:] is not handed out yet
-	off     int
-	err     error // returned once out is handed out: the stream's end
-	started bool  // the role chunk is out
+	started bool // the role chunk is out
 	finish  string
 	calls   int // tool calls handed out
 	usage   *usage
 	ev      generateResponse // the event being translated, reused
 }
 
-func (s *chunkStream) Read(p []byte) (int, error) {
-	for s.off == len(s.out) {
-		s.out, s.off = s.out[:0], 0
-		if s.err != nil {
-			return 0, s.err
-		}
-		if data, ok := s.events.Next(); ok {
-			if err := s.translate(data); err != nil {
-				s.err = err
-			}
-			continue
-		}
-		switch err := s.events.Fill(); {
-		case err == io.EOF && s.finish != "":
-			s.end()
-			s.err = io.EOF
-		case err == io.EOF:
-			s.err = fmt.Errorf("Gemini's stream ended before a finishReason: %w", io.ErrUnexpectedEOF)
-		case err != nil:
-			s.err = err
-		}
-	}
-	n := copy(p, s.out[s.off:])
-	s.off += n
-	return n, nil
-}
+func (s *chunkStream) Read(p []byte) (int, error) { return s.ReadWith(p, s.fill) }
 
-func (s *chunkStream) Close() error { return s.src.Close() }
+// fill translates the next whole event, reading the upstream when none is.
+func (s *chunkStream) fill() {
+	if data, ok := s.events.Next(); ok {
+		if err := s.translate(data); err != nil {
+			s.Err = err
+		}
+		return
+	}
+	switch err := s.events.Fill(); {
+	case err == io.EOF && s.finish != "":
+		s.end()
+		s.Err = io.EOF
+	case err == io.EOF:
+		s.Err = fmt.Errorf("Gemini's stream ended before a finishReason: %w", io.ErrUnexpectedEOF)
+	case err != nil:
+		s.Err = err
+	}
+}
 
 // StreamError is an error event of Gemini's stream.
 type StreamError struct{ Status, Message string }
 
 func (e *StreamError) Error() string { return "Gemini sent an error: " + e.Status + ": " + e.Message }
 
-// translate appends to out the chunks of one event.
+// translate appends to Out the chunks of one event.
 func (s *chunkStream) translate(data []byte) error {
 	ev := &s.ev
 	*ev = generateResponse{}
@@ -145,7 +134,7 @@ func (s *chunkStream) end() {
 	if s.includeUsage {
 		s.chunk(nil, "", true)
 	}
-	s.out = append(s.out, chat.Done...)
+	s.Out = append(s.Out, chat.Done...)
 }
 
 // chunk appends one chat.completion.chunk event, with the usage when
@@ -156,5 +145,5 @@ func (s *chunkStream) chunk(delta []byte, finish string, withUsage bool) {
 		cu := s.usage.chat()
 		u = &cu
 	}
-	s.out = s.chunks.Append(s.out, delta, finish, u)
+	s.Out = s.chunks.Append(s.Out, delta, finish, u)
 }

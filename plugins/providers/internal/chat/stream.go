@@ -1,0 +1,31 @@
+package chat
+
+import "io"
+
+// Stream is what a translated stream shares: the upstream it reads and
+// the chunks it has translated, handed out by ReadWith. A translation
+// embeds it.
+type Stream struct {
+	Src io.ReadCloser // the upstream's stream
+	Out []byte        // translated; Out[off:] is not handed out yet
+	off int
+	Err error // returned once Out is handed out: the stream's end
+}
+
+// ReadWith hands out into p what Out holds, first calling fill (which
+// appends to Out or sets Err) for as long as it holds nothing new.
+func (s *Stream) ReadWith(p []byte, fill func()) (int, error) {
+	for s.off == len(s.Out) {
+		s.Out, s.off = s.Out[:0], 0
+		if s.Err != nil {
+			return 0, s.Err
+		}
+		fill()
+	}
+	n := copy(p, s.Out[s.off:])
+	s.off += n
+	return n, nil
+}
+
+// Close closes Src.
+func (s *Stream) Close() error { return s.Src.Close() }
