@@ -9,6 +9,7 @@ import (
 	"testing/iotest"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/chattest"
 )
 
 // Recorded Messages streams (event by event, as Anthropic sends them).
@@ -42,11 +43,7 @@ const (
 // chunk is the expected chunk event for delta and finish ("null" or a
 // quoted reason), with usage when not empty.
 func chunk(id, delta, finish, usage string) string {
-	s := `data: {"id":"` + id + `","object":"chat.completion.chunk","created":1700000000,"model":"claude-x","choices":[{"index":0,"delta":` + delta + `,"logprobs":null,"finish_reason":` + finish + `}]`
-	if usage != "" {
-		s += `,"usage":` + usage
-	}
-	return s + "}\n\n"
+	return chattest.Chunk(id, "claude-x", delta, finish, usage)
 }
 
 // TestTranslateStream: recorded Messages streams become the chunks an
@@ -75,25 +72,7 @@ func TestTranslateStream(t *testing.T) {
 		{"events after message_stop are not read", textStream + "data: {\"type\":\"bogus\"\n\n", false, textChunks + chunk("msg_1", `{}`, `"stop"`, textUsage) + "data: [DONE]\n\n"},
 		{"max_tokens", strings.Replace(textStream, "end_turn", "max_tokens", 1), false, textChunks + chunk("msg_1", `{}`, `"length"`, textUsage) + "data: [DONE]\n\n"},
 	} {
-		for _, oneByte := range []bool{false, true} {
-			name := tc.name
-			if oneByte {
-				name += ", a byte at a time"
-			}
-			t.Run(name, func(t *testing.T) {
-				var src io.Reader = strings.NewReader(tc.in)
-				if oneByte {
-					src = iotest.OneByteReader(src)
-				}
-				got, err := io.ReadAll(translated(src, tc.includeUsage))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if string(got) != tc.want {
-					t.Errorf("got\n%s\nwant\n%s", got, tc.want)
-				}
-			})
-		}
+		chattest.ReadsAs(t, tc.name, tc.in, tc.want, func(src io.Reader) io.ReadCloser { return translated(src, tc.includeUsage) })
 	}
 }
 
@@ -138,31 +117,11 @@ func TestTranslateStreamFails(t *testing.T) {
 			func(err error) bool { return err != nil && strings.Contains(err.Error(), "not JSON") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := io.ReadAll(translated(tc.src, false))
-			if !tc.wantErr(err) {
-				t.Errorf("error %v", err)
-			}
 			want := chunk("msg_1", `{"role":"assistant","content":""}`, "null", "") +
 				chunk("msg_1", `{"content":"Hel"}`, "null", "") + chunk("msg_1", `{"content":"lo \"you\""}`, "null", "")
-			if string(got) != want {
-				t.Errorf("got\n%s\nwant\n%s", got, want)
-			}
+			chattest.FailsAfter(t, translated(tc.src, false), want, tc.wantErr)
 		})
 	}
-}
-
-// scriptedReader hands out one piece per Read and counts the reads.
-type scriptedReader struct {
-	pieces []string
-	reads  int
-}
-
-func (r *scriptedReader) Read(p []byte) (int, error) {
-	if r.reads == len(r.pieces) {
-		return 0, io.EOF
-	}
-	r.reads++
-	return copy(p, r.pieces[r.reads-1]), nil
 }
 
 // TestTranslateStreamEventByEvent: each event is handed out as soon as it
@@ -172,7 +131,7 @@ func TestTranslateStreamEventByEvent(t *testing.T) {
 	events := strings.SplitAfter(textStream, "\n\n")
 	events = events[:len(events)-1]
 	// The second event arrives in two reads.
-	src := &scriptedReader{pieces: append([]string{events[0], events[1][:10], events[1][10:]}, events[2:]...)}
+	src := &chattest.ScriptedReader{Pieces: append([]string{events[0], events[1][:10], events[1][10:]}, events[2:]...)}
 	s := translated(src, false)
 	buf := make([]byte, 64<<10)
 	for _, want := range []struct {
@@ -189,8 +148,8 @@ func TestTranslateStreamEventByEvent(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := string(buf[:n]); !strings.Contains(got, want.chunk) || strings.Count(got, "\n\n") != 1 || src.reads != want.reads {
-			t.Fatalf("after %d upstream reads: %q, want %q after %d reads", src.reads, got, want.chunk, want.reads)
+		if got := string(buf[:n]); !strings.Contains(got, want.chunk) || strings.Count(got, "\n\n") != 1 || src.Reads != want.reads {
+			t.Fatalf("after %d upstream reads: %q, want %q after %d reads", src.Reads, got, want.chunk, want.reads)
 		}
 	}
 	if n, err := s.Read(buf); n != 0 || err != io.EOF {

@@ -9,6 +9,7 @@ import (
 	"testing/iotest"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/chattest"
 )
 
 // Recorded streamGenerateContent?alt=sse streams (event by event, as
@@ -25,11 +26,7 @@ const (
 // chunk is the expected chunk event for delta and finish ("null" or a
 // quoted reason), with usage when not empty.
 func chunk(id, delta, finish, usage string) string {
-	s := `data: {"id":"` + id + `","object":"chat.completion.chunk","created":1700000000,"model":"gemini-2.5-flash","choices":[{"index":0,"delta":` + delta + `,"logprobs":null,"finish_reason":` + finish + `}]`
-	if usage != "" {
-		s += `,"usage":` + usage
-	}
-	return s + "}\n\n"
+	return chattest.Chunk(id, "gemini-2.5-flash", delta, finish, usage)
 }
 
 // TestTranslateStream: recorded streams become the chunks an OpenAI
@@ -59,25 +56,7 @@ func TestTranslateStream(t *testing.T) {
 			chunk("chatcmpl-r3", `{"role":"assistant","content":""}`, "null", "") +
 				chunk("chatcmpl-r3", `{}`, `"content_filter"`, `{"prompt_tokens":8,"completion_tokens":0,"total_tokens":8,"prompt_tokens_details":{"cached_tokens":0}}`) + "data: [DONE]\n\n"},
 	} {
-		for _, oneByte := range []bool{false, true} {
-			name := tc.name
-			if oneByte {
-				name += ", a byte at a time"
-			}
-			t.Run(name, func(t *testing.T) {
-				var src io.Reader = strings.NewReader(tc.in)
-				if oneByte {
-					src = iotest.OneByteReader(src)
-				}
-				got, err := io.ReadAll(translated(src, tc.includeUsage))
-				if err != nil {
-					t.Fatal(err)
-				}
-				if string(got) != tc.want {
-					t.Errorf("got\n%s\nwant\n%s", got, tc.want)
-				}
-			})
-		}
+		chattest.ReadsAs(t, tc.name, tc.in, tc.want, func(src io.Reader) io.ReadCloser { return translated(src, tc.includeUsage) })
 	}
 }
 
@@ -120,35 +99,15 @@ func TestTranslateStreamFails(t *testing.T) {
 			func(err error) bool { return err != nil && strings.Contains(err.Error(), "not JSON") }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := io.ReadAll(translated(tc.src, false))
-			if !tc.wantErr(err) {
-				t.Errorf("error %v", err)
-			}
 			want := chunk("chatcmpl-r1", `{"role":"assistant","content":""}`, "null", "") +
 				chunk("chatcmpl-r1", `{"content":"Hel"}`, "null", "") + chunk("chatcmpl-r1", `{"content":"lo \"you\""}`, "null", "")
-			if string(got) != want {
-				t.Errorf("got\n%s\nwant\n%s", got, want)
-			}
+			chattest.FailsAfter(t, translated(tc.src, false), want, tc.wantErr)
 		})
 	}
 	// A stream with no event at all fails too, with nothing handed out.
 	if got, err := io.ReadAll(translated(strings.NewReader(""), false)); len(got) != 0 || !errors.Is(err, io.ErrUnexpectedEOF) {
 		t.Errorf("empty stream: %q %v", got, err)
 	}
-}
-
-// scriptedReader hands out one piece per Read and counts the reads.
-type scriptedReader struct {
-	pieces []string
-	reads  int
-}
-
-func (r *scriptedReader) Read(p []byte) (int, error) {
-	if r.reads == len(r.pieces) {
-		return 0, io.EOF
-	}
-	r.reads++
-	return copy(p, r.pieces[r.reads-1]), nil
 }
 
 // TestTranslateStreamEventByEvent: each event is handed out as soon as it
@@ -158,7 +117,7 @@ func TestTranslateStreamEventByEvent(t *testing.T) {
 	events := strings.SplitAfter(textStream, "\r\n\r\n")
 	events = events[:len(events)-1]
 	// The second event arrives in two reads.
-	src := &scriptedReader{pieces: []string{events[0], events[1][:10], events[1][10:], events[2]}}
+	src := &chattest.ScriptedReader{Pieces: []string{events[0], events[1][:10], events[1][10:], events[2]}}
 	s := translated(src, false)
 	buf := make([]byte, 64<<10)
 	for _, want := range []struct {
@@ -174,12 +133,12 @@ func TestTranslateStreamEventByEvent(t *testing.T) {
 			t.Fatal(err)
 		}
 		got := string(buf[:n])
-		ok := src.reads == want.reads && strings.Count(got, "\n\n") == len(want.chunks)
+		ok := src.Reads == want.reads && strings.Count(got, "\n\n") == len(want.chunks)
 		for _, c := range want.chunks {
 			ok = ok && strings.Contains(got, c)
 		}
 		if !ok {
-			t.Fatalf("after %d upstream reads: %q, want %q after %d reads", src.reads, got, want.chunks, want.reads)
+			t.Fatalf("after %d upstream reads: %q, want %q after %d reads", src.Reads, got, want.chunks, want.reads)
 		}
 	}
 	if n, err := s.Read(buf); n != 0 || err != io.EOF {
