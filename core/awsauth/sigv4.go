@@ -110,15 +110,29 @@ func canonicalURI(u *url.URL) string {
 }
 
 // canonicalQuery sorts the parameters by name, then value, each encoded.
+// The pairs are sorted as such, not as "name=value" strings: those would
+// put "a-b=1" before "a=2".
 func canonicalQuery(q url.Values) string {
-	var pairs []string
+	var pairs [][2]string
 	for k, vs := range q {
 		for _, v := range vs {
-			pairs = append(pairs, Escape(k)+"="+Escape(v))
+			pairs = append(pairs, [2]string{Escape(k), Escape(v)})
 		}
 	}
-	sort.Strings(pairs)
-	return strings.Join(pairs, "&")
+	sort.Slice(pairs, func(i, j int) bool {
+		if pairs[i][0] != pairs[j][0] {
+			return pairs[i][0] < pairs[j][0]
+		}
+		return pairs[i][1] < pairs[j][1]
+	})
+	var b strings.Builder
+	for i, kv := range pairs {
+		if i > 0 {
+			b.WriteByte('&')
+		}
+		b.WriteString(kv[0] + "=" + kv[1])
+	}
+	return b.String()
 }
 
 // Escape percent-encodes everything but the unreserved characters

@@ -4,6 +4,7 @@ import (
 	"encoding/hex"
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"testing"
 	"time"
 )
@@ -64,6 +65,15 @@ func TestSignSessionTokenAndPath(t *testing.T) {
 	h, signed := canonicalHeaders(req)
 	if signed != "host;x-amz-date;x-amz-security-token" || h != "host:bedrock-runtime.us-east-1.amazonaws.com\nx-amz-date:19700101T000000Z\nx-amz-security-token:tok\n" {
 		t.Fatalf("signed %q, canonical %q", signed, h)
+	}
+}
+
+// The query is sorted by parameter name, then value: "a" before "a-b"
+// (sorting "name=value" strings would put "a-b=" first, as '-' < '=').
+func TestCanonicalQuery(t *testing.T) {
+	q := url.Values{"a-b": {"1"}, "a": {"z", "y"}, "B": {"x y"}}
+	if got := canonicalQuery(q); got != "B=x%20y&a=y&a=z&a-b=1" {
+		t.Fatal(got)
 	}
 }
 
