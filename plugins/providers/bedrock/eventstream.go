@@ -93,32 +93,34 @@ func (d *frameReader) next() (*frame, error) {
 	return &d.f, nil
 }
 
+// errBadHeaders is a frame whose headers cannot be read.
+var errBadHeaders = errors.New("Bedrock's event stream: a frame's headers are malformed")
+
 // valueLen is the fixed value length of header types 0-9 (-1: a 2-byte
 // length comes first).
 var valueLen = [...]int{0, 0, 1, 2, 4, 8, -1, -1, 8, 16}
 
 // readHeaders reads the headers the translation needs out of h.
 func (f *frame) readHeaders(h []byte) error {
-	bad := errors.New("Bedrock's event stream: a frame's headers are malformed")
 	for len(h) > 0 {
 		n := int(h[0])
 		if len(h) < 1+n+1 {
-			return bad
+			return errBadHeaders
 		}
 		name, typ := h[1:1+n], h[1+n]
 		h = h[2+n:]
 		if int(typ) >= len(valueLen) {
-			return bad
+			return errBadHeaders
 		}
 		size := valueLen[typ]
 		if size < 0 {
 			if len(h) < 2 {
-				return bad
+				return errBadHeaders
 			}
 			size, h = int(binary.BigEndian.Uint16(h)), h[2:]
 		}
 		if len(h) < size {
-			return bad
+			return errBadHeaders
 		}
 		value := h[:size]
 		h = h[size:]
