@@ -129,9 +129,9 @@ func (f *frame) readHeaders(h []byte) error {
 		}
 		switch string(name) {
 		case ":event-type":
-			f.EventType = string(value)
+			f.EventType = known(value)
 		case ":message-type":
-			f.MessageType = string(value)
+			f.MessageType = known(value)
 		case ":exception-type":
 			f.ExceptionType = string(value)
 		case ":error-code":
@@ -141,4 +141,18 @@ func (f *frame) readHeaders(h []byte) error {
 		}
 	}
 	return nil
+}
+
+// knownTypes are the message and event types every stream repeats.
+var knownTypes = [...]string{"event", "exception", "error", "messageStart", "contentBlockStart",
+	"contentBlockDelta", "contentBlockStop", "messageStop", "metadata"}
+
+// known is v as a string, without allocating when it is one of knownTypes.
+func known(v []byte) string {
+	for _, k := range knownTypes {
+		if string(v) == k {
+			return k
+		}
+	}
+	return string(v)
 }
