@@ -69,6 +69,10 @@ type Request struct {
 	// (named in x-gateway-config, the key's default or the workspace's);
 	// empty for an inline config or none.
 	ConfigID string
+	// StoredConfig is set when the config routed by is a stored one (a
+	// saved config or a deployment's) rather than inline: its api_key is
+	// never sent to a host the request's headers chose.
+	StoredConfig bool
 	// PromptID and PromptSlug name the saved prompt the request was
 	// rendered from (/v1/prompts/{id}/completions); empty otherwise.
 	PromptID, PromptSlug string

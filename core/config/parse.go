@@ -230,12 +230,12 @@ func (p *parser) target(path string, v any, depth int) *Config {
 	}
 	for f, name := range core.AzureFields {
 		if v, ok := get(obj, name); ok {
-			c.AzureSettings.Set(f, p.azure(join(path, name), f, v))
+			c.AzureSettings.Set(f, p.setting(join(path, name), f, v, core.CheckAzure))
 		}
 	}
 	for f, name := range core.AWSFields {
 		if v, ok := get(obj, name); ok {
-			c.AWSSettings.Set(f, p.aws(join(path, name), f, v))
+			c.AWSSettings.Set(f, p.setting(join(path, name), f, v, core.CheckAWS))
 		}
 	}
 	if v, ok := get(obj, fForwardHeaders); ok {
@@ -618,27 +618,14 @@ func (p *problems) host(path string, v any) string {
 	return s
 }
 
-// azure reads Azure setting field (core.CheckAzure's rules).
-func (p *problems) azure(path string, field int, v any) string {
+// setting reads Azure or AWS setting field with its check (core.CheckAzure
+// or core.CheckAWS, whose problems never show a credential).
+func (p *problems) setting(path string, field int, v any, check func(int, string) string) string {
 	s, ok := p.nonEmptyStr(path, v)
 	if !ok {
 		return ""
 	}
-	if msg := core.CheckAzure(field, s); msg != "" {
-		p.add(path, "%s", msg)
-		return ""
-	}
-	return s
-}
-
-// aws reads AWS setting field (core.CheckAWS's rules; the problem never
-// shows a credential).
-func (p *problems) aws(path string, field int, v any) string {
-	s, ok := p.nonEmptyStr(path, v)
-	if !ok {
-		return ""
-	}
-	if msg := core.CheckAWS(field, s); msg != "" {
+	if msg := check(field, s); msg != "" {
 		p.add(path, "%s", msg)
 		return ""
 	}

@@ -65,7 +65,7 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 		return t, err
 	}
 	if l.APIKey != "" {
-		if w.req.ConfigID != "" {
+		if w.req.StoredConfig {
 			if err := savedKeyHost(t, l, n.Path); err != nil {
 				return t, err
 			}

@@ -32,6 +32,9 @@ type route struct {
 	// default or the workspace's); empty for an inline config, a
 	// deployment's (the request's _environment metadata names it) or none.
 	savedID string
+	// stored is set for a config the caller did not write (a saved one or
+	// a deployment's), whose api_key the caller may not know.
+	stored bool
 }
 
 // strict is the config's strict_reference_compliance setting, if it has one.
@@ -61,7 +64,7 @@ func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal, headerProvider, env s
 			return route{}, err
 		}
 		if ok {
-			return route{cfg: sv.Config, node: sv.Node}, nil
+			return route{cfg: sv.Config, node: sv.Node, stored: true}, nil
 		}
 	}
 	switch {
@@ -86,7 +89,7 @@ func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal, headerProvider, env s
 
 // routeOf is the route of a saved config.
 func routeOf(sv config.Saved) route {
-	return route{cfg: sv.Config, node: sv.Node, savedID: sv.ID}
+	return route{cfg: sv.Config, node: sv.Node, savedID: sv.ID, stored: true}
 }
 
 // singleTarget routes to the target the request headers name.

@@ -234,45 +234,44 @@ func (s *Server) headerTarget(c *fiber.Ctx, p *core.Principal, fallback core.Man
 }
 
 // azureHeaders reads the x-gateway-azure-* headers, each checked with
-// core.CheckAzure (400 naming the header). A request without any (most)
-// costs one look over its gateway headers.
+// core.CheckAzure (400 naming the header and showing the value).
 func azureHeaders(c *fiber.Ctx) (core.AzureSettings, *core.Error) {
 	var a core.AzureSettings
-	if !requestGatewayHeaders(c).hasPrefix("azure-") {
-		return a, nil
-	}
-	for f, h := range core.AzureHeaders {
-		v := strings.TrimSpace(gatewayHeader(c, h[len(core.HeaderPrefix):]))
-		if v == "" {
-			continue
-		}
-		if msg := core.CheckAzure(f, v); msg != "" {
-			return a, core.BadRequest(h, "%s: %q %s", h, v, msg)
-		}
-		a.Set(f, strings.Clone(v))
-	}
-	return a, nil
+	err := settingHeaders(c, "azure-", core.AzureHeaders[:], core.CheckAzure, a.Set, true)
+	return a, err
 }
 
 // awsHeaders reads the x-gateway-aws-* headers, each checked with
-// core.CheckAWS (400 naming the header, never showing a credential). A
-// request without any (most) costs one look over its gateway headers.
+// core.CheckAWS (400 naming the header, never showing a credential).
 func awsHeaders(c *fiber.Ctx) (core.AWSSettings, *core.Error) {
 	var a core.AWSSettings
-	if !requestGatewayHeaders(c).hasPrefix("aws-") {
-		return a, nil
+	err := settingHeaders(c, "aws-", core.AWSHeaders[:], core.CheckAWS, a.Set, false)
+	return a, err
+}
+
+// settingHeaders reads the headers names (the settings' headers, indexed by
+// field, all starting with x-gateway- and prefix) with set, each value
+// checked with check: a 400 names the header, and shows the value when
+// show is set. A request without any (most) costs one look over its
+// gateway headers.
+func settingHeaders(c *fiber.Ctx, prefix string, names []string, check func(int, string) string, set func(int, string), show bool) *core.Error {
+	if !requestGatewayHeaders(c).hasPrefix(prefix) {
+		return nil
 	}
-	for f, h := range core.AWSHeaders {
+	for f, h := range names {
 		v := strings.TrimSpace(gatewayHeader(c, h[len(core.HeaderPrefix):]))
 		if v == "" {
 			continue
 		}
-		if msg := core.CheckAWS(f, v); msg != "" {
-			return a, core.BadRequest(h, "%s %s", h, msg)
+		if msg := check(f, v); msg != "" {
+			if show {
+				return core.BadRequest(h, "%s: %q %s", h, v, msg)
+			}
+			return core.BadRequest(h, "%s %s", h, msg)
 		}
-		a.Set(f, strings.Clone(v))
+		set(f, strings.Clone(v))
 	}
-	return a, nil
+	return nil
 }
 
 // maxCustomHosts bounds the custom hosts remembered as checked.

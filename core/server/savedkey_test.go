@@ -9,8 +9,8 @@ import (
 
 // TestSavedConfigKeyStaysOnItsHosts checks that a saved config's api_key is
 // never sent to a host the request's headers chose (x-gateway-custom-host,
-// x-gateway-azure-resource-name); an inline config's key, which the caller
-// wrote, may be.
+// x-gateway-azure-resource-name), nor is a deployment's config's; an inline
+// config's key, which the caller wrote, may be.
 func TestSavedConfigKeyStaysOnItsHosts(t *testing.T) {
 	t.Parallel()
 	cfg, err := config.Parse([]byte(`{"api_key":"sk-saved-secret"}`), nil)
@@ -25,6 +25,9 @@ func TestSavedConfigKeyStaysOnItsHosts(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	gDep := newGateway(t, http.NotFoundHandler(), func(c *gatewayConfig) {
+		c.configs = deploymentConfigs{deployments: map[string]config.Saved{"staging": {ID: "dep-1", Config: cfg, Node: config.Resolve(cfg)}}}
+	})
 	gAzure := newGateway(t, http.NotFoundHandler(), func(c *gatewayConfig) { c.configs = savedConfigs{azure, config.Resolve(azure), nil} })
 	for _, tc := range []struct {
 		name    string
@@ -34,6 +37,7 @@ func TestSavedConfigKeyStaysOnItsHosts(t *testing.T) {
 		param   string
 	}{
 		{"saved config, the headers' custom host", g, []string{"x-gateway-config", "pc-one"}, 400, "x-gateway-custom-host"},
+		{"deployment's config, the headers' custom host", gDep, []string{"x-gateway-metadata", `{"_environment":"staging"}`}, 400, "x-gateway-custom-host"},
 		{"inline config, the headers' custom host", g, []string{"x-gateway-config", `{"api_key":"sk-mine"}`}, 200, ""},
 		{"saved config, the headers' Azure resource", gAzure, []string{"x-gateway-config", "pc-one", "x-gateway-provider", "", "x-gateway-custom-host", "",
 			"x-gateway-azure-resource-name", "attacker"}, 400, "x-gateway-azure-resource-name"},
