@@ -107,6 +107,55 @@ func sameRows(got any, want []row) bool {
 	return true
 }
 
+// refusal is a request to an analytics endpoint that must fail: status
+// and code, then params, the field the error names first and the others
+// its message lists ("" for none).
+type refusal struct {
+	name   string
+	key    string
+	path   string // after prefix
+	status int
+	code   string
+	params []string
+}
+
+// checkRefusals runs the GET requests of cases under prefix.
+func checkRefusals(t *testing.T, e *env, prefix string, cases []refusal) {
+	t.Helper()
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(http.MethodGet, prefix+tc.path, tc.key, nil)
+			wantErr(t, r, tc.status, tc.code)
+			if r.errField("param") != tc.params[0] {
+				t.Fatalf("param %q, want %q: %s", r.errField("param"), tc.params[0], r.raw)
+			}
+			for _, p := range tc.params[1:] {
+				if !strings.Contains(r.errField("message"), p+": ") {
+					t.Fatalf("problem %s not listed: %s", p, r.raw)
+				}
+			}
+		})
+	}
+}
+
+// ownKeyLogs adds a user with a key of e's workspace and three records of
+// that workspace, two by the user's key, and answers the user's id.
+func ownKeyLogs(t *testing.T, e *env) string {
+	t.Helper()
+	me := e.addUser("me@example.com")
+	myKey := store.APIKey{ID: core.NewID(), UserID: me, WorkspaceID: e.wsID, Type: core.KeyTypeWorkspaceUser}
+	if err := e.st.Update(func(tx store.Tx) error { return tx.Put(store.BucketAPIKeys, myKey.ID, myKey) }); err != nil {
+		t.Fatal(err)
+	}
+	var recs []*core.LogRecord
+	for i, key := range []string{myKey.ID, "someone-else", myKey.ID} {
+		recs = append(recs, &core.LogRecord{CreatedAt: t0.Add(-time.Duration(i+1) * time.Minute), WorkspaceID: e.wsID, APIKeyID: key, Status: 200})
+	}
+	writeLogs(t, e.st, recs...)
+	e.reopen() // the snapshot learns the key
+	return me
+}
+
 func TestAnalyticsGroups(t *testing.T) {
 	e := newEnv(t)
 	ws2 := e.addWorkspace("team-b")
@@ -235,14 +284,7 @@ func TestAnalyticsRefusals(t *testing.T) {
 	writeLogs(t, e.st, analyticsLogs(e.wsID, ws2)...)
 	_, wsKey := e.wsKey(e.wsID, "analytics.view")
 	_, logsOnly := e.wsKey(e.wsID, core.ScopeLogsList, core.ScopeLogsView)
-	cases := []struct {
-		name   string
-		key    string
-		path   string
-		status int
-		code   string
-		params []string
-	}{
+	cases := []refusal{
 		{"unknown groupBy", adminKey, "nope", 400, core.CodeValidation, []string{"groupBy"}},
 		{"unknown column", adminKey, "model?columns=cost,bogus", 400, core.CodeValidation, []string{"columns"}},
 		{"empty column", adminKey, "model?columns=cost,", 400, core.CodeValidation, []string{"columns"}},
@@ -264,20 +306,7 @@ func TestAnalyticsRefusals(t *testing.T) {
 		{"workspace key, other workspace", wsKey, "model?workspace_id=team-b", 403, core.CodeForbidden, []string{""}},
 		{"unknown workspace", adminKey, "model?workspace_id=nope", 404, core.CodeNotFound, []string{""}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			r := e.do(http.MethodGet, "/v1/analytics/groups/"+tc.path, tc.key, nil)
-			wantErr(t, r, tc.status, tc.code)
-			if r.errField("param") != tc.params[0] {
-				t.Fatalf("param %q, want %q: %s", r.errField("param"), tc.params[0], r.raw)
-			}
-			for _, p := range tc.params[1:] {
-				if !strings.Contains(r.errField("message"), p+": ") {
-					t.Fatalf("problem %s not listed: %s", p, r.raw)
-				}
-			}
-		})
-	}
+	checkRefusals(t, e, "/v1/analytics/groups/", cases)
 }
 
 // TestAnalyticsHonourVisibility checks that members (managers) group only
@@ -285,17 +314,7 @@ func TestAnalyticsRefusals(t *testing.T) {
 // is off, whatever the logs switches say.
 func TestAnalyticsHonourVisibility(t *testing.T) {
 	e := newEnv(t)
-	me := e.addUser("me@example.com")
-	myKey := store.APIKey{ID: core.NewID(), UserID: me, WorkspaceID: e.wsID, Type: core.KeyTypeWorkspaceUser}
-	if err := e.st.Update(func(tx store.Tx) error { return tx.Put(store.BucketAPIKeys, myKey.ID, myKey) }); err != nil {
-		t.Fatal(err)
-	}
-	var recs []*core.LogRecord
-	for i, key := range []string{myKey.ID, "someone-else", myKey.ID} {
-		recs = append(recs, &core.LogRecord{CreatedAt: t0.Add(-time.Duration(i+1) * time.Minute), WorkspaceID: e.wsID, APIKeyID: key, Status: 200})
-	}
-	writeLogs(t, e.st, recs...)
-	e.reopen() // the snapshot learns the key
+	me := ownKeyLogs(t, e)
 	as := func(role string) string {
 		return e.as(core.Principal{KeyType: core.KeyTypeWorkspaceUser, WorkspaceID: e.wsID, UserID: me, Role: core.RoleMember, WorkspaceRole: role}, "analytics.view")
 	}

@@ -1,6 +1,7 @@
 package adminsvc
 
 import (
+	"encoding/json"
 	"errors"
 	"slices"
 	"strings"
@@ -99,29 +100,19 @@ func (s *Service) getCollection(c *fiber.Ctx) error {
 	return getPromptRecord(s, c, loadCollection, func(r store.PromptCollection) collectionView { return collectionView{r, "collection"} })
 }
 
-// updateCollection renames a collection: PUT {name}.
-func (s *Service) updateCollection(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsUpdate); err != nil {
-		return err
-	}
-	fields, cerr := decodeObject(c.Body())
-	if cerr != nil {
-		return cerr
-	}
+// parseCollectionRename reads a PUT /collections body: {name}.
+func parseCollectionRename(fields map[string]json.RawMessage, _ bool) (string, *core.Error) {
 	var p problems
 	unknownFields(fields, "", []string{"name"}, &p)
 	name, _ := strField(fields, "name", true, maxPromptName, &p)
-	if err := p.err(); err != nil {
-		return err
-	}
-	var col store.PromptCollection
-	err := s.st.Update(func(tx store.Tx) (err error) {
-		if col, err = loadCollection(tx, caller, c.Params("id"), true); err != nil {
-			return err
-		}
+	return name, p.err()
+}
+
+// updateCollection renames a collection: PUT {name}.
+func (s *Service) updateCollection(c *fiber.Ctx) error {
+	col, err := updatePromptRecord(s, c, parseCollectionRename, loadCollection, func(tx store.Tx, _ *core.Principal, col *store.PromptCollection, name string) error {
 		col.Name, col.LastUpdatedAt = name, s.now()
-		return tx.Put(store.BucketCollections, col.ID, col)
+		return tx.Put(store.BucketCollections, col.ID, *col)
 	})
 	if err != nil {
 		return err

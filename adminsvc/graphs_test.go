@@ -3,12 +3,10 @@ package adminsvc_test
 import (
 	"net/http"
 	"net/url"
-	"strings"
 	"testing"
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
-	"github.com/llm-gateway/gateway/store"
 )
 
 // graphLogs are the records the graph tests draw, in t0's hours: three at
@@ -195,14 +193,7 @@ func TestAnalyticsGraphsRefusals(t *testing.T) {
 	e.addWorkspace("team-b")
 	_, wsKey := e.wsKey(e.wsID, "analytics.view")
 	_, logsOnly := e.wsKey(e.wsID, core.ScopeLogsList, core.ScopeLogsView)
-	cases := []struct {
-		name   string
-		key    string
-		path   string // after /v1/analytics/graphs
-		status int
-		code   string
-		params []string
-	}{
+	cases := []refusal{
 		{"unknown kind", adminKey, "/nope", 400, core.CodeValidation, []string{"kind"}},
 		{"unknown second segment", adminKey, "/errors/nope", 400, core.CodeValidation, []string{"kind"}},
 		{"feedback is not drawn", adminKey, "/feedbacks", 400, core.CodeValidation, []string{"kind"}},
@@ -223,37 +214,14 @@ func TestAnalyticsGraphsRefusals(t *testing.T) {
 		{"workspace key, other workspace", wsKey, "/requests?workspace_id=team-b", 403, core.CodeForbidden, []string{""}},
 		{"unknown workspace", adminKey, "/requests?workspace_id=nope", 404, core.CodeNotFound, []string{""}},
 	}
-	for _, tc := range cases {
-		t.Run(tc.name, func(t *testing.T) {
-			r := e.do(http.MethodGet, "/v1/analytics/graphs"+tc.path, tc.key, nil)
-			wantErr(t, r, tc.status, tc.code)
-			if r.errField("param") != tc.params[0] {
-				t.Fatalf("param %q, want %q: %s", r.errField("param"), tc.params[0], r.raw)
-			}
-			for _, p := range tc.params[1:] {
-				if !strings.Contains(r.errField("message"), p+": ") {
-					t.Fatalf("problem %s not listed: %s", p, r.raw)
-				}
-			}
-		})
-	}
+	checkRefusals(t, e, "/v1/analytics/graphs", cases)
 }
 
 // TestAnalyticsGraphsHonourVisibility checks that a member for whom
 // membersViewAnalytics is off draws only its own user's records.
 func TestAnalyticsGraphsHonourVisibility(t *testing.T) {
 	e := newEnv(t)
-	me := e.addUser("me@example.com")
-	myKey := store.APIKey{ID: core.NewID(), UserID: me, WorkspaceID: e.wsID, Type: core.KeyTypeWorkspaceUser}
-	if err := e.st.Update(func(tx store.Tx) error { return tx.Put(store.BucketAPIKeys, myKey.ID, myKey) }); err != nil {
-		t.Fatal(err)
-	}
-	var recs []*core.LogRecord
-	for i, key := range []string{myKey.ID, "someone-else", myKey.ID} {
-		recs = append(recs, &core.LogRecord{CreatedAt: t0.Add(-time.Duration(i+1) * time.Minute), WorkspaceID: e.wsID, APIKeyID: key, Status: 200})
-	}
-	writeLogs(t, e.st, recs...)
-	e.reopen() // the snapshot learns the key
+	me := ownKeyLogs(t, e)
 	member := e.as(core.Principal{KeyType: core.KeyTypeWorkspaceUser, WorkspaceID: e.wsID, UserID: me, Role: core.RoleMember,
 		WorkspaceRole: core.RoleMember}, "analytics.view")
 	check := func(name string, want int) {

@@ -201,26 +201,10 @@ func (s *Service) getLabel(c *fiber.Ctx) error {
 }
 
 func (s *Service) updateLabel(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsUpdate); err != nil {
-		return err
-	}
-	fields, cerr := decodeObject(c.Body())
-	if cerr != nil {
-		return cerr
-	}
-	b, cerr := parseLabelBody(fields, false)
-	if cerr != nil {
-		return cerr
-	}
-	var l store.PromptLabel
-	err := s.st.Update(func(tx store.Tx) (err error) {
-		if l, err = loadLabel(tx, caller, c.Params("id"), true); err != nil {
-			return err
-		}
+	l, err := updatePromptRecord(s, c, parseLabelBody, loadLabel, func(tx store.Tx, _ *core.Principal, l *store.PromptLabel, b labelBody) error {
 		if b.nameSet {
 			l.Name = b.name
-			if taken, err := labelNameTaken(tx, l); err != nil || taken {
+			if taken, err := labelNameTaken(tx, *l); err != nil || taken {
 				if err == nil {
 					err = core.Conflict("a label called %q already exists where this one is used", l.Name)
 				}
@@ -234,7 +218,7 @@ func (s *Service) updateLabel(c *fiber.Ctx) error {
 			l.ColorCode = b.color
 		}
 		l.LastUpdatedAt = s.now()
-		return tx.Put(store.BucketPromptLabels, l.ID, l)
+		return tx.Put(store.BucketPromptLabels, l.ID, *l)
 	})
 	if err != nil {
 		return err

@@ -250,38 +250,22 @@ func (s *Service) getPartial(c *fiber.Ctx) error {
 // it as a new version, which templates include once it is made the
 // default (PUT /{id}/makeDefault), as with prompts.
 func (s *Service) updatePartial(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsUpdate); err != nil {
-		return err
-	}
-	fields, cerr := decodeObject(c.Body())
-	if cerr != nil {
-		return cerr
-	}
-	b, cerr := parsePartialBody(fields, false)
-	if cerr != nil {
-		return cerr
-	}
-	var rec store.PromptPartial
-	err := s.st.Update(func(tx store.Tx) (err error) {
-		if rec, err = partialKind.load(tx, caller, c.Params("id"), true); err != nil {
-			return err
-		}
+	rec, err := updatePromptRecord(s, c, parsePartialBody, partialKind.load, func(tx store.Tx, caller *core.Principal, rec *store.PromptPartial, b partialBody) error {
 		now := s.now()
 		if b.nameSet {
 			rec.Name = b.name
 		}
 		if b.templateSet {
-			if err := checkPartialIncludes(tx, rec, "string", b.template); err != nil {
+			if err := checkPartialIncludes(tx, *rec, "string", b.template); err != nil {
 				return err
 			}
 			nextVersion(&rec.VersionHeads, now)
-			if err := putPartialVersion(tx, rec, rec.LatestVersionID, rec.LatestVersion, b, actor(caller), now); err != nil {
+			if err := putPartialVersion(tx, *rec, rec.LatestVersionID, rec.LatestVersion, b, actor(caller), now); err != nil {
 				return err
 			}
 		}
 		rec.UpdatedBy, rec.LastUpdatedAt = actor(caller), now
-		return tx.Put(store.BucketPromptPartials, rec.ID, rec)
+		return tx.Put(store.BucketPromptPartials, rec.ID, *rec)
 	})
 	if err != nil {
 		return err

@@ -484,6 +484,36 @@ func getPromptRecord[T, W any](s *Service, c *fiber.Ctx, load func(tx store.Tx, 
 	return c.JSON(view(rec))
 }
 
+// updatePromptRecord runs PUT on the record the id (or slug) in the path
+// names (a prompt, partial, label or collection): the caller needs
+// prompts.update, parse reads the body as an update, then in one
+// transaction load finds the record for a change and change changes and
+// stores it. It returns the record changed.
+func updatePromptRecord[T, B any](s *Service, c *fiber.Ctx, parse func(map[string]json.RawMessage, bool) (B, *core.Error),
+	load func(tx store.Tx, caller *core.Principal, ref string, write bool) (T, error),
+	change func(tx store.Tx, caller *core.Principal, rec *T, b B) error) (T, error) {
+	var rec T
+	caller := principal(c)
+	if err := requireScope(caller, scopePromptsUpdate); err != nil {
+		return rec, err
+	}
+	fields, cerr := decodeObject(c.Body())
+	if cerr != nil {
+		return rec, cerr
+	}
+	b, cerr := parse(fields, false)
+	if cerr != nil {
+		return rec, cerr
+	}
+	err := s.st.Update(func(tx store.Tx) (err error) {
+		if rec, err = load(tx, caller, c.Params("id"), true); err != nil {
+			return err
+		}
+		return change(tx, caller, &rec, b)
+	})
+	return rec, err
+}
+
 // listPromptRecords answers the records of bucket b (prompts, partials,
 // labels or collections) that keep accepts, given the workspace
 // ?workspace_id names ("": any, see listWorkspace), as view makes them,
@@ -855,25 +885,9 @@ func (s *Service) getPrompt(c *fiber.Ctx) error {
 }
 
 func (s *Service) updatePrompt(c *fiber.Ctx) error {
-	caller := principal(c)
-	if err := requireScope(caller, scopePromptsUpdate); err != nil {
-		return err
-	}
-	fields, cerr := decodeObject(c.Body())
-	if cerr != nil {
-		return cerr
-	}
-	b, cerr := parsePromptBody(fields, false)
-	if cerr != nil {
-		return cerr
-	}
-	var rec store.Prompt
-	err := s.st.Update(func(tx store.Tx) (err error) {
-		if rec, err = promptKind.load(tx, caller, c.Params("id"), true); err != nil {
-			return err
-		}
+	rec, err := updatePromptRecord(s, c, parsePromptBody, promptKind.load, func(tx store.Tx, caller *core.Principal, rec *store.Prompt, b promptBody) error {
 		if b.patch {
-			latest, err := promptKind.version(tx, rec, rec.LatestVersionID)
+			latest, err := promptKind.version(tx, *rec, rec.LatestVersionID)
 			if err != nil {
 				return err
 			}
@@ -901,10 +915,10 @@ func (s *Service) updatePrompt(c *fiber.Ctx) error {
 		now := s.now()
 		nextVersion(&rec.VersionHeads, now)
 		rec.UpdatedBy, rec.LastUpdatedAt = actor(caller), now
-		if err := putPromptVersion(tx, rec, rec.LatestVersionID, rec.LatestVersion, b.content, actor(caller), now); err != nil {
+		if err := putPromptVersion(tx, *rec, rec.LatestVersionID, rec.LatestVersion, b.content, actor(caller), now); err != nil {
 			return err
 		}
-		return tx.Put(store.BucketPrompts, rec.ID, rec)
+		return tx.Put(store.BucketPrompts, rec.ID, *rec)
 	})
 	if err != nil {
 		return err
