@@ -98,6 +98,11 @@ func TestMCPDisabledToolRefused(t *testing.T) {
 		// Member names are matched exactly, as the server matches them: a
 		// "Method" or "Params" does not hide the call.
 		{"other case", `{"jsonrpc":"2.0","id":7,"method":"tools/call","Method":"ping","params":{"name":"rm"},"Params":{"name":"ls"}}`},
+		// A batch member the gateway cannot read (not an object, or a
+		// method that is not a string) does not hide the others: the
+		// server answers such a member alone and runs the rest.
+		{"batch with a non-object", `[1,{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"rm"}}]`},
+		{"batch with a bad method", `[{"jsonrpc":"2.0","id":1,"method":5},{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"rm"}}]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := g.do(t, http.MethodPost, "/v1/mcp/tools", []byte(tc.body), mcpHeaders(mcp.HeaderSessionID, "sess-1")...)
@@ -111,7 +116,7 @@ func TestMCPDisabledToolRefused(t *testing.T) {
 			if r.status != 200 || json.Unmarshal(r.body, &answer) != nil || answer.Error.Code != -32602 || !strings.Contains(answer.Error.Message, "tool rm is disabled") {
 				t.Fatalf("%d %s", r.status, r.body)
 			}
-			if want := map[string]string{"single": "7", "batch": "null", "other case": "7"}[tc.name]; string(answer.ID) != want {
+			if want := map[string]string{"single": "7", "batch": "null", "other case": "7", "batch with a non-object": "null", "batch with a bad method": "null"}[tc.name]; string(answer.ID) != want {
 				t.Errorf("id %s, want %s", answer.ID, want)
 			}
 			if n := len(fake.Requests()); n != 0 {
