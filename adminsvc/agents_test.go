@@ -8,22 +8,15 @@ import (
 
 	"github.com/llm-gateway/gateway/adminsvc"
 	"github.com/llm-gateway/gateway/core/a2a/a2atest"
-	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/core/server"
 	"github.com/llm-gateway/gateway/store"
 )
 
 // withAgents restarts e's app with the agent server snapshot and a client
-// that dials through a netguard policy trusting trusted (a host:port list).
+// that trusts trusted (see guardedClient).
 func (e *env) withAgents(trusted string) {
 	e.t.Helper()
-	policy, err := netguard.ParseTrusted(trusted)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	tr := policy.NewTransport()
-	e.t.Cleanup(tr.CloseIdleConnections)
-	client := &http.Client{Transport: tr}
+	client := e.guardedClient(trusted)
 	e.setup = func(d *adminsvc.Deps, o *server.Options) {
 		snap, err := adminsvc.NewAgentServers(adminsvc.AgentOptions{Store: d.Store, Cipher: d.Cipher, Lookup: e.resolver.Resolve, PublicURL: "http://gw.test"})
 		if err != nil {
@@ -41,14 +34,7 @@ func agentIntegrationBody(url string, over map[string]any) map[string]any {
 	b := map[string]any{"name": "Helper", "url": url, "auth_type": "headers", "slug": "helper",
 		"configurations": map[string]any{"custom_headers": map[string]any{"Authorization": "Bearer sk-live-0123456789abcd"},
 			"passthrough_header": "x-user-token"}}
-	for k, v := range over {
-		if v == nil {
-			delete(b, k)
-		} else {
-			b[k] = v
-		}
-	}
-	return b
+	return withOverrides(b, over)
 }
 
 func TestAgentIntegrationValidation(t *testing.T) {
@@ -249,9 +235,7 @@ func TestAgentServerTestUntrusted(t *testing.T) {
 	t.Cleanup(srv.Close)
 	e := newEnv(t)
 	e.withAgents("")
-	e.do(http.MethodPost, "/v1/agent-integrations", adminKey, agentIntegrationBody(srv.URL, nil))
-	e.do(http.MethodPost, "/v1/agent-servers", adminKey, map[string]any{"name": "Helper", "slug": "helper", "agent_integration_id": "helper", "workspace_id": e.wsID})
-	r := e.do(http.MethodPost, "/v1/agent-servers/helper/test", adminKey, nil)
+	r := e.testRemoteServer("agent", "helper", agentIntegrationBody(srv.URL, nil))
 	if r.status != 200 || r.str("sync_status") != "failed" || !strings.Contains(r.str("sync_error"), "GATEWAY_TRUSTED_HOSTS") {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
@@ -264,9 +248,7 @@ func TestAgentServerTestErrorWithoutURL(t *testing.T) {
 	t.Cleanup(srv.Close)
 	e := newEnv(t)
 	e.withAgents("")
-	e.do(http.MethodPost, "/v1/agent-integrations", adminKey, agentIntegrationBody(srv.URL+"/s/url-token-123", nil))
-	e.do(http.MethodPost, "/v1/agent-servers", adminKey, map[string]any{"name": "Helper", "slug": "helper", "agent_integration_id": "helper", "workspace_id": e.wsID})
-	r := e.do(http.MethodPost, "/v1/agent-servers/helper/test", adminKey, nil)
+	r := e.testRemoteServer("agent", "helper", agentIntegrationBody(srv.URL+"/s/url-token-123", nil))
 	if msg := r.str("sync_error"); r.status != 200 || !strings.Contains(msg, "GATEWAY_TRUSTED_HOSTS") || strings.Contains(msg, "url-token-123") {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}

@@ -1,8 +1,6 @@
 package adminsvc_test
 
 import (
-	"encoding/json"
-	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -12,22 +10,15 @@ import (
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/mcp"
 	"github.com/llm-gateway/gateway/core/mcp/mcptest"
-	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/core/server"
 	"github.com/llm-gateway/gateway/store"
 )
 
 // withMCP restarts e's app with the MCP server snapshot and a client that
-// dials through a netguard policy trusting trusted (a host:port list).
+// trusts trusted (see guardedClient).
 func (e *env) withMCP(trusted string) {
 	e.t.Helper()
-	policy, err := netguard.ParseTrusted(trusted)
-	if err != nil {
-		e.t.Fatal(err)
-	}
-	tr := policy.NewTransport()
-	e.t.Cleanup(tr.CloseIdleConnections)
-	client := &http.Client{Transport: tr}
+	client := e.guardedClient(trusted)
 	e.setup = func(d *adminsvc.Deps, o *server.Options) {
 		snap, err := adminsvc.NewMCPServers(adminsvc.MCPOptions{Store: d.Store, Cipher: d.Cipher, Lookup: e.resolver.Resolve})
 		if err != nil {
@@ -53,14 +44,7 @@ func mcpIntegrationBody(url string, over map[string]any) map[string]any {
 	b := map[string]any{"name": "Tools", "url": url, "auth_type": "headers", "transport": "http", "slug": "tools",
 		"configurations": map[string]any{"custom_headers": map[string]any{"Authorization": "Bearer sk-live-0123456789abcd"},
 			"passthrough_header": "x-user-token"}}
-	for k, v := range over {
-		if v == nil {
-			delete(b, k)
-		} else {
-			b[k] = v
-		}
-	}
-	return b
+	return withOverrides(b, over)
 }
 
 func TestMCPIntegrationValidation(t *testing.T) {
@@ -334,9 +318,7 @@ func TestMCPServerTestUntrusted(t *testing.T) {
 	_, srv := fakeMCPServer(t)
 	e := newEnv(t)
 	e.withMCP("")
-	e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody(srv.URL, nil))
-	e.do(http.MethodPost, "/v1/mcp-servers", adminKey, map[string]any{"name": "Tools", "slug": "tools", "mcp_integration_id": "tools", "workspace_id": e.wsID})
-	r := e.do(http.MethodPost, "/v1/mcp-servers/tools/test", adminKey, nil)
+	r := e.testRemoteServer("mcp", "tools", mcpIntegrationBody(srv.URL, nil))
 	if r.status != 200 || r.str("sync_status") != "failed" || !strings.Contains(r.str("sync_error"), "GATEWAY_TRUSTED_HOSTS") {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
@@ -348,29 +330,8 @@ func TestMCPServerTestErrorWithoutURL(t *testing.T) {
 	_, srv := fakeMCPServer(t)
 	e := newEnv(t)
 	e.withMCP("")
-	e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody(srv.URL+"/s/url-token-123/mcp", nil))
-	e.do(http.MethodPost, "/v1/mcp-servers", adminKey, map[string]any{"name": "Tools", "slug": "tools", "mcp_integration_id": "tools", "workspace_id": e.wsID})
-	r := e.do(http.MethodPost, "/v1/mcp-servers/tools/test", adminKey, nil)
+	r := e.testRemoteServer("mcp", "tools", mcpIntegrationBody(srv.URL+"/s/url-token-123/mcp", nil))
 	if msg := r.str("sync_error"); r.status != 200 || !strings.Contains(msg, "GATEWAY_TRUSTED_HOSTS") || strings.Contains(msg, "url-token-123") {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
-}
-
-// doHeaders is do with a raw body and extra headers.
-func (e *env) doHeaders(method, path, key, body string, hdr map[string]string) resp {
-	req := httptest.NewRequest(method, path, strings.NewReader(body))
-	req.Header.Set("Content-Type", "application/json")
-	req.Header.Set("x-gateway-api-key", key)
-	for k, v := range hdr {
-		req.Header.Set(k, v)
-	}
-	res, err := e.app.Test(req, -1)
-	if err != nil {
-		return resp{raw: []byte(err.Error())}
-	}
-	defer res.Body.Close()
-	raw, _ := io.ReadAll(res.Body)
-	r := resp{status: res.StatusCode, raw: raw}
-	_ = json.Unmarshal(raw, &r.body)
-	return r
 }

@@ -18,11 +18,7 @@ import (
 type fakeAgents map[string]*a2a.Target
 
 func (f fakeAgents) Agent(_ context.Context, ref string, p *core.Principal) (*a2a.Target, *core.Error) {
-	t, ok := f[ref]
-	if !ok || (!p.IsOrganisationKey() && t.WorkspaceID != p.WorkspaceID) {
-		return nil, core.NotFound("no agent server %q in this workspace", ref)
-	}
-	return t, nil
+	return findFake(f, func(t *a2a.Target) string { return t.WorkspaceID }, "agent server", ref, p)
 }
 
 // agentGateway is a gateway whose agent "helper" (workspace ws-1, skill
@@ -156,15 +152,7 @@ func TestAgentCardRewritten(t *testing.T) {
 
 // The refusals of /v1/agents, none of which reaches the agent.
 func TestAgentRefusals(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		distrust bool
-		method   string
-		path     string
-		hdr      []string
-		status   int
-		want     string
-	}{
+	testRemoteRefusals(t, []remoteRefusal{
 		{"missing scope", false, http.MethodPost, "/v1/agents/helper", []string{"x-gateway-api-key", keyMCP}, 403, "agents.invoke"},
 		{"card without scope", false, http.MethodGet, "/v1/agents/helper" + a2a.CardPath, []string{"x-gateway-api-key", keyMCP}, 403, "agents.invoke"},
 		{"unknown agent", false, http.MethodPost, "/v1/agents/nope", nil, 404, `no agent server "nope"`},
@@ -174,20 +162,9 @@ func TestAgentRefusals(t *testing.T) {
 		{"method", false, http.MethodDelete, "/v1/agents/helper", nil, 405, "an agent takes POST"},
 		{"deeper path", false, http.MethodPost, "/v1/agents/helper/x", nil, 404, "/v1/agents/{slug}"},
 		{"bare prefix", false, http.MethodPost, "/v1/agents", nil, 404, "/v1/agents/{slug}"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			fake := &a2atest.Agent{}
-			g := agentGateway(t, fake, func(c *gatewayConfig) { c.distrustUpstream = tc.distrust })
-			r := g.do(t, tc.method, tc.path, rpc(1, "message/send", `{}`), agentHeaders(tc.hdr...)...)
-			if e := errorOf(t, r); r.status != tc.status || !strings.Contains(e.Message, tc.want) {
-				t.Fatalf("%d %s, want %d %q", r.status, r.body, tc.status, tc.want)
-			}
-			if strings.Contains(string(r.body), "127.0.0.1") {
-				t.Errorf("the answer names the agent's address: %s", r.body)
-			}
-			if n := len(fake.Requests()); n != 0 {
-				t.Errorf("the agent got %d requests", n)
-			}
-		})
-	}
+	}, rpc(1, "message/send", `{}`), agentHeaders, func(t *testing.T, distrust bool) (*gateway, func() int) {
+		fake := &a2atest.Agent{}
+		g := agentGateway(t, fake, func(c *gatewayConfig) { c.distrustUpstream = distrust })
+		return g, func() int { return len(fake.Requests()) }
+	})
 }

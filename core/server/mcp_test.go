@@ -18,11 +18,7 @@ import (
 type fakeMCP map[string]*mcp.Target
 
 func (f fakeMCP) MCPServer(_ context.Context, ref string, p *core.Principal) (*mcp.Target, *core.Error) {
-	t, ok := f[ref]
-	if !ok || (!p.IsOrganisationKey() && t.WorkspaceID != p.WorkspaceID) {
-		return nil, core.NotFound("no MCP server %q in this workspace", ref)
-	}
-	return t, nil
+	return findFake(f, func(t *mcp.Target) string { return t.WorkspaceID }, "MCP server", ref, p)
 }
 
 // mcpGateway is a gateway whose MCP server "tools" (workspace ws-1) and
@@ -102,6 +98,11 @@ func TestMCPDisabledToolRefused(t *testing.T) {
 		// Member names are matched exactly, as the server matches them: a
 		// "Method" or "Params" does not hide the call.
 		{"other case", `{"jsonrpc":"2.0","id":7,"method":"tools/call","Method":"ping","params":{"name":"rm"},"Params":{"name":"ls"}}`},
+		// A batch member the gateway cannot read (not an object, or a
+		// method that is not a string) does not hide the others: the
+		// server answers such a member alone and runs the rest.
+		{"batch with a non-object", `[1,{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"rm"}}]`},
+		{"batch with a bad method", `[{"jsonrpc":"2.0","id":1,"method":5},{"jsonrpc":"2.0","id":8,"method":"tools/call","params":{"name":"rm"}}]`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := g.do(t, http.MethodPost, "/v1/mcp/tools", []byte(tc.body), mcpHeaders(mcp.HeaderSessionID, "sess-1")...)
@@ -115,7 +116,7 @@ func TestMCPDisabledToolRefused(t *testing.T) {
 			if r.status != 200 || json.Unmarshal(r.body, &answer) != nil || answer.Error.Code != -32602 || !strings.Contains(answer.Error.Message, "tool rm is disabled") {
 				t.Fatalf("%d %s", r.status, r.body)
 			}
-			if want := map[string]string{"single": "7", "batch": "null", "other case": "7"}[tc.name]; string(answer.ID) != want {
+			if want := map[string]string{"single": "7", "batch": "null", "other case": "7", "batch with a non-object": "null", "batch with a bad method": "null"}[tc.name]; string(answer.ID) != want {
 				t.Errorf("id %s, want %s", answer.ID, want)
 			}
 			if n := len(fake.Requests()); n != 0 {
@@ -166,15 +167,7 @@ func TestMCPStreamForwardedEventByEvent(t *testing.T) {
 
 // The refusals of /v1/mcp, none of which reaches the server.
 func TestMCPRefusals(t *testing.T) {
-	for _, tc := range []struct {
-		name     string
-		distrust bool
-		method   string
-		path     string
-		hdr      []string
-		status   int
-		want     string
-	}{
+	testRemoteRefusals(t, []remoteRefusal{
 		{"missing scope", false, http.MethodPost, "/v1/mcp/tools", []string{"x-gateway-api-key", keyGood}, 403, "mcp.invoke"},
 		{"unknown server", false, http.MethodPost, "/v1/mcp/nope", nil, 404, `no MCP server "nope"`},
 		{"another workspace's server", false, http.MethodPost, "/v1/mcp/other", nil, 404, `no MCP server "other"`},
@@ -182,19 +175,11 @@ func TestMCPRefusals(t *testing.T) {
 		{"method", false, http.MethodPut, "/v1/mcp/tools", nil, 405, "POST, GET and DELETE"},
 		{"deeper path", false, http.MethodPost, "/v1/mcp/tools/x", nil, 404, "/v1/mcp/{slug}"},
 		{"bare prefix", false, http.MethodPost, "/v1/mcp", nil, 404, "/v1/mcp/{slug}"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			fake := &mcptest.Server{SessionID: "sess-1"}
-			g := mcpGateway(t, fake, func(c *gatewayConfig) { c.distrustUpstream = tc.distrust })
-			r := g.do(t, tc.method, tc.path, rpc(1, "initialize", `{}`), mcpHeaders(tc.hdr...)...)
-			if e := errorOf(t, r); r.status != tc.status || !strings.Contains(e.Message, tc.want) {
-				t.Fatalf("%d %s, want %d %q", r.status, r.body, tc.status, tc.want)
-			}
-			if n := len(fake.Requests()); n != 0 {
-				t.Errorf("the server got %d requests", n)
-			}
-		})
-	}
+	}, rpc(1, "initialize", `{}`), mcpHeaders, func(t *testing.T, distrust bool) (*gateway, func() int) {
+		fake := &mcptest.Server{SessionID: "sess-1"}
+		g := mcpGateway(t, fake, func(c *gatewayConfig) { c.distrustUpstream = distrust })
+		return g, func() int { return len(fake.Requests()) }
+	})
 }
 
 // A server that cannot be reached is logged without its URL, which may

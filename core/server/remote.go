@@ -188,29 +188,42 @@ func inspectRPCBody(k *remoteKind, req *core.Request, t *remoteTarget, body []by
 // readRPC reads the JSON-RPC messages of body, one or a batch, by their
 // exact member names, as the server reads them (decoding into rpcMessage
 // would also match "Method", so {"method":"tools/call","Method":"ping"}
-// would pass for a ping); false when body is not that.
+// would pass for a ping); false when body is not that. A batch member it
+// cannot read is kept as a message calling nothing: the server answers
+// such a member alone and still runs the others, which must be read.
 func readRPC(body []byte) ([]rpcMessage, bool) {
-	var objs []map[string]json.RawMessage
 	trimmed := bytes.TrimSpace(body)
-	if len(trimmed) > 0 && trimmed[0] == '[' {
-		if json.Unmarshal(trimmed, &objs) != nil || len(objs) == 0 {
+	if len(trimmed) == 0 || trimmed[0] != '[' {
+		m, ok := readRPCMessage(trimmed)
+		if !ok {
 			return nil, false
 		}
-	} else {
-		var o map[string]json.RawMessage
-		if json.Unmarshal(trimmed, &o) != nil {
-			return nil, false
-		}
-		objs = []map[string]json.RawMessage{o}
+		return []rpcMessage{m}, true
 	}
-	msgs := make([]rpcMessage, len(objs))
-	for i, o := range objs {
-		if v, ok := o["method"]; ok && json.Unmarshal(v, &msgs[i].Method) != nil {
-			return nil, false
-		}
-		msgs[i].ID, msgs[i].Params = o["id"], o["params"]
+	var raws []json.RawMessage
+	if json.Unmarshal(trimmed, &raws) != nil || len(raws) == 0 {
+		return nil, false
+	}
+	msgs := make([]rpcMessage, len(raws))
+	for i, raw := range raws {
+		msgs[i], _ = readRPCMessage(raw)
 	}
 	return msgs, true
+}
+
+// readRPCMessage reads one JSON-RPC message (see readRPC); false when raw
+// is not an object or its method not a string.
+func readRPCMessage(raw []byte) (rpcMessage, bool) {
+	var o map[string]json.RawMessage
+	if json.Unmarshal(raw, &o) != nil {
+		return rpcMessage{}, false
+	}
+	var m rpcMessage
+	if v, ok := o["method"]; ok && json.Unmarshal(v, &m.Method) != nil {
+		return rpcMessage{}, false
+	}
+	m.ID, m.Params = o["id"], o["params"]
+	return m, true
 }
 
 // refuseRPCCall answers a call of something disabled with a JSON-RPC

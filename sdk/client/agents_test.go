@@ -4,13 +4,10 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/llm-gateway/gateway/cmd/gateway/app"
 	"github.com/llm-gateway/gateway/core/a2a/a2atest"
 	"github.com/llm-gateway/gateway/sdk/client"
 )
@@ -19,19 +16,15 @@ import (
 // trusts: an invalid create, create, list, test, capabilities, metadata,
 // the card and a message through /v1/agents/{slug}, and delete.
 func TestAgentClients(t *testing.T) {
-	fake := &a2atest.Agent{Skills: []string{"search", "secret"}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	base, _ := startGateway(t, t.TempDir(), func(o *app.Options) { o.TrustedHosts = strings.TrimPrefix(srv.URL, "http://") })
+	upURL, base, c := remoteGateway(t, &a2atest.Agent{Skills: []string{"search", "secret"}})
 	ctx := context.Background()
-	c := client.New(base, testAdminKey)
 
-	_, err := c.AgentIntegrations.Create(ctx, client.AgentIntegrationInput{Name: "x", URL: srv.URL, AuthType: "oauth_auto"})
+	_, err := c.AgentIntegrations.Create(ctx, client.AgentIntegrationInput{Name: "x", URL: upURL, AuthType: "oauth_auto"})
 	var apiErr *client.Error
 	if !errors.As(err, &apiErr) || apiErr.Param != "auth_type" {
 		t.Fatalf("oauth_auto: %v", err)
 	}
-	integ, err := c.AgentIntegrations.Create(ctx, client.AgentIntegrationInput{Name: "Helper", Slug: "helper", URL: srv.URL, AuthType: "headers",
+	integ, err := c.AgentIntegrations.Create(ctx, client.AgentIntegrationInput{Name: "Helper", Slug: "helper", URL: upURL, AuthType: "headers",
 		Configurations: &client.RemoteConfig{CustomHeaders: map[string]string{"Authorization": "Bearer secret-token-1234"}}})
 	if err != nil || integ.Object != "agent-integration" {
 		t.Fatalf("create: %+v %v", integ, err)
@@ -60,19 +53,7 @@ func TestAgentClients(t *testing.T) {
 
 	// The gateway serves it: the card points at the gateway, without the
 	// disabled skill; a message is answered by the agent.
-	call := func(method, path, body string) (int, []byte) {
-		req, _ := http.NewRequest(method, base+path, strings.NewReader(body))
-		req.Header.Set("x-gateway-api-key", testAdminKey)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer resp.Body.Close()
-		b, _ := io.ReadAll(resp.Body)
-		return resp.StatusCode, b
-	}
-	status, body := call(http.MethodGet, "/v1/agents/helper/.well-known/agent-card.json", "")
+	status, body := callGateway(t, http.MethodGet, base+"/v1/agents/helper/.well-known/agent-card.json", "")
 	var card struct {
 		URL    string `json:"url"`
 		Skills []any  `json:"skills"`
@@ -80,7 +61,7 @@ func TestAgentClients(t *testing.T) {
 	if status != 200 || json.Unmarshal(body, &card) != nil || card.URL != base+"/v1/agents/helper" || len(card.Skills) != 1 {
 		t.Errorf("card: %d %s", status, body)
 	}
-	if status, body := call(http.MethodPost, "/v1/agents/helper", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{}}`); status != 200 || !strings.Contains(string(body), "hello from fake-agent") {
+	if status, body := callGateway(t, http.MethodPost, base+"/v1/agents/helper", `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{}}`); status != 200 || !strings.Contains(string(body), "hello from fake-agent") {
 		t.Errorf("message/send: %d %s", status, body)
 	}
 

@@ -3,13 +3,10 @@ package client_test
 import (
 	"context"
 	"errors"
-	"io"
 	"net/http"
-	"net/http/httptest"
 	"strings"
 	"testing"
 
-	"github.com/llm-gateway/gateway/cmd/gateway/app"
 	"github.com/llm-gateway/gateway/core/mcp"
 	"github.com/llm-gateway/gateway/core/mcp/mcptest"
 	"github.com/llm-gateway/gateway/sdk/client"
@@ -19,24 +16,20 @@ import (
 // trusts: an invalid create, create, list, test, capabilities, metadata,
 // a call through /v1/mcp/{slug}, and delete.
 func TestMCPClients(t *testing.T) {
-	fake := &mcptest.Server{SessionID: "sess-1", Tools: []string{"ls", "rm"}}
-	srv := httptest.NewServer(fake)
-	defer srv.Close()
-	base, _ := startGateway(t, t.TempDir(), func(o *app.Options) { o.TrustedHosts = strings.TrimPrefix(srv.URL, "http://") })
+	upURL, base, c := remoteGateway(t, &mcptest.Server{SessionID: "sess-1", Tools: []string{"ls", "rm"}})
 	ctx := context.Background()
-	c := client.New(base, testAdminKey)
 
-	_, err := c.MCPIntegrations.Create(ctx, client.MCPIntegrationInput{Name: "x", URL: srv.URL, AuthType: "oauth_auto", Transport: "http"})
+	_, err := c.MCPIntegrations.Create(ctx, client.MCPIntegrationInput{Name: "x", URL: upURL, AuthType: "oauth_auto", Transport: "http"})
 	var apiErr *client.Error
 	if !errors.As(err, &apiErr) || apiErr.Status != 400 || apiErr.Param != "auth_type" || !strings.Contains(apiErr.Message, "not built") {
 		t.Fatalf("oauth_auto: %v", err)
 	}
-	integ, err := c.MCPIntegrations.Create(ctx, client.MCPIntegrationInput{Name: "Tools", Slug: "tools", URL: srv.URL, AuthType: "headers", Transport: "http",
+	integ, err := c.MCPIntegrations.Create(ctx, client.MCPIntegrationInput{Name: "Tools", Slug: "tools", URL: upURL, AuthType: "headers", Transport: "http",
 		Configurations: &client.MCPConfig{CustomHeaders: map[string]string{"Authorization": "Bearer secret-token-1234"}}})
 	if err != nil || integ.Object != "mcp-integration" {
 		t.Fatalf("create integration: %+v %v", integ, err)
 	}
-	if _, err := c.MCPIntegrations.Create(ctx, client.MCPIntegrationInput{Name: "Other", URL: srv.URL, AuthType: "none", Transport: "http"}); err != nil {
+	if _, err := c.MCPIntegrations.Create(ctx, client.MCPIntegrationInput{Name: "Other", URL: upURL, AuthType: "none", Transport: "http"}); err != nil {
 		t.Fatal(err)
 	}
 	list, err := c.MCPIntegrations.List(ctx, "", client.Page{PageSize: 1})
@@ -71,19 +64,10 @@ func TestMCPClients(t *testing.T) {
 
 	// The gateway serves it: a disabled tool is refused, the rest answered.
 	for tool, want := range map[string]string{"ls": "called ls", "rm": "tool rm is disabled"} {
-		req, _ := http.NewRequest(http.MethodPost, base+"/v1/mcp/tools", strings.NewReader(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tool+`"}}`))
-		req.Header.Set("x-gateway-api-key", testAdminKey)
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", mcp.Accept)
-		req.Header.Set(mcp.HeaderSessionID, "sess-1")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		body, _ := io.ReadAll(resp.Body)
-		resp.Body.Close()
-		if resp.StatusCode != 200 || !strings.Contains(string(body), want) {
-			t.Errorf("%s: %d %s", tool, resp.StatusCode, body)
+		status, body := callGateway(t, http.MethodPost, base+"/v1/mcp/tools", `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"`+tool+`"}}`,
+			"Accept", mcp.Accept, mcp.HeaderSessionID, "sess-1")
+		if status != 200 || !strings.Contains(string(body), want) {
+			t.Errorf("%s: %d %s", tool, status, body)
 		}
 	}
 
