@@ -64,12 +64,12 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 	if err := t.ApplyAWS(l.AWS, func(f int) string { return n.Path + "." + core.AWSFields[f] }); err != nil {
 		return t, err
 	}
-	if l.APIKey != "" {
-		if w.req.StoredConfig {
-			if err := savedKeyHost(t, l, n.Path); err != nil {
-				return t, err
-			}
+	if w.req.StoredConfig && (l.APIKey != "" || l.AWS.AccessKeyID != "") {
+		if err := savedKeyHost(t, l, n.Path); err != nil {
+			return t, err
 		}
+	}
+	if l.APIKey != "" {
 		t.APIKey = l.APIKey
 	}
 	if l.CustomHost != "" {
@@ -88,14 +88,15 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 }
 
 // savedKeyHost refuses a host the request's headers chose for leaf l of a
-// saved config whose api_key is stored there: the caller may not know the
-// key (saved configs show it masked), so, like a managed provider's, it is
+// saved config (or a deployment) whose credential, an api_key or AWS keys,
+// is stored there: the caller may not know it (saved configs show it
+// masked), so, like a managed provider's, it is
 // never sent to a host the caller picked (x-gateway-custom-host, or an
 // Azure resource named by x-gateway-azure-resource-name). The config's own
 // custom_host and azure_resource_name are the operator's choice.
 func savedKeyHost(t core.Target, l *config.Leaf, path string) *core.Error {
 	if t.CustomHost && l.CustomHost == "" {
-		return core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host cannot be used with the saved config's api_key at %s: a stored key is only sent to the config's own hosts", path)
+		return core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host cannot be used with the saved config's credential at %s: a stored key is only sent to the config's own hosts", path)
 	}
 	if !t.Managed && t.Azure.ResourceName != "" && l.Azure.ResourceName == "" {
 		return core.BadRequest(core.AzureHeaders[core.AzureResourceName], "%s cannot be used with the saved config's api_key at %s: a stored key is only sent to the config's own Azure resource (set azure_resource_name in the config)", core.AzureHeaders[core.AzureResourceName], path)

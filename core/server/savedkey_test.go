@@ -28,6 +28,11 @@ func TestSavedConfigKeyStaysOnItsHosts(t *testing.T) {
 	gDep := newGateway(t, http.NotFoundHandler(), func(c *gatewayConfig) {
 		c.configs = deploymentConfigs{deployments: map[string]config.Saved{"staging": {ID: "dep-1", Config: cfg, Node: config.Resolve(cfg)}}}
 	})
+	bedrock, err := config.Parse([]byte(`{"aws_region":"us-east-1","aws_access_key_id":"AKIASAVED","aws_secret_access_key":"saved-secret"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gBedrock := newGateway(t, http.NotFoundHandler(), func(c *gatewayConfig) { c.configs = savedConfigs{bedrock, config.Resolve(bedrock), nil} })
 	gAzure := newGateway(t, http.NotFoundHandler(), func(c *gatewayConfig) { c.configs = savedConfigs{azure, config.Resolve(azure), nil} })
 	for _, tc := range []struct {
 		name    string
@@ -36,6 +41,7 @@ func TestSavedConfigKeyStaysOnItsHosts(t *testing.T) {
 		status  int
 		param   string
 	}{
+		{"saved config's AWS keys, the headers' custom host", gBedrock, []string{"x-gateway-config", "pc-one", "x-gateway-provider", "bedrock"}, 400, "x-gateway-custom-host"},
 		{"saved config, the headers' custom host", g, []string{"x-gateway-config", "pc-one"}, 400, "x-gateway-custom-host"},
 		{"deployment's config, the headers' custom host", gDep, []string{"x-gateway-metadata", `{"_environment":"staging"}`}, 400, "x-gateway-custom-host"},
 		{"inline config, the headers' custom host", g, []string{"x-gateway-config", `{"api_key":"sk-mine"}`}, 200, ""},
