@@ -244,10 +244,12 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 
 	resp := &core.Response{Status: hresp.StatusCode, Header: hresp.Header, Provider: prov.Name(), CacheStatus: cs.status}
 	// An AWS event stream is a stream for a provider that translates
-	// streams (bedrock), which makes it server-sent events.
+	// streams (bedrock), which makes it server-sent events; a proxied one
+	// reaches the client as it came.
 	st, translates := prov.(core.StreamTranslator)
 	ct := hresp.Header.Get("Content-Type")
-	sse := strings.HasPrefix(ct, "text/event-stream") || translates && strings.HasPrefix(ct, core.ContentTypeAWSEventStream)
+	sse := strings.HasPrefix(ct, "text/event-stream") ||
+		translates && w.req.Endpoint != core.EndpointProxy && strings.HasPrefix(ct, core.ContentTypeAWSEventStream)
 	if sse || w.req.Endpoint == core.EndpointProxy {
 		// Streams and proxied bodies are handed on as they arrive.
 		br := bufio.NewReaderSize(hresp.Body, 32<<10)

@@ -9,6 +9,7 @@ package bedrock
 import (
 	"bytes"
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -40,62 +41,77 @@ func New() *Provider { return &Provider{now: time.Now} }
 func (p *Provider) Name() string { return Name }
 
 // Supports reports whether the provider serves endpoint e: chat
-// completions only.
-func (p *Provider) Supports(e core.Endpoint) bool { return e == core.EndpointChatComplete }
+// completions and embeddings (translated) and the proxy (any other
+// Bedrock runtime path, signed and sent as it is).
+func (p *Provider) Supports(e core.Endpoint) bool {
+	return e == core.EndpointChatComplete || e == core.EndpointEmbed || e == core.EndpointProxy
+}
 
 // BaseURL is the default base URL's shape (the region is the target's).
 func (p *Provider) BaseURL() string { return "https://bedrock-runtime.{region}.amazonaws.com" }
 
-// BuildRequest translates a chat completion into a Converse request,
-// POSTed to {base}/model/{model id}/converse (converse-stream for a
-// stream), where base is https://bedrock-runtime.{region}.amazonaws.com
-// or the target's custom host. A body Bedrock cannot take, a bad or
+// BuildRequest builds the upstream request, on base
+// https://bedrock-runtime.{region}.amazonaws.com or the target's custom
+// host:
+//   - a chat completion translated into a Converse request, POSTed to
+//     {base}/model/{model id}/converse (converse-stream for a stream);
+//   - embeddings translated into an InvokeModel request of the model's
+//     family (embed.go), POSTed to {base}/model/{model id}/invoke;
+//   - a proxied request (e.g. /model/{id}/invoke, /model/{id}/converse)
+//     sent as it is, with the client's method, path, query and body.
+//
+// Each is SigV4-signed with the target's AWS credentials, or carries a
+// Bedrock API key as a bearer token. A body Bedrock cannot take, a bad or
 // missing setting, or missing credentials are a 400 naming the field or
 // header (never showing a credential).
 func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.Target) (*http.Request, error) {
-	s := t.AWS
-	for f := range core.AWSFields {
-		if v := s.Get(f); v != "" {
-			if msg := core.CheckAWS(f, v); msg != "" {
-				return nil, core.BadRequest(core.AWSHeaders[f], "%s %s", core.AWSHeaders[f], msg)
-			}
-		}
-	}
-	if s.Region == "" {
-		s.Region = DefaultRegion
-	}
-	signed := s.AccessKeyID != "" || s.SecretAccessKey != ""
-	switch {
-	case signed && s.AccessKeyID == "":
-		return nil, missing(core.AWSAccessKeyID)
-	case signed && s.SecretAccessKey == "":
-		return nil, missing(core.AWSSecretAccessKey)
-	case !signed && t.APIKey == "":
-		return nil, core.BadRequest(core.AWSHeaders[core.AWSAccessKeyID], "provider %s needs AWS credentials: send %s and %s (and %s for temporary credentials), set them in the config target or the integration, or send a Bedrock API key as Authorization: Bearer <key>",
-			Name, core.AWSHeaders[core.AWSAccessKeyID], core.AWSHeaders[core.AWSSecretAccessKey], core.AWSHeaders[core.AWSSessionToken])
-	}
-	model, body, err := translateRequest(req.Body)
+	s, signed, err := settings(t)
 	if err != nil {
 		return nil, err
+	}
+	method, path, query, body := http.MethodPost, "", "", req.Body
+	accept := "application/json"
+	switch req.Endpoint {
+	case core.EndpointChatComplete:
+		model, b, err := translateRequest(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		path, body = "/model/"+awsauth.Escape(model)+"/converse", b
+		if req.Stream {
+			path, accept = path+"-stream", core.ContentTypeAWSEventStream
+		}
+	case core.EndpointEmbed:
+		model, b, err := translateEmbedRequest(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		path, body = "/model/"+awsauth.Escape(model)+"/invoke", b
+	case core.EndpointProxy:
+		method, path, query = req.Method, req.Path, req.RawQuery
+	default:
+		return nil, core.BadRequest("", "provider %s does not serve %s", Name, req.Endpoint)
 	}
 	base := t.BaseURL
 	if base == "" {
 		base = "https://bedrock-runtime." + s.Region + ".amazonaws.com"
 	}
-	op := "/converse"
-	if req.Stream {
-		op = "/converse-stream"
+	u := strings.TrimRight(base, "/") + path
+	if query != "" {
+		u += "?" + query
 	}
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, strings.TrimRight(base, "/")+"/model/"+awsauth.Escape(model)+op, bytes.NewReader(body))
+	var rd io.Reader = http.NoBody
+	if len(body) > 0 {
+		rd = bytes.NewReader(body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, method, u, rd)
 	if err != nil {
 		return nil, core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host: %v", err)
 	}
-	core.UpstreamHeader(hr.Header, req, t, core.HeaderNames{})
-	hr.Header.Set("Content-Type", "application/json")
-	if req.Stream {
-		hr.Header.Set("Accept", core.ContentTypeAWSEventStream)
-	} else {
-		hr.Header.Set("Accept", "application/json")
+	core.UpstreamHeader(hr.Header, req, t, core.HeaderNames{}) // a proxied call keeps the client's Content-Type and Accept
+	if req.Endpoint != core.EndpointProxy {
+		hr.Header.Set("Content-Type", "application/json")
+		hr.Header.Set("Accept", accept)
 	}
 	if signed {
 		awsauth.Sign(hr, body, awsauth.Credentials{AccessKeyID: s.AccessKeyID, SecretAccessKey: s.SecretAccessKey, SessionToken: s.SessionToken},
@@ -104,6 +120,34 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 		hr.Header.Set("Authorization", "Bearer "+t.APIKey)
 	}
 	return hr, nil
+}
+
+// settings are t's AWS settings, checked, with the default region filled
+// in; signed reports whether they hold a key pair (else the target's API
+// key is a Bedrock API key).
+func settings(t *core.Target) (s core.AWSSettings, signed bool, err error) {
+	s = t.AWS
+	for f := range core.AWSFields {
+		if v := s.Get(f); v != "" {
+			if msg := core.CheckAWS(f, v); msg != "" {
+				return s, false, core.BadRequest(core.AWSHeaders[f], "%s %s", core.AWSHeaders[f], msg)
+			}
+		}
+	}
+	if s.Region == "" {
+		s.Region = DefaultRegion
+	}
+	signed = s.AccessKeyID != "" || s.SecretAccessKey != ""
+	switch {
+	case signed && s.AccessKeyID == "":
+		return s, false, missing(core.AWSAccessKeyID)
+	case signed && s.SecretAccessKey == "":
+		return s, false, missing(core.AWSSecretAccessKey)
+	case !signed && t.APIKey == "":
+		return s, false, core.BadRequest(core.AWSHeaders[core.AWSAccessKeyID], "provider %s needs AWS credentials: send %s and %s (and %s for temporary credentials), set them in the config target or the integration, or send a Bedrock API key as Authorization: Bearer <key>",
+			Name, core.AWSHeaders[core.AWSAccessKeyID], core.AWSHeaders[core.AWSSecretAccessKey], core.AWSHeaders[core.AWSSessionToken])
+	}
+	return s, signed, nil
 }
 
 // missing is the 400 for one half of a key pair given without the other.

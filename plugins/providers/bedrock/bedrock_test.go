@@ -337,3 +337,44 @@ func TestFrameReader(t *testing.T) {
 		t.Fatalf("%v %q", err, f.Payload)
 	}
 }
+
+func TestTranslateEmbed(t *testing.T) {
+	for _, tc := range []struct {
+		name, body, wantModel, wantBody string
+	}{
+		{"titan v1", `{"model":"amazon.titan-embed-text-v1","input":["only"]}`, "amazon.titan-embed-text-v1", `{"inputText":"only"}`},
+		{"cohere v4 profile, dimensions, truncate", `{"model":"us.cohere.embed-v4:0","input":"a","dimensions":256,"truncate":"END"}`,
+			"us.cohere.embed-v4:0", `{"texts":["a"],"input_type":"search_document","truncate":"END","output_dimension":256}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			model, out, err := translateEmbedRequest([]byte(tc.body))
+			if err != nil || model != tc.wantModel || !jsonEqual(t, out, []byte(tc.wantBody)) {
+				t.Errorf("got %q %s %v", model, out, err)
+			}
+		})
+	}
+
+	for _, tc := range []struct {
+		name, model, answer, want, err string
+	}{
+		{"cohere by type", "cohere.embed-v4:0", `{"embeddings":{"float":[[1,2]]}}`,
+			`{"object":"list","data":[{"object":"embedding","index":0,"embedding":[1,2]}],"model":"cohere.embed-v4:0","usage":{"prompt_tokens":0,"total_tokens":0}}`, ""},
+		{"cohere int8 only", "cohere.embed-v4:0", `{"embeddings":{"int8":[[1,2]]}}`, "", "float vectors"},
+		{"titan without embedding", "amazon.titan-embed-text-v2:0", `{"inputTextTokenCount":1}`, "", "no embedding"},
+		{"not json", "amazon.titan-embed-text-v2:0", `<html>`, "", "reading the Titan embedding answer"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &core.Request{Endpoint: core.EndpointEmbed, Model: tc.model, Body: []byte(`{"model":"` + tc.model + `","input":"a"}`)}
+			got, err := translateEmbedAnswer(req, &core.Response{Status: 200, Body: []byte(tc.answer), Header: http.Header{}})
+			if tc.err != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.err) {
+					t.Errorf("error %v, want %q", err, tc.err)
+				}
+				return
+			}
+			if err != nil || !jsonEqual(t, got, []byte(tc.want)) {
+				t.Errorf("got %s %v", got, err)
+			}
+		})
+	}
+}

@@ -66,12 +66,14 @@ func completionID(resp *core.Response) string {
 	return "chatcmpl-" + id
 }
 
-// TranslateResponse turns a chat completion's answer into the OpenAI
-// shape: a Converse answer into a chat.completion, a Bedrock error body
-// into the gateway's error body with the same status. Error bodies of
-// another shape, and answers of other endpoints, are left as they are.
+// TranslateResponse turns the answers of the translated endpoints into
+// the OpenAI shape: a Converse answer into a chat.completion, an
+// embedding model's InvokeModel answer into an embeddings list, and a
+// Bedrock error body into the gateway's error body with the same status.
+// Error bodies of another shape, and proxied answers, are left as they
+// are.
 func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) error {
-	if req.Endpoint != core.EndpointChatComplete {
+	if req.Endpoint != core.EndpointChatComplete && req.Endpoint != core.EndpointEmbed {
 		return nil
 	}
 	if resp.Status >= 300 {
@@ -80,7 +82,13 @@ func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) err
 		}
 		return nil
 	}
-	b, err := translateAnswer(resp.Body, completionID(resp), req.Model, p.now().Unix())
+	var b []byte
+	var err error
+	if req.Endpoint == core.EndpointEmbed {
+		b, err = translateEmbedAnswer(req, resp)
+	} else {
+		b, err = translateAnswer(resp.Body, completionID(resp), req.Model, p.now().Unix())
+	}
 	if err != nil {
 		return err
 	}
