@@ -31,6 +31,10 @@ type BoltOptions struct {
 	// LockTimeout bounds the wait for the file lock held by another process
 	// (default 2s).
 	LockTimeout time.Duration
+
+	// bootID names the machine's current boot (tests replace it; default
+	// readBootID).
+	bootID func() string
 }
 
 // Defaults of BoltOptions.
@@ -49,6 +53,9 @@ var (
 
 	metaKind  = []byte("kind")
 	metaStats = []byte("stats") // count(8) bytes(8)
+	// metaOpenIn holds the boot id of the machine that has the file open,
+	// and is removed by a clean Close (see OpenBolt).
+	metaOpenIn = []byte("open_in_boot")
 	kindValue = []byte("llm-gateway-cache/1")
 )
 
@@ -101,16 +108,22 @@ func OpenBolt(path string, o BoltOptions) (Store, error) {
 	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
 		return nil, fmt.Errorf("cache: create dir for %s: %w", path, err)
 	}
+	if o.bootID == nil {
+		o.bootID = readBootID
+	}
+	boot := o.bootID()
 	bo := &bolt.Options{Timeout: o.LockTimeout, NoSync: true}
 	db, err := bolt.Open(path, 0o600, bo)
 	if errors.Is(err, bolt.ErrInvalid) || errors.Is(err, bolt.ErrChecksum) || errors.Is(err, bolt.ErrVersionMismatch) {
 		// A cache file damaged by a crash (it is written without fsync):
 		// keep it aside for inspection and start empty.
-		aside := fmt.Sprintf("%s.corrupt-%d", path, time.Now().Unix())
-		if rerr := os.Rename(path, aside); rerr != nil {
-			return nil, fmt.Errorf("cache: open %s: %w (and moving it aside failed: %v)", path, err, rerr)
-		}
-		db, err = bolt.Open(path, 0o600, bo)
+		db, err = reopenAside(path, "corrupt", bo, err)
+	} else if err == nil && openInOtherBoot(db, boot) {
+		// The machine went down with the file open: without fsync, pages
+		// of its last writes may never have reached the disk, which bbolt
+		// cannot tell at open (it would read them, and may panic, later).
+		db.Close()
+		db, err = reopenAside(path, "unclean", bo, nil)
 	}
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("cache: open %s: the file is in use by another process", path)
@@ -151,13 +164,58 @@ func OpenBolt(path string, o BoltOptions) (Store, error) {
 			s.count = int64(binary.BigEndian.Uint64(v))
 			s.bytes = int64(binary.BigEndian.Uint64(v[8:]))
 		}
-		return nil
+		return meta.Put(metaOpenIn, []byte(boot))
 	})
+	if err == nil {
+		err = db.Sync() // the mark must be on disk before the first unsynced write
+	}
 	if err != nil {
 		db.Close()
 		return nil, fmt.Errorf("cache: prepare %s: %w", path, err)
 	}
 	return s, nil
+}
+
+// reopenAside moves the cache file at path aside, as path.<why>-<unix
+// time>, for inspection, and opens a new one there. cause is the error that
+// made the file unusable, if any, for the message when the move fails.
+func reopenAside(path, why string, bo *bolt.Options, cause error) (*bolt.DB, error) {
+	aside := fmt.Sprintf("%s.%s-%d", path, why, time.Now().Unix())
+	if err := os.Rename(path, aside); err != nil {
+		if cause == nil {
+			cause = fmt.Errorf("the file was open when the machine went down")
+		}
+		return nil, fmt.Errorf("%w (and moving it aside failed: %v)", cause, err)
+	}
+	return bolt.Open(path, 0o600, bo)
+}
+
+// openInOtherBoot reports whether db was left open (not closed by Close)
+// by a boot of the machine other than boot. A file left open by a process
+// that crashed in this boot is sound: its writes are in the page cache.
+// When the boot cannot be told (boot is ""), a file left open counts as
+// one from another boot.
+func openInOtherBoot(db *bolt.DB, boot string) bool {
+	other := false
+	_ = db.View(func(tx *bolt.Tx) error {
+		if meta := tx.Bucket(bucketMeta); meta != nil {
+			if v := meta.Get(metaOpenIn); v != nil {
+				other = boot == "" || string(v) != boot
+			}
+		}
+		return nil
+	})
+	return other
+}
+
+// readBootID is the Linux kernel's id of the current boot, or "" where
+// there is none.
+func readBootID() string {
+	b, err := os.ReadFile("/proc/sys/kernel/random/boot_id")
+	if err != nil {
+		return ""
+	}
+	return string(bytes.TrimSpace(b))
 }
 
 func (s *boltStore) now() time.Time { return s.opts.Now() }
@@ -637,7 +695,13 @@ func (s *boltStore) Close() error {
 	}
 	s.closed = true
 	s.parts, s.empty = nil, nil
-	return s.db.Close()
+	// Clean: the next open need not suspect the file. Synced, as every
+	// write before it then is.
+	err := s.db.Update(func(tx *bolt.Tx) error { return tx.Bucket(bucketMeta).Delete(metaOpenIn) })
+	if err == nil {
+		err = s.db.Sync()
+	}
+	return errors.Join(err, s.db.Close())
 }
 
 // stats reports the entry count and total bytes (tests).
