@@ -56,7 +56,7 @@ var (
 	// metaOpenIn holds the boot id of the machine that has the file open,
 	// and is removed by a clean Close (see OpenBolt).
 	metaOpenIn = []byte("open_in_boot")
-	kindValue = []byte("llm-gateway-cache/1")
+	kindValue  = []byte("llm-gateway-cache/1")
 )
 
 type boltStore struct {
