@@ -82,9 +82,13 @@ var bedrockFrames = [][2]string{{"chunk", `{"bytes":"eyJhIjoxfQ=="}`}, {"chunk",
 // answerInvoke answers InvokeModel like Bedrock: an embedding of a Titan
 // model (its token count in the body) or of a Cohere one (in the header),
 // the model's own body for any other, and an event stream for
-// invoke-with-response-stream. It reports whether r was one of those.
+// invoke-with-response-stream, and ranks documents 1 and 0 for /rerank. It
+// reports whether r was one of those.
 func answerInvoke(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	switch p := r.URL.Path; {
+	case p == "/rerank":
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"results":[{"index":1,"relevanceScore":0.9},{"index":0,"relevanceScore":0.125}]}`)
 	case strings.HasSuffix(p, "/invoke-with-response-stream"):
 		w.Header().Set("Content-Type", core.ContentTypeAWSEventStream)
 		for _, f := range bedrockFrames {
@@ -230,8 +234,8 @@ func TestBedrockEndToEnd(t *testing.T) {
 // TestBedrockEmbeddingsAndProxy: embeddings through the server reach the
 // fake Bedrock as signed InvokeModel calls in the model family's shape and
 // come back as OpenAI's embeddings list (floats or base64) with the token
-// count in the log; what a family cannot take is a 400 naming the field,
-// before any call. Any other path is proxied signed and unchanged, an
+// count in the log; a rerank reaches the Rerank API with the model's ARN;
+// what Bedrock cannot take is a 400 naming the field, before any call. Any other path is proxied signed and unchanged, an
 // event stream included.
 func TestBedrockEmbeddingsAndProxy(t *testing.T) {
 	t.Parallel()
@@ -264,16 +268,35 @@ func TestBedrockEmbeddingsAndProxy(t *testing.T) {
 		})
 	}
 
+	t.Run("rerank", func(t *testing.T) {
+		r := g.do(t, "POST", "/v1/rerank", []byte(`{"model":"amazon.rerank-v1:0","query":"q","documents":["a",{"text":"b"}],"top_n":2,"return_documents":true}`),
+			append([]string{"x-gateway-trace-id", "bedrock-rerank"}, aws...)...)
+		if r.status != 200 || !jsonSame(t, r.body, `{"id":"req-1","model":"amazon.rerank-v1:0","results":[{"index":1,"relevance_score":0.9,"document":{"text":"b"}},{"index":0,"relevance_score":0.125,"document":{"text":"a"}}]}`) {
+			t.Fatalf("status %d: %s", r.status, r.body)
+		}
+		up := g.up.last(t)
+		if up.RawPath != "/rerank" || !jsonSame(t, up.Body, `{"queries":[{"type":"TEXT","textQuery":{"text":"q"}}],`+
+			`"sources":[{"type":"INLINE","inlineDocumentSource":{"type":"TEXT","textDocument":{"text":"a"}}},{"type":"INLINE","inlineDocumentSource":{"type":"TEXT","textDocument":{"text":"b"}}}],`+
+			`"rerankingConfiguration":{"type":"BEDROCK_RERANKING_MODEL","bedrockRerankingConfiguration":{"numberOfResults":2,"modelConfiguration":{"modelArn":"arn:aws:bedrock:eu-west-1::foundation-model/amazon.rerank-v1:0"}}}}`) {
+			t.Errorf("upstream got %s %s", up.RawPath, up.Body)
+		}
+	})
+
 	for _, tc := range []struct{ name, body, param string }{
 		{"titan takes one text", `{"model":"amazon.titan-embed-text-v2:0","input":["a","b"]}`, "input"},
 		{"titan v1 has no dimensions", `{"model":"amazon.titan-embed-text-v1","input":"a","dimensions":8}`, "dimensions"},
 		{"token ids", `{"model":"cohere.embed-english-v3","input":[1,2]}`, "input"},
 		{"bad input_type", `{"model":"cohere.embed-english-v3","input":"a","input_type":"poem"}`, "input_type"},
 		{"not an embedding model", `{"model":"anthropic.claude-v2:1","input":"a"}`, "model"},
+		{"rerank without chunks", `{"model":"amazon.rerank-v1:0","query":"q","documents":["a"],"max_chunks_per_doc":2}`, "max_chunks_per_doc"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			before := g.up.hits()
-			r := g.do(t, "POST", "/v1/embeddings", []byte(tc.body), aws...)
+			path := "/v1/embeddings"
+			if strings.Contains(tc.body, `"query"`) {
+				path = "/v1/rerank"
+			}
+			r := g.do(t, "POST", path, []byte(tc.body), aws...)
 			if e := errorOf(t, r); r.status != 400 || deref(e.Param) != tc.param {
 				t.Errorf("status %d error %+v", r.status, e)
 			}

@@ -41,10 +41,10 @@ func New() *Provider { return &Provider{now: time.Now} }
 func (p *Provider) Name() string { return Name }
 
 // Supports reports whether the provider serves endpoint e: chat
-// completions and embeddings (translated) and the proxy (any other
+// completions, embeddings and rerank (translated) and the proxy (any other
 // Bedrock runtime path, signed and sent as it is).
 func (p *Provider) Supports(e core.Endpoint) bool {
-	return e == core.EndpointChatComplete || e == core.EndpointEmbed || e == core.EndpointProxy
+	return e == core.EndpointChatComplete || e == core.EndpointEmbed || e == core.EndpointRerank || e == core.EndpointProxy
 }
 
 // BaseURL is the default base URL's shape (the region is the target's).
@@ -57,6 +57,9 @@ func (p *Provider) BaseURL() string { return "https://bedrock-runtime.{region}.a
 //     {base}/model/{model id}/converse (converse-stream for a stream);
 //   - embeddings translated into an InvokeModel request of the model's
 //     family (embed.go), POSTed to {base}/model/{model id}/invoke;
+//   - a rerank translated into a Rerank request (rerank.go), POSTed to
+//     https://bedrock-agent-runtime.{region}.amazonaws.com/rerank (or the
+//     custom host's /rerank);
 //   - a proxied request (e.g. /model/{id}/invoke, /model/{id}/converse)
 //     sent as it is, with the client's method, path, query and body.
 //
@@ -70,7 +73,7 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 		return nil, err
 	}
 	method, path, query, body := http.MethodPost, "", "", req.Body
-	accept := "application/json"
+	accept, host := "application/json", "bedrock-runtime"
 	switch req.Endpoint {
 	case core.EndpointChatComplete:
 		model, b, err := translateRequest(req.Body)
@@ -87,6 +90,12 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 			return nil, err
 		}
 		path, body = "/model/"+awsauth.Escape(model)+"/invoke", b
+	case core.EndpointRerank:
+		b, err := translateRerankRequest(req.Body, s.Region)
+		if err != nil {
+			return nil, err
+		}
+		path, body, host = "/rerank", b, "bedrock-agent-runtime"
 	case core.EndpointProxy:
 		method, path, query = req.Method, req.Path, req.RawQuery
 	default:
@@ -94,7 +103,7 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	}
 	base := t.BaseURL
 	if base == "" {
-		base = "https://bedrock-runtime." + s.Region + ".amazonaws.com"
+		base = "https://" + host + "." + s.Region + ".amazonaws.com"
 	}
 	u := strings.TrimRight(base, "/") + path
 	if query != "" {

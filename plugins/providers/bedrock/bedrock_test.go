@@ -378,3 +378,19 @@ func TestTranslateEmbed(t *testing.T) {
 		})
 	}
 }
+
+func TestTranslateRerank(t *testing.T) {
+	const arn = "arn:aws:bedrock:us-west-2::foundation-model/cohere.rerank-v3-5:0"
+	out, err := translateRerankRequest([]byte(`{"model":"`+arn+`","query":"q","documents":["a"],"top_n":5}`), "eu-west-1")
+	want := `{"queries":[{"type":"TEXT","textQuery":{"text":"q"}}],"sources":[{"type":"INLINE","inlineDocumentSource":{"type":"TEXT","textDocument":{"text":"a"}}}],` +
+		`"rerankingConfiguration":{"type":"BEDROCK_RERANKING_MODEL","bedrockRerankingConfiguration":{"numberOfResults":1,"modelConfiguration":{"modelArn":"` + arn + `"}}}}`
+	if err != nil || !jsonEqual(t, out, []byte(want)) {
+		t.Errorf("an ARN is kept, top_n over the documents is their count: %s %v", out, err)
+	}
+	req := &core.Request{Endpoint: core.EndpointRerank, Model: "m", Body: []byte(`{"model":"m","query":"q","documents":["a"]}`)}
+	for _, answer := range []string{`{"results":[{"relevanceScore":1}]}`, `{"results":[{"index":1,"relevanceScore":1}]}`, `[]`} {
+		if _, err := translateRerankAnswer(req, &core.Response{Status: 200, Body: []byte(answer), Header: http.Header{}}); err == nil {
+			t.Errorf("answer %s: no error", answer)
+		}
+	}
+}

@@ -56,24 +56,38 @@ func finishReason(stop string) string {
 	return "stop" // end_turn, stop_sequence
 }
 
-// completionID is the id of a translated answer: Bedrock's request id
-// (x-amzn-RequestId) after "chatcmpl-", or a new one when it sent none.
-func completionID(resp *core.Response) string {
-	id := resp.Header.Get("X-Amzn-Requestid")
-	if id == "" {
-		id = core.NewID()
+// completionID is the id of a translated chat completion:
+// "chatcmpl-" and requestID.
+func completionID(resp *core.Response) string { return "chatcmpl-" + requestID(resp) }
+
+// requestID is Bedrock's request id (x-amzn-RequestId), or a new one when
+// it sent none.
+func requestID(resp *core.Response) string {
+	if id := resp.Header.Get("X-Amzn-Requestid"); id != "" {
+		return id
 	}
-	return "chatcmpl-" + id
+	return core.NewID()
 }
 
 // TranslateResponse turns the answers of the translated endpoints into
 // the OpenAI shape: a Converse answer into a chat.completion, an
-// embedding model's InvokeModel answer into an embeddings list, and a
+// embedding model's InvokeModel answer into an embeddings list, a Rerank
+// answer into a rerank list (rerank.go), and a
 // Bedrock error body into the gateway's error body with the same status.
 // Error bodies of another shape, and proxied answers, are left as they
 // are.
 func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) error {
-	if req.Endpoint != core.EndpointChatComplete && req.Endpoint != core.EndpointEmbed {
+	var translate func(*core.Request, *core.Response) ([]byte, error)
+	switch req.Endpoint {
+	case core.EndpointChatComplete:
+		translate = func(req *core.Request, resp *core.Response) ([]byte, error) {
+			return translateAnswer(resp.Body, completionID(resp), req.Model, p.now().Unix())
+		}
+	case core.EndpointEmbed:
+		translate = translateEmbedAnswer
+	case core.EndpointRerank:
+		translate = translateRerankAnswer
+	default:
 		return nil
 	}
 	if resp.Status >= 300 {
@@ -82,13 +96,7 @@ func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) err
 		}
 		return nil
 	}
-	var b []byte
-	var err error
-	if req.Endpoint == core.EndpointEmbed {
-		b, err = translateEmbedAnswer(req, resp)
-	} else {
-		b, err = translateAnswer(resp.Body, completionID(resp), req.Model, p.now().Unix())
-	}
+	b, err := translate(req, resp)
 	if err != nil {
 		return err
 	}
