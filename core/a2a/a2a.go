@@ -14,6 +14,7 @@ import (
 	"fmt"
 	"io"
 	"net/http"
+	"net/url"
 	"slices"
 	"strings"
 
@@ -105,11 +106,15 @@ type SendError struct{ Err error }
 func (e *SendError) Error() string { return e.Err.Error() }
 func (e *SendError) Unwrap() error { return e.Err }
 
-// get is one GET with headers; the body is bounded by maxCardBytes.
-func get(ctx context.Context, client *http.Client, url string, header map[string]string) ([]byte, int, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+// get is one GET with headers; the body is bounded by maxCardBytes. No
+// error names target, which may carry a credential.
+func get(ctx context.Context, client *http.Client, target string, header map[string]string) ([]byte, int, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, target, nil)
 	if err != nil {
-		return nil, 0, err
+		if ue := (*url.Error)(nil); errors.As(err, &ue) {
+			err = ue.Err // url.Parse's error repeats the URL
+		}
+		return nil, 0, fmt.Errorf("the agent's URL cannot be used: %w", err)
 	}
 	for k, v := range header {
 		req.Header.Set(k, v)

@@ -1,6 +1,12 @@
 package a2a
 
-import "testing"
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strings"
+	"testing"
+)
 
 // TestCardURL: the card's path goes after the agent URL's path, never into
 // its query.
@@ -15,4 +21,22 @@ func TestCardURL(t *testing.T) {
 			t.Errorf("cardURL(%q) = %q, want %q", tc.in, got, tc.want)
 		}
 	}
+}
+
+// TestFetchCardErrorHidesURL: an agent URL the request cannot be built
+// from is refused without repeating it (it may carry a token).
+func TestFetchCardErrorHidesURL(t *testing.T) {
+	for _, u := range []string{"http://agent.test/%zz?token=s3cret", "http://[::1/?token=s3cret", "http://agent.test/a\x7f?token=s3cret"} {
+		_, err := FetchCard(context.Background(), &http.Client{Transport: refuseAll{}}, Endpoint{URL: u})
+		if err == nil || strings.Contains(err.Error(), "s3cret") || !strings.Contains(err.Error(), "cannot be used") {
+			t.Errorf("%q: error %v", u, err)
+		}
+	}
+}
+
+// refuseAll is a transport that sends nothing.
+type refuseAll struct{}
+
+func (refuseAll) RoundTrip(*http.Request) (*http.Response, error) {
+	return nil, errors.New("sent")
 }
