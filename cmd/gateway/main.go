@@ -75,6 +75,8 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	retention := fs.String("log-retention", env("GATEWAY_LOG_RETENTION", "30d"), "how long request logs are kept, e.g. 30d or 12h; 0 keeps them for ever (env GATEWAY_LOG_RETENTION)")
 	exportRetention := fs.String("export-retention", env("GATEWAY_EXPORT_RETENTION", "7d"), "how long finished log exports and their files are kept, e.g. 7d or 12h; 0 keeps them for ever (env GATEWAY_EXPORT_RETENTION)")
 	exportMaxTotal := fs.String("export-max-total-bytes", env("GATEWAY_EXPORT_MAX_TOTAL_BYTES", strconv.Itoa(adminsvc.DefaultExportMaxTotalBytes)), "no log export starts while the export files take this many bytes (env GATEWAY_EXPORT_MAX_TOTAL_BYTES)")
+	remoteTimeout := fs.String("remote-timeout", env("GATEWAY_REMOTE_TIMEOUT", server.DefaultRemoteTimeout.String()), "how long an MCP server or agent may take to answer /v1/mcp and /v1/agents calls, e.g. 2m (env GATEWAY_REMOTE_TIMEOUT)")
+	remoteIdle := fs.String("remote-stream-idle", env("GATEWAY_REMOTE_STREAM_IDLE", server.DefaultRemoteStreamIdle.String()), "how long an MCP server's or agent's event stream may stay silent before it is ended, e.g. 5m (env GATEWAY_REMOTE_STREAM_IDLE)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", env("GATEWAY_PPROF_ADDR", ""), "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
 	if err := fs.Parse(args); err != nil {
 		return cfg, err
@@ -96,6 +98,12 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if cfg.ExportMaxTotalBytes, err = strconv.ParseInt(*exportMaxTotal, 10, 64); err != nil || cfg.ExportMaxTotalBytes <= 0 {
 		return cfg, fmt.Errorf("--export-max-total-bytes (GATEWAY_EXPORT_MAX_TOTAL_BYTES): %q is not a positive number of bytes", *exportMaxTotal)
+	}
+	if cfg.RemoteTimeout, err = positiveDuration(*remoteTimeout); err != nil {
+		return cfg, fmt.Errorf("--remote-timeout (GATEWAY_REMOTE_TIMEOUT): %w", err)
+	}
+	if cfg.RemoteStreamIdle, err = positiveDuration(*remoteIdle); err != nil {
+		return cfg, fmt.Errorf("--remote-stream-idle (GATEWAY_REMOTE_STREAM_IDLE): %w", err)
 	}
 	cfg.AdminKey = getenv("GATEWAY_ADMIN_API_KEY")
 	cfg.EncryptionKey = getenv("GATEWAY_ENCRYPTION_KEY")
@@ -174,6 +182,16 @@ func parseRetention(v string) (time.Duration, error) {
 	d, err := time.ParseDuration(v)
 	if err != nil || d < time.Minute {
 		return 0, fmt.Errorf("%q is not a period of at least a minute (e.g. 30d, 12h, or 0 to keep them for ever)", v)
+	}
+	return d, nil
+}
+
+// positiveDuration parses a Go duration ("90s", "2m") that must be
+// above zero.
+func positiveDuration(s string) (time.Duration, error) {
+	d, err := time.ParseDuration(s)
+	if err != nil || d <= 0 {
+		return 0, fmt.Errorf("%q is not a positive duration such as 90s or 2m", s)
 	}
 	return d, nil
 }

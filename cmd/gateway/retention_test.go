@@ -79,3 +79,34 @@ func TestExportConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestRemoteTimeoutConfig checks --remote-timeout, --remote-stream-idle
+// and their GATEWAY_REMOTE_* variables.
+func TestRemoteTimeoutConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name              string
+		args              []string
+		env               map[string]string
+		wantTotal, wantIn time.Duration
+		wantErr           string
+	}{
+		{"defaults", nil, nil, 2 * time.Minute, 5 * time.Minute, ""},
+		{"from env", nil, map[string]string{"GATEWAY_REMOTE_TIMEOUT": "30s", "GATEWAY_REMOTE_STREAM_IDLE": "1h"}, 30 * time.Second, time.Hour, ""},
+		{"flags win", []string{"--remote-timeout", "10s"}, map[string]string{"GATEWAY_REMOTE_TIMEOUT": "30s"}, 10 * time.Second, 5 * time.Minute, ""},
+		{"zero", []string{"--remote-timeout", "0"}, nil, 0, 0, "--remote-timeout"},
+		{"no unit", nil, map[string]string{"GATEWAY_REMOTE_STREAM_IDLE": "300"}, 0, 0, "GATEWAY_REMOTE_STREAM_IDLE"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := parseConfig(tc.args, func(k string) string { return tc.env[k] })
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || cfg.RemoteTimeout != tc.wantTotal || cfg.RemoteStreamIdle != tc.wantIn {
+				t.Errorf("got %v %v (%v)", cfg.RemoteTimeout, cfg.RemoteStreamIdle, err)
+			}
+		})
+	}
+}

@@ -69,7 +69,7 @@ func (s *Server) serveAgentCard(c *fiber.Ctx) error {
 	}
 	var card []byte
 	if err == nil {
-		card, err = s.agentCard(c, p)
+		card, err = s.agentCard(c, p, s.remoteCall(req))
 	}
 	if err != nil {
 		s.record(req, nil, err.Status, core.Usage{}, err)
@@ -80,8 +80,10 @@ func (s *Server) serveAgentCard(c *fiber.Ctx) error {
 	return c.Send(card)
 }
 
-// agentCard fetches and rewrites the card of the route's agent.
-func (s *Server) agentCard(c *fiber.Ctx, p *core.Principal) ([]byte, *core.Error) {
+// agentCard fetches, within call's bound, and rewrites the card of the
+// route's agent. It ends call.
+func (s *Server) agentCard(c *fiber.Ctx, p *core.Principal, call *remoteCall) ([]byte, *core.Error) {
+	defer call.end()
 	t, err := s.remoteTarget(c, agentKind, p)
 	if err != nil {
 		return nil, err
@@ -99,7 +101,10 @@ func (s *Server) agentCard(c *fiber.Ctx, p *core.Principal) ([]byte, *core.Error
 			}
 		}
 	}
-	raw, ferr := a2a.FetchCard(c.UserContext(), s.agentClient, a2a.Endpoint{URL: t.url, Header: header})
+	raw, ferr := a2a.FetchCard(call.ctx, s.agentClient, a2a.Endpoint{URL: t.url, Header: header})
+	if terr := call.timeoutError(agentKind, t.slug, "did not send its card", ferr); terr != nil {
+		return nil, terr
+	}
 	if se := (*a2a.SendError)(nil); errors.As(ferr, &se) {
 		return nil, dialError(agentKind, t.slug, se.Err)
 	} else if ferr != nil {

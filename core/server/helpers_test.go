@@ -219,6 +219,9 @@ type gatewayConfig struct {
 	// agents finds the agents of /v1/agents/{slug}, sent to through the
 	// guarded client.
 	agents server.AgentSource
+	// remoteTimeout and remoteIdle bound the calls of MCP servers and
+	// agents (0: the server's defaults).
+	remoteTimeout, remoteIdle time.Duration
 }
 
 // loopbackOnly refuses every destination that is not a literal 127/8 or ::1
@@ -266,6 +269,7 @@ func newGateway(t *testing.T, h http.Handler, opts ...func(*gatewayConfig)) *gat
 		Auth: testAuth, Pipeline: pipe, Logs: logs, BodyLimit: cfg.bodyLimit, Limiter: cfg.limiter, Managed: cfg.managed, Configs: cfg.configs, Prompts: cfg.prompts,
 		MCP: cfg.mcp, MCPClient: &http.Client{Transport: transport.New(guardedTr)},
 		Agents: cfg.agents, AgentClient: &http.Client{Transport: transport.New(guardedTr)},
+		RemoteTimeout: cfg.remoteTimeout, RemoteStreamIdle: cfg.remoteIdle,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	t.Cleanup(func() {

@@ -3,7 +3,6 @@ package server
 import (
 	"bufio"
 	"bytes"
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -98,6 +97,9 @@ func (s *Server) newRemoteRequest(c *fiber.Ctx, k *remoteKind, p *core.Principal
 		Method: c.Method(), Path: "/" + k.route + "/" + c.Params("slug")}
 	md, err := parseMetadata(gatewayHeader(c, "metadata"), p)
 	req.Metadata = md
+	if err == nil {
+		req.Timeout, err = parseTimeout(gatewayHeader(c, "request-timeout"))
+	}
 	return req, err
 }
 
@@ -130,12 +132,14 @@ func (s *Server) serveRemote(c *fiber.Ctx, k *remoteKind) error {
 		s.record(req, nil, err.Status, core.Usage{}, err)
 		return err
 	}
-	resp, cerr := s.sendRemote(c, k, &t, body)
+	call := s.remoteCall(req)
+	resp, cerr := s.sendRemote(c, k, &t, body, call)
 	if cerr != nil {
+		call.end()
 		s.record(req, nil, cerr.Status, core.Usage{}, cerr)
 		return cerr
 	}
-	return s.answerRemote(c, k, req, resp)
+	return s.answerRemote(c, k, req, t.slug, resp, call)
 }
 
 // remoteTarget finds the route's server of kind k.
@@ -243,8 +247,8 @@ func (s *Server) refuseRPCCall(c *fiber.Ctx, k *remoteKind, req *core.Request, b
 }
 
 // sendRemote sends the request to the server through the kind's guarded
-// client.
-func (s *Server) sendRemote(c *fiber.Ctx, k *remoteKind, t *remoteTarget, body []byte) (*http.Response, *core.Error) {
+// client, within call's bound.
+func (s *Server) sendRemote(c *fiber.Ctx, k *remoteKind, t *remoteTarget, body []byte, call *remoteCall) (*http.Response, *core.Error) {
 	client := k.client(s)
 	if client == nil {
 		return nil, core.Internal(nil, "this gateway has no %s client configured", k.noun)
@@ -253,9 +257,7 @@ func (s *Server) sendRemote(c *fiber.Ctx, k *remoteKind, t *remoteTarget, body [
 	if body != nil {
 		rd = bytes.NewReader(body)
 	}
-	// Not the handler's context: an event stream is read after the handler
-	// returns, and ends when the client goes (a failed write closes it).
-	up, err := http.NewRequestWithContext(context.Background(), c.Method(), t.url, rd)
+	up, err := http.NewRequestWithContext(call.ctx, c.Method(), t.url, rd)
 	if err != nil {
 		return nil, core.Internal(err, "%s %s has an unusable URL", k.noun, t.slug)
 	}
@@ -276,6 +278,9 @@ func (s *Server) sendRemote(c *fiber.Ctx, k *remoteKind, t *remoteTarget, body [
 		up.Header.Set(name, v)
 	}
 	resp, err := client.Do(up)
+	if terr := call.timeoutError(k, t.slug, "did not answer", err); terr != nil {
+		return nil, terr
+	}
 	if err != nil {
 		return nil, dialError(k, t.slug, err)
 	}
@@ -298,8 +303,10 @@ func dialError(k *remoteKind, slug string, err error) *core.Error {
 }
 
 // answerRemote hands the server's answer to the client: status and
-// headers, then the JSON body, or the event stream event by event.
-func (s *Server) answerRemote(c *fiber.Ctx, k *remoteKind, req *core.Request, resp *http.Response) error {
+// headers, then the JSON body (read within call's bound), or the event
+// stream event by event (each pause bounded by the server's stream idle
+// time). It ends call.
+func (s *Server) answerRemote(c *fiber.Ctx, k *remoteKind, req *core.Request, slug string, resp *http.Response, call *remoteCall) error {
 	c.Status(resp.StatusCode)
 	rh := &c.Response().Header
 	rh.SetNoDefaultContentType(true)
@@ -316,8 +323,13 @@ func (s *Server) answerRemote(c *fiber.Ctx, k *remoteKind, req *core.Request, re
 		statusErr = errors.New(http.StatusText(resp.StatusCode))
 	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get(fiber.HeaderContentType)); mt != "text/event-stream" {
+		defer call.end()
 		defer resp.Body.Close()
 		b, err := io.ReadAll(io.LimitReader(resp.Body, maxRemoteAnswer+1))
+		if terr := call.timeoutError(k, slug, "did not finish its answer", err); terr != nil {
+			s.record(req, nil, terr.Status, core.Usage{}, terr)
+			return terr
+		}
 		switch {
 		case err != nil:
 			cerr := core.Upstream(err, "the %s's answer broke off: %v", k.noun, err)
@@ -335,14 +347,15 @@ func (s *Server) answerRemote(c *fiber.Ctx, k *remoteKind, req *core.Request, re
 	if len(resp.Header.Values(fiber.HeaderCacheControl)) == 0 {
 		rh.Set(fiber.HeaderCacheControl, "no-cache")
 	}
+	body := call.stream(resp.Body, s.remoteIdle)
 	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		defer resp.Body.Close()
+		defer body.Close()
 		defer func() {
 			if p := recover(); p != nil {
 				s.log.Error("panic while streaming an answer", "kind", k.noun, "trace_id", req.TraceID, "panic", p, "stack", string(debug.Stack()))
 			}
 		}()
-		_, err := forwardEvents(w, resp.Body)
+		_, err := forwardEvents(w, body)
 		if err == nil {
 			err = statusErr
 		}

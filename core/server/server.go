@@ -48,6 +48,12 @@ type Options struct {
 	// AgentClient sends the requests of /v1/agents/{slug}; it must dial
 	// through the netguard policy (agent URLs are user-supplied).
 	AgentClient *http.Client
+	// RemoteTimeout bounds the wait for an MCP server's or agent's answer
+	// (headers, and a JSON body read whole) when the client sends no
+	// x-gateway-request-timeout (default DefaultRemoteTimeout);
+	// RemoteStreamIdle bounds the pause between two reads of their event
+	// streams (default DefaultRemoteStreamIdle).
+	RemoteTimeout, RemoteStreamIdle time.Duration
 	// Limiter enforces rate and usage limits before any upstream call;
 	// nil enforces none.
 	Limiter core.Limiter
@@ -70,23 +76,24 @@ type Options struct {
 
 // Server holds what the handlers share.
 type Server struct {
-	auth        core.Authenticator
-	pipeline    *pipeline.Pipeline
-	logs        core.LogSink
-	configs     ConfigSource
-	managed     core.ManagedTargets
-	limiter     core.Limiter
-	prompts     PromptSource
-	mcp         MCPSource
-	mcpClient   *http.Client
-	agents      AgentSource
-	agentClient *http.Client
-	authFail    func(c *fiber.Ctx, err *core.Error)
-	inline      *memo.Map[string, route]  // parsed inline configs
-	hosts       *memo.Map[string, string] // checked custom hosts: the header's value to the base URL
-	logPaths    map[string]string         // a static data route's provider path to its own
-	log         *slog.Logger
-	now         func() time.Time
+	auth                      core.Authenticator
+	pipeline                  *pipeline.Pipeline
+	logs                      core.LogSink
+	configs                   ConfigSource
+	managed                   core.ManagedTargets
+	limiter                   core.Limiter
+	prompts                   PromptSource
+	mcp                       MCPSource
+	mcpClient                 *http.Client
+	agents                    AgentSource
+	agentClient               *http.Client
+	remoteTimeout, remoteIdle time.Duration
+	authFail                  func(c *fiber.Ctx, err *core.Error)
+	inline                    *memo.Map[string, route]  // parsed inline configs
+	hosts                     *memo.Map[string, string] // checked custom hosts: the header's value to the base URL
+	logPaths                  map[string]string         // a static data route's provider path to its own
+	log                       *slog.Logger
+	now                       func() time.Time
 }
 
 // DefaultBodyLimit is large enough for audio uploads.
@@ -103,7 +110,13 @@ func New(o Options) *fiber.App {
 	if o.Now == nil {
 		o.Now = time.Now
 	}
-	s := &Server{auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, limiter: o.Limiter, prompts: o.Prompts, mcp: o.MCP, mcpClient: o.MCPClient,
+	if o.RemoteTimeout <= 0 {
+		o.RemoteTimeout = DefaultRemoteTimeout
+	}
+	if o.RemoteStreamIdle <= 0 {
+		o.RemoteStreamIdle = DefaultRemoteStreamIdle
+	}
+	s := &Server{remoteTimeout: o.RemoteTimeout, remoteIdle: o.RemoteStreamIdle, auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, limiter: o.Limiter, prompts: o.Prompts, mcp: o.MCP, mcpClient: o.MCPClient,
 		agents: o.Agents, agentClient: o.AgentClient, authFail: o.OnAuthFailure, log: o.Logger, now: o.Now,
 		inline: memo.New[string, route](maxInlineConfigs), hosts: memo.New[string, string](maxCustomHosts)}
 	app := fiber.New(fiber.Config{

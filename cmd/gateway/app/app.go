@@ -70,7 +70,10 @@ type Options struct {
 	// adminsvc.DefaultExportMaxTotalBytes): no export starts while they
 	// reach it.
 	ExportMaxTotalBytes int64
-	SMTP                alerts.Config
+	// RemoteTimeout and RemoteStreamIdle bound the calls of MCP servers
+	// and agents (server.Options; 0 takes the server's defaults).
+	RemoteTimeout, RemoteStreamIdle time.Duration
+	SMTP                            alerts.Config
 	// JWT authentication; off when no JWKS is set.
 	JWT adminsvc.JWTOptions
 	// PublicURL is the URL clients reach the gateway at, the base of
@@ -230,7 +233,8 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		MCP: mcpServers, MCPClient: &mcp.Client{HTTP: remote}, Agents: agentServers, AgentClient: remote})
 	a.onClose(startKeyWorker(ctx, st, keys, logger))
 	a.server = server.New(server.Options{
-		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Prompts: prompts, Managed: managed, MCP: mcpServers, MCPClient: remote, Agents: agentServers, AgentClient: remote, Limiter: engine, Admin: admin.Register, Public: admin.RegisterPublic,
+		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Prompts: prompts, Managed: managed, MCP: mcpServers, MCPClient: remote, Agents: agentServers, AgentClient: remote,
+		RemoteTimeout: o.RemoteTimeout, RemoteStreamIdle: o.RemoteStreamIdle, Limiter: engine, Admin: admin.Register, Public: admin.RegisterPublic,
 		BodyLimit: o.MaxBodyBytes, Logger: logger, OnAuthFailure: audit.AuthFailed,
 	})
 	stopAlerts, err := startAlerts(ctx, st, o.SMTP, logger)
