@@ -103,11 +103,16 @@ func renderBody(v *prompt.Version, raw []byte) ([]byte, *core.Error) {
 	}
 	body, rerr := prompt.Render(v, vars, fields)
 	var pe *prompt.ParamError
+	var partial *prompt.PartialError
 	switch {
 	case rerr == nil:
 		return body, nil
 	case errors.As(rerr, &pe):
 		return nil, core.BadRequest(pe.Param, "%s", pe.Error())
+	case errors.As(rerr, &partial):
+		// A version other than the default may include a partial deleted
+		// since (only default versions keep a partial from deletion).
+		return nil, core.Conflict("saved prompt %s, version %d, cannot be rendered: %v; save the partial again or render another version", v.Slug, v.Version, partial)
 	}
 	return nil, core.Internal(rerr, "saved prompt %s cannot be rendered: %v; fix its template", v.Slug, rerr)
 }

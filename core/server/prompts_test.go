@@ -57,6 +57,8 @@ var testPrompts = fakePrompts{
 	},
 	"unknown-provider": {PromptID: "pr-4", Slug: "unknown-provider", Template: "Hi", Model: "gpt-4o-mini", Provider: "@nope"},
 	"hidden":           {PromptID: "pr-5", Slug: "hidden", Template: "Secret {{name}}", Model: "gpt-4o-mini"},
+	// An older version, rendered by number, whose partial was deleted.
+	"lost-partial": {PromptID: "pr-6", Slug: "lost-partial", Version: 2, Template: "Hi {{> signature}}", Model: "gpt-4o-mini", Partials: map[string]string{}},
 }
 
 // promptGateway is a gateway with testPrompts whose upstream answers chat
@@ -168,6 +170,8 @@ func TestPromptRoutesRefuse(t *testing.T) {
 		{"completions without completions.write", g, "/v1/prompts/greet/completions", keyRender, `{"variables":{}}`, 403, ""},
 		{"no prompt store: render", bare, "/v1/prompts/greet/render", keyRender, `{"variables":{}}`, 404, ""},
 		{"no prompt store: completions", bare, "/v1/prompts/greet/completions", keyGood, `{"variables":{}}`, 404, ""},
+		{"a partial the version includes is gone: render", g, "/v1/prompts/lost-partial/render", keyRender, `{"variables":{}}`, 409, ""},
+		{"a partial the version includes is gone: completions", g, "/v1/prompts/lost-partial/completions", keyGood, `{"variables":{}}`, 409, ""},
 		{"the prompt's managed provider is unknown", g, "/v1/prompts/unknown-provider/completions", keyGood, `{"variables":{}}`, 400, "prompt.provider"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
