@@ -119,13 +119,15 @@ func labelNameTaken(tx store.Tx, l store.PromptLabel) (bool, error) {
 }
 
 // loadLabel finds a label by id that caller may see: a workspace key sees
-// the organisation's labels and its workspace's. write refuses a workspace
+// the organisation's labels and its workspace's (an organisation key, its
+// organisation's). write refuses a workspace
 // key an organisation-wide label (403); then caller must pass promptAccess
 // for a view (write false) or a change (write true).
 func loadLabel(tx store.Tx, caller *core.Principal, id string, write bool) (store.PromptLabel, error) {
 	var l store.PromptLabel
 	err := tx.Get(store.BucketPromptLabels, id, &l)
-	if err == nil && !caller.IsOrganisationKey() && !labelVisible(l, caller.OrganisationID, caller.WorkspaceID) {
+	if err == nil && (l.OrganisationID != caller.OrganisationID ||
+		!caller.IsOrganisationKey() && !labelVisible(l, caller.OrganisationID, caller.WorkspaceID)) {
 		err = store.ErrNotFound
 	}
 	switch {

@@ -494,3 +494,24 @@ func TestPromptPartsAreAudited(t *testing.T) {
 		}
 	}
 }
+
+// A label of another organisation is not found, even by an organisation
+// key (the list already leaves it out): reading, changing or deleting it.
+func TestLabelOfAnotherOrganisation(t *testing.T) {
+	e := newEnv(t)
+	foreign := store.PromptLabel{ID: "lbl-foreign", Name: "theirs", OrganisationID: "org-other", CreatedBy: "someone"}
+	if err := e.st.Update(func(tx store.Tx) error { return tx.Put(store.BucketPromptLabels, foreign.ID, foreign) }); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		method string
+		body   map[string]any
+	}{{http.MethodGet, nil}, {http.MethodPut, map[string]any{"name": "mine"}}, {http.MethodDelete, nil}} {
+		if r := e.do(tc.method, "/v1/labels/"+foreign.ID, adminKey, tc.body); r.status != 404 {
+			t.Errorf("%s: %d %s", tc.method, r.status, r.raw)
+		}
+	}
+	if r := e.do(http.MethodGet, "/v1/labels", adminKey, nil); strings.Contains(string(r.raw), foreign.ID) {
+		t.Errorf("listed: %s", r.raw)
+	}
+}
