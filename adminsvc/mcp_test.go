@@ -311,6 +311,15 @@ func TestMCPServerEndToEnd(t *testing.T) {
 	if r := call("ls"); r.status != 403 || !strings.Contains(r.errField("message"), "not enabled for this workspace") {
 		t.Errorf("unshared: %d %s", r.status, r.raw)
 	}
+	// Nor may it be tested there: a test connects with the integration's
+	// credentials.
+	before := len(fake.Requests())
+	if r := e.do(http.MethodPost, "/v1/mcp-servers/tools/test", adminKey, nil); r.status != 403 || !strings.Contains(r.errField("message"), "not enabled for this workspace") {
+		t.Errorf("unshared test: %d %s", r.status, r.raw)
+	}
+	if len(fake.Requests()) != before {
+		t.Error("the unshared test reached the server")
+	}
 }
 
 // A server the guard refuses to reach is a failed sync, with the reason.

@@ -228,7 +228,16 @@ func testRemoteServer[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 		if err != nil {
 			return err
 		}
-		return tx.Get(k.integBucket, *k.integrationID(&sv), &in)
+		if err := tx.Get(k.integBucket, *k.integrationID(&sv), &in); err != nil {
+			return err
+		}
+		// A test connects with the integration's credentials: only while
+		// the integration is enabled for the server's workspace, as for
+		// the proxied requests.
+		if common := k.common(&sv); !remoteIntegrationAllows(in, common.WorkspaceID) {
+			return core.Forbidden("%s %s cannot be tested: its %s %s is not enabled for this workspace", k.server.noun, common.Slug, k.integNoun, in.Slug)
+		}
+		return nil
 	})
 	if err != nil {
 		return err
