@@ -86,8 +86,10 @@ func (t *Target) ApplyVertex(over VertexSettings, param func(field int) string) 
 		return nil // the common case: nothing given
 	}
 	if t.Managed {
-		if err := managedSettings(VertexFields[:], over.Get, param, "project and region"); err != nil {
-			return err
+		for f := range VertexFields {
+			if over.Get(f) != "" {
+				return BadRequest(param(f), "%s cannot be combined with a managed provider or virtual key: its project and region are the integration's (set %s in its configurations)", param(f), VertexFields[f])
+			}
 		}
 	}
 	t.Vertex = over.Over(t.Vertex)
