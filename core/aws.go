@@ -69,7 +69,7 @@ func (a AWSSettings) Over(b AWSSettings) AWSSettings {
 func CheckAWS(field int, v string) string {
 	switch field {
 	case AWSRegion:
-		if !cloudRegion(v) {
+		if !awsRegion(v) {
 			return "must be an AWS region, e.g. us-east-1"
 		}
 	case AWSAccessKeyID:
@@ -93,11 +93,8 @@ func CheckAWS(field int, v string) string {
 	return ""
 }
 
-// cloudRegion reports whether v has the shape of an AWS or Google Cloud
-// region: at most 32 lower-case letters and digits in two or more
-// dash-separated groups, the first of two or more letters ("us-east-1",
-// "europe-west4").
-func cloudRegion(v string) bool {
+// awsRegion reports whether v has the shape CheckAWS wants of a region.
+func awsRegion(v string) bool {
 	if len(v) > 32 {
 		return false
 	}

@@ -55,16 +55,13 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 		// caller's Authorization is its key unless the config sets one.
 		t = core.Target{Provider: l.Provider, ForwardHeaders: h.ForwardHeaders}
 		if !h.Managed {
-			t.APIKey, t.Azure, t.AWS, t.Vertex = h.APIKey, h.Azure, h.AWS, h.Vertex
+			t.APIKey, t.Azure, t.AWS = h.APIKey, h.Azure, h.AWS
 		}
 	}
 	if err := t.ApplyAzure(l.Azure, n.Path+".azure_resource_name"); err != nil {
 		return t, err
 	}
 	if err := t.ApplyAWS(l.AWS, func(f int) string { return n.Path + "." + core.AWSFields[f] }); err != nil {
-		return t, err
-	}
-	if err := t.ApplyVertex(l.Vertex, func(f int) string { return n.Path + "." + core.VertexFields[f] }); err != nil {
 		return t, err
 	}
 	if w.req.StoredConfig && (l.APIKey != "" || l.AWS.AccessKeyID != "") {
@@ -109,8 +106,7 @@ func savedKeyHost(t core.Target, l *config.Leaf, path string) *core.Error {
 
 // breakerFor is the circuit breaker of a leaf's target identity: the
 // provider, the host and the credential. Where the host comes from the
-// target rather than the base URL (an Azure resource, an AWS region, a
-// Vertex project and region), it
+// target rather than the base URL (an Azure resource, an AWS region), it
 // is part of the identity too, as is an AWS access key id that signs in
 // place of an API key.
 func (p *Pipeline) breakerFor(t core.Target, l *config.Leaf) *breaker.Breaker {
@@ -125,8 +121,8 @@ func (p *Pipeline) breakerFor(t core.Target, l *config.Leaf) *breaker.Breaker {
 		key = t.AWS.AccessKeyID
 	}
 	id := breaker.Identity(t.Provider, base, key)
-	if t.Azure.ResourceName != "" || t.AWS.Region != "" || t.Vertex != (core.VertexSettings{}) {
-		id += "|" + t.Azure.ResourceName + "|" + t.AWS.Region + "|" + t.Vertex.ProjectID + "|" + t.Vertex.Region
+	if t.Azure.ResourceName != "" || t.AWS.Region != "" {
+		id += "|" + t.Azure.ResourceName + "|" + t.AWS.Region
 	}
 	return p.breakers.Get(id, *l.CircuitBreaker)
 }

@@ -195,24 +195,13 @@ func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal, fallback core.Mana
 	if err == nil {
 		err = t.ApplyAWS(aws, awsHeader)
 	}
-	if err != nil {
-		return t, err
-	}
-	var vertex core.VertexSettings
-	err = settingHeaders(c, "vertex-", core.VertexHeaders[:], core.CheckVertex, vertex.Set, true)
-	if err == nil {
-		err = t.ApplyVertex(vertex, vertexHeader)
-	}
 	return t, err
 }
 
 // awsHeader names AWS setting field's header.
 func awsHeader(field int) string { return core.AWSHeaders[field] }
 
-// vertexHeader names Vertex setting field's header.
-func vertexHeader(field int) string { return core.VertexHeaders[field] }
-
-// headerTarget is parseTarget without the Azure, AWS and Vertex settings.
+// headerTarget is parseTarget without the Azure and AWS settings.
 func (s *Server) headerTarget(c *fiber.Ctx, p *core.Principal, fallback core.ManagedRef) (core.Target, *core.Error) {
 	ref := core.ManagedRef{Provider: strings.TrimSpace(gatewayHeader(c, "provider")), VirtualKey: strings.TrimSpace(gatewayHeader(c, "virtual-key"))}
 	if ref.Provider == "" && ref.VirtualKey == "" && (fallback.Provider != "" || fallback.VirtualKey != "") && gatewayHeader(c, "config") == "" {

@@ -14,22 +14,19 @@ const DefaultMaxTokens = 4096
 
 // messagesRequest is Anthropic's Messages request.
 type messagesRequest struct {
-	Model string `json:"model,omitempty"` // in the URL on Vertex AI
-	// AnthropicVersion is Vertex AI's: it takes the API version in the
-	// body (Anthropic's own API takes the anthropic-version header).
-	AnthropicVersion string          `json:"anthropic_version,omitempty"`
-	System           any             `json:"system,omitempty"` // a string, or text blocks
-	Messages         []turn          `json:"messages"`
-	MaxTokens        int64           `json:"max_tokens"`
-	Temperature      json.RawMessage `json:"temperature,omitempty"`
-	TopP             json.RawMessage `json:"top_p,omitempty"`
-	TopK             json.RawMessage `json:"top_k,omitempty"`
-	StopSequences    []string        `json:"stop_sequences,omitempty"`
-	Metadata         *metadata       `json:"metadata,omitempty"`
-	Stream           bool            `json:"stream,omitempty"`
-	Tools            []tool          `json:"tools,omitempty"`
-	ToolChoice       *toolChoice     `json:"tool_choice,omitempty"`
-	Thinking         json.RawMessage `json:"thinking,omitempty"`
+	Model         string          `json:"model"`
+	System        any             `json:"system,omitempty"` // a string, or text blocks
+	Messages      []turn          `json:"messages"`
+	MaxTokens     int64           `json:"max_tokens"`
+	Temperature   json.RawMessage `json:"temperature,omitempty"`
+	TopP          json.RawMessage `json:"top_p,omitempty"`
+	TopK          json.RawMessage `json:"top_k,omitempty"`
+	StopSequences []string        `json:"stop_sequences,omitempty"`
+	Metadata      *metadata       `json:"metadata,omitempty"`
+	Stream        bool            `json:"stream,omitempty"`
+	Tools         []tool          `json:"tools,omitempty"`
+	ToolChoice    *toolChoice     `json:"tool_choice,omitempty"`
+	Thinking      json.RawMessage `json:"thinking,omitempty"`
 }
 
 type turn struct {
@@ -75,19 +72,7 @@ type toolChoice struct {
 // translateRequest turns an OpenAI chat completion body into a Messages
 // request body. The body has been validated as a chat completion; what
 // Anthropic cannot take is refused with a 400 naming the field.
-func translateRequest(body []byte) ([]byte, error) { return buildRequest(body, false) }
-
-// VertexVersion is the anthropic_version of a Messages request to Claude
-// on Vertex AI.
-const VertexVersion = "vertex-2023-10-16"
-
-// TranslateVertexRequest is translateRequest for Claude on Vertex AI
-// (rawPredict, streamRawPredict): the body has no model (it is in the
-// URL) and names anthropic_version VertexVersion.
-func TranslateVertexRequest(body []byte) ([]byte, error) { return buildRequest(body, true) }
-
-// buildRequest is translateRequest, for Vertex AI when vertex is set.
-func buildRequest(body []byte, vertex bool) ([]byte, error) {
+func translateRequest(body []byte) ([]byte, error) {
 	var in chat.Request
 	if err := in.Parse(body, Name); err != nil {
 		return nil, err
@@ -97,9 +82,6 @@ func buildRequest(body []byte, vertex bool) ([]byte, error) {
 	}
 	out := messagesRequest{Model: in.Model, MaxTokens: in.MaxTokensOr(DefaultMaxTokens), Stream: in.Stream,
 		Temperature: chat.Present(in.Temperature), TopP: chat.Present(in.TopP), TopK: chat.Present(in.TopK), Thinking: chat.Present(in.Thinking)}
-	if vertex {
-		out.Model, out.AnthropicVersion = "", VertexVersion
-	}
 	if in.User != "" {
 		out.Metadata = &metadata{UserID: in.User}
 	}

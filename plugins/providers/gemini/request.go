@@ -101,7 +101,7 @@ type functionCallingConfig struct {
 	AllowedFunctionNames []string `json:"allowedFunctionNames,omitempty"`
 }
 
-// TranslateRequest turns an OpenAI chat completion body into the model
+// translateRequest turns an OpenAI chat completion body into the model
 // name and a generateContent request body. The body has been validated as
 // a chat completion; what Gemini cannot take is refused with a 400 naming
 // the field: see chat.Request.Refuse (n and response_format are taken),
@@ -109,9 +109,7 @@ type functionCallingConfig struct {
 // image_url, tool results for no tool call. Dropped: user,
 // parallel_tool_calls, thinking, stream_options (read by the stream
 // translation) and the fields chat.Request drops.
-//
-// Vertex AI serves Gemini models with the same body (plugins/providers/vertex).
-func TranslateRequest(body []byte, stream bool) (model string, out []byte, err error) {
+func translateRequest(body []byte, stream bool) (model string, out []byte, err error) {
 	var in chat.Request
 	if err := in.Parse(body, Name); err != nil {
 		return "", nil, err
