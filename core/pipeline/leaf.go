@@ -55,13 +55,16 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 		// caller's Authorization is its key unless the config sets one.
 		t = core.Target{Provider: l.Provider, ForwardHeaders: h.ForwardHeaders}
 		if !h.Managed {
-			t.APIKey, t.Azure, t.AWS = h.APIKey, h.Azure, h.AWS
+			t.APIKey, t.Azure, t.AWS, t.Vertex = h.APIKey, h.Azure, h.AWS, h.Vertex
 		}
 	}
 	if err := t.ApplyAzure(l.Azure, n.Path+".azure_resource_name"); err != nil {
 		return t, err
 	}
 	if err := t.ApplyAWS(l.AWS, func(f int) string { return n.Path + "." + core.AWSFields[f] }); err != nil {
+		return t, err
+	}
+	if err := t.ApplyVertex(l.Vertex, func(f int) string { return n.Path + "." + core.VertexFields[f] }); err != nil {
 		return t, err
 	}
 	if w.req.StoredConfig && (l.APIKey != "" || l.AWS.AccessKeyID != "") {
@@ -106,9 +109,9 @@ func savedKeyHost(t core.Target, l *config.Leaf, path string) *core.Error {
 
 // breakerFor is the circuit breaker of a leaf's target identity: the
 // provider, the host and the credential. Where the host comes from the
-// target rather than the base URL (an Azure resource, an AWS region), it
-// is part of the identity too, as is an AWS access key id that signs in
-// place of an API key.
+// target rather than the base URL (an Azure resource, an AWS region, a
+// Vertex project and region), it is part of the identity too, as is an AWS
+// access key id that signs in place of an API key.
 func (p *Pipeline) breakerFor(t core.Target, l *config.Leaf) *breaker.Breaker {
 	base := t.BaseURL
 	if base == "" {
@@ -123,6 +126,9 @@ func (p *Pipeline) breakerFor(t core.Target, l *config.Leaf) *breaker.Breaker {
 	id := breaker.Identity(t.Provider, base, key)
 	if t.Azure.ResourceName != "" || t.AWS.Region != "" {
 		id += "|" + t.Azure.ResourceName + "|" + t.AWS.Region
+	}
+	if t.Vertex != (core.VertexSettings{}) {
+		id += "|vertex|" + t.Vertex.ProjectID + "|" + t.Vertex.Region
 	}
 	return p.breakers.Get(id, *l.CircuitBreaker)
 }

@@ -195,13 +195,23 @@ func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal, fallback core.Mana
 	if err == nil {
 		err = t.ApplyAWS(aws, awsHeader)
 	}
+	if err != nil {
+		return t, err
+	}
+	vertex, err := vertexHeaders(c)
+	if err == nil {
+		err = t.ApplyVertex(vertex, vertexHeader)
+	}
 	return t, err
 }
 
 // awsHeader names AWS setting field's header.
 func awsHeader(field int) string { return core.AWSHeaders[field] }
 
-// headerTarget is parseTarget without the Azure and AWS settings.
+// vertexHeader names Vertex setting field's header.
+func vertexHeader(field int) string { return core.VertexHeaders[field] }
+
+// headerTarget is parseTarget without the Azure, AWS and Vertex settings.
 func (s *Server) headerTarget(c *fiber.Ctx, p *core.Principal, fallback core.ManagedRef) (core.Target, *core.Error) {
 	ref := core.ManagedRef{Provider: strings.TrimSpace(gatewayHeader(c, "provider")), VirtualKey: strings.TrimSpace(gatewayHeader(c, "virtual-key"))}
 	if ref.Provider == "" && ref.VirtualKey == "" && (fallback.Provider != "" || fallback.VirtualKey != "") && gatewayHeader(c, "config") == "" {
@@ -247,6 +257,14 @@ func awsHeaders(c *fiber.Ctx) (core.AWSSettings, *core.Error) {
 	var a core.AWSSettings
 	err := settingHeaders(c, "aws-", core.AWSHeaders[:], core.CheckAWS, a.Set, false)
 	return a, err
+}
+
+// vertexHeaders reads the x-gateway-vertex-* headers, each checked with
+// core.CheckVertex (400 naming the header and showing the value).
+func vertexHeaders(c *fiber.Ctx) (core.VertexSettings, *core.Error) {
+	var v core.VertexSettings
+	err := settingHeaders(c, "vertex-", core.VertexHeaders[:], core.CheckVertex, v.Set, true)
+	return v, err
 }
 
 // settingHeaders reads the headers names (the settings' headers, indexed by
