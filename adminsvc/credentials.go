@@ -61,6 +61,7 @@ var configFields = []configField{
 	{name: "aws_session_token", get: func(c *store.ProviderConfig) *string { return &c.AWSSessionToken }, sealed: true, maxLen: 4096, check: awsCheck(core.AWSSessionToken)},
 	{name: "vertex_project_id", get: func(c *store.ProviderConfig) *string { return &c.VertexProjectID }, check: vertexCheck(core.VertexProjectID)},
 	{name: "vertex_region", get: func(c *store.ProviderConfig) *string { return &c.VertexRegion }, check: vertexCheck(core.VertexRegion)},
+	{name: "vertex_service_account_json", get: func(c *store.ProviderConfig) *string { return &c.VertexServiceAccountJSON }, sealed: true, check: vertexCheck(core.VertexServiceAccountJSON)},
 }
 
 const (

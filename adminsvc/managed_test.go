@@ -354,8 +354,9 @@ func TestResolutionAzure(t *testing.T) {
 
 // TestResolutionVertex: a vertex-ai integration's configurations (project
 // and region, global too) and key reach the upstream request; the
-// request's own project or region is refused; configurations that could
-// change the host or the path are refused when saved.
+// request's own project or region is refused; a service-account key is
+// never shown back; configurations that could change the host or the path,
+// or a key that is not one, are refused when saved.
 func TestResolutionVertex(t *testing.T) {
 	m := newMgEnv(t)
 	m.integration("vertex-prod", providerKey, map[string]any{"ai_provider_id": "vertex-ai", "configurations": map[string]any{
@@ -371,7 +372,12 @@ func TestResolutionVertex(t *testing.T) {
 		r.errField("param") != "x-gateway-vertex-region" || m.up.count() != before {
 		t.Fatalf("region header: %d %s", r.status, r.raw)
 	}
-	for field, v := range map[string]string{"vertex_project_id": "p/../x", "vertex_region": "us-central1.evil.com"} {
+	sa := m.ok(http.MethodPost, "/v1/integrations", adminKey, map[string]any{"name": "sa", "ai_provider_id": "vertex-ai", "key": providerKey,
+		"configurations": map[string]any{"vertex_project_id": "my-project-1", "vertex_region": "us-central1", "vertex_service_account_json": vertexKeyJSON}})
+	if got := m.ok(http.MethodGet, "/v1/integrations/"+sa.str("slug"), adminKey, nil); strings.Contains(string(got.raw), "TUlJRVNFQ1JFVA") {
+		t.Errorf("the key is shown: %s", got.raw)
+	}
+	for field, v := range map[string]string{"vertex_project_id": "p/../x", "vertex_region": "us-central1.evil.com", "vertex_service_account_json": `{"type":"user"}`} {
 		r := m.do(http.MethodPost, "/v1/integrations", adminKey, map[string]any{"name": "bad", "ai_provider_id": "vertex-ai", "key": providerKey,
 			"configurations": map[string]any{field: v}})
 		if r.status != http.StatusBadRequest || !strings.Contains(string(r.raw), "configurations."+field) {

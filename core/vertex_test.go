@@ -5,8 +5,15 @@ import (
 	"testing"
 )
 
+// serviceAccount is a service-account key's JSON of type typ and token_uri
+// tokenURI (JSON values); its private key is no real key.
+func serviceAccount(typ, tokenURI string) string {
+	return `{"type":` + typ + `,"client_email":"gw@p.iam.gserviceaccount.com","private_key":"-----BEGIN PRIVATE KEY-----\nU0VDUkVU\n-----END PRIVATE KEY-----\n","token_uri":` + tokenURI + `}`
+}
+
 // TestCheckVertex: project ids that stay one path segment, regions that
-// can only name a host under aiplatform.googleapis.com.
+// can only name a host under aiplatform.googleapis.com, service-account
+// keys that can get a token (messages never show them).
 func TestCheckVertex(t *testing.T) {
 	for _, tc := range []struct {
 		field int
@@ -31,8 +38,18 @@ func TestCheckVertex(t *testing.T) {
 		{VertexRegion, "us-central1.evil.com", false},
 		{VertexRegion, "us-central1/x", false},
 		{VertexRegion, "", false},
+		{VertexServiceAccountJSON, serviceAccount(`"service_account"`, `"https://oauth2.googleapis.com/token"`), true},
+		{VertexServiceAccountJSON, serviceAccount(`"authorized_user"`, `"https://oauth2.googleapis.com/token"`), false},
+		{VertexServiceAccountJSON, serviceAccount(`"service_account"`, `"file:///etc/passwd"`), false},
+		{VertexServiceAccountJSON, serviceAccount(`"service_account"`, `"https://user:pw@oauth2.example/token"`), false},
+		{VertexServiceAccountJSON, serviceAccount(`"service_account"`, `"/token"`), false},
+		{VertexServiceAccountJSON, strings.Replace(serviceAccount(`"service_account"`, `"https://o.example/t"`), "-----BEGIN", "BEGIN", 1), false},
+		{VertexServiceAccountJSON, strings.Replace(serviceAccount(`"service_account"`, `"https://o.example/t"`), `"gw@p.iam.gserviceaccount.com"`, `""`, 1), false},
+		{VertexServiceAccountJSON, serviceAccount(`"service_account"`, `"https://o.example/t` + strings.Repeat("x", MaxServiceAccountJSON) + `"`), false},
+		{VertexServiceAccountJSON, "MIIsecret", false},
 	} {
-		if msg := CheckVertex(tc.field, tc.v); (msg == "") != tc.ok {
+		msg := CheckVertex(tc.field, tc.v)
+		if (msg == "") != tc.ok || tc.field == VertexServiceAccountJSON && strings.Contains(msg, "U0VDUkVU") {
 			t.Errorf("%s %q: %q", VertexFields[tc.field], tc.v, msg)
 		}
 	}

@@ -2,21 +2,53 @@ package server_test
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/config"
 )
+
+// vertexServiceAccount is a service-account key's JSON whose token_uri is
+// tokenURI (a fresh 1024-bit key: fast to make).
+func vertexServiceAccount(t *testing.T, tokenURI string) string {
+	k, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKCS8PrivateKey(k)
+	b, _ := json.Marshal(map[string]string{"type": "service_account", "client_email": "gw@my-project-1.iam.gserviceaccount.com", "private_key_id": "k1",
+		"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), "token_uri": tokenURI})
+	return string(b)
+}
 
 // fakeVertex answers Vertex AI's publisher model methods: generateContent
 // and streamGenerateContent as fakeGemini, rawPredict and streamRawPredict
-// as fakeAnthropic (its stream not held back).
+// as fakeAnthropic (its stream not held back); and, at /token, a JWT bearer
+// token request with the token sa-token.
 func fakeVertex() http.Handler {
 	release := make(chan struct{})
 	close(release)
 	gem, claude := fakeGemini(), fakeAnthropic(release)
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/token" {
+			r.ParseForm()
+			w.Header().Set("Content-Type", "application/json")
+			if r.PostForm.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" || strings.Count(r.PostForm.Get("assertion"), ".") != 2 {
+				w.WriteHeader(400)
+				io.WriteString(w, `{"error":"invalid_request"}`)
+				return
+			}
+			io.WriteString(w, `{"access_token":"sa-token","expires_in":3599,"token_type":"Bearer"}`)
+			return
+		}
 		if strings.Contains(r.URL.Path, "/publishers/google/") {
 			gem.ServeHTTP(w, r)
 			return
@@ -56,6 +88,9 @@ func TestVertexEndToEnd(t *testing.T) {
 	config := []string{"x-gateway-provider", "", "x-gateway-custom-host", "", "x-gateway-config",
 		`{"provider":"vertex-ai","custom_host":"` + g.up.URL + `","vertex_project_id":"my-project-1","vertex_region":"us-central1"}`}
 	managed := []string{"x-gateway-provider", "@vertex-prod", "x-gateway-custom-host", "", "Authorization", ""}
+	key, _ := json.Marshal(vertexServiceAccount(t, g.up.URL+"/token"))
+	serviceAccount := []string{"x-gateway-provider", "", "x-gateway-custom-host", "", "Authorization", "", "x-gateway-config",
+		`{"provider":"vertex-ai","custom_host":"` + g.up.URL + `","vertex_project_id":"my-project-1","vertex_region":"us-central1","vertex_service_account_json":` + string(key) + `}`}
 	const base = "/v1/projects/my-project-1/locations/us-central1/publishers/"
 	const stored = "/v1/projects/stored-project/locations/global/publishers/"
 	const geminiBody = `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
@@ -78,6 +113,8 @@ func TestVertexEndToEnd(t *testing.T) {
 		{"claude headers", "claude-sonnet-4@20250514", false, headers, base + "anthropic/models/claude-sonnet-4@20250514:rawPredict", "", claudeBody + "}", providerToken, `"content":"Hello"`, core.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}},
 		{"claude config", "claude-sonnet-4@20250514", false, config, base + "anthropic/models/claude-sonnet-4@20250514:rawPredict", "", claudeBody + "}", providerToken, `"content":"Hello"`, core.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}},
 		{"claude integration", "claude-sonnet-4@20250514", false, managed, stored + "anthropic/models/claude-sonnet-4@20250514:rawPredict", "", claudeBody + "}", "stored-token", `"content":"Hello"`, core.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}},
+		{"gemini service account", "gemini-2.5-flash", false, serviceAccount, base + "google/models/gemini-2.5-flash:generateContent", "", geminiBody, "sa-token", `"content":"Hello"`, core.Usage{PromptTokens: 7, CompletionTokens: 2, TotalTokens: 9}},
+		{"claude service account", "claude-sonnet-4@20250514", false, serviceAccount, base + "anthropic/models/claude-sonnet-4@20250514:rawPredict", "", claudeBody + "}", "sa-token", `"content":"Hello"`, core.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}},
 		{"claude stream", "claude-sonnet-4@20250514", true, headers, base + "anthropic/models/claude-sonnet-4@20250514:streamRawPredict", "", claudeBody + `,"stream":true}`, providerToken, `"content":"lo"`, core.Usage{PromptTokens: 7, CompletionTokens: 4, TotalTokens: 11}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -151,5 +188,28 @@ func TestVertexRefusals(t *testing.T) {
 				t.Error("the request was sent")
 			}
 		})
+	}
+}
+
+// TestVertexSavedServiceAccount: a saved config's service-account key is
+// never used with a host the request's headers chose; a key that is not
+// one is refused where it is given, without showing it.
+func TestVertexSavedServiceAccount(t *testing.T) {
+	t.Parallel()
+	key, _ := json.Marshal(vertexServiceAccount(t, "https://oauth2.example/token"))
+	cfg, err := config.Parse([]byte(`{"vertex_project_id":"my-project-1","vertex_region":"us-central1","vertex_service_account_json":`+string(key)+`}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGateway(t, fakeVertex(), func(c *gatewayConfig) { c.configs = savedConfigs{cfg, config.Resolve(cfg), nil} })
+	body := []byte(`{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}]}`)
+	r := g.do(t, "POST", "/v1/chat/completions", body, "x-gateway-config", "pc-one", "x-gateway-provider", "vertex-ai")
+	if e := errorOf(t, r); r.status != 400 || deref(e.Param) != "x-gateway-custom-host" || g.up.hits() != 0 {
+		t.Errorf("status %d error %+v", r.status, e)
+	}
+	r = g.do(t, "POST", "/v1/chat/completions", body, "x-gateway-provider", "", "x-gateway-config",
+		`{"provider":"vertex-ai","vertex_service_account_json":"{\"type\":\"service_account\",\"private_key\":\"secret-bytes\"}"}`)
+	if e := errorOf(t, r); r.status != 400 || !strings.Contains(e.Message, "config.vertex_service_account_json") || strings.Contains(e.Message, "secret-bytes") {
+		t.Errorf("status %d error %+v", r.status, e)
 	}
 }

@@ -2,7 +2,8 @@
 // completions to Google's Gemini models (generateContent, translated by the
 // gemini package) and to Anthropic's Claude models (rawPredict, translated
 // by the anthropic package), on the project and region of the target's
-// Vertex settings, with the caller's OAuth access token.
+// Vertex settings, with the caller's OAuth access token or one got with a
+// service-account key (auth.go).
 package vertex
 
 import (
@@ -11,6 +12,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/plugins/providers/anthropic"
@@ -32,10 +34,17 @@ const (
 type Provider struct {
 	gemini    *gemini.Provider
 	anthropic *anthropic.Provider
+	// client sends the token exchanges (see UseGuardedClient); tokens
+	// caches their answers; now signs the assertions (tests replace it).
+	client *http.Client
+	tokens tokenCache
+	now    func() time.Time
 }
 
 // New returns the Vertex AI provider.
-func New() *Provider { return &Provider{gemini: gemini.New(), anthropic: anthropic.New()} }
+func New() *Provider {
+	return &Provider{gemini: gemini.New(), anthropic: anthropic.New(), now: time.Now}
+}
 
 // Name is "vertex-ai".
 func (p *Provider) Name() string { return Name }
@@ -70,9 +79,10 @@ func publisher(model string) string {
 //     without model and with anthropic_version; method rawPredict, or
 //     streamRawPredict.
 //
-// The caller's token is sent as Authorization: Bearer. Another model, a
-// missing or bad setting, or a missing token is a 400 naming the field or
-// header, before any call.
+// Authorization: Bearer is an access token of the target's service-account
+// key when it has one (see accessToken), else the caller's token. Another
+// model, a missing or bad setting, or a missing token is a 400 naming the
+// field or header, before any call.
 func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.Target) (*http.Request, error) {
 	if req.Endpoint != core.EndpointChatComplete {
 		return nil, core.BadRequest("", "provider %s serves chat completions only, not %s", Name, req.Endpoint)
@@ -81,8 +91,8 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	if err != nil {
 		return nil, err
 	}
-	if t.APIKey == "" {
-		return nil, core.BadRequest("authorization", "provider %s needs a Google Cloud OAuth access token: send Authorization: Bearer <token> (e.g. from gcloud auth print-access-token), or use an integration that stores one", Name)
+	if t.APIKey == "" && s.ServiceAccountJSON == "" {
+		return nil, core.BadRequest("authorization", "provider %s needs a Google Cloud OAuth access token: send Authorization: Bearer <token> (e.g. from gcloud auth print-access-token), or set vertex_service_account_json in the config target or the integration", Name)
 	}
 	pub := publisher(req.Model)
 	var model, method, query string
@@ -109,6 +119,12 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	if err != nil {
 		return nil, err
 	}
+	token := t.APIKey
+	if s.ServiceAccountJSON != "" {
+		if token, err = p.accessToken(ctx, s.ServiceAccountJSON); err != nil {
+			return nil, err
+		}
+	}
 	u := Endpoint(t.BaseURL, s, pub, model, method) + query
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
 	if err != nil {
@@ -116,7 +132,7 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	}
 	core.UpstreamHeader(hr.Header, req, t, core.HeaderNames{})
 	hr.Header.Set("Content-Type", "application/json") // the body is the gateway's own
-	hr.Header.Set("Authorization", "Bearer "+t.APIKey)
+	hr.Header.Set("Authorization", "Bearer "+token)
 	return hr, nil
 }
 
@@ -144,10 +160,11 @@ func checkModel(model string) error {
 	return nil
 }
 
-// settings are t's Vertex settings, checked; both are required.
+// settings are t's Vertex settings, checked; the project and region are
+// required.
 func settings(t *core.Target) (core.VertexSettings, error) {
 	s := t.Vertex
-	for f := range core.VertexFields {
+	for f := range core.VertexHeaders {
 		v := s.Get(f)
 		if v == "" {
 			h := core.VertexHeaders[f]
