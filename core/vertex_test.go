@@ -45,7 +45,7 @@ func TestCheckVertex(t *testing.T) {
 		{VertexServiceAccountJSON, serviceAccount(`"service_account"`, `"/token"`), false},
 		{VertexServiceAccountJSON, strings.Replace(serviceAccount(`"service_account"`, `"https://o.example/t"`), "-----BEGIN", "BEGIN", 1), false},
 		{VertexServiceAccountJSON, strings.Replace(serviceAccount(`"service_account"`, `"https://o.example/t"`), `"gw@p.iam.gserviceaccount.com"`, `""`, 1), false},
-		{VertexServiceAccountJSON, serviceAccount(`"service_account"`, `"https://o.example/t` + strings.Repeat("x", MaxServiceAccountJSON) + `"`), false},
+		{VertexServiceAccountJSON, serviceAccount(`"service_account"`, `"https://o.example/t`+strings.Repeat("x", MaxServiceAccountJSON)+`"`), false},
 		{VertexServiceAccountJSON, "MIIsecret", false},
 	} {
 		msg := CheckVertex(tc.field, tc.v)
