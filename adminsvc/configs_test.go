@@ -1285,6 +1285,11 @@ func TestConfigsConcurrent(t *testing.T) {
 	}
 }
 
+// vertexKeyJSON is a service-account key as the checks want one (its
+// private key is not a real key).
+const vertexKeyJSON = `{"type":"service_account","client_email":"gw@my-project-1.iam.gserviceaccount.com",` +
+	`"private_key":"-----BEGIN PRIVATE KEY-----\nTUlJRVNFQ1JFVA==\n-----END PRIVATE KEY-----\n","token_uri":"https://oauth2.example/token"}`
+
 func TestSavedConfigSecretsMaskedOnRead(t *testing.T) {
 	e := newEnv(t)
 	const secret = "sk-live-0123456789abcdefghijklmnop"
@@ -1293,7 +1298,8 @@ func TestSavedConfigSecretsMaskedOnRead(t *testing.T) {
 			map[string]any{"provider": "openai", "api_key": secret},
 			map[string]any{"provider": "groq", "api_key": "short"},
 			map[string]any{"provider": "bedrock", "aws_region": "eu-west-1", "aws_access_key_id": "AKIAIOSFODNN7EXAMPLE",
-				"aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "aws_session_token": "FwoGZXIvYXdzEXAMPLETOKEN"}}}})
+				"aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "aws_session_token": "FwoGZXIvYXdzEXAMPLETOKEN"},
+			map[string]any{"provider": "vertex-ai", "vertex_project_id": "my-project-1", "vertex_region": "us-central1", "vertex_service_account_json": vertexKeyJSON}}}})
 	if r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
@@ -1301,7 +1307,8 @@ func TestSavedConfigSecretsMaskedOnRead(t *testing.T) {
 		got := e.do("GET", path, adminKey, nil)
 		if got.status != 200 || strings.Contains(string(got.raw), secret) || strings.Contains(string(got.raw), `"short"`) ||
 			!strings.Contains(string(got.raw), "sk-l****mnop") || strings.Contains(string(got.raw), "AKIAIOSFODNN7EXAMPLE") ||
-			strings.Contains(string(got.raw), "EXAMPLEKEY") || strings.Contains(string(got.raw), "EXAMPLETOKEN") || !strings.Contains(string(got.raw), "eu-west-1") {
+			strings.Contains(string(got.raw), "EXAMPLEKEY") || strings.Contains(string(got.raw), "EXAMPLETOKEN") || !strings.Contains(string(got.raw), "eu-west-1") ||
+			strings.Contains(string(got.raw), "TUlJRVNFQ1JFVA") || !strings.Contains(string(got.raw), "us-central1") {
 			t.Fatalf("%s: %s", path, got.raw)
 		}
 	}

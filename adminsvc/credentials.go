@@ -20,12 +20,10 @@ import (
 
 // configField describes one string field of store.ProviderConfig.
 type configField struct {
-	name    string
-	get     func(*store.ProviderConfig) *string
-	sealed  bool
-	pattern *regexp.Regexp
-	maxLen  int
-	hint    string
+	name   string
+	get    func(*store.ProviderConfig) *string
+	sealed bool
+	maxLen int
 	// check, when set, says what is wrong with a value ("" when nothing).
 	check func(string) string
 }
@@ -40,10 +38,13 @@ func awsCheck(field int) func(string) string {
 	return func(v string) string { return core.CheckAWS(field, v) }
 }
 
+// vertexCheck checks Vertex setting field as the request path does.
+func vertexCheck(field int) func(string) string {
+	return func(v string) string { return core.CheckVertex(field, v) }
+}
+
 var (
-	reRegion     = regexp.MustCompile(`^[a-z]{2,}(-[a-z0-9]+)+$`)
-	reGCPProject = regexp.MustCompile(`^[a-z][a-z0-9-]{4,28}[a-z0-9]$`)
-	reSlug       = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
+	reSlug = regexp.MustCompile(`^[a-zA-Z0-9_-]+$`)
 )
 
 // configFields are the string fields of a provider configuration. The
@@ -58,8 +59,9 @@ var configFields = []configField{
 	{name: "aws_access_key_id", get: func(c *store.ProviderConfig) *string { return &c.AWSAccessKeyID }, sealed: true, check: awsCheck(core.AWSAccessKeyID)},
 	{name: "aws_secret_access_key", get: func(c *store.ProviderConfig) *string { return &c.AWSSecretAccessKey }, sealed: true, check: awsCheck(core.AWSSecretAccessKey)},
 	{name: "aws_session_token", get: func(c *store.ProviderConfig) *string { return &c.AWSSessionToken }, sealed: true, maxLen: 4096, check: awsCheck(core.AWSSessionToken)},
-	{name: "vertex_project_id", get: func(c *store.ProviderConfig) *string { return &c.VertexProjectID }, pattern: reGCPProject, hint: "a Google Cloud project id, e.g. my-project-123"},
-	{name: "vertex_region", get: func(c *store.ProviderConfig) *string { return &c.VertexRegion }, pattern: reRegion, hint: "e.g. us-central1"},
+	{name: "vertex_project_id", get: func(c *store.ProviderConfig) *string { return &c.VertexProjectID }, check: vertexCheck(core.VertexProjectID)},
+	{name: "vertex_region", get: func(c *store.ProviderConfig) *string { return &c.VertexRegion }, check: vertexCheck(core.VertexRegion)},
+	{name: "vertex_service_account_json", get: func(c *store.ProviderConfig) *string { return &c.VertexServiceAccountJSON }, sealed: true, check: vertexCheck(core.VertexServiceAccountJSON)},
 }
 
 const (
@@ -131,9 +133,6 @@ func parseProviderConfig(raw json.RawMessage, param string, base store.ProviderC
 			s = u.String()
 		case f.check != nil && f.check(s) != "":
 			p.add(at, "%s", f.check(s))
-			continue
-		case f.pattern != nil && !f.pattern.MatchString(s):
-			p.add(at, "must be %s", f.hint)
 			continue
 		case f.maxLen > 0 && len(s) > f.maxLen:
 			p.add(at, "must be at most %d characters", f.maxLen)

@@ -141,6 +141,7 @@ func (m *Managed) targetOf(provider, sealedKey string, cfg store.ProviderConfig)
 	t.Headers = open.CustomHeaders
 	t.Azure = core.AzureSettings{ResourceName: open.AzureResourceName, DeploymentID: open.AzureDeploymentID, APIVersion: open.AzureAPIVersion}
 	t.AWS = core.AWSSettings{Region: open.AWSRegion, AccessKeyID: open.AWSAccessKeyID, SecretAccessKey: open.AWSSecretAccessKey, SessionToken: open.AWSSessionToken}
+	t.Vertex = core.VertexSettings{ProjectID: open.VertexProjectID, Region: open.VertexRegion, ServiceAccountJSON: open.VertexServiceAccountJSON}
 	return t, nil
 }
 

@@ -351,3 +351,37 @@ func TestResolutionAzure(t *testing.T) {
 		}
 	}
 }
+
+// TestResolutionVertex: a vertex-ai integration's configurations (project
+// and region, global too) and key reach the upstream request; the
+// request's own project or region is refused; a service-account key is
+// never shown back; configurations that could change the host or the path,
+// or a key that is not one, are refused when saved.
+func TestResolutionVertex(t *testing.T) {
+	m := newMgEnv(t)
+	m.integration("vertex-prod", providerKey, map[string]any{"ai_provider_id": "vertex-ai", "configurations": map[string]any{
+		"custom_host": m.up.srv.URL, "vertex_project_id": "my-project-1", "vertex_region": "global"}})
+	m.chat(adminKey, "x-gateway-config", `{"provider":"@vertex-prod","override_params":{"model":"gemini-2.5-flash"}}`)
+	got := m.up.last(t)
+	if got.URL.Path != "/v1/projects/my-project-1/locations/global/publishers/google/models/gemini-2.5-flash:generateContent" ||
+		got.Header.Get("Authorization") != "Bearer "+providerKey {
+		t.Fatalf("upstream got %s %v", got.URL.Path, got.Header)
+	}
+	before := m.up.count()
+	if r := m.chat(adminKey, "x-gateway-provider", "@vertex-prod", "x-gateway-vertex-region", "us-central1"); r.status != http.StatusBadRequest ||
+		r.errField("param") != "x-gateway-vertex-region" || m.up.count() != before {
+		t.Fatalf("region header: %d %s", r.status, r.raw)
+	}
+	sa := m.ok(http.MethodPost, "/v1/integrations", adminKey, map[string]any{"name": "sa", "ai_provider_id": "vertex-ai", "key": providerKey,
+		"configurations": map[string]any{"vertex_project_id": "my-project-1", "vertex_region": "us-central1", "vertex_service_account_json": vertexKeyJSON}})
+	if got := m.ok(http.MethodGet, "/v1/integrations/"+sa.str("slug"), adminKey, nil); strings.Contains(string(got.raw), "TUlJRVNFQ1JFVA") {
+		t.Errorf("the key is shown: %s", got.raw)
+	}
+	for field, v := range map[string]string{"vertex_project_id": "p/../x", "vertex_region": "us-central1.evil.com", "vertex_service_account_json": `{"type":"user"}`} {
+		r := m.do(http.MethodPost, "/v1/integrations", adminKey, map[string]any{"name": "bad", "ai_provider_id": "vertex-ai", "key": providerKey,
+			"configurations": map[string]any{field: v}})
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.raw), "configurations."+field) {
+			t.Errorf("%s %q: %d %s", field, v, r.status, r.raw)
+		}
+	}
+}

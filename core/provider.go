@@ -46,3 +46,13 @@ type StreamTranslator interface {
 // ContentTypeAWSEventStream is the Content-Type of AWS's binary event
 // stream (Bedrock's ConverseStream answers).
 const ContentTypeAWSEventStream = "application/vnd.amazon.eventstream"
+
+// GuardedClientUser is implemented by providers that make HTTP calls of
+// their own to addresses their settings name while building a request
+// (vertex-ai's service-account token exchange at the key's token_uri). It
+// is found by type assertion: the pipeline hands such a provider its
+// client for user-supplied hosts (its dials refuse private and reserved
+// addresses) once, when it is built, before any request.
+type GuardedClientUser interface {
+	UseGuardedClient(c *http.Client)
+}

@@ -103,6 +103,8 @@ type Target struct {
 	Azure AzureSettings
 	// AWS is the region and credentials of a bedrock target.
 	AWS AWSSettings
+	// Vertex is the project and region of a vertex-ai target.
+	Vertex VertexSettings
 	// ForwardHeaders names client headers to pass upstream unchanged.
 	ForwardHeaders []string
 	// Headers are extra upstream headers (a managed provider's

@@ -25,6 +25,8 @@ type ProviderConfig struct {
 
 	VertexProjectID string `json:"vertex_project_id,omitempty"`
 	VertexRegion    string `json:"vertex_region,omitempty"`
+	// VertexServiceAccountJSON is a service-account key's JSON; sealed.
+	VertexServiceAccountJSON string `json:"vertex_service_account_json,omitempty"`
 }
 
 // SecretMapping fills a credential field from a secret reference at request

@@ -162,7 +162,7 @@ var targetFields = append([]string{
 	fCustomHost, fForwardHeaders, fOverrideParams, fRetry, fCache,
 	fRequestTimeout, fCircuitBreaker, fBeforeHooks, fAfterHooks,
 	fInputGuards, fOutputGuards, fStrict, fStrictAlias,
-}, append(core.AzureFields[:], core.AWSFields[:]...)...)
+}, slices.Concat(core.AzureFields[:], core.AWSFields[:], core.VertexFields[:])...)
 
 // target checks one config object (the root or a target) at depth levels
 // of targets under the root.
@@ -236,6 +236,11 @@ func (p *parser) target(path string, v any, depth int) *Config {
 	for f, name := range core.AWSFields {
 		if v, ok := get(obj, name); ok {
 			c.AWSSettings.Set(f, p.setting(join(path, name), f, v, core.CheckAWS))
+		}
+	}
+	for f, name := range core.VertexFields {
+		if v, ok := get(obj, name); ok {
+			c.VertexSettings.Set(f, p.setting(join(path, name), f, v, core.CheckVertex))
 		}
 	}
 	if v, ok := get(obj, fForwardHeaders); ok {
@@ -618,8 +623,9 @@ func (p *problems) host(path string, v any) string {
 	return s
 }
 
-// setting reads Azure or AWS setting field with its check (core.CheckAzure
-// or core.CheckAWS, whose problems never show a credential).
+// setting reads Azure, AWS or Vertex setting field with its check
+// (core.CheckAzure, core.CheckAWS, whose problems never show a credential,
+// or core.CheckVertex).
 func (p *problems) setting(path string, field int, v any, check func(int, string) string) string {
 	s, ok := p.nonEmptyStr(path, v)
 	if !ok {

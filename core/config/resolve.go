@@ -20,6 +20,7 @@ type inherited struct {
 	customHost                   string
 	azure                        core.AzureSettings
 	aws                          core.AWSSettings
+	vertex                       core.VertexSettings
 	forwardHeaders               []string
 	overrideParams               map[string]any
 	retry                        *Retry
@@ -39,9 +40,9 @@ type inherited struct {
 //   - override_params: merged, the child's top-level keys win;
 //   - retry, cache: a child's replaces the parent's whole;
 //   - request_timeout, custom_host, forward_headers, circuit_breaker,
-//     strict_reference_compliance, each azure_* field, aws_region: the
-//     parent's when the child sets none; the aws credentials: the
-//     parent's when the child sets none of them
+//     strict_reference_compliance, each azure_* and vertex_* field,
+//     aws_region: the parent's when the child sets none; the aws
+//     credentials: the parent's when the child sets none of them
 //     (an explicit empty array is "set": a child can switch off
 //     forward_headers with []);
 //   - provider, virtual_key: the parent's when the child sets neither; then
@@ -95,6 +96,7 @@ func (in inherited) with(c *Config) inherited {
 	}
 	in.azure = c.AzureSettings.Over(in.azure)
 	in.aws = c.AWSSettings.Over(in.aws)
+	in.vertex = c.VertexSettings.Over(in.vertex)
 	if c.ForwardHeaders != nil {
 		in.forwardHeaders = c.ForwardHeaders
 	}
@@ -133,6 +135,7 @@ func (in inherited) leaf() *Leaf {
 		CustomHost:     in.customHost,
 		Azure:          in.azure,
 		AWS:            in.aws,
+		Vertex:         in.vertex,
 		ForwardHeaders: slices.Clone(in.forwardHeaders),
 		OverrideParams: maps.Clone(in.overrideParams),
 		Strict:         cloneBool(in.strict),

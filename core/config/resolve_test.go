@@ -160,6 +160,8 @@ func TestResolveInheritance(t *testing.T) {
 			"config.targets[0]", Leaf{Azure: core.AzureSettings{ResourceName: "res", DeploymentID: "d1", APIVersion: "2025-01-01-preview", ModelName: "gpt-4o"}}},
 		{"azure resource overridden", `{"azure_resource_name":"a1","targets":[{"azure_resource_name":"a2"}]}`, "config.targets[0]",
 			Leaf{Azure: core.AzureSettings{ResourceName: "a2"}}},
+		{"vertex fields inherited one by one", `{"vertex_project_id":"proj-01","vertex_region":"us-central1","targets":[{"vertex_region":"global"}]}`, "config.targets[0]",
+			Leaf{Vertex: core.VertexSettings{ProjectID: "proj-01", Region: "global"}}},
 		{"strict overridden", `{"strict_reference_compliance":false,"targets":[{"strict_reference_compliance":true}]}`, "config.targets[0]", Leaf{Strict: ptr(true)}},
 	}
 	for _, tt := range tests {

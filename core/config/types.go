@@ -43,10 +43,12 @@ type Config struct {
 	InputGuards    json.RawMessage `json:"input_guardrails,omitempty"`
 	OutputGuards   json.RawMessage `json:"output_guardrails,omitempty"`
 	Strict         *bool           `json:"strict_reference_compliance,omitempty"` // alias strict_open_ai_compliance
-	// The azure_* fields (azure-openai targets) and aws_* fields (bedrock
-	// targets), in the JSON at this level.
+	// The azure_* fields (azure-openai targets), aws_* fields (bedrock
+	// targets) and vertex_* fields (vertex-ai targets), in the JSON at this
+	// level.
 	core.AzureSettings
 	core.AWSSettings
+	core.VertexSettings
 
 	// before and after are the parsed hooks of this target itself:
 	// before_request_hooks + input_guardrails, after_request_hooks +
@@ -148,6 +150,7 @@ type Leaf struct {
 	CustomHost     string
 	Azure          core.AzureSettings
 	AWS            core.AWSSettings
+	Vertex         core.VertexSettings
 	ForwardHeaders []string
 	OverrideParams map[string]any
 	Retry          *Retry

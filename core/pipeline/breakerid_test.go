@@ -9,7 +9,8 @@ import (
 )
 
 // TestBreakerIdentity checks which targets share a circuit breaker: Azure
-// resources and AWS regions or accounts behind one provider do not.
+// resources, AWS regions or accounts and Vertex projects or regions behind
+// one provider do not.
 func TestBreakerIdentity(t *testing.T) {
 	p, err := New(Options{Client: http.DefaultClient, GuardedClient: http.DefaultClient, Providers: map[string]core.Provider{}})
 	if err != nil {
@@ -22,6 +23,9 @@ func TestBreakerIdentity(t *testing.T) {
 	aws := func(region, keyID string) core.Target {
 		return core.Target{Provider: "bedrock", AWS: core.AWSSettings{Region: region, AccessKeyID: keyID}}
 	}
+	vertex := func(project, region string) core.Target {
+		return core.Target{Provider: "vertex-ai", APIKey: "k", Vertex: core.VertexSettings{ProjectID: project, Region: region}}
+	}
 	for _, tc := range []struct {
 		name string
 		a, b core.Target
@@ -32,6 +36,9 @@ func TestBreakerIdentity(t *testing.T) {
 		{"one AWS region and account", aws("us-east-1", "AKIA1"), aws("us-east-1", "AKIA1"), true},
 		{"two AWS regions", aws("us-east-1", "AKIA1"), aws("eu-west-1", "AKIA1"), false},
 		{"two AWS accounts", aws("us-east-1", "AKIA1"), aws("us-east-1", "AKIA2"), false},
+		{"one Vertex project and region", vertex("proj-1", "us-central1"), vertex("proj-1", "us-central1"), true},
+		{"two Vertex projects", vertex("proj-1", "us-central1"), vertex("proj-2", "us-central1"), false},
+		{"two Vertex regions", vertex("proj-1", "us-central1"), vertex("proj-1", "global"), false},
 		{"two API keys", core.Target{Provider: "openai", APIKey: "a"}, core.Target{Provider: "openai", APIKey: "b"}, false},
 	} {
 		if same := p.breakerFor(tc.a, l) == p.breakerFor(tc.b, l); same != tc.same {

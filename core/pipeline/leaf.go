@@ -55,7 +55,7 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 		// caller's Authorization is its key unless the config sets one.
 		t = core.Target{Provider: l.Provider, ForwardHeaders: h.ForwardHeaders}
 		if !h.Managed {
-			t.APIKey, t.Azure, t.AWS = h.APIKey, h.Azure, h.AWS
+			t.APIKey, t.Azure, t.AWS, t.Vertex = h.APIKey, h.Azure, h.AWS, h.Vertex
 		}
 	}
 	if err := t.ApplyAzure(l.Azure, n.Path+".azure_resource_name"); err != nil {
@@ -64,7 +64,10 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 	if err := t.ApplyAWS(l.AWS, func(f int) string { return n.Path + "." + core.AWSFields[f] }); err != nil {
 		return t, err
 	}
-	if w.req.StoredConfig && (l.APIKey != "" || l.AWS.AccessKeyID != "") {
+	if err := t.ApplyVertex(l.Vertex, func(f int) string { return n.Path + "." + core.VertexFields[f] }); err != nil {
+		return t, err
+	}
+	if w.req.StoredConfig && (l.APIKey != "" || l.AWS.AccessKeyID != "" || l.Vertex.ServiceAccountJSON != "") {
 		if err := savedKeyHost(t, l, n.Path); err != nil {
 			return t, err
 		}
@@ -88,9 +91,9 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 }
 
 // savedKeyHost refuses a host the request's headers chose for leaf l of a
-// saved config (or a deployment) whose credential, an api_key or AWS keys,
-// is stored there: the caller may not know it (saved configs show it
-// masked), so, like a managed provider's, it is
+// saved config (or a deployment) whose credential, an api_key, AWS keys or
+// a Vertex service-account key, is stored there: the caller may not know
+// it (saved configs show it masked), so, like a managed provider's, it is
 // never sent to a host the caller picked (x-gateway-custom-host, or an
 // Azure resource named by x-gateway-azure-resource-name). The config's own
 // custom_host and azure_resource_name are the operator's choice.
@@ -106,9 +109,10 @@ func savedKeyHost(t core.Target, l *config.Leaf, path string) *core.Error {
 
 // breakerFor is the circuit breaker of a leaf's target identity: the
 // provider, the host and the credential. Where the host comes from the
-// target rather than the base URL (an Azure resource, an AWS region), it
-// is part of the identity too, as is an AWS access key id that signs in
-// place of an API key.
+// target rather than the base URL (an Azure resource, an AWS region, a
+// Vertex project and region), it is part of the identity too, as is an AWS
+// access key id that signs in place of an API key, and a Vertex
+// service-account key that gets the token the caller's key would be.
 func (p *Pipeline) breakerFor(t core.Target, l *config.Leaf) *breaker.Breaker {
 	base := t.BaseURL
 	if base == "" {
@@ -117,12 +121,18 @@ func (p *Pipeline) breakerFor(t core.Target, l *config.Leaf) *breaker.Breaker {
 		}
 	}
 	key := t.APIKey
-	if key == "" {
+	switch {
+	case t.Vertex.ServiceAccountJSON != "":
+		key = t.Vertex.ServiceAccountJSON
+	case key == "":
 		key = t.AWS.AccessKeyID
 	}
 	id := breaker.Identity(t.Provider, base, key)
 	if t.Azure.ResourceName != "" || t.AWS.Region != "" {
 		id += "|" + t.Azure.ResourceName + "|" + t.AWS.Region
+	}
+	if t.Vertex != (core.VertexSettings{}) {
+		id += "|vertex|" + t.Vertex.ProjectID + "|" + t.Vertex.Region
 	}
 	return p.breakers.Get(id, *l.CircuitBreaker)
 }

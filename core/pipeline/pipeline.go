@@ -26,7 +26,9 @@ import (
 
 // Options wire a pipeline.
 type Options struct {
-	// Providers by name; nil means every registered provider plugin.
+	// Providers by name; nil means every registered provider plugin. A
+	// provider that makes calls of its own (core.GuardedClientUser) is
+	// handed GuardedClient.
 	Providers map[string]core.Provider
 	// Client sends to the providers' own base URLs. Neither client may be
 	// changed after New.
@@ -96,8 +98,11 @@ func New(o Options) (*Pipeline, error) {
 		o.MaxRetryWait = 60 * time.Second
 	}
 	names := make([]string, 0, len(o.Providers))
-	for n := range o.Providers {
+	for n, prov := range o.Providers {
 		names = append(names, n)
+		if u, ok := prov.(core.GuardedClientUser); ok {
+			u.UseGuardedClient(o.GuardedClient)
+		}
 	}
 	slices.Sort(names)
 	p := &Pipeline{providers: o.Providers, names: names, client: o.Client, guarded: o.GuardedClient,

@@ -82,11 +82,15 @@ func (g *gatewayHeaders) hasPrefix(prefix string) bool {
 	return false
 }
 
-// gatewayHeader reads x-gateway-<name>, falling back to x-portkey-<name>.
-func gatewayHeader(c *fiber.Ctx, name string) string {
-	g := requestGatewayHeaders(c)
+// value reads x-gateway-<name>, falling back to x-portkey-<name>.
+func (g *gatewayHeaders) value(name string) string {
 	if v := g.get(name, false); v != "" {
 		return v
 	}
 	return g.get(name, true)
+}
+
+// gatewayHeader reads x-gateway-<name>, falling back to x-portkey-<name>.
+func gatewayHeader(c *fiber.Ctx, name string) string {
+	return requestGatewayHeaders(c).value(name)
 }

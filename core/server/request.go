@@ -184,16 +184,24 @@ func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal, fallback core.Mana
 	if err != nil {
 		return t, err
 	}
-	az, err := azureHeaders(c)
+	g := requestGatewayHeaders(c)
+	az, err := azureHeaders(g)
 	if err == nil {
 		err = t.ApplyAzure(az, core.AzureHeaders[core.AzureResourceName])
 	}
 	if err != nil {
 		return t, err
 	}
-	aws, err := awsHeaders(c)
+	aws, err := awsHeaders(g)
 	if err == nil {
 		err = t.ApplyAWS(aws, awsHeader)
+	}
+	if err != nil {
+		return t, err
+	}
+	vertex, err := vertexHeaders(g)
+	if err == nil {
+		err = t.ApplyVertex(vertex, vertexHeader)
 	}
 	return t, err
 }
@@ -201,7 +209,10 @@ func (s *Server) parseTarget(c *fiber.Ctx, p *core.Principal, fallback core.Mana
 // awsHeader names AWS setting field's header.
 func awsHeader(field int) string { return core.AWSHeaders[field] }
 
-// headerTarget is parseTarget without the Azure and AWS settings.
+// vertexHeader names Vertex setting field's header.
+func vertexHeader(field int) string { return core.VertexHeaders[field] }
+
+// headerTarget is parseTarget without the Azure, AWS and Vertex settings.
 func (s *Server) headerTarget(c *fiber.Ctx, p *core.Principal, fallback core.ManagedRef) (core.Target, *core.Error) {
 	ref := core.ManagedRef{Provider: strings.TrimSpace(gatewayHeader(c, "provider")), VirtualKey: strings.TrimSpace(gatewayHeader(c, "virtual-key"))}
 	if ref.Provider == "" && ref.VirtualKey == "" && (fallback.Provider != "" || fallback.VirtualKey != "") && gatewayHeader(c, "config") == "" {
@@ -235,31 +246,39 @@ func (s *Server) headerTarget(c *fiber.Ctx, p *core.Principal, fallback core.Man
 
 // azureHeaders reads the x-gateway-azure-* headers, each checked with
 // core.CheckAzure (400 naming the header and showing the value).
-func azureHeaders(c *fiber.Ctx) (core.AzureSettings, *core.Error) {
+func azureHeaders(g *gatewayHeaders) (core.AzureSettings, *core.Error) {
 	var a core.AzureSettings
-	err := settingHeaders(c, "azure-", core.AzureHeaders[:], core.CheckAzure, a.Set, true)
+	err := settingHeaders(g, "azure-", core.AzureHeaders[:], core.CheckAzure, a.Set, true)
 	return a, err
 }
 
 // awsHeaders reads the x-gateway-aws-* headers, each checked with
 // core.CheckAWS (400 naming the header, never showing a credential).
-func awsHeaders(c *fiber.Ctx) (core.AWSSettings, *core.Error) {
+func awsHeaders(g *gatewayHeaders) (core.AWSSettings, *core.Error) {
 	var a core.AWSSettings
-	err := settingHeaders(c, "aws-", core.AWSHeaders[:], core.CheckAWS, a.Set, false)
+	err := settingHeaders(g, "aws-", core.AWSHeaders[:], core.CheckAWS, a.Set, false)
 	return a, err
 }
 
+// vertexHeaders reads the x-gateway-vertex-* headers, each checked with
+// core.CheckVertex (400 naming the header and showing the value).
+func vertexHeaders(g *gatewayHeaders) (core.VertexSettings, *core.Error) {
+	var v core.VertexSettings
+	err := settingHeaders(g, "vertex-", core.VertexHeaders[:], core.CheckVertex, v.Set, true)
+	return v, err
+}
+
 // settingHeaders reads the headers names (the settings' headers, indexed by
-// field, all starting with x-gateway- and prefix) with set, each value
-// checked with check: a 400 names the header, and shows the value when
-// show is set. A request without any (most) costs one look over its
-// gateway headers.
-func settingHeaders(c *fiber.Ctx, prefix string, names []string, check func(int, string) string, set func(int, string), show bool) *core.Error {
-	if !requestGatewayHeaders(c).hasPrefix(prefix) {
+// field, all starting with x-gateway- and prefix) of the request's gateway
+// headers g with set, each value checked with check: a 400 names the
+// header, and shows the value when show is set. A request without any
+// (most) costs one look over its gateway headers.
+func settingHeaders(g *gatewayHeaders, prefix string, names []string, check func(int, string) string, set func(int, string), show bool) *core.Error {
+	if !g.hasPrefix(prefix) {
 		return nil
 	}
 	for f, h := range names {
-		v := strings.TrimSpace(gatewayHeader(c, h[len(core.HeaderPrefix):]))
+		v := strings.TrimSpace(g.value(h[len(core.HeaderPrefix):]))
 		if v == "" {
 			continue
 		}

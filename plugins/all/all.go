@@ -9,6 +9,7 @@ import (
 	_ "github.com/llm-gateway/gateway/plugins/providers/bedrock"
 	_ "github.com/llm-gateway/gateway/plugins/providers/gemini"
 	_ "github.com/llm-gateway/gateway/plugins/providers/openai"
+	_ "github.com/llm-gateway/gateway/plugins/providers/vertex"
 
 	// Cache modes.
 	_ "github.com/llm-gateway/gateway/plugins/cache/semantic"

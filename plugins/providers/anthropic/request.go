@@ -12,21 +12,27 @@ import (
 // neither max_completion_tokens nor max_tokens: Anthropic requires one.
 const DefaultMaxTokens = 4096
 
-// messagesRequest is Anthropic's Messages request.
+// VertexVersion is the anthropic_version a Messages request to Google
+// Vertex AI (rawPredict) carries in its body.
+const VertexVersion = "vertex-2023-10-16"
+
+// messagesRequest is Anthropic's Messages request. On Vertex AI the URL
+// names the model, and the body names the API version instead.
 type messagesRequest struct {
-	Model         string          `json:"model"`
-	System        any             `json:"system,omitempty"` // a string, or text blocks
-	Messages      []turn          `json:"messages"`
-	MaxTokens     int64           `json:"max_tokens"`
-	Temperature   json.RawMessage `json:"temperature,omitempty"`
-	TopP          json.RawMessage `json:"top_p,omitempty"`
-	TopK          json.RawMessage `json:"top_k,omitempty"`
-	StopSequences []string        `json:"stop_sequences,omitempty"`
-	Metadata      *metadata       `json:"metadata,omitempty"`
-	Stream        bool            `json:"stream,omitempty"`
-	Tools         []tool          `json:"tools,omitempty"`
-	ToolChoice    *toolChoice     `json:"tool_choice,omitempty"`
-	Thinking      json.RawMessage `json:"thinking,omitempty"`
+	AnthropicVersion string          `json:"anthropic_version,omitempty"`
+	Model            string          `json:"model,omitempty"`
+	System           any             `json:"system,omitempty"` // a string, or text blocks
+	Messages         []turn          `json:"messages"`
+	MaxTokens        int64           `json:"max_tokens"`
+	Temperature      json.RawMessage `json:"temperature,omitempty"`
+	TopP             json.RawMessage `json:"top_p,omitempty"`
+	TopK             json.RawMessage `json:"top_k,omitempty"`
+	StopSequences    []string        `json:"stop_sequences,omitempty"`
+	Metadata         *metadata       `json:"metadata,omitempty"`
+	Stream           bool            `json:"stream,omitempty"`
+	Tools            []tool          `json:"tools,omitempty"`
+	ToolChoice       *toolChoice     `json:"tool_choice,omitempty"`
+	Thinking         json.RawMessage `json:"thinking,omitempty"`
 }
 
 type turn struct {
@@ -73,6 +79,30 @@ type toolChoice struct {
 // request body. The body has been validated as a chat completion; what
 // Anthropic cannot take is refused with a 400 naming the field.
 func translateRequest(body []byte) ([]byte, error) {
+	out, err := messages(body)
+	if err != nil {
+		return nil, err
+	}
+	return json.Marshal(out)
+}
+
+// TranslateVertexRequest is translateRequest for Anthropic's models on
+// Google Vertex AI (rawPredict, streamRawPredict): it returns the model,
+// which the URL names, and a body without it, with anthropic_version
+// VertexVersion.
+func TranslateVertexRequest(body []byte) (model string, out []byte, err error) {
+	m, err := messages(body)
+	if err != nil {
+		return "", nil, err
+	}
+	model, m.Model, m.AnthropicVersion = m.Model, "", VertexVersion
+	out, err = json.Marshal(m)
+	return model, out, err
+}
+
+// messages is the Messages request of an OpenAI chat completion body (see
+// translateRequest).
+func messages(body []byte) (*messagesRequest, error) {
 	var in chat.Request
 	if err := in.Parse(body, Name); err != nil {
 		return nil, err
@@ -110,7 +140,7 @@ func translateRequest(body []byte) ([]byte, error) {
 			out.ToolChoice.DisableParallelToolUse = true
 		}
 	}
-	return json.Marshal(&out)
+	return &out, nil
 }
 
 // translateMessages turns OpenAI messages into Anthropic's system prompt

@@ -56,7 +56,7 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	if req.Endpoint != core.EndpointChatComplete {
 		return p.Provider.BuildRequest(ctx, req, t)
 	}
-	model, body, err := translateRequest(req.Body, req.Stream)
+	model, body, err := TranslateRequest(req.Body, req.Stream)
 	if err != nil {
 		return nil, err
 	}

@@ -101,15 +101,16 @@ type functionCallingConfig struct {
 	AllowedFunctionNames []string `json:"allowedFunctionNames,omitempty"`
 }
 
-// translateRequest turns an OpenAI chat completion body into the model
-// name and a generateContent request body. The body has been validated as
+// TranslateRequest turns an OpenAI chat completion body into the model
+// name and a generateContent request body (also Vertex AI's, for its
+// Gemini models). The body has been validated as
 // a chat completion; what Gemini cannot take is refused with a 400 naming
 // the field: see chat.Request.Refuse (n and response_format are taken),
 // n > 1 in a stream, http(s) image URLs, content parts other than text and
 // image_url, tool results for no tool call. Dropped: user,
 // parallel_tool_calls, thinking, stream_options (read by the stream
 // translation) and the fields chat.Request drops.
-func translateRequest(body []byte, stream bool) (model string, out []byte, err error) {
+func TranslateRequest(body []byte, stream bool) (model string, out []byte, err error) {
 	var in chat.Request
 	if err := in.Parse(body, Name); err != nil {
 		return "", nil, err

@@ -74,7 +74,7 @@ func TestTranslateRequest(t *testing.T) {
 		{"tool_choice without tools dropped", `{"model":"gemini-x","tool_choice":"auto","messages":[` + user + `]}`, `{"contents":[` + userTurn + `]}`, false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			model, got, err := translateRequest([]byte(tc.in), tc.stream)
+			model, got, err := TranslateRequest([]byte(tc.in), tc.stream)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -114,7 +114,7 @@ func TestTranslateRequestRefused(t *testing.T) {
 		{"bad stop", `{"model":"m","stop":1,"messages":[` + user + `]}`, "stop", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			_, _, err := translateRequest([]byte(tc.in), tc.stream)
+			_, _, err := TranslateRequest([]byte(tc.in), tc.stream)
 			ce, ok := err.(*core.Error)
 			if !ok || ce.Status != 400 || ce.Param != tc.param {
 				t.Fatalf("error %#v, want a 400 naming %s", err, tc.param)

@@ -1,0 +1,215 @@
+package server_test
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/x509"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"strings"
+	"testing"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/config"
+)
+
+// vertexServiceAccount is a service-account key's JSON whose token_uri is
+// tokenURI (a fresh 1024-bit key: fast to make).
+func vertexServiceAccount(t *testing.T, tokenURI string) string {
+	k, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		t.Fatal(err)
+	}
+	der, _ := x509.MarshalPKCS8PrivateKey(k)
+	b, _ := json.Marshal(map[string]string{"type": "service_account", "client_email": "gw@my-project-1.iam.gserviceaccount.com", "private_key_id": "k1",
+		"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), "token_uri": tokenURI})
+	return string(b)
+}
+
+// fakeVertex answers Vertex AI's publisher model methods: generateContent
+// and streamGenerateContent as fakeGemini, rawPredict and streamRawPredict
+// as fakeAnthropic (its stream not held back); and, at /token, a JWT bearer
+// token request with the token sa-token.
+func fakeVertex() http.Handler {
+	release := make(chan struct{})
+	close(release)
+	gem, claude := fakeGemini(), fakeAnthropic(release)
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.URL.Path == "/token" {
+			r.ParseForm()
+			w.Header().Set("Content-Type", "application/json")
+			if r.PostForm.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" || strings.Count(r.PostForm.Get("assertion"), ".") != 2 {
+				w.WriteHeader(400)
+				io.WriteString(w, `{"error":"invalid_request"}`)
+				return
+			}
+			io.WriteString(w, `{"access_token":"sa-token","expires_in":3599,"token_type":"Bearer"}`)
+			return
+		}
+		if strings.Contains(r.URL.Path, "/publishers/google/") {
+			gem.ServeHTTP(w, r)
+			return
+		}
+		claude.ServeHTTP(w, r)
+	})
+}
+
+// vertexManaged knows @vertex-prod: vertex-ai at the test upstream with
+// the integration's stored token, project and region.
+type vertexManaged struct{ url string }
+
+func (m *vertexManaged) Resolve(_ context.Context, ref string, _ bool, _ *core.Principal) (core.Target, *core.Error) {
+	if ref != "vertex-prod" {
+		return core.Target{}, core.BadRequest("x-gateway-provider", "no provider @%s in this workspace", ref)
+	}
+	return core.Target{Provider: "vertex-ai", BaseURL: m.url, CustomHost: true, APIKey: "stored-token",
+		Vertex: core.VertexSettings{ProjectID: "stored-project", Region: "global"}}, nil
+}
+
+// TestVertexEndToEnd: chat completions through the server reach the fake
+// Vertex AI (the custom host standing in for aiplatform.googleapis.com) at
+// the publisher model's method, for a Gemini and a Claude model, stream and
+// not, with the project and region of the x-gateway-vertex-* headers (or
+// x-portkey-), a config target's vertex_* fields or a managed integration,
+// and the caller's token; the client gets the OpenAI shape and the log
+// counts the tokens.
+func TestVertexEndToEnd(t *testing.T) {
+	t.Parallel()
+	m := &vertexManaged{}
+	g := newGateway(t, fakeVertex(), func(c *gatewayConfig) { c.managed = m })
+	m.url = g.up.URL
+	headers := []string{"x-gateway-provider", "vertex-ai", "x-gateway-custom-host", g.up.URL,
+		"x-gateway-vertex-project-id", "my-project-1", "x-gateway-vertex-region", "us-central1"}
+	portkey := []string{"x-gateway-provider", "vertex-ai", "x-gateway-custom-host", g.up.URL,
+		"x-portkey-vertex-project-id", "my-project-1", "x-portkey-vertex-region", "us-central1"}
+	config := []string{"x-gateway-provider", "", "x-gateway-custom-host", "", "x-gateway-config",
+		`{"provider":"vertex-ai","custom_host":"` + g.up.URL + `","vertex_project_id":"my-project-1","vertex_region":"us-central1"}`}
+	managed := []string{"x-gateway-provider", "@vertex-prod", "x-gateway-custom-host", "", "Authorization", ""}
+	key, _ := json.Marshal(vertexServiceAccount(t, g.up.URL+"/token"))
+	serviceAccount := []string{"x-gateway-provider", "", "x-gateway-custom-host", "", "Authorization", "", "x-gateway-config",
+		`{"provider":"vertex-ai","custom_host":"` + g.up.URL + `","vertex_project_id":"my-project-1","vertex_region":"us-central1","vertex_service_account_json":` + string(key) + `}`}
+	const base = "/v1/projects/my-project-1/locations/us-central1/publishers/"
+	const stored = "/v1/projects/stored-project/locations/global/publishers/"
+	const geminiBody = `{"contents":[{"role":"user","parts":[{"text":"hi"}]}]}`
+	const claudeBody = `{"anthropic_version":"vertex-2023-10-16","messages":[{"role":"user","content":[{"type":"text","text":"hi"}]}],"max_tokens":4096`
+	for _, tc := range []struct {
+		name, model string
+		stream      bool
+		hdr         []string
+		path, query string
+		body        string // the upstream body; Claude's without its stream flag and closing brace
+		token       string
+		content     string // in the answer
+		usage       core.Usage
+	}{
+		{"gemini headers", "gemini-2.5-flash", false, headers, base + "google/models/gemini-2.5-flash:generateContent", "", geminiBody, providerToken, `"content":"Hello"`, core.Usage{PromptTokens: 7, CompletionTokens: 2, TotalTokens: 9}},
+		{"gemini x-portkey-", "gemini-2.5-flash", false, portkey, base + "google/models/gemini-2.5-flash:generateContent", "", geminiBody, providerToken, `"content":"Hello"`, core.Usage{PromptTokens: 7, CompletionTokens: 2, TotalTokens: 9}},
+		{"gemini config", "gemini-2.5-flash", false, config, base + "google/models/gemini-2.5-flash:generateContent", "", geminiBody, providerToken, `"content":"Hello"`, core.Usage{PromptTokens: 7, CompletionTokens: 2, TotalTokens: 9}},
+		{"gemini integration", "gemini-2.5-flash", false, managed, stored + "google/models/gemini-2.5-flash:generateContent", "", geminiBody, "stored-token", `"content":"Hello"`, core.Usage{PromptTokens: 7, CompletionTokens: 2, TotalTokens: 9}},
+		{"gemini stream", "gemini-2.5-flash", true, headers, base + "google/models/gemini-2.5-flash:streamGenerateContent", "alt=sse", geminiBody, providerToken, `"content":"lo"`, core.Usage{PromptTokens: 6, CompletionTokens: 2, TotalTokens: 8}},
+		{"claude headers", "claude-sonnet-4@20250514", false, headers, base + "anthropic/models/claude-sonnet-4@20250514:rawPredict", "", claudeBody + "}", providerToken, `"content":"Hello"`, core.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}},
+		{"claude config", "claude-sonnet-4@20250514", false, config, base + "anthropic/models/claude-sonnet-4@20250514:rawPredict", "", claudeBody + "}", providerToken, `"content":"Hello"`, core.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}},
+		{"claude integration", "claude-sonnet-4@20250514", false, managed, stored + "anthropic/models/claude-sonnet-4@20250514:rawPredict", "", claudeBody + "}", "stored-token", `"content":"Hello"`, core.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}},
+		{"gemini service account", "gemini-2.5-flash", false, serviceAccount, base + "google/models/gemini-2.5-flash:generateContent", "", geminiBody, "sa-token", `"content":"Hello"`, core.Usage{PromptTokens: 7, CompletionTokens: 2, TotalTokens: 9}},
+		{"claude service account", "claude-sonnet-4@20250514", false, serviceAccount, base + "anthropic/models/claude-sonnet-4@20250514:rawPredict", "", claudeBody + "}", "sa-token", `"content":"Hello"`, core.Usage{PromptTokens: 10, CompletionTokens: 2, TotalTokens: 12}},
+		{"claude stream", "claude-sonnet-4@20250514", true, headers, base + "anthropic/models/claude-sonnet-4@20250514:streamRawPredict", "", claudeBody + `,"stream":true}`, providerToken, `"content":"lo"`, core.Usage{PromptTokens: 7, CompletionTokens: 4, TotalTokens: 11}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			trace := "vertex-" + strings.ReplaceAll(tc.name, " ", "-")
+			stream := ""
+			if tc.stream {
+				stream = `"stream":true,`
+			}
+			body := `{"model":"` + tc.model + `",` + stream + `"messages":[{"role":"user","content":"hi"}]}`
+			r := g.do(t, "POST", "/v1/chat/completions", []byte(body), append([]string{"x-gateway-trace-id", trace}, tc.hdr...)...)
+			if r.status != 200 || r.header.Get("X-Gateway-Provider") != "vertex-ai" || !strings.Contains(string(r.body), tc.content) {
+				t.Fatalf("status %d headers %v: %s", r.status, r.header, r.body)
+			}
+			if tc.stream {
+				if events := sseEvents(r.body); !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") || events[len(events)-1] != "data: [DONE]" {
+					t.Errorf("stream %q", events)
+				}
+			} else if !strings.Contains(string(r.body), `"object":"chat.completion"`) {
+				t.Errorf("answer %s", r.body)
+			}
+			up := g.up.last(t)
+			if up.Method != "POST" || up.Path != tc.path || up.RawQuery != tc.query || up.Header.Get("Authorization") != "Bearer "+tc.token || !jsonSame(t, up.Body, tc.body) {
+				t.Errorf("upstream got %s %s?%s %v %s", up.Method, up.Path, up.RawQuery, up.Header, up.Body)
+			}
+			if rec := g.logs.one(t, trace); rec.Usage != tc.usage || rec.Status != 200 || rec.Provider != "vertex-ai" {
+				t.Errorf("log record %+v", rec)
+			}
+		})
+	}
+}
+
+// TestVertexRefusals: a bad or missing setting, a model or endpoint the
+// provider does not serve, a missing token and settings next to a managed
+// provider are 400s naming the header, field or parameter, before any
+// upstream call.
+func TestVertexRefusals(t *testing.T) {
+	t.Parallel()
+	m := &vertexManaged{}
+	g := newGateway(t, fakeVertex(), func(c *gatewayConfig) { c.managed = m })
+	m.url = g.up.URL
+	ok := []string{"x-gateway-provider", "vertex-ai", "x-gateway-custom-host", g.up.URL,
+		"x-gateway-vertex-project-id", "my-project-1", "x-gateway-vertex-region", "us-central1"}
+	chat := `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}]}`
+	for _, tc := range []struct {
+		name, path, body string
+		hdr              []string
+		param, message   string
+	}{
+		{"region with a host", "/v1/chat/completions", chat, []string{"x-gateway-vertex-region", "evil.com/x"}, "x-gateway-vertex-region", "Google Cloud region"},
+		{"x-portkey- region", "/v1/chat/completions", chat, []string{"x-gateway-vertex-region", "", "x-portkey-vertex-region", "us-central1.evil"}, "x-gateway-vertex-region", "Google Cloud region"},
+		{"project with a path", "/v1/chat/completions", chat, []string{"x-gateway-vertex-project-id", "p/../../x"}, "x-gateway-vertex-project-id", "project id"},
+		{"no project", "/v1/chat/completions", chat, []string{"x-gateway-vertex-project-id", ""}, "x-gateway-vertex-project-id", "needs vertex project id"},
+		{"no region", "/v1/chat/completions", chat, []string{"x-gateway-vertex-region", ""}, "x-gateway-vertex-region", "needs vertex region"},
+		{"config region", "/v1/chat/completions", chat, []string{"x-gateway-config", `{"provider":"vertex-ai","vertex_region":"a.b"}`}, "config.vertex_region", "Google Cloud region"},
+		{"no token", "/v1/chat/completions", chat, []string{"Authorization", ""}, "authorization", "access token"},
+		{"other model", "/v1/chat/completions", `{"model":"llama-3","messages":[{"role":"user","content":"hi"}]}`, nil, "model", "gemini-*"},
+		{"gemini model with a path", "/v1/chat/completions", `{"model":"gemini-x/../y","messages":[{"role":"user","content":"hi"}]}`, nil, "model", "not a Gemini model name"},
+		{"claude model with a method", "/v1/chat/completions", `{"model":"claude-x:predict","messages":[{"role":"user","content":"hi"}]}`, nil, "model", "not a Vertex AI model name"},
+		{"embeddings", "/v1/embeddings", `{"model":"text-embedding-005","input":"hi"}`, nil, "x-gateway-provider", "does not support"},
+		{"managed with a project", "/v1/chat/completions", chat, []string{"x-gateway-provider", "@vertex-prod", "x-gateway-custom-host", ""}, "x-gateway-vertex-project-id", "integration's"},
+		{"managed with a config region", "/v1/chat/completions", chat, []string{"x-gateway-provider", "", "x-gateway-custom-host", "", "x-gateway-vertex-project-id", "", "x-gateway-vertex-region", "",
+			"x-gateway-config", `{"provider":"@vertex-prod","vertex_region":"us-east5"}`}, "config.vertex_region", "integration's"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := g.up.hits()
+			r := g.do(t, "POST", tc.path, []byte(tc.body), append(append([]string{}, ok...), tc.hdr...)...)
+			if e := errorOf(t, r); r.status != 400 || deref(e.Param) != tc.param || !strings.Contains(e.Message, tc.message) {
+				t.Errorf("status %d error %+v", r.status, e)
+			}
+			if g.up.hits() != before {
+				t.Error("the request was sent")
+			}
+		})
+	}
+}
+
+// TestVertexSavedServiceAccount: a saved config's service-account key is
+// never used with a host the request's headers chose; a key that is not
+// one is refused where it is given, without showing it.
+func TestVertexSavedServiceAccount(t *testing.T) {
+	t.Parallel()
+	key, _ := json.Marshal(vertexServiceAccount(t, "https://oauth2.example/token"))
+	cfg, err := config.Parse([]byte(`{"vertex_project_id":"my-project-1","vertex_region":"us-central1","vertex_service_account_json":`+string(key)+`}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	g := newGateway(t, fakeVertex(), func(c *gatewayConfig) { c.configs = savedConfigs{cfg, config.Resolve(cfg), nil} })
+	body := []byte(`{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}]}`)
+	r := g.do(t, "POST", "/v1/chat/completions", body, "x-gateway-config", "pc-one", "x-gateway-provider", "vertex-ai")
+	if e := errorOf(t, r); r.status != 400 || deref(e.Param) != "x-gateway-custom-host" || g.up.hits() != 0 {
+		t.Errorf("status %d error %+v", r.status, e)
+	}
+	r = g.do(t, "POST", "/v1/chat/completions", body, "x-gateway-provider", "", "x-gateway-config",
+		`{"provider":"vertex-ai","vertex_service_account_json":"{\"type\":\"service_account\",\"private_key\":\"secret-bytes\"}"}`)
+	if e := errorOf(t, r); r.status != 400 || !strings.Contains(e.Message, "config.vertex_service_account_json") || strings.Contains(e.Message, "secret-bytes") {
+		t.Errorf("status %d error %+v", r.status, e)
+	}
+}

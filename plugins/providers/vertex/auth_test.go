@@ -1,0 +1,195 @@
+package vertex
+
+import (
+	"context"
+	"crypto"
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/sha256"
+	"crypto/x509"
+	"encoding/base64"
+	"encoding/json"
+	"encoding/pem"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/llm-gateway/gateway/core"
+)
+
+// testKey is one RSA key for the tests (1024 bits: fast to make).
+var testKey = func() *rsa.PrivateKey {
+	k, err := rsa.GenerateKey(rand.Reader, 1024)
+	if err != nil {
+		panic(err)
+	}
+	return k
+}()
+
+// serviceAccount is a service-account key's JSON for email, its token_uri
+// tokenURI.
+func serviceAccount(t *testing.T, email, tokenURI string) string {
+	der, err := x509.MarshalPKCS8PrivateKey(testKey)
+	if err != nil {
+		t.Fatal(err)
+	}
+	b, _ := json.Marshal(map[string]string{"type": "service_account", "project_id": "my-project-1", "private_key_id": "kid-1",
+		"private_key": string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: der})), "client_email": email, "token_uri": tokenURI})
+	return string(b)
+}
+
+// tokenServer is Google's token endpoint: it checks the JWT bearer
+// assertion (RS256 by testKey, the claims) and answers a new token
+// "tok-<n>-<client email>" valid for an hour; an assertion for
+// "refused@..." gets invalid_grant.
+func tokenServer(t *testing.T, calls *atomic.Int32) *httptest.Server {
+	var srv *httptest.Server
+	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		n := calls.Add(1)
+		r.ParseForm()
+		parts := strings.Split(r.PostForm.Get("assertion"), ".")
+		if r.PostForm.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" || len(parts) != 3 {
+			t.Errorf("token request %v", r.PostForm)
+		}
+		dec := base64.RawURLEncoding
+		header, _ := dec.DecodeString(parts[0])
+		claimsJSON, _ := dec.DecodeString(parts[1])
+		sig, _ := dec.DecodeString(parts[2])
+		digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+		if err := rsa.VerifyPKCS1v15(&testKey.PublicKey, crypto.SHA256, digest[:], sig); err != nil {
+			t.Errorf("signature: %v", err)
+		}
+		var claims struct {
+			Iss, Scope, Aud string
+			Iat, Exp        int64
+		}
+		json.Unmarshal(claimsJSON, &claims)
+		if string(header) != `{"alg":"RS256","typ":"JWT","kid":"kid-1"}` || claims.Scope != scope || claims.Aud != srv.URL+"/token" || claims.Exp-claims.Iat != 3600 {
+			t.Errorf("assertion %s %s", header, claimsJSON)
+		}
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasPrefix(claims.Iss, "refused@") {
+			w.WriteHeader(400)
+			io.WriteString(w, `{"error":"invalid_grant","error_description":"Invalid JWT Signature."}`)
+			return
+		}
+		io.WriteString(w, `{"access_token":"tok-`+strconv.Itoa(int(n))+`-`+claims.Iss+`","expires_in":3600,"token_type":"Bearer"}`)
+	}))
+	t.Cleanup(srv.Close)
+	return srv
+}
+
+// TestServiceAccountToken: a key's token is got once and reused until
+// shortly before it expires; another key gets its own; a token endpoint's
+// refusal is a 502 with its OAuth error, a key that cannot sign a 400
+// naming vertex_service_account_json, neither showing the key.
+func TestServiceAccountToken(t *testing.T) {
+	var calls atomic.Int32
+	srv := tokenServer(t, &calls)
+	now := time.Unix(1_800_000_000, 0)
+	p := New()
+	p.now = func() time.Time { return now }
+	p.UseGuardedClient(srv.Client())
+	a, b := serviceAccount(t, "a@p.iam.gserviceaccount.com", srv.URL+"/token"), serviceAccount(t, "b@p.iam.gserviceaccount.com", srv.URL+"/token")
+	for _, tc := range []struct {
+		name    string
+		key     string
+		advance time.Duration
+		want    string
+		calls   int32
+	}{
+		{"first", a, 0, "tok-1-a@p.iam.gserviceaccount.com", 1},
+		{"cached", a, 0, "tok-1-a@p.iam.gserviceaccount.com", 1},
+		{"still cached", a, 54 * time.Minute, "tok-1-a@p.iam.gserviceaccount.com", 1},
+		{"another key", b, 0, "tok-2-b@p.iam.gserviceaccount.com", 2},
+		{"near expiry", a, time.Minute, "tok-3-a@p.iam.gserviceaccount.com", 3},
+	} {
+		now = now.Add(tc.advance)
+		got, err := p.accessToken(context.Background(), tc.key)
+		if err != nil || got != tc.want || calls.Load() != tc.calls {
+			t.Errorf("%s: %q %v after %d calls", tc.name, got, err, calls.Load())
+		}
+	}
+
+	withKey := func(pemKey string) string {
+		var m map[string]string
+		json.Unmarshal([]byte(a), &m)
+		m["private_key"] = pemKey
+		b, _ := json.Marshal(m)
+		return string(b)
+	}
+	ec, _ := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	ecDER, _ := x509.MarshalPKCS8PrivateKey(ec)
+	pkcs1 := withKey(string(pem.EncodeToMemory(&pem.Block{Type: "RSA PRIVATE KEY", Bytes: x509.MarshalPKCS1PrivateKey(testKey)})))
+	if tok, err := p.accessToken(context.Background(), pkcs1); err != nil || !strings.HasPrefix(tok, "tok-") {
+		t.Errorf("PKCS #1 key: %q %v", tok, err)
+	}
+	for _, tc := range []struct {
+		name, key string
+		status    int
+		message   string
+	}{
+		{"refused", serviceAccount(t, "refused@p.iam.gserviceaccount.com", srv.URL+"/token"), 502, "invalid_grant Invalid JWT Signature."},
+		{"EC key", withKey(string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: ecDER}))), 400, "not an RSA key"},
+		{"not a key", withKey(string(pem.EncodeToMemory(&pem.Block{Type: "PRIVATE KEY", Bytes: []byte("junk")}))), 400, "not a PKCS #8 or PKCS #1 key"},
+		{"not PEM", withKey("MIIE..."), 400, "not a PEM key"},
+		{"token_uri with a user", serviceAccount(t, "a@p.iam.gserviceaccount.com", "https://u:p@oauth2.example/token"), 400, "token_uri"},
+		{"token_uri not http", serviceAccount(t, "a@p.iam.gserviceaccount.com", "file:///etc/passwd"), 400, "token_uri"},
+	} {
+		_, err := p.accessToken(context.Background(), tc.key)
+		ce, ok := err.(*core.Error)
+		if !ok || ce.Status != tc.status || !strings.Contains(ce.Message, tc.message) || strings.Contains(ce.Message, "PRIVATE KEY") {
+			t.Errorf("%s: %v", tc.name, err)
+			continue
+		}
+		if tc.status == 400 && ce.Param != paramServiceAccount {
+			t.Errorf("%s: param %q", tc.name, ce.Param)
+		}
+	}
+}
+
+// TestTokenCacheBound: a full cache drops the expired tokens first, else
+// the one expiring first, and never holds more than maxTokens.
+func TestTokenCacheBound(t *testing.T) {
+	var c tokenCache
+	now := time.Unix(1_800_000_000, 0)
+	key := func(i int) [32]byte { return sha256.Sum256([]byte(strconv.Itoa(i))) }
+	for i := range maxTokens {
+		c.put(key(i), "t", now.Add(time.Duration(i+1)*time.Minute), now)
+	}
+	c.put(key(-1), "new", now.Add(time.Hour), now) // full: key(0), expiring first, goes
+	if _, ok := c.get(key(0), now); ok || len(c.tokens) != maxTokens {
+		t.Errorf("after one more: %d tokens, key 0 kept %v", len(c.tokens), ok)
+	}
+	later := now.Add(10*time.Minute + time.Second) // keys 1..9 expired
+	c.put(key(-2), "newer", later.Add(time.Hour), later)
+	if len(c.tokens) != maxTokens-8 {
+		t.Errorf("expired ones not dropped: %d tokens", len(c.tokens))
+	}
+	if tok, ok := c.get(key(-2), later); !ok || tok != "newer" {
+		t.Errorf("get: %q %v", tok, ok)
+	}
+}
+
+// TestBuildRequestServiceAccount: a target's service-account key gets the
+// Authorization token in place of the caller's.
+func TestBuildRequestServiceAccount(t *testing.T) {
+	var calls atomic.Int32
+	srv := tokenServer(t, &calls)
+	p := New()
+	p.UseGuardedClient(srv.Client())
+	target := core.Target{Provider: Name, APIKey: "caller-token", Vertex: core.VertexSettings{ProjectID: "my-project-1", Region: "us-central1",
+		ServiceAccountJSON: serviceAccount(t, "a@p.iam.gserviceaccount.com", srv.URL+"/token")}}
+	req := &core.Request{Endpoint: core.EndpointChatComplete, Model: "gemini-2.5-flash", Body: []byte(`{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}]}`)}
+	hr, err := p.BuildRequest(context.Background(), req, &target)
+	if err != nil || hr.Header.Get("Authorization") != "Bearer tok-1-a@p.iam.gserviceaccount.com" {
+		t.Fatalf("%v %v", err, hr)
+	}
+}

@@ -1,0 +1,206 @@
+// Package vertex is the provider plugin for Google Cloud Vertex AI: chat
+// completions to Google's Gemini models (generateContent, translated by the
+// gemini package) and to Anthropic's Claude models (rawPredict, translated
+// by the anthropic package), on the project and region of the target's
+// Vertex settings, with the caller's OAuth access token or one got with a
+// service-account key (auth.go).
+package vertex
+
+import (
+	"bytes"
+	"context"
+	"net/http"
+	"net/url"
+	"strings"
+	"time"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/anthropic"
+	"github.com/llm-gateway/gateway/plugins/providers/gemini"
+)
+
+// Name is the provider's x-gateway-provider name.
+const Name = "vertex-ai"
+
+// The publishers of the models the provider serves, as Vertex AI's URLs
+// name them.
+const (
+	publisherGoogle    = "google"
+	publisherAnthropic = "anthropic"
+)
+
+// Provider is the Vertex AI provider. It translates with a Gemini and an
+// Anthropic provider, chosen by the request's model.
+type Provider struct {
+	gemini    *gemini.Provider
+	anthropic *anthropic.Provider
+	// client sends the token exchanges (see UseGuardedClient); tokens
+	// caches their answers; now signs the assertions (tests replace it).
+	client *http.Client
+	tokens tokenCache
+	now    func() time.Time
+}
+
+// New returns the Vertex AI provider.
+func New() *Provider {
+	return &Provider{gemini: gemini.New(), anthropic: anthropic.New(), now: time.Now}
+}
+
+// Name is "vertex-ai".
+func (p *Provider) Name() string { return Name }
+
+// Supports reports whether the provider serves endpoint e: chat
+// completions only.
+func (p *Provider) Supports(e core.Endpoint) bool { return e == core.EndpointChatComplete }
+
+// BaseURL is the default base URL's shape (the region is the target's).
+func (p *Provider) BaseURL() string { return "https://{region}-aiplatform.googleapis.com" }
+
+// publisher is the publisher of model on Vertex AI: google for gemini-*,
+// anthropic for claude-*, "" for a model the provider does not serve.
+func publisher(model string) string {
+	switch {
+	case strings.HasPrefix(model, "gemini-"):
+		return publisherGoogle
+	case strings.HasPrefix(model, "claude-"):
+		return publisherAnthropic
+	}
+	return ""
+}
+
+// BuildRequest builds the upstream request for a chat completion, POSTed
+// to {base}/v1/projects/{project}/locations/{region}/publishers/{publisher}/models/{model}:{method}
+// on base https://{region}-aiplatform.googleapis.com
+// (https://aiplatform.googleapis.com for region global) or the target's
+// custom host:
+//   - gemini-* (publisher google): translated into a generateContent
+//     request; method generateContent, or streamGenerateContent?alt=sse;
+//   - claude-* (publisher anthropic): translated into a Messages request
+//     without model and with anthropic_version; method rawPredict, or
+//     streamRawPredict.
+//
+// Authorization: Bearer is an access token of the target's service-account
+// key when it has one (see accessToken), else the caller's token. Another
+// model, a missing or bad setting, or a missing token is a 400 naming the
+// field or header, before any call.
+func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.Target) (*http.Request, error) {
+	if req.Endpoint != core.EndpointChatComplete {
+		return nil, core.BadRequest("", "provider %s serves chat completions only, not %s", Name, req.Endpoint)
+	}
+	s, err := settings(t)
+	if err != nil {
+		return nil, err
+	}
+	if t.APIKey == "" && s.ServiceAccountJSON == "" {
+		return nil, core.BadRequest("authorization", "provider %s needs a Google Cloud OAuth access token: send Authorization: Bearer <token> (e.g. from gcloud auth print-access-token), or set vertex_service_account_json in the config target or the integration", Name)
+	}
+	pub := publisher(req.Model)
+	var model, method, query string
+	var body []byte
+	switch pub {
+	case publisherGoogle:
+		model, body, err = gemini.TranslateRequest(req.Body, req.Stream)
+		method = "generateContent"
+		if req.Stream {
+			method, query = "streamGenerateContent", "?alt=sse"
+		}
+	case publisherAnthropic:
+		model, body, err = anthropic.TranslateVertexRequest(req.Body)
+		if err == nil {
+			err = checkModel(model)
+		}
+		method = "rawPredict"
+		if req.Stream {
+			method = "streamRawPredict"
+		}
+	default:
+		return nil, core.BadRequest("model", "provider %s serves Google's Gemini models (gemini-*, publisher google) and Anthropic's Claude models (claude-*, publisher anthropic), not %q", Name, req.Model)
+	}
+	if err != nil {
+		return nil, err
+	}
+	token := t.APIKey
+	if s.ServiceAccountJSON != "" {
+		if token, err = p.accessToken(ctx, s.ServiceAccountJSON); err != nil {
+			return nil, err
+		}
+	}
+	u := Endpoint(t.BaseURL, s, pub, model, method) + query
+	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
+	if err != nil {
+		return nil, core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host: %v", err)
+	}
+	core.UpstreamHeader(hr.Header, req, t, core.HeaderNames{})
+	hr.Header.Set("Content-Type", "application/json") // the body is the gateway's own
+	hr.Header.Set("Authorization", "Bearer "+token)
+	return hr, nil
+}
+
+// Endpoint is the URL of method on model of publisher in the project and
+// region of s, on base (Vertex AI's own host for the region when base is
+// empty). Its parts must have been checked: s with core.CheckVertex, model
+// as one path segment.
+func Endpoint(base string, s core.VertexSettings, publisher, model, method string) string {
+	if base == "" {
+		base = "https://" + s.Region + "-aiplatform.googleapis.com"
+		if s.Region == core.VertexGlobal {
+			base = "https://aiplatform.googleapis.com"
+		}
+	}
+	return strings.TrimRight(base, "/") + "/v1/projects/" + s.ProjectID + "/locations/" + s.Region +
+		"/publishers/" + publisher + "/models/" + url.PathEscape(model) + ":" + method
+}
+
+// checkModel refuses a Claude model name that would reach outside its path
+// segment or change the method ('/', '?', '#', ':', '%').
+func checkModel(model string) error {
+	if strings.ContainsAny(model, "/?#:%") {
+		return core.BadRequest("model", "model %q is not a Vertex AI model name: it may not hold '/', '?', '#', ':' or '%%'", model)
+	}
+	return nil
+}
+
+// settings are t's Vertex settings, checked; the project and region are
+// required.
+func settings(t *core.Target) (core.VertexSettings, error) {
+	s := t.Vertex
+	for f := range core.VertexHeaders {
+		v := s.Get(f)
+		if v == "" {
+			h := core.VertexHeaders[f]
+			return s, core.BadRequest(h, "provider %s needs %s: send %s, or set %s in the config target or the integration", Name,
+				strings.ReplaceAll(core.VertexFields[f], "_", " "), h, core.VertexFields[f])
+		}
+		if msg := core.CheckVertex(f, v); msg != "" {
+			return s, core.BadRequest(core.VertexHeaders[f], "%s: %q %s", core.VertexHeaders[f], v, msg)
+		}
+	}
+	return s, nil
+}
+
+// TranslateResponse turns a chat completion's answer into the OpenAI
+// shape with the translator of the model's publisher.
+func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) error {
+	switch publisher(req.Model) {
+	case publisherGoogle:
+		return p.gemini.TranslateResponse(req, resp)
+	case publisherAnthropic:
+		return p.anthropic.TranslateResponse(req, resp)
+	}
+	return nil
+}
+
+// TranslateStream turns a chat completion's event stream into OpenAI
+// chunk events with the translator of the model's publisher.
+func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
+	switch publisher(req.Model) {
+	case publisherGoogle:
+		p.gemini.TranslateStream(req, resp)
+	case publisherAnthropic:
+		p.anthropic.TranslateStream(req, resp)
+	}
+}
+
+func init() {
+	core.Register(core.PluginInfo{ID: core.KindProviders + "." + Name, New: func() core.Plugin { return New() }})
+}
