@@ -149,12 +149,23 @@ func (t *Target) ApplyAWS(over AWSSettings, param func(field int) string) *Error
 		return nil // the common case: nothing given
 	}
 	if t.Managed {
-		for f := range AWSFields {
-			if over.Get(f) != "" {
-				return BadRequest(param(f), "%s cannot be combined with a managed provider or virtual key: its region and credentials are the integration's (set %s in its configurations)", param(f), AWSFields[f])
-			}
+		if err := managedSettings(AWSFields[:], over.Get, param, "region and credentials"); err != nil {
+			return err
 		}
 	}
 	t.AWS = over.Over(t.AWS)
+	return nil
+}
+
+// managedSettings is the 400 for settings given for a managed target,
+// whose what (e.g. "region and credentials") are its integration's: it
+// names the first of fields (read with get) that is set, as param names
+// it; nil when none is.
+func managedSettings(fields []string, get func(field int) string, param func(field int) string, what string) *Error {
+	for f := range fields {
+		if get(f) != "" {
+			return BadRequest(param(f), "%s cannot be combined with a managed provider or virtual key: its %s are the integration's (set %s in its configurations)", param(f), what, fields[f])
+		}
+	}
 	return nil
 }

@@ -168,10 +168,8 @@ func (t *Target) ApplyVertex(over VertexSettings, param func(field int) string) 
 		return nil // the common case: nothing given
 	}
 	if t.Managed {
-		for f := range VertexFields {
-			if over.Get(f) != "" {
-				return BadRequest(param(f), "%s cannot be combined with a managed provider or virtual key: its project, region and key are the integration's (set %s in its configurations)", param(f), VertexFields[f])
-			}
+		if err := managedSettings(VertexFields[:], over.Get, param, "project, region and key"); err != nil {
+			return err
 		}
 	}
 	t.Vertex = over.Over(t.Vertex)
