@@ -55,6 +55,49 @@ func canManageIntegration(p *core.Principal, workspaceID string) *core.Error {
 	return canManageLevel(p, workspaceID, "integrations")
 }
 
+// integrationPlace is where a new integration of record type T goes (see
+// placeIntegration).
+type integrationPlace[T any] struct {
+	wsRef       string  // the workspace the body names, or ""
+	workspaceID *string // the record's, set from wsRef
+	plural      string  // "integrations", "MCP integrations"
+	noun        string  // "integration", "MCP integration"
+	mappings    []store.SecretMapping
+	bucket      store.Bucket
+	slug        string
+	idSlug      func(T) (string, string)
+}
+
+// placeIntegration is what every integration create checks in its
+// transaction: the workspace the body names (which becomes the record's),
+// the caller's right to create at that level, the secret references of
+// the mappings, and that the slug is free.
+func placeIntegration[T any](s *Service, tx store.Tx, caller *core.Principal, pl integrationPlace[T]) error {
+	if pl.wsRef != "" {
+		ws, err := s.resolveWorkspace(tx, caller, pl.wsRef, true)
+		if err != nil {
+			return err
+		}
+		*pl.workspaceID = ws.ID
+	}
+	if err := canManageLevel(caller, *pl.workspaceID, pl.plural); err != nil {
+		return err
+	}
+	var p problems
+	if err := checkSecretRefs(tx, pl.mappings, "secret_mappings", &p); err != nil {
+		return err
+	}
+	if err := p.err(); err != nil {
+		return err
+	}
+	if taken, err := slugTaken(tx, pl.bucket, pl.slug, pl.idSlug); err != nil {
+		return err
+	} else if taken {
+		return core.Conflict("an %s with slug %q exists already", pl.noun, pl.slug)
+	}
+	return nil
+}
+
 // canManageLevel is canManageIntegration's rule for records named plural
 // ("integrations", "MCP integrations").
 func canManageLevel(p *core.Principal, workspaceID, plural string) *core.Error {
@@ -174,27 +217,10 @@ func (s *Service) createIntegration(c *fiber.Ctx) error {
 	}
 	var def *store.Provider
 	err = s.st.Update(func(tx store.Tx) error {
-		if wsRef != "" {
-			ws, err := s.resolveWorkspace(tx, caller, wsRef, true)
-			if err != nil {
-				return err
-			}
-			rec.WorkspaceID = ws.ID
-		}
-		if err := canManageIntegration(caller, rec.WorkspaceID); err != nil {
+		err := placeIntegration(s, tx, caller, integrationPlace[store.Integration]{wsRef: wsRef, workspaceID: &rec.WorkspaceID, plural: "integrations",
+			noun: "integration", mappings: rec.SecretMappings, bucket: store.BucketIntegrations, slug: rec.Slug, idSlug: integrationIDSlug})
+		if err != nil {
 			return err
-		}
-		var p problems
-		if err := checkSecretRefs(tx, rec.SecretMappings, "secret_mappings", &p); err != nil {
-			return err
-		}
-		if err := p.err(); err != nil {
-			return err
-		}
-		if taken, err := slugTaken(tx, store.BucketIntegrations, rec.Slug, integrationIDSlug); err != nil {
-			return err
-		} else if taken {
-			return core.Conflict("an integration with slug %q exists already", rec.Slug)
 		}
 		if createDefault {
 			var err error

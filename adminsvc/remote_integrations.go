@@ -192,27 +192,10 @@ func createRemoteIntegration[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) 
 		return err
 	}
 	err = s.st.Update(func(tx store.Tx) error {
-		if wsRef != "" {
-			ws, err := s.resolveWorkspace(tx, caller, wsRef, true)
-			if err != nil {
-				return err
-			}
-			rec.WorkspaceID = ws.ID
-		}
-		if err := canManageLevel(caller, rec.WorkspaceID, k.integPlural); err != nil {
+		err := placeIntegration(s, tx, caller, integrationPlace[store.RemoteIntegration]{wsRef: wsRef, workspaceID: &rec.WorkspaceID, plural: k.integPlural,
+			noun: k.integNoun, mappings: rec.SecretMappings, bucket: k.integBucket, slug: rec.Slug, idSlug: remoteIntegrationIDSlug})
+		if err != nil {
 			return err
-		}
-		var p problems
-		if err := checkSecretRefs(tx, rec.SecretMappings, "secret_mappings", &p); err != nil {
-			return err
-		}
-		if err := p.err(); err != nil {
-			return err
-		}
-		if taken, err := slugTaken(tx, k.integBucket, rec.Slug, remoteIntegrationIDSlug); err != nil {
-			return err
-		} else if taken {
-			return core.Conflict("an %s with slug %q exists already", k.integNoun, rec.Slug)
 		}
 		return tx.Put(k.integBucket, rec.ID, rec)
 	})
