@@ -285,7 +285,7 @@ func (s *Service) createExport(c *fiber.Ctx) error {
 	})
 	if err == nil {
 		err = s.st.Update(func(tx store.Tx) error {
-			if err := checkUnfinishedExports(tx, &exp); err != nil {
+			if err := checkUnfinishedExports(tx, &exp, s.exports.maxUnfinished); err != nil {
 				return err
 			}
 			return tx.Put(store.BucketLogExports, exp.ID, exp)
@@ -298,9 +298,9 @@ func (s *Service) createExport(c *fiber.Ctx) error {
 }
 
 // checkUnfinishedExports refuses (409) a new export when its workspace
-// (or its organisation's exports of every workspace) already has
-// MaxUnfinishedExports that are draft or in_progress.
-func checkUnfinishedExports(tx store.Tx, exp *store.LogExport) error {
+// (or its organisation's exports of every workspace) already has limit
+// exports that are draft or in_progress.
+func checkUnfinishedExports(tx store.Tx, exp *store.LogExport, limit int) error {
 	all, err := store.List[store.LogExport](tx, store.BucketLogExports)
 	if err != nil {
 		return err
@@ -312,13 +312,13 @@ func checkUnfinishedExports(tx store.Tx, exp *store.LogExport) error {
 			n++
 		}
 	}
-	if n >= MaxUnfinishedExports {
+	if n >= limit {
 		whose := "workspace " + exp.WorkspaceID + " has"
 		if exp.WorkspaceID == "" {
 			whose = "the organisation has, of exports of every workspace,"
 		}
 		return core.Conflict("%s %d log exports that are draft or in_progress, the limit (%d); "+
-			"start, cancel or delete one first", whose, n, MaxUnfinishedExports)
+			"start, cancel or delete one first", whose, n, limit)
 	}
 	return nil
 }

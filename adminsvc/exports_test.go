@@ -436,20 +436,33 @@ func TestExportRetentionOff(t *testing.T) {
 }
 
 func TestExportLimits(t *testing.T) {
+	t.Run("unfinished exports, a limit of the operator's", func(t *testing.T) {
+		e := newLogsEnv(t, false)
+		e.exportOptions.MaxUnfinished = 2
+		e.restart(false)
+		_, exporter := e.wsKey(e.wsID, core.ScopeLogsExport)
+		e.createExport(exporter, exportBody(map[string]any{}, "id"))
+		e.createExport(exporter, exportBody(map[string]any{}, "id"))
+		r := e.do(http.MethodPost, "/v1/logs/exports", exporter, exportBody(map[string]any{}, "id"))
+		wantErr(t, r, http.StatusConflict, core.CodeConflict)
+		if !strings.Contains(r.errField("message"), "limit (2)") {
+			t.Fatalf("the message does not name the limit: %s", r.raw)
+		}
+	})
 	t.Run("unfinished exports per workspace", func(t *testing.T) {
 		e := newLogsEnv(t, false)
 		wsB := e.addWorkspace("team-b")
 		_, exporterA := e.wsKey(e.wsID, core.ScopeLogsExport)
 		_, exporterB := e.wsKey(wsB, core.ScopeLogsExport)
 		var ids []string
-		for range adminsvc.MaxUnfinishedExports {
+		for range adminsvc.DefaultExportMaxUnfinished {
 			id, _ := e.createExport(exporterA, exportBody(map[string]any{}, "id"))
 			ids = append(ids, id)
 		}
 		e.do(http.MethodPost, "/v1/logs/exports/"+ids[0]+"/start", exporterA, nil) // in_progress counts too
 		r := e.do(http.MethodPost, "/v1/logs/exports", exporterA, exportBody(map[string]any{}, "id"))
 		wantErr(t, r, http.StatusConflict, core.CodeConflict)
-		if !strings.Contains(r.errField("message"), fmt.Sprintf("limit (%d)", adminsvc.MaxUnfinishedExports)) {
+		if !strings.Contains(r.errField("message"), fmt.Sprintf("limit (%d)", adminsvc.DefaultExportMaxUnfinished)) {
 			t.Fatalf("the message does not name the limit: %s", r.raw)
 		}
 		// Other workspaces, and the organisation's exports of every workspace, have their own.

@@ -28,10 +28,10 @@ const (
 	// DefaultExportPruneEvery is the pause between prunings of finished
 	// exports.
 	DefaultExportPruneEvery = time.Hour
-	// MaxUnfinishedExports bounds the exports of one workspace (or of the
-	// organisation, for its exports of every workspace) that are draft or
-	// in_progress.
-	MaxUnfinishedExports = 10
+	// DefaultExportMaxUnfinished bounds the exports of one workspace (or
+	// of the organisation, for its exports of every workspace) that are
+	// draft or in_progress.
+	DefaultExportMaxUnfinished = 10
 	// exportPageRecords is how many records one read transaction of a run
 	// reads; the progress is stored and a cancel seen between pages.
 	exportPageRecords = 1000
@@ -49,6 +49,7 @@ type Exports struct {
 	dir           string
 	maxBytes      int64
 	maxTotalBytes int64
+	maxUnfinished int
 	retention     time.Duration
 	pruneEvery    time.Duration
 	now           func() time.Time
@@ -68,6 +69,10 @@ type ExportsOptions struct {
 	// (DefaultExportMaxTotalBytes): no export starts while the files of
 	// the exports that are success or in_progress reach it.
 	MaxTotalBytes int64
+	// MaxUnfinished bounds the exports of one workspace (or of the
+	// organisation, for its exports of every workspace) that are draft or
+	// in_progress (DefaultExportMaxUnfinished): creating one more is a 409.
+	MaxUnfinished int
 	// Retention is how long a finished export (success, failed, stopped)
 	// and its file are kept after it finished; 0 keeps them for ever.
 	Retention time.Duration
@@ -91,6 +96,9 @@ func NewExports(o ExportsOptions) (*Exports, error) {
 	if o.MaxTotalBytes <= 0 {
 		o.MaxTotalBytes = DefaultExportMaxTotalBytes
 	}
+	if o.MaxUnfinished <= 0 {
+		o.MaxUnfinished = DefaultExportMaxUnfinished
+	}
 	if o.PruneEvery <= 0 {
 		o.PruneEvery = DefaultExportPruneEvery
 	}
@@ -100,7 +108,7 @@ func NewExports(o ExportsOptions) (*Exports, error) {
 	if o.Logger == nil {
 		o.Logger = slog.Default()
 	}
-	x := &Exports{st: o.Store, dir: o.Dir, maxBytes: o.MaxBytes, maxTotalBytes: o.MaxTotalBytes, retention: o.Retention,
+	x := &Exports{st: o.Store, dir: o.Dir, maxBytes: o.MaxBytes, maxTotalBytes: o.MaxTotalBytes, maxUnfinished: o.MaxUnfinished, retention: o.Retention,
 		pruneEvery: o.PruneEvery, now: o.Now, logger: o.Logger, wake: make(chan struct{}, 1)}
 	if err := os.MkdirAll(o.Dir, 0o700); err != nil {
 		return nil, fmt.Errorf("log exports: %w", err)

@@ -75,6 +75,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	retention := fs.String("log-retention", env("GATEWAY_LOG_RETENTION", "30d"), "how long request logs are kept, e.g. 30d or 12h; 0 keeps them for ever (env GATEWAY_LOG_RETENTION)")
 	exportRetention := fs.String("export-retention", env("GATEWAY_EXPORT_RETENTION", "7d"), "how long finished log exports and their files are kept, e.g. 7d or 12h; 0 keeps them for ever (env GATEWAY_EXPORT_RETENTION)")
 	exportMaxTotal := fs.String("export-max-total-bytes", env("GATEWAY_EXPORT_MAX_TOTAL_BYTES", strconv.Itoa(adminsvc.DefaultExportMaxTotalBytes)), "no log export starts while the export files take this many bytes (env GATEWAY_EXPORT_MAX_TOTAL_BYTES)")
+	exportMaxUnfinished := fs.String("export-max-unfinished", env("GATEWAY_EXPORT_MAX_UNFINISHED", strconv.Itoa(adminsvc.DefaultExportMaxUnfinished)), "how many log exports of one workspace may be draft or in progress at once (env GATEWAY_EXPORT_MAX_UNFINISHED)")
 	remoteTimeout := fs.String("remote-timeout", env("GATEWAY_REMOTE_TIMEOUT", server.DefaultRemoteTimeout.String()), "how long an MCP server or agent may take to answer /v1/mcp and /v1/agents calls, e.g. 2m (env GATEWAY_REMOTE_TIMEOUT)")
 	remoteIdle := fs.String("remote-stream-idle", env("GATEWAY_REMOTE_STREAM_IDLE", server.DefaultRemoteStreamIdle.String()), "how long an MCP server's or agent's event stream may stay silent before it is ended, e.g. 5m (env GATEWAY_REMOTE_STREAM_IDLE)")
 	fs.StringVar(&cfg.PprofAddr, "pprof-addr", env("GATEWAY_PPROF_ADDR", ""), "serve Go's pprof profiles on this address (e.g. 127.0.0.1:6060); off by default")
@@ -98,6 +99,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if cfg.ExportMaxTotalBytes, err = strconv.ParseInt(*exportMaxTotal, 10, 64); err != nil || cfg.ExportMaxTotalBytes <= 0 {
 		return cfg, fmt.Errorf("--export-max-total-bytes (GATEWAY_EXPORT_MAX_TOTAL_BYTES): %q is not a positive number of bytes", *exportMaxTotal)
+	}
+	if cfg.ExportMaxUnfinished, err = strconv.Atoi(*exportMaxUnfinished); err != nil || cfg.ExportMaxUnfinished <= 0 {
+		return cfg, fmt.Errorf("--export-max-unfinished (GATEWAY_EXPORT_MAX_UNFINISHED): %q is not a positive whole number", *exportMaxUnfinished)
 	}
 	if cfg.RemoteTimeout, err = positiveDuration(*remoteTimeout); err != nil {
 		return cfg, fmt.Errorf("--remote-timeout (GATEWAY_REMOTE_TIMEOUT): %w", err)

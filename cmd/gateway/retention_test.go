@@ -110,3 +110,34 @@ func TestRemoteTimeoutConfig(t *testing.T) {
 		})
 	}
 }
+
+// TestExportMaxUnfinishedConfig checks --export-max-unfinished and
+// GATEWAY_EXPORT_MAX_UNFINISHED.
+func TestExportMaxUnfinishedConfig(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		args    []string
+		env     map[string]string
+		want    int
+		wantErr string
+	}{
+		{"default", nil, nil, 10, ""},
+		{"from env", nil, map[string]string{"GATEWAY_EXPORT_MAX_UNFINISHED": "3"}, 3, ""},
+		{"flag wins", []string{"--export-max-unfinished", "5"}, map[string]string{"GATEWAY_EXPORT_MAX_UNFINISHED": "3"}, 5, ""},
+		{"zero", []string{"--export-max-unfinished", "0"}, nil, 0, "--export-max-unfinished"},
+		{"not a number", nil, map[string]string{"GATEWAY_EXPORT_MAX_UNFINISHED": "many"}, 0, `"many"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg, err := parseConfig(tc.args, func(k string) string { return tc.env[k] })
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("error %v, want one naming %s", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil || cfg.ExportMaxUnfinished != tc.want {
+				t.Errorf("got %d (%v), want %d", cfg.ExportMaxUnfinished, err, tc.want)
+			}
+		})
+	}
+}

@@ -70,6 +70,9 @@ type Options struct {
 	// adminsvc.DefaultExportMaxTotalBytes): no export starts while they
 	// reach it.
 	ExportMaxTotalBytes int64
+	// ExportMaxUnfinished bounds a workspace's exports that are draft or
+	// in_progress (default adminsvc.DefaultExportMaxUnfinished).
+	ExportMaxUnfinished int
 	// RemoteTimeout and RemoteStreamIdle bound the calls of MCP servers
 	// and agents (server.Options; 0 takes the server's defaults).
 	RemoteTimeout, RemoteStreamIdle time.Duration
@@ -222,7 +225,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	}
 	a.onClose(stopLimits)
 	exports, err := adminsvc.NewExports(adminsvc.ExportsOptions{Store: st, Dir: filepath.Join(o.DataDir, "exports"),
-		Retention: o.ExportRetention, MaxTotalBytes: o.ExportMaxTotalBytes, Logger: logger})
+		Retention: o.ExportRetention, MaxTotalBytes: o.ExportMaxTotalBytes, MaxUnfinished: o.ExportMaxUnfinished, Logger: logger})
 	if err != nil {
 		return nil, err
 	}
