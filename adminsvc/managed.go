@@ -182,18 +182,37 @@ func (m *Managed) Resolve(ctx context.Context, ref string, virtualKey bool, p *c
 	return t, nil
 }
 
+// mappedSetting is a provider setting (core.AzureFields, AWSFields,
+// VertexFields) a secret mapping may fill: its check, and how it is set
+// on a target.
+type mappedSetting struct {
+	check func(field int, v string) string
+	set   func(t *core.Target, field int, v string)
+	field int
+}
+
+// mappedSettings are the settings secret mappings fill, by target_field
+// ("configurations.aws_region", ...).
+var mappedSettings = func() map[string]mappedSetting {
+	m := map[string]mappedSetting{}
+	add := func(fields []string, check func(int, string) string, set func(*core.Target, int, string)) {
+		for f, name := range fields {
+			m["configurations."+name] = mappedSetting{check: check, set: set, field: f}
+		}
+	}
+	add(core.AzureFields[:], core.CheckAzure, func(t *core.Target, f int, v string) { t.Azure.Set(f, v) })
+	add(core.AWSFields[:], core.CheckAWS, func(t *core.Target, f int, v string) { t.AWS.Set(f, v) })
+	add(core.VertexFields[:], core.CheckVertex, func(t *core.Target, f int, v string) { t.Vertex.Set(f, v) })
+	return m
+}()
+
 // applySecret fills one field of t from a secret reference.
 func (m *Managed) applySecret(ctx context.Context, t *core.Target, mp store.SecretMapping, what string) *core.Error {
-	awsField := -1
+	setting, isSetting := mappedSettings[mp.TargetField]
 	switch mp.TargetField {
 	case "key", "configurations.custom_host", "configurations." + fieldCustomHeaders:
 	default:
-		for f, name := range core.AWSFields {
-			if mp.TargetField == "configurations."+name {
-				awsField = f
-			}
-		}
-		if awsField < 0 {
+		if !isSetting {
 			return nil // kept for providers that use it; none of the built-in ones do
 		}
 	}
@@ -223,11 +242,11 @@ func (m *Managed) applySecret(ctx context.Context, t *core.Target, mp store.Secr
 		t.APIKey = v
 		return nil
 	}
-	if awsField >= 0 {
-		if msg := core.CheckAWS(awsField, v); msg != "" {
+	if isSetting {
+		if msg := setting.check(setting.field, v); msg != "" {
 			return fail(nil, msg) // the message never shows the value
 		}
-		t.AWS.Set(awsField, v)
+		setting.set(t, setting.field, v)
 		return nil
 	}
 	u, err := netguard.CheckURL(v)

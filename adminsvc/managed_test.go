@@ -385,3 +385,41 @@ func TestResolutionVertex(t *testing.T) {
 		}
 	}
 }
+
+// TestResolutionSecretMappedSettings: a secret mapping may fill any
+// provider setting of the integration's configurations (Azure, AWS,
+// Vertex), checked as a stored one is; it used to be accepted on save and
+// dropped on use for all but the AWS ones.
+func TestResolutionSecretMappedSettings(t *testing.T) {
+	m := newMgEnv(t)
+	m.addSecretRef("sr-vault", "vault-openai")
+	m.secrets.Store("sr-vault/api_version", "2024-06-01")
+	m.secrets.Store("sr-vault/bad_version", "2024/06")
+	for _, tc := range []struct {
+		slug, secret string
+		status       int
+	}{
+		{"az-mapped", "api_version", http.StatusOK},
+		{"az-bad", "bad_version", http.StatusBadGateway},
+	} {
+		t.Run(tc.slug, func(t *testing.T) {
+			m.integration(tc.slug, providerKey, map[string]any{"ai_provider_id": "azure-openai",
+				"configurations": map[string]any{"custom_host": m.up.srv.URL, "azure_deployment_id": "dep-1"},
+				"secret_mappings": []any{map[string]any{"target_field": "configurations.azure_api_version", "secret_reference_id": "vault-openai", "secret_key": tc.secret}}})
+			before := m.up.count()
+			r := m.chat(adminKey, "x-gateway-provider", "@"+tc.slug)
+			if r.status != tc.status {
+				t.Fatalf("%d %s", r.status, r.raw)
+			}
+			if tc.status != http.StatusOK {
+				if m.up.count() != before || strings.Contains(string(r.raw), "2024/06") {
+					t.Errorf("a bad mapped value: sent, or shown: %s", r.raw)
+				}
+				return
+			}
+			if got := m.up.last(t).URL.Query().Get("api-version"); got != "2024-06-01" {
+				t.Errorf("upstream api-version %q (%s)", got, m.up.last(t).URL)
+			}
+		})
+	}
+}
