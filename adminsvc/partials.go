@@ -3,6 +3,7 @@ package adminsvc
 import (
 	"encoding/json"
 	"slices"
+	"strconv"
 	"strings"
 	"time"
 
@@ -114,8 +115,11 @@ func checkPartialIncludes(tx store.Tx, rec store.PromptPartial, field, text stri
 	return nil
 }
 
-// partialUsers lists the prompts and partials of rec's workspace whose
-// default version includes rec: "prompt <slug>", "partial <slug>".
+// partialUsers lists what includes rec in its workspace: every prompt
+// version ("prompt <slug>@<version>"), since any version can be rendered
+// (by number or label), and the default version of every other partial
+// ("partial <slug>"), the only one templates include (another becomes the
+// default only once checked, makeDefaultPartial).
 func partialUsers(tx store.Tx, rec store.PromptPartial) ([]string, error) {
 	var users []string
 	prompts, err := store.List[store.Prompt](tx, store.BucketPrompts)
@@ -126,12 +130,14 @@ func partialUsers(tx store.Tx, rec store.PromptPartial) ([]string, error) {
 		if p.WorkspaceID != rec.WorkspaceID {
 			continue
 		}
-		v, err := promptKind.version(tx, p, p.DefaultVersionID)
+		versions, err := store.Versions[store.PromptVersion](tx, store.BucketPromptVersions, p.ID)
 		if err != nil {
 			return nil, err
 		}
-		if names, _ := prompt.Includes(v.Template); slices.Contains(names, rec.Slug) {
-			users = append(users, "prompt "+p.Slug)
+		for _, v := range versions {
+			if names, _ := prompt.Includes(v.Template); slices.Contains(names, rec.Slug) {
+				users = append(users, "prompt "+p.Slug+"@"+strconv.Itoa(v.Version))
+			}
 		}
 	}
 	partials, err := store.List[store.PromptPartial](tx, store.BucketPromptPartials)
@@ -273,13 +279,14 @@ func (s *Service) updatePartial(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{"id": rec.ID, "slug": rec.Slug, "version_id": rec.LatestVersionID, "version": rec.LatestVersion})
 }
 
-// deletePartial deletes a partial and its versions, unless the default
-// version of a prompt or of another partial includes it (409 naming them).
+// deletePartial deletes a partial and its versions, unless a version of a
+// prompt or the default version of another partial includes it (409
+// naming them, partialUsers).
 func (s *Service) deletePartial(c *fiber.Ctx) error {
 	return deleteVersioned(s, c, partialKind, func(tx store.Tx, rec store.PromptPartial) error {
 		users, err := partialUsers(tx, rec)
 		if err == nil && len(users) > 0 {
-			err = core.Conflict("partial %s is included by the default version of %s: change or delete those first", rec.Slug, strings.Join(users, ", "))
+			err = core.Conflict("partial %s is included by %s: change those partials, and delete those prompts (a version is never removed alone), first", rec.Slug, strings.Join(users, ", "))
 		}
 		return err
 	})

@@ -4,6 +4,7 @@ import (
 	"errors"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -163,9 +164,10 @@ func TestPartialIncludesChecked(t *testing.T) {
 	}
 }
 
-// A partial the default version of a prompt or of another partial includes
-// cannot be deleted (409 naming them); once unused it can. A partial
-// deleted behind the API's back makes rendering fail, naming it.
+// A partial that any version of a prompt, or the default version of
+// another partial, includes cannot be deleted (409 naming them); once
+// unused it can. A partial deleted behind the API's back makes rendering
+// fail, naming it.
 func TestDeletePartialInUse(t *testing.T) {
 	e := newEnv(t)
 	leaf := e.mkPartial(adminKey, "default", "leaf", "leaf")
@@ -173,7 +175,7 @@ func TestDeletePartialInUse(t *testing.T) {
 	p := e.mkPrompt(adminKey, newPrompt("user", map[string]any{"workspace_id": "default", "string": "{{> " + leaf.slug + "}}"}))
 	r := e.do(http.MethodDelete, "/v1/prompts/partials/"+leaf.slug, adminKey, nil)
 	wantErr(t, r, http.StatusConflict, core.CodeConflict)
-	if msg := r.errField("message"); !strings.Contains(msg, "prompt "+p.slug) || !strings.Contains(msg, "partial "+mid.slug) {
+	if msg := r.errField("message"); !strings.Contains(msg, "prompt "+p.slug+"@1") || !strings.Contains(msg, "partial "+mid.slug) {
 		t.Fatalf("409 does not name the users: %s", msg)
 	}
 	e.putPrompt(adminKey, p.slug, map[string]any{"patch": true, "string": "plain"})
@@ -183,14 +185,25 @@ func TestDeletePartialInUse(t *testing.T) {
 	if r := e.do(http.MethodDelete, "/v1/prompts/partials/"+mid.slug, adminKey, nil); r.status != 200 {
 		t.Fatalf("delete mid: %d %s", r.status, r.raw)
 	}
+	// Version 1, no longer the default, still renders with the leaf
+	// ({slug}@1): it keeps the leaf from deletion.
+	r = e.do(http.MethodDelete, "/v1/prompts/partials/"+leaf.slug, adminKey, nil)
+	wantErr(t, r, http.StatusConflict, core.CodeConflict)
+	if msg := r.errField("message"); !strings.Contains(msg, "prompt "+p.slug+"@1") || strings.Contains(msg, "@2") {
+		t.Fatalf("409 does not name version 1 alone: %s", msg)
+	}
+	if got, err := e.render(p.slug+"@1", nil); err != nil || !strings.Contains(got, `"leaf"`) {
+		t.Fatalf("render @1: %s %v", got, err)
+	}
+	if r := e.do(http.MethodDelete, "/v1/prompts/"+p.slug, adminKey, nil); r.status != 200 {
+		t.Fatalf("delete prompt: %d %s", r.status, r.raw)
+	}
 	if r := e.do(http.MethodDelete, "/v1/prompts/partials/"+leaf.slug, adminKey, nil); r.status != 200 {
 		t.Fatalf("delete leaf: %d %s", r.status, r.raw)
 	}
 	if n := len(listBucket[store.PartialVersion](t, e.st, store.BucketPartialVersions)); n != 0 {
 		t.Fatalf("%d partial versions left", n)
 	}
-	// Version 1 includes the deleted leaf: publishing it again is refused.
-	wantValidation(t, e.do(http.MethodPut, "/v1/prompts/"+p.slug+"/makeDefault", adminKey, map[string]any{"version": 1}), "version")
 
 	// Behind the API's back: render names the missing partial.
 	gone := e.mkPartial(adminKey, "default", "gone", "g")
@@ -205,6 +218,40 @@ func TestDeletePartialInUse(t *testing.T) {
 	if _, err := e.render(q.slug, nil); !errors.As(err, &pe) || pe.Partial != gone.slug {
 		t.Fatalf("render with a deleted partial: %v", err)
 	}
+	// A version including the missing partial is not published again.
+	e.putPrompt(adminKey, q.slug, map[string]any{"patch": true, "string": "plain"})
+	if r := e.do(http.MethodPut, "/v1/prompts/"+q.slug+"/makeDefault", adminKey, map[string]any{"version": 2}); r.status != 200 {
+		t.Fatalf("makeDefault: %s", r.raw)
+	}
+	wantValidation(t, e.do(http.MethodPut, "/v1/prompts/"+q.slug+"/makeDefault", adminKey, map[string]any{"version": 1}), "version")
+}
+
+// Partials saved one at a time cannot nest deeper than rendering allows:
+// a chain as deep as allowed takes no further partial, neither when its
+// innermost partial is changed to include one, nor when a new partial
+// includes its outermost (400 naming the chain). Publishing a version
+// (makeDefault) is checked by the same checkPartialIncludes.
+func TestPartialChainDepthSavedPiecewise(t *testing.T) {
+	e := newEnv(t)
+	extra := e.mkPartial(adminKey, "default", "extra", "e")
+	slugs := make([]string, prompt.MaxPartialDepth) // innermost first
+	text := "leaf"
+	for i := range slugs {
+		slugs[i] = e.mkPartial(adminKey, "default", "p"+strconv.Itoa(i), text).slug
+		text = "{{> " + slugs[i] + "}}"
+	}
+	p := e.mkPrompt(adminKey, newPrompt("deep", map[string]any{"workspace_id": "default", "string": text}))
+	if got, err := e.render(p.slug, nil); err != nil || !strings.Contains(got, `"leaf"`) {
+		t.Fatalf("render of the deepest chain allowed: %s %v", got, err)
+	}
+	more := "leaf{{> " + extra.slug + "}}"
+	r := e.do(http.MethodPut, "/v1/prompts/partials/"+slugs[0], adminKey, map[string]any{"string": more})
+	wantValidation(t, r, "string")
+	if msg := r.errField("message"); !strings.Contains(msg, slugs[len(slugs)-1]+" > ") || !strings.Contains(msg, "more than") {
+		t.Fatalf("400 does not name the chain: %s", msg)
+	}
+	r = e.do(http.MethodPost, "/v1/prompts/partials", adminKey, map[string]any{"name": "top", "string": text, "workspace_id": "default"})
+	wantValidation(t, r, "string")
 }
 
 // Labels name versions: {prompt}@{label}, @{number} and @latest select a

@@ -2,6 +2,7 @@ package prompt
 
 import (
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 
@@ -90,7 +91,11 @@ func CheckPartials(template string, partials map[string]string) error {
 }
 
 // CheckPartial checks a partial's text as CheckPartials checks a template,
-// as partial name: partials holds the other partials.
+// as partial name: partials holds the other partials. The partials that
+// include name, directly or through others, count as well: no chain of
+// partials through name may nest deeper than MaxPartialDepth, the bound
+// rendering holds, so saving partials one at a time cannot build a chain
+// too deep to render.
 func CheckPartial(name, text string, partials map[string]string) error {
 	all := make(map[string]string, len(partials)+1)
 	for k, v := range partials {
@@ -100,7 +105,51 @@ func CheckPartial(name, text string, partials map[string]string) error {
 	if _, err := parsePartial(text); err != nil {
 		return err
 	}
-	return checkIncluded(all, nil, []string{name}, map[string]int{})
+	height := map[string]int{}
+	if err := checkIncluded(all, nil, []string{name}, height); err != nil {
+		return err
+	}
+	if above := includers(all, name); len(above)+height[name] > MaxPartialDepth {
+		return &PartialError{Partial: name, Msg: fmt.Sprintf("partials would nest more than %d deep (%s, which nests %d deep itself)",
+			MaxPartialDepth, strings.Join(append(above, name), " > "), height[name])}
+	}
+	return nil
+}
+
+// includers is the longest chain of partials that includes name,
+// outermost first (nil when none does). Partials that do not parse include
+// nothing; a cycle (found elsewhere) is not followed round.
+func includers(partials map[string]string, name string) []string {
+	includedBy := map[string][]string{}
+	for _, p := range slices.Sorted(maps.Keys(partials)) {
+		if nodes, err := parsePartial(partials[p]); err == nil {
+			for _, n := range appendIncludes(nil, nodes) {
+				includedBy[n] = append(includedBy[n], p)
+			}
+		}
+	}
+	longest := map[string][]string{}
+	onPath := map[string]bool{}
+	var above func(string) []string
+	above = func(n string) []string {
+		if chain, ok := longest[n]; ok {
+			return chain
+		}
+		onPath[n] = true
+		var best []string
+		for _, p := range includedBy[n] {
+			if onPath[p] {
+				continue
+			}
+			if chain := above(p); len(chain)+1 > len(best) {
+				best = append(slices.Clone(chain), p)
+			}
+		}
+		onPath[n] = false
+		longest[n] = best
+		return best
+	}
+	return above(name)
 }
 
 // checkIncluded checks names, included inside the partials including.

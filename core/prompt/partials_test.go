@@ -121,6 +121,46 @@ func TestCheckPartial(t *testing.T) {
 	}
 }
 
+// Partials saved one at a time cannot build a chain deeper than rendering
+// allows: CheckPartial counts the partials that include the one saved.
+func TestCheckPartialCountsIncluders(t *testing.T) {
+	full := chain(MaxPartialDepth) // pb > ... > the leaf, as deep as allowed
+	leaf := partialName(MaxPartialDepth)
+	withExtra := chain(MaxPartialDepth)
+	withExtra["extra"] = "e"
+	for _, tc := range []struct {
+		name, partial, text string
+		others              map[string]string
+		chain               string // in the error; "" when accepted
+	}{
+		{"leaf saved unchanged", leaf, full[leaf], full, ""},
+		{"leaf made to include one more", leaf, full[leaf] + "{{> extra}}", withExtra, "pb > pc"},
+		{"a middle partial made to include one more", partialName(3), "{{> " + partialName(4) + "}}{{> extra}}{{> " + partialName(4) + "}}", withExtra, ""},
+		{"a partial included nowhere", "extra", "{{> pb}}", full, "partials nest more than"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := CheckPartial(tc.partial, tc.text, tc.others)
+			if tc.chain == "" {
+				if err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var pe *PartialError
+			if !errors.As(err, &pe) || !strings.Contains(pe.Error(), tc.chain) {
+				t.Fatalf("CheckPartial = %v, want a partial error naming %q", err, tc.chain)
+			}
+		})
+	}
+	// Rendering holds the same bound, whatever was saved: a chain one too
+	// deep is a *PartialError naming the partial past the bound.
+	deep := chain(MaxPartialDepth + 1)
+	var pe *PartialError
+	if _, err := Render(&Version{Template: "{{> pb}}", Partials: deep}, nil, nil); !errors.As(err, &pe) || pe.Partial != partialName(MaxPartialDepth+1) {
+		t.Fatalf("Render of a chain too deep = %v", err)
+	}
+}
+
 func TestIncludes(t *testing.T) {
 	got, err := Includes(`[{"role":"system","content":"{{> sys}}"},{"role":"user","content":[{"type":"text","text":"{{#a}}{{> q}}{{/a}}{{> sys}}"}]}]`)
 	if err != nil || strings.Join(got, ",") != "sys,q" {
