@@ -110,9 +110,9 @@ func renderBody(v *prompt.Version, raw []byte) ([]byte, *core.Error) {
 	case errors.As(rerr, &pe):
 		return nil, core.BadRequest(pe.Param, "%s", pe.Error())
 	case errors.As(rerr, &partial):
-		// A version other than the default may include a partial deleted
-		// since (only default versions keep a partial from deletion).
-		return nil, core.Conflict("saved prompt %s, version %d, cannot be rendered: %v; save the partial again or render another version", v.Slug, v.Version, partial)
+		// Saves keep every included partial in place and within depth;
+		// one may still be gone (removed from the store by hand).
+		return nil, core.Conflict("saved prompt %s, version %d, cannot be rendered: %v", v.Slug, v.Version, partial)
 	}
 	return nil, core.Internal(rerr, "saved prompt %s cannot be rendered: %v; fix its template", v.Slug, rerr)
 }
