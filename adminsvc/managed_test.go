@@ -404,7 +404,7 @@ func TestResolutionSecretMappedSettings(t *testing.T) {
 	} {
 		t.Run(tc.slug, func(t *testing.T) {
 			m.integration(tc.slug, providerKey, map[string]any{"ai_provider_id": "azure-openai",
-				"configurations": map[string]any{"custom_host": m.up.srv.URL, "azure_deployment_id": "dep-1"},
+				"configurations":  map[string]any{"custom_host": m.up.srv.URL, "azure_deployment_id": "dep-1"},
 				"secret_mappings": []any{map[string]any{"target_field": "configurations.azure_api_version", "secret_reference_id": "vault-openai", "secret_key": tc.secret}}})
 			before := m.up.count()
 			r := m.chat(adminKey, "x-gateway-provider", "@"+tc.slug)
