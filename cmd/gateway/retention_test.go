@@ -1,6 +1,7 @@
 package main
 
 import (
+	"strconv"
 	"strings"
 	"testing"
 	"time"
@@ -80,21 +81,29 @@ func TestExportConfig(t *testing.T) {
 	}
 }
 
-// TestRemoteTimeoutConfig checks --remote-timeout, --remote-stream-idle
-// and their GATEWAY_REMOTE_* variables.
-func TestRemoteTimeoutConfig(t *testing.T) {
+// TestLimitFlagsConfig checks --remote-timeout, --remote-stream-idle and
+// --export-max-unfinished with their GATEWAY_* variables: got reads the
+// parsed value of the row's setting, as text.
+func TestLimitFlagsConfig(t *testing.T) {
+	remote := func(c config) string { return c.RemoteTimeout.String() + " " + c.RemoteStreamIdle.String() }
+	unfinished := func(c config) string { return strconv.Itoa(c.ExportMaxUnfinished) }
 	for _, tc := range []struct {
-		name              string
-		args              []string
-		env               map[string]string
-		wantTotal, wantIn time.Duration
-		wantErr           string
+		name          string
+		args          []string
+		env           map[string]string
+		got           func(config) string
+		want, wantErr string
 	}{
-		{"defaults", nil, nil, 2 * time.Minute, 5 * time.Minute, ""},
-		{"from env", nil, map[string]string{"GATEWAY_REMOTE_TIMEOUT": "30s", "GATEWAY_REMOTE_STREAM_IDLE": "1h"}, 30 * time.Second, time.Hour, ""},
-		{"flags win", []string{"--remote-timeout", "10s"}, map[string]string{"GATEWAY_REMOTE_TIMEOUT": "30s"}, 10 * time.Second, 5 * time.Minute, ""},
-		{"zero", []string{"--remote-timeout", "0"}, nil, 0, 0, "--remote-timeout"},
-		{"no unit", nil, map[string]string{"GATEWAY_REMOTE_STREAM_IDLE": "300"}, 0, 0, "GATEWAY_REMOTE_STREAM_IDLE"},
+		{"remote defaults", nil, nil, remote, "2m0s 5m0s", ""},
+		{"remote from env", nil, map[string]string{"GATEWAY_REMOTE_TIMEOUT": "30s", "GATEWAY_REMOTE_STREAM_IDLE": "1h"}, remote, "30s 1h0m0s", ""},
+		{"remote flag wins", []string{"--remote-timeout", "10s"}, map[string]string{"GATEWAY_REMOTE_TIMEOUT": "30s"}, remote, "10s 5m0s", ""},
+		{"remote zero", []string{"--remote-timeout", "0"}, nil, remote, "", "--remote-timeout"},
+		{"stream idle without unit", nil, map[string]string{"GATEWAY_REMOTE_STREAM_IDLE": "300"}, remote, "", "GATEWAY_REMOTE_STREAM_IDLE"},
+		{"unfinished default", nil, nil, unfinished, "10", ""},
+		{"unfinished from env", nil, map[string]string{"GATEWAY_EXPORT_MAX_UNFINISHED": "3"}, unfinished, "3", ""},
+		{"unfinished flag wins", []string{"--export-max-unfinished", "5"}, map[string]string{"GATEWAY_EXPORT_MAX_UNFINISHED": "3"}, unfinished, "5", ""},
+		{"unfinished zero", []string{"--export-max-unfinished", "0"}, nil, unfinished, "", "--export-max-unfinished"},
+		{"unfinished not a number", nil, map[string]string{"GATEWAY_EXPORT_MAX_UNFINISHED": "many"}, unfinished, "", `"many"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := parseConfig(tc.args, func(k string) string { return tc.env[k] })
@@ -104,39 +113,8 @@ func TestRemoteTimeoutConfig(t *testing.T) {
 				}
 				return
 			}
-			if err != nil || cfg.RemoteTimeout != tc.wantTotal || cfg.RemoteStreamIdle != tc.wantIn {
-				t.Errorf("got %v %v (%v)", cfg.RemoteTimeout, cfg.RemoteStreamIdle, err)
-			}
-		})
-	}
-}
-
-// TestExportMaxUnfinishedConfig checks --export-max-unfinished and
-// GATEWAY_EXPORT_MAX_UNFINISHED.
-func TestExportMaxUnfinishedConfig(t *testing.T) {
-	for _, tc := range []struct {
-		name    string
-		args    []string
-		env     map[string]string
-		want    int
-		wantErr string
-	}{
-		{"default", nil, nil, 10, ""},
-		{"from env", nil, map[string]string{"GATEWAY_EXPORT_MAX_UNFINISHED": "3"}, 3, ""},
-		{"flag wins", []string{"--export-max-unfinished", "5"}, map[string]string{"GATEWAY_EXPORT_MAX_UNFINISHED": "3"}, 5, ""},
-		{"zero", []string{"--export-max-unfinished", "0"}, nil, 0, "--export-max-unfinished"},
-		{"not a number", nil, map[string]string{"GATEWAY_EXPORT_MAX_UNFINISHED": "many"}, 0, `"many"`},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			cfg, err := parseConfig(tc.args, func(k string) string { return tc.env[k] })
-			if tc.wantErr != "" {
-				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
-					t.Fatalf("error %v, want one naming %s", err, tc.wantErr)
-				}
-				return
-			}
-			if err != nil || cfg.ExportMaxUnfinished != tc.want {
-				t.Errorf("got %d (%v), want %d", cfg.ExportMaxUnfinished, err, tc.want)
+			if got := tc.got(cfg); err != nil || got != tc.want {
+				t.Errorf("got %q (%v), want %q", got, err, tc.want)
 			}
 		})
 	}
