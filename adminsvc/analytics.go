@@ -171,7 +171,7 @@ func (s *Service) groupLogs(c *fiber.Ctx) error {
 	if err := p.err(); err != nil {
 		return err
 	}
-	s.analyticsRange(&f)
+	from, to := s.analyticsRange(&f)
 	keepLatencies := slices.Contains(columns, "p95_latency") || slices.Contains(columns, "p99_latency")
 	groups := map[string]*groupStats{}
 	truncated, err := s.scanAnalytics(c, caller, &f, slices.Contains(columns, "cost"), func(r *core.LogRecord) {
@@ -199,19 +199,20 @@ func (s *Service) groupLogs(c *fiber.Ctx) error {
 		}
 		rows = append(rows, row)
 	}
-	return c.JSON(groupsBody{Object: "list", Total: len(sorted), Data: rows, From: f.From, To: f.To, Truncated: truncated})
+	return c.JSON(groupsBody{Object: "list", Total: len(sorted), Data: rows, From: from, To: to, Truncated: truncated})
 }
 
-// analyticsRange completes the range of an analytics query: it ends at
-// time_of_generation_max, else now, and starts at time_of_generation_min,
-// else analyticsWindow before its end.
-func (s *Service) analyticsRange(f *store.LogFilter) {
-	if f.To.IsZero() {
-		f.To = s.now()
+// analyticsRange completes the range of an analytics query and returns
+// it: it ends at time_of_generation_max, else now, and starts at
+// time_of_generation_min, else analyticsWindow before its end.
+func (s *Service) analyticsRange(f *store.LogFilter) (from, to time.Time) {
+	if f.To == nil {
+		f.To = new(s.now())
 	}
-	if f.From.IsZero() {
-		f.From = f.To.Add(-analyticsWindow)
+	if f.From == nil {
+		f.From = new(f.To.Add(-analyticsWindow))
 	}
+	return *f.From, *f.To
 }
 
 // scanAnalytics calls fn with the records of f's range that f matches and

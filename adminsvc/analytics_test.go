@@ -206,6 +206,10 @@ func TestAnalyticsGroups(t *testing.T) {
 			{"model": "gpt-4o-mini", "requests": 4}, {"model": "gpt-4o", "requests": 1}, {"model": "mystery", "requests": 1}}},
 		{"time max only: 30 days before it", adminKey, "model?time_of_generation_max=" + url.QueryEscape(at(1).Format(time.RFC3339)), 1, []row{
 			{"model": "gpt-4o-mini", "requests": 2}}},
+		// The zero time given is a bound like any other, not "absent".
+		{"time min at the zero time: every record", adminKey, "model?time_of_generation_min=0001-01-01T00:00:00Z", 3, []row{
+			{"model": "gpt-4o-mini", "requests": 4}, {"model": "gpt-4o", "requests": 1}, {"model": "mystery", "requests": 1}}},
+		{"time max at the zero time: no record", adminKey, "model?time_of_generation_max=0001-01-01T00:00:00Z", 0, []row{}},
 		{"status_code filter", adminKey, "model?status_code=500,429", 2, []row{{"model": "gpt-4o", "requests": 1}, {"model": "mystery", "requests": 1}}},
 		{"metadata filter: every pair", adminKey, "model?metadata=" + url.QueryEscape(`{"env":"prod","team":"x"}`), 1, []row{{"model": "gpt-4o-mini", "requests": 1}}},
 		{"cost range", adminKey, "model?cost_min=0.00005&cost_max=0.0001", 1, []row{{"model": "gpt-4o-mini", "requests": 1}}},
@@ -298,6 +302,8 @@ func TestAnalyticsRefusals(t *testing.T) {
 		{"ai_org_model without a provider", adminKey, "model?ai_org_model=gpt-4o", 400, core.CodeValidation, []string{"ai_org_model"}},
 		{"api_key_ids with an empty id", adminKey, "model?api_key_ids=a,,b", 400, core.CodeValidation, []string{"api_key_ids"}},
 		{"bad time", adminKey, "model?time_of_generation_min=yesterday", 400, core.CodeValidation, []string{"time_of_generation_min"}},
+		{"max at the zero time, before min", adminKey, "model?time_of_generation_min=2026-01-01T00:00:00Z&time_of_generation_max=0001-01-01T00:00:00Z",
+			400, core.CodeValidation, []string{"time_of_generation_max"}},
 		// The default range reaches 30 days before max: year -1, which has no JSON form.
 		{"time in year 0", adminKey, "model?time_of_generation_max=0000-01-05T00:00:00Z", 400, core.CodeValidation, []string{"time_of_generation_max"}},
 		{"bad page_size", adminKey, "model?page_size=0", 400, core.CodeValidation, []string{"page_size"}},

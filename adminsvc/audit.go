@@ -265,8 +265,8 @@ func (s *Service) listAuditLogs(c *fiber.Ctx) error {
 			p.add(name, "is required: an RFC 3339 date-time such as \"2026-11-21T10:00:00Z\"")
 		}
 	}
-	f.From = parseTime(c.Query("start_time"), "start_time", &p)
-	f.To = parseTime(c.Query("end_time"), "end_time", &p)
+	f.From, _ = parseTime(c.Query("start_time"), "start_time", &p)
+	f.To, _ = parseTime(c.Query("end_time"), "end_time", &p)
 	if !f.From.IsZero() && !f.To.IsZero() && f.To.Before(f.From) {
 		p.add("end_time", "must not be before start_time")
 	}

@@ -178,15 +178,15 @@ func (s *Service) graphLogs(c *fiber.Ctx) error {
 		p.add("kind", "must be one of %s, got %q", strings.Join(slices.Sorted(maps.Keys(graphKinds)), ", "), name)
 	}
 	f := parseLogFilter(c.Query, &p)
-	s.analyticsRange(&f)
-	bucket, size := graphBucket(c.Query("bucket"), f.From, f.To, &p)
+	from, to := s.analyticsRange(&f)
+	bucket, size := graphBucket(c.Query("bucket"), from, to, &p)
 	if err := p.err(); err != nil {
 		return err
 	}
-	start := f.From.UTC().Truncate(size)
+	start := from.UTC().Truncate(size)
 	var buckets []graphStats
 	if kind.points == nil {
-		buckets = make([]graphStats, pointCount(start, f.To, size))
+		buckets = make([]graphStats, pointCount(start, to, size))
 	}
 	var whole graphStats
 	truncated, err := s.scanAnalytics(c, caller, &f, kind.withCost, func(r *core.LogRecord) {
@@ -203,7 +203,7 @@ func (s *Service) graphLogs(c *fiber.Ctx) error {
 		summary = kind.point
 	}
 	slices.Sort(whole.latencies)
-	body := graphBody{Object: "analytics-graph", Summary: summary(&whole), Bucket: bucket, From: f.From, To: f.To, Truncated: truncated}
+	body := graphBody{Object: "analytics-graph", Summary: summary(&whole), Bucket: bucket, From: from, To: to, Truncated: truncated}
 	if kind.points != nil {
 		body.DataPoints = kind.points(&whole)
 	} else {

@@ -206,6 +206,8 @@ func TestAnalyticsGraphsRefusals(t *testing.T) {
 			400, core.CodeValidation, []string{"bucket"}},
 		{"range ends before it starts", adminKey, "/requests?time_of_generation_min=2026-03-01T00:00:00Z&time_of_generation_max=2026-02-01T00:00:00Z",
 			400, core.CodeValidation, []string{"time_of_generation_max"}},
+		{"range ends at the zero time, before it starts", adminKey, "/requests?time_of_generation_min=2026-03-01T00:00:00Z&time_of_generation_max=0001-01-01T00:00:00Z",
+			400, core.CodeValidation, []string{"time_of_generation_max"}},
 		{"bad time", adminKey, "/requests?time_of_generation_max=soon", 400, core.CodeValidation, []string{"time_of_generation_max"}},
 		{"bad status_code", adminKey, "/requests?status_code=abc", 400, core.CodeValidation, []string{"status_code"}},
 		{"bad metadata", adminKey, "/requests?metadata=env", 400, core.CodeValidation, []string{"metadata"}},

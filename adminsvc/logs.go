@@ -50,9 +50,11 @@ func (s *Service) listLogs(c *fiber.Ctx) error {
 	return c.JSON(listBody{Object: "list", Total: total, Data: nonNil(page)})
 }
 
-func parseTime(v, name string, p *problems) time.Time {
+// parseTime reads v, the RFC 3339 time of parameter name: ok is false when
+// v is empty, or bad (reported into p).
+func parseTime(v, name string, p *problems) (t time.Time, ok bool) {
 	if v == "" {
-		return time.Time{}
+		return time.Time{}, false
 	}
 	t, err := time.Parse(time.RFC3339Nano, v)
 	if err != nil && strings.Contains(v, " ") {
@@ -64,8 +66,9 @@ func parseTime(v, name string, p *problems) time.Time {
 	// default) would hold a year that has no JSON form.
 	if err != nil || t.Year() < 1 {
 		p.add(name, "must be an RFC 3339 date-time from year 0001 such as \"2026-11-21T10:00:00Z\", got %q", v)
+		return time.Time{}, false
 	}
-	return t
+	return t, true
 }
 
 // logView is a log record as GET /logs/{id} returns it.

@@ -6,6 +6,7 @@ import (
 	"math"
 	"strconv"
 	"strings"
+	"time"
 
 	"github.com/llm-gateway/gateway/store"
 )
@@ -48,12 +49,22 @@ func parseLogFilter(get func(string, ...string) string, p *problems) store.LogFi
 	if f.CostMin != nil && f.CostMax != nil && *f.CostMax < *f.CostMin {
 		p.add("cost_max", "must not be below cost_min")
 	}
-	f.From = parseTime(get("time_of_generation_min"), "time_of_generation_min", p)
-	f.To = parseTime(get("time_of_generation_max"), "time_of_generation_max", p)
-	if !f.From.IsZero() && !f.To.IsZero() && f.To.Before(f.From) {
+	f.From = parseTimeBound(get, "time_of_generation_min", p)
+	f.To = parseTimeBound(get, "time_of_generation_max", p)
+	if f.From != nil && f.To != nil && f.To.Before(*f.From) {
 		p.add("time_of_generation_max", "must not be before time_of_generation_min")
 	}
 	return f
+}
+
+// parseTimeBound reads a bound on the records' time: nil when absent (or
+// bad, reported into p), so that any time given, the zero time too,
+// bounds the range.
+func parseTimeBound(get func(string, ...string) string, name string, p *problems) *time.Time {
+	if t, ok := parseTime(get(name), name, p); ok {
+		return &t
+	}
+	return nil
 }
 
 // parseStatusCode reads one HTTP status code of parameter name.

@@ -62,6 +62,9 @@ func TestListLogs(t *testing.T) {
 		{"time max past 2262", adminKey, "?time_of_generation_max=2600-01-01T00:00:00Z", 10, []int{9, 8, 7, 6, 5, 4, 3, 2, 1, 0}},
 		{"time max before 1970", adminKey, "?time_of_generation_max=1960-01-01T00:00:00Z", 0, []int{}},
 		{"time min before 1970", adminKey, "?time_of_generation_min=1960-01-01T00:00:00Z&time_of_generation_max=" + minute(1), 2, []int{1, 0}},
+		// The zero time given is a bound like any other, not "absent".
+		{"time max at the zero time", adminKey, "?time_of_generation_max=0001-01-01T00:00:00Z", 0, []int{}},
+		{"time min at the zero time", adminKey, "?time_of_generation_min=0001-01-01T00:00:00Z&time_of_generation_max=" + minute(1), 2, []int{1, 0}},
 		{"paging", adminKey, "?page_size=3&current_page=1", 10, []int{6, 5, 4}},
 		{"last page", adminKey, "?page_size=3&current_page=3", 10, []int{0}},
 		{"past the end", adminKey, "?page_size=3&current_page=4", 10, []int{}},
@@ -104,6 +107,7 @@ func TestListLogs(t *testing.T) {
 		{"bad min", adminKey, "?time_of_generation_min=yesterday", 400, core.CodeValidation, []string{"time_of_generation_min"}},
 		{"bad max", adminKey, "?time_of_generation_max=2026-13-01", 400, core.CodeValidation, []string{"time_of_generation_max"}},
 		{"max before min", adminKey, "?time_of_generation_min=" + minute(5) + "&time_of_generation_max=" + minute(1), 400, core.CodeValidation, []string{"time_of_generation_max"}},
+		{"max at the zero time, before min", adminKey, "?time_of_generation_min=" + minute(5) + "&time_of_generation_max=0001-01-01T00:00:00Z", 400, core.CodeValidation, []string{"time_of_generation_max"}},
 		{"bad page_size", adminKey, "?page_size=0", 400, core.CodeValidation, []string{"page_size"}},
 		{"bad current_page", adminKey, "?current_page=-2", 400, core.CodeValidation, []string{"current_page"}},
 		{"bad status_code", adminKey, "?status_code=5xx", 400, core.CodeValidation, []string{"status_code"}},

@@ -24,9 +24,9 @@ func TestScanLogsPage(t *testing.T) {
 	filters := map[string]LogFilter{
 		"all":         {},
 		"status":      {Status: 201},
-		"time range":  {From: base.Add(time.Minute), To: base.Add(2 * time.Minute)},
+		"time range":  {From: new(base.Add(time.Minute)), To: new(base.Add(2 * time.Minute))},
 		"none":        {Status: 404},
-		"range, 200s": {From: base.Add(time.Minute), Status: 200},
+		"range, 200s": {From: new(base.Add(time.Minute)), Status: 200},
 	}
 	for name, f := range filters {
 		var want []string

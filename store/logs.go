@@ -58,8 +58,10 @@ type LogFilter struct {
 	CostMin, CostMax *float64
 	// Prices are the integrations' pricing overrides the cost bounds apply
 	// (IntegrationPrices); nil: list prices only.
-	Prices      Prices
-	From, To    time.Time
+	Prices Prices
+	// From and To, when not nil, bound the records' creation time, both
+	// inclusive; any time is a bound, the zero time too.
+	From, To    *time.Time
 	PageSize    int
 	CurrentPage int
 }
@@ -142,7 +144,7 @@ func (ps Prices) Price(list *pricing.Table, integ, provider, model string) (pric
 	return list.Lookup(provider, model)
 }
 
-// ScanLogs calls fn with every record created within f.From and f.To (zero:
+// ScanLogs calls fn with every record created within f.From and f.To (nil:
 // unbounded) that f matches, newest first. It reads at most limit records
 // of the range (limit <= 0: all of them) and reports whether that limit
 // stopped it before the range's end; an error from fn stops it too.
@@ -173,7 +175,7 @@ func ScanLogsPage(tx Tx, f LogFilter, after string, limit int, fn func(r *core.L
 		if err := json.Unmarshal(raw, &r); err != nil {
 			return false, err
 		}
-		if !f.To.IsZero() && r.CreatedAt.After(f.To) {
+		if f.To != nil && r.CreatedAt.After(*f.To) {
 			return true, nil
 		}
 		if limit > 0 && read == limit {
@@ -196,11 +198,11 @@ func logRange(f LogFilter) (from, lowest string) {
 	// Keys start with their record's creation time (core.NewLogID), so
 	// the range's ends are keys: the scan starts past To's and stops below
 	// From's without decoding the records outside.
-	if !f.To.IsZero() {
-		from = timeKey(f.To) + "~"
+	if f.To != nil {
+		from = timeKey(*f.To) + "~"
 	}
-	if !f.From.IsZero() {
-		lowest = timeKey(f.From)
+	if f.From != nil {
+		lowest = timeKey(*f.From)
 	}
 	return from, lowest
 }

@@ -31,8 +31,10 @@ func TestScanLogsLimit(t *testing.T) {
 		{"limit cuts the oldest", LogFilter{}, 4, []int{201, 200, 201, 200}, true},
 		{"limit equal to the range", LogFilter{}, 6, []int{201, 200, 201, 200, 201, 200}, false},
 		{"filtered records count toward the limit", LogFilter{Status: 200}, 3, []int{200}, true},
-		{"limit within a range", LogFilter{From: base.Add(time.Minute), To: base.Add(3 * time.Minute)}, 3, []int{201, 200, 201}, false},
-		{"range shorter than the limit", LogFilter{From: base.Add(time.Minute), To: base.Add(3 * time.Minute)}, 2, []int{201, 200}, true},
+		{"limit within a range", LogFilter{From: new(base.Add(time.Minute)), To: new(base.Add(3 * time.Minute))}, 3, []int{201, 200, 201}, false},
+		{"range shorter than the limit", LogFilter{From: new(base.Add(time.Minute)), To: new(base.Add(3 * time.Minute))}, 2, []int{201, 200}, true},
+		{"the zero time as To: before every record", LogFilter{To: new(time.Time{})}, 0, nil, false},
+		{"the zero time as From: before every record", LogFilter{From: new(time.Time{}), Status: 201}, 0, []int{201, 201, 201}, false},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -75,7 +77,7 @@ func TestScanLogsLowerBound(t *testing.T) {
 	}
 	var got []int
 	err := st.View(func(tx Tx) error {
-		_, err := ScanLogs(tx, LogFilter{From: from}, 0, func(r *core.LogRecord) error {
+		_, err := ScanLogs(tx, LogFilter{From: &from}, 0, func(r *core.LogRecord) error {
 			got = append(got, r.Status)
 			return nil
 		})

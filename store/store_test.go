@@ -84,7 +84,7 @@ func TestLogWriterAndQuery(t *testing.T) {
 		{"last page", LogFilter{PageSize: 3, CurrentPage: 3}, 10, "t0", 1},
 		{"trace", LogFilter{TraceID: "t1", PageSize: 50}, 3, "t1", 3},
 		{"status", LogFilter{Status: 500, PageSize: 50}, 5, "t0", 5},
-		{"range", LogFilter{From: base.Add(2 * time.Minute), To: base.Add(4 * time.Minute), PageSize: 50}, 3, "t1", 3},
+		{"range", LogFilter{From: new(base.Add(2 * time.Minute)), To: new(base.Add(4 * time.Minute)), PageSize: 50}, 3, "t1", 3},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
