@@ -211,6 +211,7 @@ func TestListAuditLogs(t *testing.T) {
 			{"start_time=2026-03-01T00:00:00Z", "end_time"},
 			{"start_time=yesterday&end_time=2026-03-01T00:00:00Z", "start_time"},
 			{"start_time=2026-03-02T00:00:00Z&end_time=2026-03-01T00:00:00Z", "end_time"},
+			{"start_time=2026-03-02T00:00:00Z&end_time=0001-01-01T00:00:00Z", "end_time"},
 		} {
 			r := a.do(http.MethodGet, "/v1/audit-logs?"+tc.query, adminKey, nil)
 			wantErr(t, r, http.StatusBadRequest, "AB01")
