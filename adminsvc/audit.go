@@ -265,10 +265,10 @@ func (s *Service) listAuditLogs(c *fiber.Ctx) error {
 			p.add(name, "is required: an RFC 3339 date-time such as \"2026-11-21T10:00:00Z\"")
 		}
 	}
-	var fromOK, toOK bool
-	f.From, fromOK = parseTime(c.Query("start_time"), "start_time", &p)
-	f.To, toOK = parseTime(c.Query("end_time"), "end_time", &p)
-	if fromOK && toOK && f.To.Before(f.From) {
+	from, fromOK := parseTime(c.Query("start_time"), "start_time", &p)
+	to, toOK := parseTime(c.Query("end_time"), "end_time", &p)
+	f.From, f.To = &from, &to
+	if fromOK && toOK && to.Before(from) {
 		p.add("end_time", "must not be before start_time")
 	}
 	if f.Method != "" && !slices.Contains([]string{http.MethodPost, http.MethodPut, http.MethodPatch, http.MethodDelete, http.MethodGet}, f.Method) {

@@ -56,7 +56,7 @@ func NewAuditWriter(st Store, o AuditWriterOptions) *AuditWriter {
 // AuditFilter selects audit records. From and To bound the scan; the other
 // zero fields do not filter.
 type AuditFilter struct {
-	From, To           time.Time
+	From, To           *time.Time // nil: not given
 	Method             string
 	URI                string
 	RequestID          string
@@ -84,12 +84,12 @@ func (f AuditFilter) match(r *AuditRecord) bool {
 // and To.
 func QueryAudit(tx Tx, f AuditFilter) ([]AuditRecord, int, error) {
 	from := ""
-	if !f.To.IsZero() {
-		from = timeKey(f.To) + "~"
+	if f.To != nil {
+		from = timeKey(*f.To) + "~"
 	}
 	lowest := ""
-	if !f.From.IsZero() {
-		lowest = timeKey(f.From)
+	if f.From != nil {
+		lowest = timeKey(*f.From)
 	}
 	return queryJSON(tx, BucketAuditLogs, from, lowest, f.CurrentPage, f.PageSize, f.match)
 }

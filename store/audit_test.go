@@ -47,7 +47,7 @@ func TestAuditQueryByTimeAndFilters(t *testing.T) {
 		t.Fatal(err)
 	}
 	defer st.Close()
-	all := AuditFilter{From: t0, To: t0.Add(time.Hour), PageSize: 100}
+	all := AuditFilter{From: &t0, To: new(t0.Add(time.Hour)), PageSize: 100}
 	for _, tc := range []struct {
 		name  string
 		f     func(f *AuditFilter)
@@ -55,14 +55,15 @@ func TestAuditQueryByTimeAndFilters(t *testing.T) {
 		first string // action of the first (newest) record of the page
 	}{
 		{"everything, newest first", func(*AuditFilter) {}, 4, "authenticate"},
-		{"from excludes older", func(f *AuditFilter) { f.From = t0.Add(90 * time.Second) }, 2, "authenticate"},
-		{"to excludes newer", func(f *AuditFilter) { f.To = t0.Add(90 * time.Second) }, 2, "update"},
-		{"range with nothing", func(f *AuditFilter) { f.From, f.To = t0.Add(-time.Hour), t0.Add(-time.Minute) }, 0, ""},
-		{"from before 1970", func(f *AuditFilter) { f.From = time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC) }, 4, "authenticate"},
-		{"to past 2262", func(f *AuditFilter) { f.To = time.Date(2600, 1, 1, 0, 0, 0, 0, time.UTC) }, 4, "authenticate"},
+		{"from excludes older", func(f *AuditFilter) { f.From = new(t0.Add(90 * time.Second)) }, 2, "authenticate"},
+		{"to excludes newer", func(f *AuditFilter) { f.To = new(t0.Add(90 * time.Second)) }, 2, "update"},
+		{"range with nothing", func(f *AuditFilter) { f.From, f.To = new(t0.Add(-time.Hour)), new(t0.Add(-time.Minute)) }, 0, ""},
+		{"from before 1970", func(f *AuditFilter) { f.From = new(time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)) }, 4, "authenticate"},
+		{"to past 2262", func(f *AuditFilter) { f.To = new(time.Date(2600, 1, 1, 0, 0, 0, 0, time.UTC)) }, 4, "authenticate"},
 		{"to before 1970", func(f *AuditFilter) {
-			f.From, f.To = time.Time{}.Add(time.Hour), time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC)
+			f.From, f.To = new(time.Time{}.Add(time.Hour)), new(time.Date(1960, 1, 1, 0, 0, 0, 0, time.UTC))
 		}, 0, ""},
+		{"to the zero time", func(f *AuditFilter) { f.From, f.To = new(time.Time{}), new(time.Time{}) }, 0, ""},
 		{"method", func(f *AuditFilter) { f.Method = "POST" }, 2, "authenticate"},
 		{"resource", func(f *AuditFilter) { f.ResourceType = "configs" }, 2, "update"},
 		{"status", func(f *AuditFilter) { f.ResponseStatusCode = 404 }, 1, "delete"},
