@@ -9,6 +9,7 @@ package vertex
 import (
 	"bytes"
 	"context"
+	"errors"
 	"net/http"
 	"net/url"
 	"strings"
@@ -100,12 +101,14 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	switch pub {
 	case publisherGoogle:
 		model, body, err = gemini.TranslateRequest(req.Body, req.Stream)
+		err = translatedAs(err, pub)
 		method = "generateContent"
 		if req.Stream {
 			method, query = "streamGenerateContent", "?alt=sse"
 		}
 	case publisherAnthropic:
 		model, body, err = anthropic.TranslateVertexRequest(req.Body)
+		err = translatedAs(err, pub)
 		if err == nil {
 			err = checkModel(model)
 		}
@@ -203,4 +206,21 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 
 func init() {
 	core.Register(core.PluginInfo{ID: core.KindProviders + "." + Name, New: func() core.Plugin { return New() }})
+}
+
+// translatedAs says, in a refusal of the body by the translator of
+// publisher pub (whose messages name its own provider: gemini or
+// anthropic), which translation vertex-ai applied.
+func translatedAs(err error, pub string) error {
+	ce := (*core.Error)(nil)
+	if err == nil || !errors.As(err, &ce) {
+		return err
+	}
+	as := "gemini"
+	if pub == publisherAnthropic {
+		as = "anthropic"
+	}
+	out := *ce
+	out.Message += " (provider " + Name + " sends " + pub + "'s models the " + as + " provider's translation)"
+	return &out
 }
