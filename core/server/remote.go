@@ -259,7 +259,7 @@ func (s *Server) sendRemote(c *fiber.Ctx, k *remoteKind, t *remoteTarget, body [
 	}
 	up, err := http.NewRequestWithContext(call.ctx, c.Method(), t.url, rd)
 	if err != nil {
-		return nil, core.Internal(err, "%s %s has an unusable URL", k.noun, t.slug)
+		return nil, core.Internal(withoutURL(err), "%s %s has an unusable URL", k.noun, t.slug)
 	}
 	copyHeader := func(name string) {
 		if v := c.Get(name); v != "" {
@@ -289,17 +289,24 @@ func (s *Server) sendRemote(c *fiber.Ctx, k *remoteKind, t *remoteTarget, body [
 
 // dialError is the answer to a request the server could not be sent.
 func dialError(k *remoteKind, slug string, err error) *core.Error {
-	// An *url.Error repeats the URL, which may carry a credential (a token
-	// in its path or query): the log record keeps the cause alone.
-	if ue := (*url.Error)(nil); errors.As(err, &ue) {
-		err = fmt.Errorf("%s: %w", ue.Op, ue.Err)
-	}
+	err = withoutURL(err)
 	if errors.Is(err, netguard.ErrBlocked) {
 		// The address stays out of the client's answer: the URL is the
 		// integration's, not the client's.
 		return core.Upstream(err, "refused to connect to %s %s: its address is private or reserved (an operator may trust it with GATEWAY_TRUSTED_HOSTS)", k.noun, slug)
 	}
 	return core.Upstream(err, "could not reach %s %s", k.noun, slug)
+}
+
+// withoutURL is err less the URL an *url.Error repeats (url.Parse's and
+// the client's do): the URL is the integration's and may carry a
+// credential (a token in its path or query), so neither the client's
+// answer nor the log may show it.
+func withoutURL(err error) error {
+	if ue := (*url.Error)(nil); errors.As(err, &ue) {
+		return fmt.Errorf("%s: %w", ue.Op, ue.Err)
+	}
+	return err
 }
 
 // answerRemote hands the server's answer to the client: status and
