@@ -3,6 +3,7 @@ package adminsvc
 import (
 	"context"
 	"errors"
+	"fmt"
 	"net/url"
 	"strings"
 	"time"
@@ -207,8 +208,13 @@ func getRemoteServerMetadata[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) 
 	return c.JSON(metadataViewOf(in.Metadata))
 }
 
-// remoteTestTimeout bounds one test of a server.
+// remoteTestTimeout bounds one test of a server, all its requests
+// together: a test only asks what the server is and offers, a few small
+// answers, and the admin waits for it.
 const remoteTestTimeout = 30 * time.Second
+
+// errRemoteTestTimeout is why a test's context ends when its time is up.
+var errRemoteTestTimeout = errors.New("the test's time limit was reached")
 
 // testRemoteServer connects to the server's integration, stores what it
 // learnt and the outcome as the integration's metadata, and answers it. A
@@ -242,9 +248,7 @@ func testRemoteServer[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	if err != nil {
 		return err
 	}
-	ctx, cancel := context.WithTimeout(c.UserContext(), remoteTestTimeout)
-	defer cancel()
-	md := syncRemote(s, ctx, k, in)
+	md := syncRemote(s, c.UserContext(), k, in, remoteTestTimeout)
 	err = s.st.Update(func(tx store.Tx) error {
 		var cur store.RemoteIntegration
 		if err := tx.Get(k.integBucket, in.ID, &cur); err != nil {
@@ -259,9 +263,12 @@ func testRemoteServer[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	return c.JSON(metadataViewOf(md))
 }
 
-// syncRemote asks the server of in what it is and offers: the metadata to
-// store, with sync_status failed and the reason when it could not.
-func syncRemote[S any](s *Service, ctx context.Context, k *remoteKind[S], in store.RemoteIntegration) store.RemoteMetadata {
+// syncRemote asks the server of in what it is and offers, within limit:
+// the metadata to store, with sync_status failed and the reason when it
+// could not (naming the limit when the server did not answer within it).
+func syncRemote[S any](s *Service, ctx context.Context, k *remoteKind[S], in store.RemoteIntegration, limit time.Duration) store.RemoteMetadata {
+	ctx, cancel := context.WithTimeoutCause(ctx, limit, errRemoteTestTimeout)
+	defer cancel()
 	now := s.now()
 	md := in.Metadata // a failed sync keeps what the last good one learnt
 	md.LastSyncedAt, md.SyncStatus, md.SyncError = &now, syncFailed, ""
@@ -282,6 +289,9 @@ func syncRemote[S any](s *Service, ctx context.Context, k *remoteKind[S], in sto
 	learnt := store.RemoteMetadata{SyncStatus: syncOK, LastSyncedAt: &now}
 	if err := k.sync(s, ctx, in, remoteEndpoint{URL: in.URL, Header: headers}, &learnt); err != nil {
 		md.SyncError = withoutURL(err)
+		if errors.Is(context.Cause(ctx), errRemoteTestTimeout) {
+			md.SyncError = fmt.Sprintf("the %s did not answer within %s (%s)", k.remoteNoun, limit, md.SyncError)
+		}
 		return md
 	}
 	return learnt
