@@ -52,6 +52,34 @@ const paramServiceAccount = "vertex_service_account_json"
 type tokenCache struct {
 	mu     sync.Mutex
 	tokens map[[32]byte]cachedToken
+	// pending holds the exchanges under way, each closed and removed when
+	// it ends (so it holds no more keys than requests in flight).
+	pending map[[32]byte]chan struct{}
+}
+
+// fetching registers an exchange for key sum: lead is true when the caller
+// is to run it (and call fetched with done when it ends); else done closes
+// when the one under way ends.
+func (c *tokenCache) fetching(sum [32]byte) (done chan struct{}, lead bool) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if ch, ok := c.pending[sum]; ok {
+		return ch, false
+	}
+	if c.pending == nil {
+		c.pending = make(map[[32]byte]chan struct{})
+	}
+	ch := make(chan struct{})
+	c.pending[sum] = ch
+	return ch, true
+}
+
+// fetched ends the exchange for key sum that fetching registered.
+func (c *tokenCache) fetched(sum [32]byte, done chan struct{}) {
+	c.mu.Lock()
+	delete(c.pending, sum)
+	c.mu.Unlock()
+	close(done)
 }
 
 type cachedToken struct {
@@ -106,10 +134,31 @@ func (p *Provider) UseGuardedClient(c *http.Client) { p.client = c }
 // OAuth error, never the key).
 func (p *Provider) accessToken(ctx context.Context, keyJSON string) (string, error) {
 	sum := sha256.Sum256([]byte(keyJSON))
-	now := p.now()
-	if tok, ok := p.tokens.get(sum, now); ok {
+	if tok, ok := p.tokens.get(sum, p.now()); ok {
 		return tok, nil
 	}
+	// One exchange per key at a time: the requests that miss the cache
+	// while it runs wait for it and take its token (or, if it failed,
+	// the next of them tries).
+	for {
+		done, lead := p.tokens.fetching(sum)
+		if lead {
+			defer p.tokens.fetched(sum, done)
+			if tok, ok := p.tokens.get(sum, p.now()); ok {
+				return tok, nil // an exchange that ended since the first look
+			}
+			break
+		}
+		select {
+		case <-done:
+		case <-ctx.Done():
+			return "", core.Upstream(ctx.Err(), "provider %s: the request ended while waiting for an access token", Name)
+		}
+		if tok, ok := p.tokens.get(sum, p.now()); ok {
+			return tok, nil
+		}
+	}
+	now := p.now()
 	sa, msg := core.ParseServiceAccount(keyJSON)
 	if msg != "" {
 		return "", core.BadRequest(paramServiceAccount, "%s %s", paramServiceAccount, msg)

@@ -48,11 +48,15 @@ func serviceAccount(t *testing.T, email, tokenURI string) string {
 // tokenServer is Google's token endpoint: it checks the JWT bearer
 // assertion (RS256 by testKey, the claims) and answers a new token
 // "tok-<n>-<client email>" valid for an hour; an assertion for
-// "refused@..." gets invalid_grant.
-func tokenServer(t *testing.T, calls *atomic.Int32) *httptest.Server {
+// "refused@..." gets invalid_grant. With hold, it answers only once hold
+// is closed.
+func tokenServer(t *testing.T, calls *atomic.Int32, hold ...chan struct{}) *httptest.Server {
 	var srv *httptest.Server
 	srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		n := calls.Add(1)
+		for _, h := range hold {
+			<-h
+		}
 		r.ParseForm()
 		parts := strings.Split(r.PostForm.Get("assertion"), ".")
 		if r.PostForm.Get("grant_type") != "urn:ietf:params:oauth:grant-type:jwt-bearer" || len(parts) != 3 {
@@ -191,5 +195,44 @@ func TestBuildRequestServiceAccount(t *testing.T) {
 	hr, err := p.BuildRequest(context.Background(), req, &target)
 	if err != nil || hr.Header.Get("Authorization") != "Bearer tok-1-a@p.iam.gserviceaccount.com" {
 		t.Fatalf("%v %v", err, hr)
+	}
+}
+
+// TestServiceAccountTokenOneExchange: requests that miss the cache while
+// an exchange for their key runs wait for it and share its token, so a
+// cold cache under load costs one exchange, not one per request; a
+// waiter whose request ends stops waiting.
+func TestServiceAccountTokenOneExchange(t *testing.T) {
+	var calls atomic.Int32
+	release := make(chan struct{})
+	srv := tokenServer(t, &calls, release)
+	p := New()
+	p.UseGuardedClient(srv.Client())
+	key := serviceAccount(t, "a@p.iam.gserviceaccount.com", srv.URL+"/token")
+	type result struct {
+		tok string
+		err error
+	}
+	results := make(chan result, 8)
+	for range 8 {
+		go func() {
+			tok, err := p.accessToken(context.Background(), key)
+			results <- result{tok, err}
+		}()
+	}
+	time.Sleep(50 * time.Millisecond) // lets them all miss the cache; not a timed assertion
+	ended, cancel := context.WithCancel(context.Background())
+	cancel()
+	if _, err := p.accessToken(ended, key); err == nil {
+		t.Error("a waiter whose request has ended got a token")
+	}
+	close(release)
+	for range 8 {
+		if r := <-results; r.err != nil || r.tok != "tok-1-a@p.iam.gserviceaccount.com" {
+			t.Errorf("token %q, %v", r.tok, r.err)
+		}
+	}
+	if n := calls.Load(); n != 1 {
+		t.Errorf("%d exchanges for one key, want 1", n)
 	}
 }
