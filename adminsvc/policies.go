@@ -14,7 +14,9 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/a2a"
 	"github.com/llm-gateway/gateway/core/limits"
+	"github.com/llm-gateway/gateway/core/mcp"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -78,6 +80,7 @@ var (
 		string(core.EndpointTranscription), string(core.EndpointTranslation), string(core.EndpointModeration),
 		string(core.EndpointResponses), string(core.EndpointResponseItems), string(core.EndpointRerank),
 		string(core.EndpointMessages), string(core.EndpointMessagesCount), string(core.EndpointProxy),
+		string(mcp.LogEndpoint), string(a2a.LogEndpoint),
 	}
 )
 

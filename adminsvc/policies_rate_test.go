@@ -69,6 +69,13 @@ func TestRatePolicyValidation(t *testing.T) {
 			t.Fatalf("a workspace slug is stored as %+v, want its id %s", c, e.wsID)
 		}
 	})
+	// MCP and agent calls are limited too: their endpoint types are named.
+	for _, endpoint := range []string{"mcp", "agents"} {
+		t.Run("endpoint_type "+endpoint, func(t *testing.T) {
+			body := with(valid, "conditions", []any{map[string]any{"key": "endpoint_type", "value": endpoint}}, "name", nil)
+			mustOK(t, e.do(http.MethodPost, ratePath, adminKey, body))
+		})
+	}
 	// Conditions naming records the policy can never meet are refused,
 	// every one named.
 	other := e.addWorkspace("other")

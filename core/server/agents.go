@@ -68,6 +68,10 @@ func (s *Server) serveAgentCard(c *fiber.Ctx) error {
 		req.Path += a2a.CardPath
 	}
 	var card []byte
+	var adm core.Admission
+	if err == nil {
+		adm, err = s.admitRemote(req)
+	}
 	if err == nil {
 		card, err = s.agentCard(c, p, s.remoteCall(req))
 	}
@@ -76,6 +80,7 @@ func (s *Server) serveAgentCard(c *fiber.Ctx) error {
 		return err
 	}
 	s.record(req, nil, fiber.StatusOK, core.Usage{}, nil)
+	setLimitHeaders(&c.Response().Header, adm)
 	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
 	return c.Send(card)
 }

@@ -3,11 +3,16 @@ package server_test
 import (
 	"context"
 	"net/http"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/a2a"
+	"github.com/llm-gateway/gateway/core/a2a/a2atest"
+	"github.com/llm-gateway/gateway/core/mcp"
+	"github.com/llm-gateway/gateway/core/mcp/mcptest"
 )
 
 // fakeLimiter admits the first `allow` requests, then refuses with a 429
@@ -18,12 +23,16 @@ type fakeLimiter struct {
 	seen  int
 	done  []core.Usage
 	model []string
+	// seenReqs are the endpoint and metadata of every request admitted or
+	// refused, as "endpoint method" (method from the JSON-RPC metadata).
+	seenReqs []string
 }
 
 func (l *fakeLimiter) Admit(_ context.Context, req *core.Request) (core.Admission, *core.Error) {
 	l.mu.Lock()
 	defer l.mu.Unlock()
 	l.seen++
+	l.seenReqs = append(l.seenReqs, strings.TrimSpace(string(req.Endpoint)+" "+req.Metadata["mcp_method"]+req.Metadata["a2a_method"]))
 	if l.seen > l.allow {
 		return nil, &core.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Message: `rate limit exceeded: policy "p"`,
 			Header: [][2]string{{"retry-after", "42"}, {"x-ratelimit-limit", "1"}, {"x-ratelimit-remaining", "0"}, {"x-ratelimit-reset", "42"}}}
@@ -103,5 +112,66 @@ func TestLimiterDoneCountsStreamUsage(t *testing.T) {
 	usages, _ := lim.dones()
 	if len(usages) != 1 || usages[0].TotalTokens != 7 {
 		t.Fatalf("Done got %v, want the stream's usage", usages)
+	}
+}
+
+// MCP and agent calls are under the same limits as model calls: the first
+// is admitted with the limit's headers, the second refused with a 429 that
+// never reaches the server and is logged; a call the gateway refuses itself
+// (a disabled tool) is not counted.
+func TestLimiterAppliesToRemoteServers(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		gateway      func(t *testing.T, opts ...func(*gatewayConfig)) (*gateway, func() int)
+		method, path string
+		body         []byte
+		headers      []string
+		admitted     string // what the limiter saw of the first call
+	}{
+		{name: "mcp", gateway: func(t *testing.T, opts ...func(*gatewayConfig)) (*gateway, func() int) {
+			fake := &mcptest.Server{SessionID: "sess-1", Tools: []string{"ls"}}
+			return mcpGateway(t, fake, opts...), func() int { return len(fake.Requests()) }
+		}, method: http.MethodPost, path: "/v1/mcp/tools", body: rpc(1, "tools/call", `{"name":"ls"}`),
+			headers: mcpHeaders(mcp.HeaderSessionID, "sess-1"), admitted: "mcp tools/call"},
+		{name: "agent", gateway: func(t *testing.T, opts ...func(*gatewayConfig)) (*gateway, func() int) {
+			fake := &a2atest.Agent{}
+			return agentGateway(t, fake, opts...), func() int { return len(fake.Requests()) }
+		}, method: http.MethodPost, path: "/v1/agents/helper", body: rpc(1, "tasks/get", `{"id":"task-1"}`),
+			headers: agentHeaders(), admitted: "agents tasks/get"},
+		{name: "agent card", gateway: func(t *testing.T, opts ...func(*gatewayConfig)) (*gateway, func() int) {
+			fake := &a2atest.Agent{}
+			return agentGateway(t, fake, opts...), func() int { return len(fake.Requests()) }
+		}, method: http.MethodGet, path: "/v1/agents/helper" + a2a.CardPath, headers: agentHeaders(), admitted: "agents"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lim := &fakeLimiter{allow: 1}
+			g, served := tc.gateway(t, func(c *gatewayConfig) { c.limiter = lim })
+			if tc.name == "mcp" {
+				refused := g.do(t, http.MethodPost, tc.path, rpc(2, "tools/call", `{"name":"rm"}`), tc.headers...)
+				if refused.status != http.StatusOK || !strings.Contains(string(refused.body), "disabled") {
+					t.Fatalf("disabled tool: %d %s", refused.status, refused.body)
+				}
+			}
+			ok := g.do(t, tc.method, tc.path, tc.body, tc.headers...)
+			if ok.status != http.StatusOK || ok.header.Get("x-ratelimit-limit") != "1" || ok.header.Get("x-ratelimit-remaining") != "0" {
+				t.Fatalf("first: %d %v %s", ok.status, ok.header, ok.body)
+			}
+			before := served()
+			refused := g.do(t, tc.method, tc.path, tc.body, tc.headers...)
+			if refused.status != http.StatusTooManyRequests || refused.header.Get("Retry-After") != "42" || !strings.Contains(string(refused.body), "rate limit exceeded") {
+				t.Fatalf("second: %d %v %s", refused.status, refused.header, refused.body)
+			}
+			if n := served() - before; n != 0 {
+				t.Errorf("the refused call reached the server (%d requests)", n)
+			}
+			if rec := g.logs.one(t, refused.trace()); rec.Status != http.StatusTooManyRequests {
+				t.Errorf("log record status %d", rec.Status)
+			}
+			lim.mu.Lock()
+			defer lim.mu.Unlock()
+			if want := []string{tc.admitted, tc.admitted}; !slices.Equal(lim.seenReqs, want) {
+				t.Errorf("the limiter saw %q, want %q", lim.seenReqs, want)
+			}
+		})
 	}
 }

@@ -3,6 +3,7 @@ package server
 import (
 	"bufio"
 	"bytes"
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -128,6 +129,10 @@ func (s *Server) serveRemote(c *fiber.Ctx, k *remoteKind) error {
 			return s.refuseRPCCall(c, k, req, body, refused)
 		}
 	}
+	var adm core.Admission
+	if err == nil {
+		adm, err = s.admitRemote(req)
+	}
 	if err != nil {
 		s.record(req, nil, err.Status, core.Usage{}, err)
 		return err
@@ -139,7 +144,20 @@ func (s *Server) serveRemote(c *fiber.Ctx, k *remoteKind) error {
 		s.record(req, nil, cerr.Status, core.Usage{}, cerr)
 		return cerr
 	}
-	return s.answerRemote(c, k, req, t.slug, resp, call)
+	aerr := s.answerRemote(c, k, req, t.slug, resp, call)
+	setLimitHeaders(&c.Response().Header, adm) // over any the server sent
+	return aerr
+}
+
+// admitRemote applies the rate and usage limits (the key's, its
+// workspace's and the policies') to a call of a remote server, as on the
+// model routes. Such a call has no tokens or cost to count afterwards, so
+// the admission only lends its headers.
+func (s *Server) admitRemote(req *core.Request) (core.Admission, *core.Error) {
+	if s.limiter == nil {
+		return nil, nil
+	}
+	return s.limiter.Admit(context.Background(), req)
 }
 
 // remoteTarget finds the route's server of kind k.

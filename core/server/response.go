@@ -13,6 +13,7 @@ import (
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
+	"github.com/valyala/fasthttp"
 
 	"github.com/llm-gateway/gateway/core"
 )
@@ -56,11 +57,7 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 	}
 	rh.Set(headerCacheStatus, cacheStatus)
 	rh.Set(core.HeaderTraceID, req.TraceID)
-	if adm != nil {
-		for _, h := range adm.Headers() {
-			rh.Set(h[0], h[1])
-		}
-	}
+	setLimitHeaders(rh, adm)
 	if resp.Stream == nil {
 		usage := core.Usage{}
 		if resp.Status < 300 {
@@ -417,4 +414,15 @@ func writeHookResultsEvent(w *bufio.Writer, results any) {
 	w.Write(hr)
 	w.WriteString("}\n\n")
 	w.Flush()
+}
+
+// setLimitHeaders sets adm's x-ratelimit-* headers on rh (over any of the
+// same names already there); a nil adm sets none.
+func setLimitHeaders(rh *fasthttp.ResponseHeader, adm core.Admission) {
+	if adm == nil {
+		return
+	}
+	for _, h := range adm.Headers() {
+		rh.Set(h[0], h[1])
+	}
 }
