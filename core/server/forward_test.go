@@ -28,7 +28,7 @@ func TestForwardEventsBoundsEventSize(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			w := bufio.NewWriter(&out)
-			_, err := forwardEvents(w, strings.NewReader(tc.upstream))
+			_, err := forwardEvents(w, strings.NewReader(tc.upstream), nil)
 			if (err != nil) != tc.wantError {
 				t.Fatalf("err = %v", err)
 			}
@@ -71,7 +71,7 @@ func TestForwardEventsAtTheCap(t *testing.T) {
 			for _, s := range tc.reads {
 				r.chunks = append(r.chunks, []byte(s))
 			}
-			_, err := forwardEvents(w, r)
+			_, err := forwardEvents(w, r, nil)
 			if (err != nil) != tc.wantError || strings.HasSuffix(out.String(), done) == tc.wantError {
 				t.Fatalf("err = %v, output ends %q", err, out.String()[max(0, out.Len()-40):])
 			}
@@ -113,7 +113,7 @@ func TestForwardEventsLineEnds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			w := bufio.NewWriter(&out)
-			got, err := forwardEvents(w, strings.NewReader(upstream))
+			got, err := forwardEvents(w, strings.NewReader(upstream), nil)
 			if err != nil || out.String() != upstream || got != tc.usage {
 				t.Errorf("in one read: err %v, usage %+v, forwarded %q", err, got, out.String())
 			}
@@ -126,7 +126,7 @@ func TestForwardEventsLineEnds(t *testing.T) {
 				events = events[:len(events)-1]
 			}
 			r := &flushChecker{t: t, r: iotest.OneByteReader(strings.NewReader(upstream)), out: &out, events: events}
-			got, err := forwardEvents(w, r)
+			got, err := forwardEvents(w, r, nil)
 			if err != nil || out.String() != upstream || got != tc.usage {
 				t.Errorf("err %v, usage %+v, forwarded %q", err, got, out.String())
 			}
@@ -157,4 +157,25 @@ func (c *flushChecker) Read(p []byte) (int, error) {
 	n, err := c.r.Read(p)
 	c.read += n
 	return n, err
+}
+
+func TestRewriteEventData(t *testing.T) {
+	upper := func(b []byte) []byte { return bytes.ToUpper(b) }
+	same := func(b []byte) []byte { return b }
+	for _, tc := range []struct {
+		name, event string
+		rewrite     func([]byte) []byte
+		want        string
+	}{
+		{"one data line, other lines kept", "event: message\nid: 4\ndata: {\"a\":1}\n\n", upper, "event: message\nid: 4\ndata: {\"A\":1}\n\n"},
+		{"data lines joined into one", "data: a\ndata:b\nid: 1\r\n\r\n", upper, "data: A\ndata: B\nid: 1\n\n"},
+		{"unchanged data: the event as it was", "id: 1\r\ndata: x\r\n\r\n", same, "id: 1\r\ndata: x\r\n\r\n"},
+		{"no data: the event as it was", ": keep-alive\n\n", upper, ": keep-alive\n\n"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(rewriteEventData([]byte(tc.event), tc.rewrite)); got != tc.want {
+				t.Errorf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
 }

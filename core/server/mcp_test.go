@@ -134,6 +134,45 @@ func TestMCPDisabledToolRefused(t *testing.T) {
 	}
 }
 
+// A tools/list answer (an event stream here) reaches the client without
+// the tools the gateway disables, so a client is never offered them.
+func TestMCPToolsListFiltered(t *testing.T) {
+	fake := &mcptest.Server{SessionID: "sess-1", Tools: []string{"ls", "rm", "cat"}}
+	g := mcpGateway(t, fake)
+	r := g.do(t, http.MethodPost, "/v1/mcp/tools", rpc(4, "tools/list", `{}`), mcpHeaders(mcp.HeaderSessionID, "sess-1")...)
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	var names []string
+	sc := bufio.NewScanner(strings.NewReader(string(r.body)))
+	for sc.Scan() {
+		data, ok := strings.CutPrefix(sc.Text(), "data: ")
+		if !ok {
+			continue
+		}
+		var answer struct {
+			ID     int `json:"id"`
+			Result struct {
+				Tools []struct{ Name string } `json:"tools"`
+			} `json:"result"`
+		}
+		if err := json.Unmarshal([]byte(data), &answer); err != nil || answer.ID != 4 {
+			t.Fatalf("event data %s: %v", data, err)
+		}
+		for _, tool := range answer.Result.Tools {
+			names = append(names, tool.Name)
+		}
+	}
+	if strings.Join(names, ",") != "ls,cat" {
+		t.Errorf("tools listed %v, want ls and cat (rm is disabled)", names)
+	}
+	// Answers to other calls pass as they are.
+	r = g.do(t, http.MethodPost, "/v1/mcp/tools", rpc(5, "ping", `{}`), mcpHeaders(mcp.HeaderSessionID, "sess-1")...)
+	if r.status != 200 || !strings.Contains(string(r.body), `"id":5`) {
+		t.Errorf("ping: %d %s", r.status, r.body)
+	}
+}
+
 // An event-stream answer reaches the client event by event: the progress
 // event arrives while the server still holds the result back.
 func TestMCPStreamForwardedEventByEvent(t *testing.T) {

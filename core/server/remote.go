@@ -17,6 +17,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/mcp"
 	"github.com/llm-gateway/gateway/core/netguard"
 )
 
@@ -57,6 +58,10 @@ type remoteTarget struct {
 	refuser interface {
 		Refused(method string, params json.RawMessage) (string, bool)
 	}
+	// lists, when set, makes the filter of the answers to a request's list
+	// calls; inspectRPCBody keeps it in listFilter, answerRemote applies it.
+	lists      func(calls []mcp.Call) *mcp.ListFilter
+	listFilter *mcp.ListFilter
 	// gatewayURL and disabled are an agent's: where the gateway serves it,
 	// and the ids of the skills left out of its card.
 	gatewayURL string
@@ -144,7 +149,7 @@ func (s *Server) serveRemote(c *fiber.Ctx, k *remoteKind) error {
 		s.record(req, nil, cerr.Status, core.Usage{}, cerr)
 		return cerr
 	}
-	aerr := s.answerRemote(c, k, req, t.slug, resp, call)
+	aerr := s.answerRemote(c, k, req, &t, resp, call)
 	setLimitHeaders(&c.Response().Header, adm) // over any the server sent
 	return aerr
 }
@@ -196,6 +201,13 @@ func inspectRPCBody(k *remoteKind, req *core.Request, t *remoteTarget, body []by
 		k.note(msgs[0], md)
 	}
 	req.Metadata = md
+	if t.lists != nil {
+		calls := make([]mcp.Call, len(msgs))
+		for i, m := range msgs {
+			calls[i] = mcp.Call{ID: m.ID, Method: m.Method}
+		}
+		t.listFilter = t.lists(calls)
+	}
 	if t.refuser == nil {
 		return ""
 	}
@@ -331,7 +343,8 @@ func withoutURL(err error) error {
 // headers, then the JSON body (read within call's bound), or the event
 // stream event by event (each pause bounded by the server's stream idle
 // time). It ends call.
-func (s *Server) answerRemote(c *fiber.Ctx, k *remoteKind, req *core.Request, slug string, resp *http.Response, call *remoteCall) error {
+func (s *Server) answerRemote(c *fiber.Ctx, k *remoteKind, req *core.Request, t *remoteTarget, resp *http.Response, call *remoteCall) error {
+	slug := t.slug
 	c.Status(resp.StatusCode)
 	rh := &c.Response().Header
 	rh.SetNoDefaultContentType(true)
@@ -366,7 +379,7 @@ func (s *Server) answerRemote(c *fiber.Ctx, k *remoteKind, req *core.Request, sl
 			return cerr
 		}
 		s.record(req, nil, resp.StatusCode, core.Usage{}, statusErr)
-		return c.Send(b)
+		return c.Send(t.listFilter.Apply(b))
 	}
 	req.Stream = true
 	if len(resp.Header.Values(fiber.HeaderCacheControl)) == 0 {
@@ -380,7 +393,11 @@ func (s *Server) answerRemote(c *fiber.Ctx, k *remoteKind, req *core.Request, sl
 				s.log.Error("panic while streaming an answer", "kind", k.noun, "trace_id", req.TraceID, "panic", p, "stack", string(debug.Stack()))
 			}
 		}()
-		_, err := forwardEvents(w, body)
+		var rewrite func([]byte) []byte
+		if t.listFilter != nil {
+			rewrite = t.listFilter.Apply
+		}
+		_, err := forwardEvents(w, body, rewrite)
 		if err == nil {
 			err = statusErr
 		}

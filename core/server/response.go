@@ -96,7 +96,7 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 		if resp.HookResults != nil && !req.StrictCompliance {
 			writeHookResultsEvent(w, resp.HookResults)
 		}
-		usage, err := forwardEvents(w, resp.Stream)
+		usage, err := forwardEvents(w, resp.Stream, nil)
 		if err == nil && resp.Status >= 400 {
 			// A provider's error answer streamed through: its body was
 			// not kept, so the log names the status.
@@ -132,8 +132,9 @@ var errClientGone = errors.New("client closed the connection")
 // forwardEvents copies server-sent events one by one, byte for byte,
 // flushing each as soon as its blank line arrives, and picks token usage out
 // of the events that carry it. An upstream that breaks mid-stream ends the
-// client's stream with an error event, never a clean finish.
-func forwardEvents(w *bufio.Writer, r io.Reader) (core.Usage, error) {
+// client's stream with an error event, never a clean finish. rewrite, when
+// not nil, may change each complete event's data (see rewriteEventData).
+func forwardEvents(w *bufio.Writer, r io.Reader, rewrite func(data []byte) []byte) (core.Usage, error) {
 	s := eventScanner{buf: make([]byte, 0, 4096)}
 	for {
 		err := s.fill(r)
@@ -141,6 +142,9 @@ func forwardEvents(w *bufio.Writer, r io.Reader) (core.Usage, error) {
 		for event := s.next(); event != nil; event = s.next() {
 			if len(event) > maxEventBytes {
 				return s.usage, eventTooLarge(w)
+			}
+			if rewrite != nil {
+				event = rewriteEventData(event, rewrite)
 			}
 			if _, werr := w.Write(event); werr != nil {
 				return s.usage, errClientGone
@@ -293,6 +297,50 @@ func (s *eventScanner) find(at *int, c byte) int {
 		}
 	}
 	return *at
+}
+
+// rewriteEventData is event with its data (its data lines' values joined
+// by newlines) replaced by rewrite(data), written as data lines (one per
+// line of it) where the first was; the other lines stay as they were. An event without data,
+// or whose data rewrite leaves as it is, is returned unchanged.
+func rewriteEventData(event []byte, rewrite func([]byte) []byte) []byte {
+	lines := bytes.FieldsFunc(event, func(r rune) bool { return r == '\n' || r == '\r' })
+	var data [][]byte
+	for _, line := range lines {
+		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
+			data = append(data, bytes.TrimPrefix(v, []byte(" ")))
+		}
+	}
+	if data == nil {
+		return event
+	}
+	joined := bytes.Join(data, []byte("\n"))
+	out := rewrite(joined)
+	if bytes.Equal(out, joined) {
+		return event
+	}
+	var b bytes.Buffer
+	wroteData := false
+	for _, line := range lines {
+		if bytes.HasPrefix(line, []byte("data:")) {
+			if wroteData {
+				continue
+			}
+			wroteData = true
+			for i, part := range bytes.Split(out, []byte("\n")) {
+				if i > 0 {
+					b.WriteByte('\n')
+				}
+				b.WriteString("data: ")
+				b.Write(part)
+			}
+		} else {
+			b.Write(line)
+		}
+		b.WriteByte('\n')
+	}
+	b.WriteByte('\n')
+	return b.Bytes()
 }
 
 // maxEventBytes bounds one server-sent event held in memory.
