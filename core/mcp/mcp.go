@@ -17,6 +17,7 @@ import (
 	"mime"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/llm-gateway/gateway/core"
@@ -93,6 +94,8 @@ func (t *Target) Refused(method string, params json.RawMessage) (string, bool) {
 type Endpoint struct {
 	URL    string
 	Header map[string]string
+	// Transport is TransportHTTP (also when empty) or TransportSSE.
+	Transport string
 }
 
 // Client sends JSON-RPC requests to MCP servers.
@@ -123,12 +126,14 @@ type RPCError struct {
 
 func (e *RPCError) Error() string { return fmt.Sprintf("JSON-RPC error %d: %s", e.Code, e.Message) }
 
-// session carries the session id and protocol version between calls.
+// session carries the session id and protocol version between calls; sse
+// is the connection of an HTTP+SSE server.
 type session struct {
 	ep      Endpoint
 	id      string
 	version string
 	next    int
+	sse     *SSEConn
 }
 
 // maxListPages bounds the pages of one list Discover follows.
@@ -138,6 +143,17 @@ const maxListPages = 20
 // prompts and resources (those it declared), and ends the session.
 func (c *Client) Discover(ctx context.Context, ep Endpoint) (Info, error) {
 	s := &session{ep: ep}
+	if ep.Transport == TransportSSE {
+		conn, resp, err := DialSSE(ctx, c.HTTP, ep)
+		if resp != nil {
+			err = statusError(resp)
+		}
+		if err != nil {
+			return Info{}, fmt.Errorf("opening the event stream: %w", err)
+		}
+		defer conn.Close()
+		s.sse = conn
+	}
 	var init struct {
 		ProtocolVersion string                     `json:"protocolVersion"`
 		Capabilities    map[string]json.RawMessage `json:"capabilities"`
@@ -240,27 +256,13 @@ func (c *Client) send(ctx context.Context, s *session, method string, params, ou
 	if err != nil {
 		return err
 	}
-	req, err := s.request(ctx, http.MethodPost, body)
-	if err != nil {
-		return err
+	var raw json.RawMessage
+	if s.sse != nil {
+		raw, err = s.sendSSE(ctx, body, out != nil)
+	} else {
+		raw, err = c.post(ctx, s, body, out != nil)
 	}
-	resp, err := c.HTTP.Do(req)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if id := resp.Header.Get(HeaderSessionID); id != "" {
-		s.id = id
-	}
-	if resp.StatusCode >= 300 {
-		b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
-		return fmt.Errorf("the server answered %s: %s", resp.Status, strings.TrimSpace(string(b)))
-	}
-	if out == nil {
-		return nil
-	}
-	raw, err := readResponse(resp, s.next)
-	if err != nil {
+	if err != nil || out == nil {
 		return err
 	}
 	var answer struct {
@@ -277,6 +279,54 @@ func (c *Client) send(ctx context.Context, s *session, method string, params, ou
 		return fmt.Errorf("the result does not have the expected shape: %w", err)
 	}
 	return nil
+}
+
+// post POSTs body to a Streamable HTTP server and returns the response
+// to request s.next when wait is set.
+func (c *Client) post(ctx context.Context, s *session, body []byte, wait bool) (json.RawMessage, error) {
+	req, err := s.request(ctx, http.MethodPost, body)
+	if err != nil {
+		return nil, err
+	}
+	resp, err := c.HTTP.Do(req)
+	if err != nil {
+		return nil, err
+	}
+	defer resp.Body.Close()
+	if id := resp.Header.Get(HeaderSessionID); id != "" {
+		s.id = id
+	}
+	if resp.StatusCode >= 300 {
+		return nil, statusError(resp)
+	}
+	if !wait {
+		return nil, nil
+	}
+	return readResponse(resp, s.next)
+}
+
+// sendSSE sends body to an HTTP+SSE server and returns the response to
+// request s.next, which comes on its stream, when wait is set.
+func (s *session) sendSSE(ctx context.Context, body []byte, wait bool) (json.RawMessage, error) {
+	var ids []string
+	if wait {
+		ids = []string{strconv.Itoa(s.next)}
+	}
+	answers, resp, err := s.sse.Send(ctx, body, ids)
+	if resp != nil {
+		err = statusError(resp)
+	}
+	if err != nil || !wait {
+		return nil, err
+	}
+	return answers[0], nil
+}
+
+// statusError is the error of a server's error answer; it closes resp.
+func statusError(resp *http.Response) error {
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 512))
+	return fmt.Errorf("the server answered %s: %s", resp.Status, strings.TrimSpace(string(b)))
 }
 
 // end closes the session, if the server gave one (best effort: a server
@@ -343,35 +393,78 @@ func readResponse(resp *http.Response, id int) (json.RawMessage, error) {
 	}
 }
 
-// EventReader reads the data of server-sent events.
-type EventReader struct{ r *bufio.Reader }
+// EventReader reads server-sent events.
+type EventReader struct {
+	r *bufio.Reader
+	// max bounds an event's data (0: no bound; the caller bounds the
+	// stream).
+	max int
+}
 
 // NewEventReader reads events from r.
 func NewEventReader(r io.Reader) *EventReader { return &EventReader{r: bufio.NewReader(r)} }
 
+// newBoundedEventReader reads events from r, each of at most max bytes of
+// data: a longer one is an error.
+func newBoundedEventReader(r io.Reader, max int) *EventReader {
+	return &EventReader{r: bufio.NewReader(r), max: max}
+}
+
 // Next returns the data of the next event that has any (its data lines
 // joined by "\n"), or io.EOF.
 func (e *EventReader) Next() ([]byte, error) {
+	_, data, err := e.NextEvent()
+	return data, err
+}
+
+// NextEvent returns the name (its event field, "" when it has none) and
+// the data of the next event that has data, or io.EOF.
+func (e *EventReader) NextEvent() (string, []byte, error) {
 	var data []byte
-	has := false
+	name, has := "", false
 	for {
-		line, err := e.r.ReadString('\n')
+		line, err := e.readLine()
 		trimmed := strings.TrimRight(line, "\r\n")
 		if trimmed == "" && (err == nil || line != "") {
 			if has {
-				return data, nil
+				return name, data, nil
 			}
+			name = ""
 		} else if v, ok := strings.CutPrefix(trimmed, "data:"); ok {
 			if has {
 				data = append(data, '\n')
 			}
 			data, has = append(data, strings.TrimPrefix(v, " ")...), true
+			if e.max > 0 && len(data) > e.max {
+				return "", nil, fmt.Errorf("an event of the server's stream is larger than %d bytes", e.max)
+			}
+		} else if v, ok := strings.CutPrefix(trimmed, "event:"); ok {
+			name = strings.TrimPrefix(v, " ")
 		}
 		if err != nil {
 			if has {
-				return data, nil
+				return name, data, nil
 			}
-			return nil, err
+			return "", nil, err
+		}
+	}
+}
+
+// readLine reads one line, ending with its "\n" (none at the stream's end),
+// of at most max bytes when max is set.
+func (e *EventReader) readLine() (string, error) {
+	if e.max == 0 {
+		return e.r.ReadString('\n')
+	}
+	var line []byte
+	for {
+		part, err := e.r.ReadSlice('\n')
+		line = append(line, part...)
+		if len(line) > e.max+2 {
+			return "", fmt.Errorf("a line of the server's event stream is longer than %d bytes", e.max)
+		}
+		if err != bufio.ErrBufferFull {
+			return string(line), err
 		}
 	}
 }
