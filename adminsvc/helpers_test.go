@@ -223,7 +223,7 @@ type resp struct {
 	status int
 	raw    []byte
 	body   map[string]any
-	header http.Header // set by mgEnv.chat
+	header http.Header // set by mgEnv.chat and env.doHeaders
 }
 
 func (r resp) str(field string) string {

@@ -2,7 +2,6 @@ package adminsvc
 
 import (
 	"context"
-	"errors"
 	"net/http"
 
 	"github.com/gofiber/fiber/v2"
@@ -14,8 +13,8 @@ import (
 
 // MCP transports.
 const (
-	transportHTTP = "http"
-	transportSSE  = "sse"
+	transportHTTP = mcp.TransportHTTP
+	transportSSE  = mcp.TransportSSE
 )
 
 func mcpServerIDSlug(r store.MCPServer) (string, string) { return r.ID, r.Slug }
@@ -26,7 +25,7 @@ func mcpServerIDSlug(r store.MCPServer) (string, string) { return r.ID, r.Slug }
 var mcpKind = &remoteKind[store.MCPServer]{integBucket: store.BucketMCPIntegrations, integNoun: "MCP integration",
 	integPlural: "MCP integrations", integScope: "mcp_integrations", integObject: "mcp-integration", integIDField: "mcp_integration_id",
 	remoteNoun: "server", slugFallback: "mcp", route: "mcp",
-	transports: []string{transportHTTP, transportSSE}, builtTransport: builtMCPTransport, ownHeader: mcpOwnHeader,
+	transports: []string{transportHTTP, transportSSE}, ownHeader: mcpOwnHeader,
 	capabilityTypes: []string{mcp.TypeTool, mcp.TypePrompt, mcp.TypeResource}, disabledKey: mcp.DisabledKey,
 	server: managedKind[store.MCPServer]{bucket: store.BucketMCPServers, noun: "MCP server", plural: "MCP servers",
 		scope: "mcp_servers", object: "mcp-server", idSlug: mcpServerIDSlug, reload: func(s *Service) error { return mcpSnapshot(s).reloadErr() },
@@ -46,13 +45,6 @@ func (s *Service) registerMCP(v1 fiber.Router) {
 	registerRemote(s, v1, mcpKind, "/mcp-integrations", "/mcp-servers")
 }
 
-// builtMCPTransport refuses what is not built: the old HTTP+SSE transport.
-func builtMCPTransport(v string, p *problems) {
-	if v == transportSSE {
-		p.add("transport", "sse (the HTTP+SSE transport of protocol version 2024-11-05) is not built in this gateway; use http (Streamable HTTP)")
-	}
-}
-
 // mcpOwnHeader reports whether the MCP proxy sets header name itself.
 func mcpOwnHeader(name string) bool {
 	switch http.CanonicalHeaderKey(name) {
@@ -65,10 +57,7 @@ func mcpOwnHeader(name string) bool {
 // syncMCP initializes a session with the MCP server and lists the tools,
 // prompts and resources it declares.
 func syncMCP(s *Service, ctx context.Context, in store.RemoteIntegration, ep remoteEndpoint, md *store.RemoteMetadata) error {
-	if in.Transport != transportHTTP {
-		return errors.New("transport " + in.Transport + " is not built; only http (Streamable HTTP) is")
-	}
-	info, err := s.mcpClient.Discover(ctx, mcp.Endpoint{URL: ep.URL, Header: ep.Header})
+	info, err := s.mcpClient.Discover(ctx, mcp.Endpoint{URL: ep.URL, Header: ep.Header, Transport: in.Transport})
 	if err != nil {
 		return err
 	}
@@ -119,7 +108,7 @@ func (m *MCPServers) MCPServer(ctx context.Context, ref string, p *core.Principa
 		return nil, err
 	}
 	return &mcp.Target{ServerID: e.serverID, ServerSlug: e.serverSlug, WorkspaceID: e.workspaceID, IntegrationID: e.integrationID,
-		URL: e.url, Header: e.header, PassthroughHeader: e.passthrough, Disabled: e.disabled}, nil
+		URL: e.url, Header: e.header, PassthroughHeader: e.passthrough, Disabled: e.disabled, Transport: e.transport}, nil
 }
 
 // mcpSnapshot is the service's MCP server snapshot; nil when it has none.

@@ -5,6 +5,7 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llm-gateway/gateway/adminsvc"
 	"github.com/llm-gateway/gateway/core"
@@ -25,7 +26,9 @@ func (e *env) withMCP(trusted string) {
 			e.t.Fatal(err)
 		}
 		d.MCP, d.MCPClient = snap, &mcp.Client{HTTP: client, Version: "test"}
-		o.MCP, o.MCPClient = snap, client
+		bridge := &mcp.Bridge{Client: client, MaxSessions: 10, IdleTimeout: time.Minute}
+		e.t.Cleanup(bridge.Close) // before the fake servers close: their streams end
+		o.MCP, o.MCPClient, o.MCPBridge = snap, client, bridge
 	}
 	e.start()
 }
@@ -62,7 +65,7 @@ func TestMCPIntegrationValidation(t *testing.T) {
 		{"auth_type unknown", map[string]any{"auth_type": "basic"}, "auth_type", "must be one of"},
 		{"oauth_auto not built", map[string]any{"auth_type": "oauth_auto"}, "auth_type", "not built"},
 		{"transport missing", map[string]any{"transport": nil}, "transport", "is required"},
-		{"sse not built", map[string]any{"transport": "sse"}, "transport", "not built"},
+		{"transport unknown", map[string]any{"transport": "websocket"}, "transport", "must be one of"},
 		{"headers auth without headers", map[string]any{"configurations": map[string]any{}}, "configurations.custom_headers", "is required with auth_type headers"},
 		{"reserved header", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"Host": "x"}}}, "configurations.custom_headers.Host", "cannot be overridden"},
 		{"session header", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"mcp-session-id": "s"}}}, "configurations.custom_headers.Mcp-Session-Id", "set by the gateway"},
@@ -342,5 +345,75 @@ func TestMCPServerTestErrorWithoutURL(t *testing.T) {
 	r := e.testRemoteServer("mcp", "tools", mcpIntegrationBody(srv.URL+"/s/url-token-123/mcp", nil))
 	if msg := r.str("sync_error"); r.status != 200 || !strings.Contains(msg, "GATEWAY_TRUSTED_HOSTS") || strings.Contains(msg, "url-token-123") {
 		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}
+
+// An integration of the HTTP+SSE transport is tested over it, and its
+// servers are served to Streamable HTTP clients through bridged sessions:
+// the key's own, ended by DELETE.
+func TestMCPServerOverSSE(t *testing.T) {
+	fake := &mcptest.SSEServer{Tools: []string{"ls", "rm"}, Header: [2]string{"Authorization", "Bearer sk-live-0123456789abcd"}}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	e := newEnv(t)
+	e.withMCP(strings.TrimPrefix(srv.URL, "http://"))
+	if r := e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody(srv.URL+"/sse", map[string]any{"transport": "sse"})); r.status != 200 {
+		t.Fatalf("integration: %d %s", r.status, r.raw)
+	}
+	if r := e.do(http.MethodPost, "/v1/mcp-servers", adminKey, map[string]any{"name": "Tools", "slug": "tools", "mcp_integration_id": "tools", "workspace_id": e.wsID}); r.status != 200 {
+		t.Fatalf("server: %d %s", r.status, r.raw)
+	}
+	r := e.do(http.MethodPost, "/v1/mcp-servers/tools/test", adminKey, nil)
+	if r.status != 200 || r.str("sync_status") != "synced" || r.str("server_name") != "fake-sse-mcp" || r.str("protocol_version") != "2024-11-05" {
+		t.Fatalf("test: %d %s", r.status, r.raw)
+	}
+	if r := e.do(http.MethodPut, "/v1/mcp-servers/tools/capabilities", adminKey, map[string]any{"capabilities": []any{map[string]any{"name": "rm", "type": "tool", "enabled": false}}}); r.status != 200 {
+		t.Fatalf("put capabilities: %d %s", r.status, r.raw)
+	}
+
+	_, invoke := e.wsKey(e.wsID, "mcp.invoke")
+	_, other := e.wsKey(e.wsID, "mcp.invoke")
+	send := func(key, method, session, body string) resp {
+		h := map[string]string{"Accept": mcp.Accept, "Content-Type": "application/json"}
+		if session != "" {
+			h[mcp.HeaderSessionID] = session
+		}
+		return e.doHeaders(method, "/v1/mcp/tools", key, body, h)
+	}
+	if r := send(invoke, http.MethodPost, "", `{"jsonrpc":"2.0","id":1,"method":"tools/list"}`); r.status != 400 || !strings.Contains(r.errField("message"), "initialize") {
+		t.Errorf("a call before initialize: %d %s", r.status, r.raw)
+	}
+	r = send(invoke, http.MethodPost, "", `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2024-11-05","capabilities":{},"clientInfo":{"name":"c","version":"1"}}}`)
+	session := r.header.Get(mcp.HeaderSessionID)
+	if r.status != 200 || session == "" || !strings.Contains(string(r.raw), `"fake-sse-mcp"`) {
+		t.Fatalf("initialize: %d %v %s", r.status, r.header, r.raw)
+	}
+	if r := send(invoke, http.MethodPost, session, `{"jsonrpc":"2.0","method":"notifications/initialized"}`); r.status != 202 {
+		t.Errorf("notification: %d %s", r.status, r.raw)
+	}
+	r = send(invoke, http.MethodPost, session, `{"jsonrpc":"2.0","id":2,"method":"tools/list"}`)
+	if r.status != 200 || !strings.Contains(string(r.raw), `"ls"`) || strings.Contains(string(r.raw), `"rm"`) {
+		t.Errorf("tools/list (rm disabled): %d %s", r.status, r.raw)
+	}
+	r = send(invoke, http.MethodPost, session, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ls"}}`)
+	if r.status != 200 || !strings.Contains(string(r.raw), "called ls") {
+		t.Errorf("tools/call: %d %s", r.status, r.raw)
+	}
+	if r := send(invoke, http.MethodPost, session, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"rm"}}`); !strings.Contains(string(r.raw), "tool rm is disabled") {
+		t.Errorf("disabled tool: %d %s", r.status, r.raw)
+	}
+	if r := send(other, http.MethodPost, session, `{"jsonrpc":"2.0","id":5,"method":"ping"}`); r.status != 404 {
+		t.Errorf("another key used the session: %d %s", r.status, r.raw)
+	}
+	if r := send(invoke, http.MethodDelete, session, ""); r.status != 200 {
+		t.Errorf("delete: %d %s", r.status, r.raw)
+	}
+	if r := send(invoke, http.MethodPost, session, `{"jsonrpc":"2.0","id":6,"method":"ping"}`); r.status != 404 || !strings.Contains(string(r.raw), "initialize again") {
+		t.Errorf("after delete: %d %s", r.status, r.raw)
+	}
+	for i, got := range fake.Requests() {
+		if got.Header.Get("Authorization") != "Bearer sk-live-0123456789abcd" || got.Header.Get("X-Gateway-Api-Key") != "" {
+			t.Errorf("request %d to the server: headers %v", i, got.Header)
+		}
 	}
 }

@@ -97,7 +97,6 @@ func (k *remoteKind[S]) builtAuthType(v string, p *problems) {
 // readTransport reads the transport field of k's integrations into rec.
 func (k *remoteKind[S]) readTransport(fields map[string]json.RawMessage, rec *store.RemoteIntegration, p *problems) {
 	rec.Transport = enumField(fields, "transport", "", k.transports, true, p)
-	k.builtTransport(rec.Transport, p)
 }
 
 // parseConfig reads configurations {custom_headers, passthrough_header}

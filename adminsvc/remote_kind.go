@@ -27,8 +27,6 @@ type remoteKind[S any] struct {
 	// transports, when set, are the values of the integration's
 	// transport field (required); nil: the kind has none.
 	transports []string
-	// builtTransport refuses the transports that are not built.
-	builtTransport func(v string, p *problems)
 	// ownHeader reports whether the proxy sets a header itself (it cannot
 	// be a custom or passthrough header).
 	ownHeader func(name string) bool

@@ -28,6 +28,7 @@ type RemoteOptions struct {
 type remoteEntry struct {
 	serverID, serverSlug, workspaceID, integrationID string
 	url                                              string
+	transport                                        string // MCP only
 	header                                           map[string]string
 	passthrough                                      string
 	// disabled holds the disabled capabilities, keyed by the kind's
@@ -98,7 +99,7 @@ func (r *remoteSnapshot[S]) Reload() error {
 		sv := r.k.common(&servers[i])
 		headers, berr := openHeaders(r.o.Cipher, in.Configurations.CustomHeaders)
 		e := &remoteEntry{serverID: sv.ID, serverSlug: sv.Slug, workspaceID: sv.WorkspaceID, integrationID: in.ID, url: in.URL,
-			header: headers, passthrough: in.Configurations.PassthroughHeader,
+			transport: in.Transport, header: headers, passthrough: in.Configurations.PassthroughHeader,
 			disabled: disabledSet(r.k.disabledKey, in.Capabilities, sv.Capabilities),
 			allowed:  remoteIntegrationAllows(in, sv.WorkspaceID), integ: in.Slug, mappings: in.SecretMappings, broken: berr}
 		snap[sv.Slug], snap[sv.ID] = e, e

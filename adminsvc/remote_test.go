@@ -62,7 +62,7 @@ func (e *env) doHeaders(method, path, key, body string, hdr map[string]string) r
 	}
 	defer res.Body.Close()
 	raw, _ := io.ReadAll(res.Body)
-	r := resp{status: res.StatusCode, raw: raw}
+	r := resp{status: res.StatusCode, raw: raw, header: res.Header}
 	_ = json.Unmarshal(raw, &r.body)
 	return r
 }

@@ -81,12 +81,14 @@ func TestExportConfig(t *testing.T) {
 	}
 }
 
-// TestLimitFlagsConfig checks --remote-timeout, --remote-stream-idle and
-// --export-max-unfinished with their GATEWAY_* variables: got reads the
+// TestLimitFlagsConfig checks --remote-timeout, --remote-stream-idle,
+// --export-max-unfinished, --mcp-sse-sessions and --mcp-session-idle with
+// their GATEWAY_* variables: got reads the
 // parsed value of the row's setting, as text.
 func TestLimitFlagsConfig(t *testing.T) {
 	remote := func(c config) string { return c.RemoteTimeout.String() + " " + c.RemoteStreamIdle.String() }
 	unfinished := func(c config) string { return strconv.Itoa(c.ExportMaxUnfinished) }
+	mcpSessions := func(c config) string { return strconv.Itoa(c.MCPSessions) + " " + c.MCPSessionIdle.String() }
 	for _, tc := range []struct {
 		name          string
 		args          []string
@@ -104,6 +106,11 @@ func TestLimitFlagsConfig(t *testing.T) {
 		{"unfinished flag wins", []string{"--export-max-unfinished", "5"}, map[string]string{"GATEWAY_EXPORT_MAX_UNFINISHED": "3"}, unfinished, "5", ""},
 		{"unfinished zero", []string{"--export-max-unfinished", "0"}, nil, unfinished, "", "--export-max-unfinished"},
 		{"unfinished not a number", nil, map[string]string{"GATEWAY_EXPORT_MAX_UNFINISHED": "many"}, unfinished, "", `"many"`},
+		{"mcp sessions defaults", nil, nil, mcpSessions, "1000 30m0s", ""},
+		{"mcp sessions from env", nil, map[string]string{"GATEWAY_MCP_SSE_SESSIONS": "20", "GATEWAY_MCP_SESSION_IDLE": "2h"}, mcpSessions, "20 2h0m0s", ""},
+		{"mcp sessions flag wins", []string{"--mcp-sse-sessions", "7"}, map[string]string{"GATEWAY_MCP_SSE_SESSIONS": "20"}, mcpSessions, "7 30m0s", ""},
+		{"mcp sessions zero", []string{"--mcp-sse-sessions", "0"}, nil, mcpSessions, "", "--mcp-sse-sessions"},
+		{"mcp session idle negative", []string{"--mcp-session-idle", "-1m"}, nil, mcpSessions, "", "--mcp-session-idle"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := parseConfig(tc.args, func(k string) string { return tc.env[k] })

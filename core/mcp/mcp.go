@@ -57,6 +57,9 @@ type Target struct {
 	PassthroughHeader string
 	// Disabled holds the disabled capabilities, keyed by DisabledKey.
 	Disabled map[string]bool
+	// Transport is the integration's: TransportHTTP (also when empty) or
+	// TransportSSE.
+	Transport string
 }
 
 // DisabledKey is the key of a capability in Target.Disabled.

@@ -237,6 +237,12 @@ func (c *SSEConn) Close() {
 // server that refuses the POST has its answer handed back (the caller
 // closes its body) and no responses.
 func (c *SSEConn) Send(ctx context.Context, body []byte, ids []string) ([]json.RawMessage, *http.Response, error) {
+	select {
+	case <-c.done:
+		// The answers could never come.
+		return nil, nil, fmt.Errorf("the session has ended: %w", c.Err())
+	default:
+	}
 	chans := make([]chan json.RawMessage, len(ids))
 	c.mu.Lock()
 	for i, id := range ids {

@@ -96,17 +96,7 @@ func (s *Server) agentCard(c *fiber.Ctx, p *core.Principal, call *remoteCall) ([
 	if s.agentClient == nil {
 		return nil, core.Internal(nil, "this gateway has no agent client configured")
 	}
-	header := t.header
-	if t.passthrough != "" {
-		if v := c.Get(t.passthrough); v != "" {
-			header = make(map[string]string, len(t.header)+1)
-			header[t.passthrough] = v
-			for k, v := range t.header { // the integration's credentials win
-				header[k] = v
-			}
-		}
-	}
-	raw, ferr := a2a.FetchCard(call.ctx, s.agentClient, a2a.Endpoint{URL: t.url, Header: header})
+	raw, ferr := a2a.FetchCard(call.ctx, s.agentClient, a2a.Endpoint{URL: t.url, Header: t.headerFor(c)})
 	if terr := call.timeoutError(agentKind, t.slug, "did not send its card", ferr); terr != nil {
 		return nil, terr
 	}

@@ -62,5 +62,9 @@ func findMCP(s *Server, c *fiber.Ctx, p *core.Principal) (remoteTarget, *core.Er
 	if err != nil {
 		return remoteTarget{}, err
 	}
-	return remoteTarget{slug: t.ServerSlug, url: t.URL, header: t.Header, passthrough: t.PassthroughHeader, refuser: t, lists: t.ListFilter}, nil
+	rt := remoteTarget{slug: t.ServerSlug, url: t.URL, header: t.Header, passthrough: t.PassthroughHeader, refuser: t, lists: t.ListFilter}
+	if t.Transport == mcp.TransportSSE {
+		rt.bridge, rt.serverID = s.mcpBridge, t.ServerID
+	}
+	return rt, nil
 }

@@ -62,6 +62,12 @@ type remoteTarget struct {
 	// calls; inspectRPCBody keeps it in listFilter, answerRemote applies it.
 	lists      func(calls []mcp.Call) *mcp.ListFilter
 	listFilter *mcp.ListFilter
+	// bridge, when set, serves the target (an MCP server of the HTTP+SSE
+	// transport) through its sessions; calls are then the request's
+	// messages (see inspectRPCBody), and serverID names the server.
+	bridge   *mcp.Bridge
+	calls    []mcp.Call
+	serverID string
 	// gatewayURL and disabled are an agent's: where the gateway serves it,
 	// and the ids of the skills left out of its card.
 	gatewayURL string
@@ -201,12 +207,14 @@ func inspectRPCBody(k *remoteKind, req *core.Request, t *remoteTarget, body []by
 		k.note(msgs[0], md)
 	}
 	req.Metadata = md
-	if t.lists != nil {
-		calls := make([]mcp.Call, len(msgs))
+	if t.lists != nil || t.bridge != nil {
+		t.calls = make([]mcp.Call, len(msgs))
 		for i, m := range msgs {
-			calls[i] = mcp.Call{ID: m.ID, Method: m.Method}
+			t.calls[i] = mcp.Call{ID: m.ID, Method: m.Method}
 		}
-		t.listFilter = t.lists(calls)
+	}
+	if t.lists != nil {
+		t.listFilter = t.lists(t.calls)
 	}
 	if t.refuser == nil {
 		return ""
@@ -279,6 +287,9 @@ func (s *Server) refuseRPCCall(c *fiber.Ctx, k *remoteKind, req *core.Request, b
 // sendRemote sends the request to the server through the kind's guarded
 // client, within call's bound.
 func (s *Server) sendRemote(c *fiber.Ctx, k *remoteKind, t *remoteTarget, body []byte, call *remoteCall) (*http.Response, *core.Error) {
+	if t.bridge != nil {
+		return sendBridged(c, k, t, body, call)
+	}
 	client := k.client(s)
 	if client == nil {
 		return nil, core.Internal(nil, "this gateway has no %s client configured", k.noun)
@@ -315,6 +326,53 @@ func (s *Server) sendRemote(c *fiber.Ctx, k *remoteKind, t *remoteTarget, body [
 		return nil, dialError(k, t.slug, err)
 	}
 	return resp, nil
+}
+
+// sendBridged serves the request through the target's bridge (an MCP
+// server of the HTTP+SSE transport), within call's bound. A session is the
+// key's own: another key's requests do not find it.
+func sendBridged(c *fiber.Ctx, k *remoteKind, t *remoteTarget, body []byte, call *remoteCall) (*http.Response, *core.Error) {
+	var keyID string
+	if p := Principal(c); p != nil {
+		keyID = p.KeyID
+	}
+	resp, err := t.bridge.Do(call.ctx, mcp.BridgeRequest{Method: c.Method(), Body: body, Calls: t.calls,
+		SessionID: c.Get(mcp.HeaderSessionID), Owner: t.serverID + "\x00" + keyID,
+		Endpoint: mcp.Endpoint{URL: t.url, Header: t.headerFor(c), Transport: mcp.TransportSSE}})
+	if terr := call.timeoutError(k, t.slug, "did not answer", err); terr != nil {
+		return nil, terr
+	}
+	var be *mcp.BridgeError
+	var ue *url.Error
+	switch {
+	case errors.As(err, &be):
+		typ := core.TypeInvalidRequest
+		if be.Status >= 500 {
+			typ = core.TypeAPI
+		}
+		return nil, &core.Error{Status: be.Status, Type: typ, Message: be.Message}
+	case errors.As(err, &ue):
+		return nil, dialError(k, t.slug, err)
+	case err != nil:
+		return nil, core.Upstream(err, "%s %s (HTTP+SSE transport): %v", k.noun, t.slug, withoutURL(err))
+	}
+	return resp, nil
+}
+
+// headerFor is the headers sent to t for the client request c: the
+// integration's, over the client's passthrough header when it sends one.
+func (t *remoteTarget) headerFor(c *fiber.Ctx) map[string]string {
+	if t.passthrough == "" {
+		return t.header
+	}
+	v := c.Get(t.passthrough)
+	if v == "" {
+		return t.header
+	}
+	header := make(map[string]string, len(t.header)+1)
+	header[t.passthrough] = v
+	maps.Copy(header, t.header) // the integration's credentials win
+	return header
 }
 
 // dialError is the answer to a request the server could not be sent.

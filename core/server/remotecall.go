@@ -20,6 +20,12 @@ const (
 	// event stream: MCP notification streams and A2A task streams stay
 	// open long, so only silence is bounded, not the stream.
 	DefaultRemoteStreamIdle = 5 * time.Minute
+	// DefaultMCPSessions bounds the sessions open at once with MCP servers
+	// of the HTTP+SSE transport (each holds one event stream to its
+	// server); DefaultMCPSessionIdle ends one no request has used for that
+	// long (an MCP client may sit idle while its user thinks).
+	DefaultMCPSessions    = 1000
+	DefaultMCPSessionIdle = 30 * time.Minute
 )
 
 // errRemoteTimeout and errRemoteIdle are why a remote call was cancelled.

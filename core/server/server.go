@@ -19,6 +19,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/mcp"
 	"github.com/llm-gateway/gateway/core/memo"
 	"github.com/llm-gateway/gateway/core/pipeline"
 )
@@ -42,6 +43,11 @@ type Options struct {
 	// MCPClient sends the requests of /v1/mcp/{slug}; it must dial through
 	// the netguard policy (MCP URLs are user-supplied).
 	MCPClient *http.Client
+	// MCPBridge serves the MCP servers of the HTTP+SSE transport; nil: one
+	// over MCPClient with the default bounds (DefaultMCPSessions,
+	// DefaultMCPSessionIdle), which nothing closes. The caller closes the
+	// bridge it gives.
+	MCPBridge *mcp.Bridge
 	// Agents finds the agents served at /v1/agents/{slug}; nil answers
 	// them 404.
 	Agents AgentSource
@@ -85,6 +91,7 @@ type Server struct {
 	prompts                   PromptSource
 	mcp                       MCPSource
 	mcpClient                 *http.Client
+	mcpBridge                 *mcp.Bridge
 	agents                    AgentSource
 	agentClient               *http.Client
 	remoteTimeout, remoteIdle time.Duration
@@ -116,7 +123,10 @@ func New(o Options) *fiber.App {
 	if o.RemoteStreamIdle <= 0 {
 		o.RemoteStreamIdle = DefaultRemoteStreamIdle
 	}
-	s := &Server{remoteTimeout: o.RemoteTimeout, remoteIdle: o.RemoteStreamIdle, auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, limiter: o.Limiter, prompts: o.Prompts, mcp: o.MCP, mcpClient: o.MCPClient,
+	if o.MCPBridge == nil {
+		o.MCPBridge = &mcp.Bridge{Client: o.MCPClient, MaxSessions: DefaultMCPSessions, IdleTimeout: DefaultMCPSessionIdle}
+	}
+	s := &Server{remoteTimeout: o.RemoteTimeout, remoteIdle: o.RemoteStreamIdle, auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, limiter: o.Limiter, prompts: o.Prompts, mcp: o.MCP, mcpClient: o.MCPClient, mcpBridge: o.MCPBridge,
 		agents: o.Agents, agentClient: o.AgentClient, authFail: o.OnAuthFailure, log: o.Logger, now: o.Now,
 		inline: memo.New[string, route](maxInlineConfigs), hosts: memo.New[string, string](maxCustomHosts)}
 	app := fiber.New(fiber.Config{

@@ -12,7 +12,7 @@ type MCPIntegrations struct{ remoteIntegrations }
 
 // MCPIntegrationInput is the body of an MCP integration create. Name, URL,
 // AuthType ("headers" or "none"; "oauth_auto" is refused as not built) and
-// Transport ("http"; "sse" is refused as not built) are required.
+// Transport ("http" or "sse") are required.
 type MCPIntegrationInput struct {
 	Name        string `json:"name"`
 	URL         string `json:"url"`

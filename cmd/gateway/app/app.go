@@ -6,6 +6,7 @@
 package app
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"fmt"
@@ -76,7 +77,13 @@ type Options struct {
 	// RemoteTimeout and RemoteStreamIdle bound the calls of MCP servers
 	// and agents (server.Options; 0 takes the server's defaults).
 	RemoteTimeout, RemoteStreamIdle time.Duration
-	SMTP                            alerts.Config
+	// MCPSessions and MCPSessionIdle bound the sessions held with MCP
+	// servers of the HTTP+SSE transport: how many at once, and how long
+	// one may go unused (defaults server.DefaultMCPSessions and
+	// server.DefaultMCPSessionIdle).
+	MCPSessions    int
+	MCPSessionIdle time.Duration
+	SMTP           alerts.Config
 	// JWT authentication; off when no JWKS is set.
 	JWT adminsvc.JWTOptions
 	// PublicURL is the URL clients reach the gateway at, the base of
@@ -235,8 +242,11 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		Logs: logs, Exports: exports,
 		MCP: mcpServers, MCPClient: &mcp.Client{HTTP: remote}, Agents: agentServers, AgentClient: remote})
 	a.onClose(startKeyWorker(ctx, st, keys, logger))
+	bridge := &mcp.Bridge{Client: remote, MaxSessions: cmp.Or(o.MCPSessions, server.DefaultMCPSessions),
+		IdleTimeout: cmp.Or(o.MCPSessionIdle, server.DefaultMCPSessionIdle)}
+	a.onClose(bridge.Close)
 	a.server = server.New(server.Options{
-		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Prompts: prompts, Managed: managed, MCP: mcpServers, MCPClient: remote, Agents: agentServers, AgentClient: remote,
+		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Prompts: prompts, Managed: managed, MCP: mcpServers, MCPClient: remote, MCPBridge: bridge, Agents: agentServers, AgentClient: remote,
 		RemoteTimeout: o.RemoteTimeout, RemoteStreamIdle: o.RemoteStreamIdle, Limiter: engine, Admin: admin.Register, Public: admin.RegisterPublic,
 		BodyLimit: o.MaxBodyBytes, Logger: logger, OnAuthFailure: audit.AuthFailed,
 	})

@@ -26,8 +26,19 @@ type SSEServer struct {
 
 	mu       sync.Mutex
 	sessions map[string]chan []byte
+	closed   chan struct{} // closed by CloseStreams
 	next     int
 	seen     []Seen
+}
+
+// CloseStreams ends every open stream, as a server going away does.
+func (s *SSEServer) CloseStreams() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.closed == nil {
+		s.closed = make(chan struct{})
+	}
+	close(s.closed)
 }
 
 // Requests are the requests received so far (RPCMethod empty for GETs).
@@ -69,6 +80,10 @@ func (s *SSEServer) stream(w http.ResponseWriter, r *http.Request) {
 		s.sessions = map[string]chan []byte{}
 	}
 	s.sessions[id] = out
+	if s.closed == nil {
+		s.closed = make(chan struct{})
+	}
+	closed := s.closed
 	s.seen = append(s.seen, Seen{HTTPMethod: r.Method, Header: r.Header.Clone()})
 	s.mu.Unlock()
 	defer func() {
@@ -89,6 +104,8 @@ func (s *SSEServer) stream(w http.ResponseWriter, r *http.Request) {
 			fmt.Fprintf(w, "event: message\ndata: %s\n\n", msg)
 			w.(http.Flusher).Flush()
 		case <-r.Context().Done():
+			return
+		case <-closed:
 			return
 		}
 	}
