@@ -103,8 +103,7 @@ func (b *Bridge) start(ctx context.Context, r BridgeRequest) (*http.Response, er
 	full := len(b.sessions) >= b.MaxSessions
 	b.mu.Unlock()
 	if full {
-		return nil, &BridgeError{Status: http.StatusServiceUnavailable,
-			Message: fmt.Sprintf("this gateway holds its most MCP sessions with HTTP+SSE servers (%d); try again later", b.MaxSessions)}
+		return nil, tooManySessions(b.MaxSessions)
 	}
 	conn, resp, err := DialSSE(ctx, b.Client, r.Endpoint)
 	if err != nil || resp != nil {
@@ -122,6 +121,11 @@ func (b *Bridge) start(ctx context.Context, r BridgeRequest) (*http.Response, er
 	}
 	s := &bridged{conn: conn, owner: r.Owner}
 	b.mu.Lock()
+	if len(b.sessions) >= b.MaxSessions { // others started meanwhile
+		b.mu.Unlock()
+		conn.Close()
+		return nil, tooManySessions(b.MaxSessions)
+	}
 	if b.sessions == nil {
 		b.sessions = map[string]*bridged{}
 	}
@@ -174,7 +178,8 @@ func (b *Bridge) stream(id string, s *bridged) (*http.Response, error) {
 		return nil, &BridgeError{Status: http.StatusConflict, Message: "this MCP session already has a GET stream open"}
 	}
 	s.streaming = true
-	body := &messageStream{conn: s.conn, stop: make(chan struct{}), release: func() {
+	ctx, stop := context.WithCancel(context.Background())
+	body := &messageStream{conn: s.conn, ctx: ctx, stop: stop, release: func() {
 		b.mu.Lock()
 		s.streaming = false
 		b.mu.Unlock()
@@ -253,6 +258,12 @@ func (b *Bridge) Sessions() int {
 	return len(b.sessions)
 }
 
+// tooManySessions refuses a session past max.
+func tooManySessions(max int) *BridgeError {
+	return &BridgeError{Status: http.StatusServiceUnavailable,
+		Message: fmt.Sprintf("this gateway holds its most MCP sessions with HTTP+SSE servers (%d); try again later", max)}
+}
+
 // isBatch reports whether body is a JSON-RPC batch (an array).
 func isBatch(body []byte) bool { return bytes.HasPrefix(bytes.TrimSpace(body), []byte("[")) }
 
@@ -290,28 +301,29 @@ func sessionNotFound() *http.Response {
 type messageStream struct {
 	conn    *SSEConn
 	buf     []byte
-	stop    chan struct{}
+	ctx     context.Context
+	stop    context.CancelFunc
 	once    sync.Once
 	release func()
 }
 
 func (m *messageStream) Read(p []byte) (int, error) {
 	for len(m.buf) == 0 {
-		select {
-		case msg := <-m.conn.Messages():
-			// One line of data: compact JSON has no line breaks.
-			var b bytes.Buffer
-			b.WriteString("event: message\ndata: ")
-			if json.Compact(&b, msg) != nil {
-				continue // not JSON: nothing a client could read
-			}
-			b.WriteString("\n\n")
-			m.buf = b.Bytes()
-		case <-m.conn.Done():
-			return 0, io.EOF
-		case <-m.stop:
+		msg, err := m.conn.Next(m.ctx)
+		switch {
+		case m.ctx.Err() != nil:
 			return 0, io.ErrClosedPipe
+		case err != nil:
+			return 0, io.EOF // the session ended with the server's stream
 		}
+		// One line of data: compact JSON has no line breaks.
+		var b bytes.Buffer
+		b.WriteString("event: message\ndata: ")
+		if json.Compact(&b, msg) != nil {
+			continue // not JSON: nothing a client could read
+		}
+		b.WriteString("\n\n")
+		m.buf = b.Bytes()
 	}
 	n := copy(p, m.buf)
 	m.buf = m.buf[n:]
@@ -321,7 +333,7 @@ func (m *messageStream) Read(p []byte) (int, error) {
 // Close stops the stream and frees the session for another GET.
 func (m *messageStream) Close() error {
 	m.once.Do(func() {
-		close(m.stop)
+		m.stop()
 		m.release()
 	})
 	return nil

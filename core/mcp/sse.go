@@ -22,9 +22,13 @@ const (
 	TransportSSE = "sse"
 )
 
-// otherQueue bounds the server's messages an SSEConn holds for a client
-// that is not reading them (see SSEConn.Messages).
-const otherQueue = 256
+// otherQueue and otherBytes bound the server's messages an SSEConn holds
+// for a client that is not reading them (see SSEConn.Next): past either,
+// the oldest are dropped.
+const (
+	otherQueue = 256
+	otherBytes = 8 << 20
+)
 
 // SSEConn is a session with a server of the HTTP+SSE transport: the event
 // stream the server answers a GET of its URL with, which carries every
@@ -42,7 +46,11 @@ type SSEConn struct {
 	waiting map[string]chan json.RawMessage
 	err     error // why the stream ended, once done is closed
 	done    chan struct{}
-	other   chan json.RawMessage
+	// other holds the messages that answer no Send (queued bytes in
+	// otherSize); arrived is signalled when one is added.
+	other     []json.RawMessage
+	otherSize int
+	arrived   chan struct{}
 }
 
 // DialSSE opens the event stream of the HTTP+SSE server at ep and waits,
@@ -94,7 +102,7 @@ func DialSSE(ctx context.Context, client *http.Client, ep Endpoint) (*SSEConn, *
 		return nil, nil, err
 	}
 	c := &SSEConn{client: client, header: ep.Header, endpoint: endpoint, body: resp.Body, cancel: cancel,
-		waiting: map[string]chan json.RawMessage{}, done: make(chan struct{}), other: make(chan json.RawMessage, otherQueue)}
+		waiting: map[string]chan json.RawMessage{}, done: make(chan struct{}), arrived: make(chan struct{}, 1)}
 	go c.read(events)
 	return c, nil, nil
 }
@@ -178,7 +186,7 @@ func (c *SSEConn) read(events *EventReader) {
 	c.mu.Unlock()
 }
 
-// deliver hands one message to the Send waiting for it, or to Messages.
+// deliver hands one message to the Send waiting for it, or to Next.
 func (c *SSEConn) deliver(m json.RawMessage) {
 	var msg struct {
 		ID     json.RawMessage `json:"id"`
@@ -195,25 +203,49 @@ func (c *SSEConn) deliver(m json.RawMessage) {
 			return
 		}
 	}
-	for {
-		select {
-		case c.other <- m:
-			return
-		default:
-		}
-		// Full: the oldest message makes room (a client that reads none
-		// of them must not hold the stream up).
-		select {
-		case <-c.other:
-		default:
-		}
+	c.mu.Lock()
+	c.other = append(c.other, m)
+	c.otherSize += len(m)
+	// Past the bounds the oldest make room: a client that reads none of
+	// them must not hold the stream up, nor fill the memory.
+	for len(c.other) > 1 && (len(c.other) > otherQueue || c.otherSize > otherBytes) {
+		c.otherSize -= len(c.other[0])
+		c.other[0] = nil
+		c.other = c.other[1:]
+	}
+	c.mu.Unlock()
+	select {
+	case c.arrived <- struct{}{}:
+	default:
 	}
 }
 
-// Messages are the server's messages that answer no request of Send:
-// notifications and the server's own requests, in order. When nobody
-// reads them, the oldest are dropped past 256.
-func (c *SSEConn) Messages() <-chan json.RawMessage { return c.other }
+// Next returns the next of the server's messages that answer no request
+// of Send (notifications and the server's own requests), in order, waiting
+// for one within ctx. While nobody reads them, the oldest are dropped past
+// 256 messages or 8 MiB. Once the stream has ended and none is left, the
+// error says why.
+func (c *SSEConn) Next(ctx context.Context) (json.RawMessage, error) {
+	for {
+		c.mu.Lock()
+		if len(c.other) > 0 {
+			m := c.other[0]
+			c.other[0] = nil
+			c.other = c.other[1:]
+			c.otherSize -= len(m)
+			c.mu.Unlock()
+			return m, nil
+		}
+		c.mu.Unlock()
+		select {
+		case <-c.arrived:
+		case <-c.done:
+			return nil, c.Err()
+		case <-ctx.Done():
+			return nil, ctx.Err()
+		}
+	}
+}
 
 // Done is closed when the server's event stream has ended (Err says why).
 func (c *SSEConn) Done() <-chan struct{} { return c.done }

@@ -99,14 +99,12 @@ func TestSSEConnSend(t *testing.T) {
 	if err != nil || resp != nil || len(answers) != 1 || !strings.Contains(string(answers[0]), "called ls") {
 		t.Fatalf("answers %s, resp %v, err %v", answers, resp, err)
 	}
-	select {
-	case m := <-conn.Messages():
-		var n struct{ Method string }
-		if json.Unmarshal(m, &n) != nil || n.Method != "notifications/progress" {
-			t.Errorf("message %s", m)
-		}
-	case <-time.After(10 * time.Second):
-		t.Fatal("the progress notification never came")
+	wait, cancel := context.WithTimeout(ctx, 10*time.Second)
+	m, err := conn.Next(wait)
+	cancel()
+	var n struct{ Method string }
+	if err != nil || json.Unmarshal(m, &n) != nil || n.Method != "notifications/progress" {
+		t.Errorf("message %s, %v", m, err)
 	}
 	// A notification waits for nothing.
 	if answers, resp, err := conn.Send(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), nil); err != nil || resp != nil || len(answers) != 0 {
