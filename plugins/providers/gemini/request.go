@@ -29,8 +29,11 @@ type content struct {
 // functionCall and functionResponse is set. Thought marks an answer's
 // thought summary (never sent).
 type part struct {
-	Text             string            `json:"text,omitempty"`
-	Thought          bool              `json:"thought,omitempty"`
+	Text    string `json:"text,omitempty"`
+	Thought bool   `json:"thought,omitempty"`
+	// ThoughtSignature is Gemini's signature of its thoughts before the
+	// part (a functionCall's); it must be sent back with that part.
+	ThoughtSignature string            `json:"thoughtSignature,omitempty"`
 	InlineData       *blob             `json:"inlineData,omitempty"`
 	FunctionCall     *functionCall     `json:"functionCall,omitempty"`
 	FunctionResponse *functionResponse `json:"functionResponse,omitempty"`
@@ -227,7 +230,7 @@ func translateMessages(msgs []chat.Message) (system *content, contents []content
 						return nil, nil, err
 					}
 					calls[c.ID] = c.Function.Name
-					parts = append(parts, part{FunctionCall: &functionCall{Name: c.Function.Name, Args: args}})
+					parts = append(parts, part{FunctionCall: &functionCall{Name: c.Function.Name, Args: args}, ThoughtSignature: c.ThoughtSignature()})
 				}
 			}
 			add(role, parts)

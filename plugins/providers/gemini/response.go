@@ -122,7 +122,7 @@ func (p *Provider) translateAnswer(body []byte, model string) ([]byte, error) {
 			switch {
 			case pt.Thought:
 			case pt.FunctionCall != nil:
-				calls = append(calls, chat.NewCall(p.callID(pt.FunctionCall.ID), pt.FunctionCall.Name, pt.FunctionCall.Args))
+				calls = append(calls, chat.NewCall(p.callID(pt.FunctionCall.ID), pt.FunctionCall.Name, pt.FunctionCall.Args).WithThoughtSignature(pt.ThoughtSignature))
 			case pt.Text != "":
 				text, hasText = append(text, pt.Text...), true
 			}

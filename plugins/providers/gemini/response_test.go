@@ -36,10 +36,10 @@ func TestTranslateResponse(t *testing.T) {
 		{"text; thoughts dropped", 200,
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":"thinking","thought":true},{"text":"Hel"},{"text":"lo"}]},"finishReason":"STOP","index":0}],` + usage + `,"modelVersion":"gemini-2.5-flash-001","responseId":"r1"}`,
 			head("chatcmpl-r1", "gemini-2.5-flash-001") + `{"index":0,"message":{"role":"assistant","content":"Hello","refusal":null},"logprobs":null,"finish_reason":"stop"}],` + wantUsage + `}`},
-		{"function calls with and without ids", 200,
-			`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"weather","args":{"city": "Paris"}}},{"functionCall":{"id":"fc-2","name":"now"}}]},"finishReason":"STOP"}]}`,
+		{"function calls with and without ids, a thought signature in extra_content", 200,
+			`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"weather","args":{"city": "Paris"}},"thoughtSignature":"c2lnLTE="},{"functionCall":{"id":"fc-2","name":"now"}}]},"finishReason":"STOP"}]}`,
 			head("chatcmpl-gen1", "gemini-x") + `{"index":0,"message":{"role":"assistant","content":null,"refusal":null,"tool_calls":[` +
-				`{"id":"call_gen2","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}},{"id":"fc-2","type":"function","function":{"name":"now","arguments":"{}"}}]},"logprobs":null,"finish_reason":"tool_calls"}],` + zeroUsage + `}`},
+				`{"id":"call_gen2","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"},"extra_content":{"google":{"thought_signature":"c2lnLTE="}}},{"id":"fc-2","type":"function","function":{"name":"now","arguments":"{}"}}]},"logprobs":null,"finish_reason":"tool_calls"}],` + zeroUsage + `}`},
 		{"n candidates, each finish reason", 200,
 			`{"candidates":[{"content":{"parts":[{"text":"a"}]},"finishReason":"MAX_TOKENS"},{"content":{"parts":[{"text":"b"}]},"finishReason":"SAFETY","index":1},{"content":{},"finishReason":"RECITATION","index":2},{"content":{"parts":[{"text":"d"}]},"finishReason":"OTHER","index":3}],"responseId":"r2"}`,
 			head("chatcmpl-r2", "gemini-x") + `{"index":0,"message":{"role":"assistant","content":"a","refusal":null},"logprobs":null,"finish_reason":"length"},` +

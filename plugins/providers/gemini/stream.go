@@ -115,7 +115,7 @@ func (s *chunkStream) translate(data []byte) error {
 		case pt.Thought:
 		case pt.FunctionCall != nil:
 			c := pt.FunctionCall
-			s.chunk(s.chunks.ToolCall(s.calls, s.p.callID(c.ID), c.Name, chat.CompactArguments(c.Args)), "", false)
+			s.chunk(s.chunks.SignedToolCall(s.calls, s.p.callID(c.ID), c.Name, chat.CompactArguments(c.Args), pt.ThoughtSignature), "", false)
 			s.calls++
 		case pt.Text != "":
 			s.chunk(s.chunks.Content(pt.Text), "", false)

@@ -20,7 +20,7 @@ const (
 		`data: {"candidates": [{"content": {"parts": [{"text": ""}],"role": "model"},"finishReason": "STOP","index": 0}],"usageMetadata": {"promptTokenCount": 8,"candidatesTokenCount": 4,"thoughtsTokenCount": 3,"totalTokenCount": 15},"modelVersion": "gemini-2.5-flash","responseId": "r1"}` + "\r\n\r\n"
 
 	toolStream = `data: {"candidates": [{"content": {"parts": [{"text": "Checking."}],"role": "model"},"index": 0}],"modelVersion": "gemini-2.5-flash","responseId": "r2"}` + "\n\n" +
-		`data: {"candidates": [{"content": {"parts": [{"functionCall": {"name": "weather","args": {"city": "Paris"}}},{"functionCall": {"id": "fc-2","name": "now"}}],"role": "model"},"finishReason": "STOP","index": 0}],"usageMetadata": {"promptTokenCount": 40,"candidatesTokenCount": 30,"totalTokenCount": 70},"modelVersion": "gemini-2.5-flash","responseId": "r2"}` + "\n\n"
+		`data: {"candidates": [{"content": {"parts": [{"functionCall": {"name": "weather","args": {"city": "Paris"}},"thoughtSignature": "c2lnLTE="},{"functionCall": {"id": "fc-2","name": "now"}}],"role": "model"},"finishReason": "STOP","index": 0}],"usageMetadata": {"promptTokenCount": 40,"candidatesTokenCount": 30,"totalTokenCount": 70},"modelVersion": "gemini-2.5-flash","responseId": "r2"}` + "\n\n"
 )
 
 // chunk is the expected chunk event for delta and finish ("null" or a
@@ -39,7 +39,7 @@ func TestTranslateStream(t *testing.T) {
 	const toolUsage = `{"prompt_tokens":40,"completion_tokens":30,"total_tokens":70,"prompt_tokens_details":{"cached_tokens":0}}`
 	toolChunks := chunk("chatcmpl-r2", `{"role":"assistant","content":""}`, "null", "") +
 		chunk("chatcmpl-r2", `{"content":"Checking."}`, "null", "") +
-		chunk("chatcmpl-r2", `{"tool_calls":[{"index":0,"id":"call_gen1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"}}]}`, "null", "") +
+		chunk("chatcmpl-r2", `{"tool_calls":[{"index":0,"id":"call_gen1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"},"extra_content":{"google":{"thought_signature":"c2lnLTE="}}}]}`, "null", "") +
 		chunk("chatcmpl-r2", `{"tool_calls":[{"index":1,"id":"fc-2","type":"function","function":{"name":"now","arguments":"{}"}}]}`, "null", "")
 	for _, tc := range []struct {
 		name, in     string

@@ -24,12 +24,23 @@ func (c *Chunks) ToolStart(i int, id, name string) []byte { return c.ToolCall(i,
 // ToolCall is the delta of tool call i (counting from 0) whole: its id,
 // type, name and arguments.
 func (c *Chunks) ToolCall(i int, id, name, arguments string) []byte {
+	return c.SignedToolCall(i, id, name, arguments, "")
+}
+
+// SignedToolCall is ToolCall with Gemini's thought signature sig in the
+// call's extra_content (see ExtraContent); none when sig is "".
+func (c *Chunks) SignedToolCall(i int, id, name, arguments, sig string) []byte {
 	d := append(c.toolDelta(i), `,"id":`...)
 	d = jsonenc.AppendString(d, id)
 	d = append(d, `,"type":"function","function":{"name":`...)
 	d = jsonenc.AppendString(d, name)
 	d = append(d, `,"arguments":`...)
-	c.delta = append(jsonenc.AppendString(d, arguments), `}}]}`...)
+	d = append(jsonenc.AppendString(d, arguments), '}')
+	if sig != "" {
+		d = append(d, `,"extra_content":{"google":{"thought_signature":`...)
+		d = append(jsonenc.AppendString(d, sig), `}}`...)
+	}
+	c.delta = append(d, `}]}`...)
 	return c.delta
 }
 

@@ -72,6 +72,39 @@ type ToolCall struct {
 		Name      string `json:"name"`
 		Arguments string `json:"arguments"`
 	} `json:"function"`
+	// ExtraContent is what a provider needs the call sent back with in a
+	// later turn; nil for none.
+	ExtraContent *ExtraContent `json:"extra_content,omitempty"`
+}
+
+// ExtraContent is a tool call's provider data, in the shape Google's
+// OpenAI-compatible API uses: extra_content.google.thought_signature
+// carries a Gemini thought signature, which Gemini needs back with the
+// function call it came with.
+type ExtraContent struct {
+	Google *GoogleExtra `json:"google,omitempty"`
+}
+
+// GoogleExtra is Gemini's part of a tool call's ExtraContent.
+type GoogleExtra struct {
+	ThoughtSignature string `json:"thought_signature,omitempty"`
+}
+
+// ThoughtSignature is the call's Gemini thought signature, "" for none.
+func (c *ToolCall) ThoughtSignature() string {
+	if c.ExtraContent == nil || c.ExtraContent.Google == nil {
+		return ""
+	}
+	return c.ExtraContent.Google.ThoughtSignature
+}
+
+// WithThoughtSignature is c carrying Gemini's thought signature sig (none
+// when sig is "").
+func (c ToolCall) WithThoughtSignature(sig string) ToolCall {
+	if sig != "" {
+		c.ExtraContent = &ExtraContent{Google: &GoogleExtra{ThoughtSignature: sig}}
+	}
+	return c
 }
 
 // Part is one content part of a message.
