@@ -6,6 +6,7 @@ import (
 	"testing"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/mcp"
 )
 
 // TestIntegrationWorkspaceLimits: the limits of an integration's entry for
@@ -65,4 +66,32 @@ func TestIntegrationWorkspaceLimits(t *testing.T) {
 	// The entry removed: no limit.
 	m.ok(http.MethodPut, "/v1/integrations/shared/workspaces", adminKey, map[string]any{"workspaces": []any{}, "override_existing_workspace_access": true})
 	want(chat(wsKey, "shared"), http.StatusOK, "after the entry is removed")
+}
+
+// The limits of an MCP integration's entry for a workspace apply to the
+// calls of its servers from that workspace, at once after the PUT.
+func TestMCPIntegrationWorkspaceLimits(t *testing.T) {
+	_, srv := fakeMCPServer(t)
+	m := newMgEnv(t)
+	m.withMCP(strings.TrimPrefix(srv.URL, "http://"))
+	m.withEngine()
+	m.ok(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody(srv.URL, nil))
+	m.ok(http.MethodPost, "/v1/mcp-servers", adminKey, map[string]any{"name": "Tools", "slug": "tools", "mcp_integration_id": "tools", "workspace_id": m.wsID})
+	_, invoke := m.wsKey(m.wsID, "mcp.invoke")
+	ping := func() resp {
+		return m.doHeaders(http.MethodPost, "/v1/mcp/tools", invoke, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, map[string]string{"Accept": mcp.Accept})
+	}
+	for range 2 {
+		if r := ping(); r.status != http.StatusOK {
+			t.Fatalf("before the entry: %d %s", r.status, r.raw)
+		}
+	}
+	m.ok(http.MethodPut, "/v1/mcp-integrations/tools/workspaces", adminKey, map[string]any{"workspaces": []any{map[string]any{"id": m.wsID, "enabled": true,
+		"rate_limits": []any{map[string]any{"type": "requests", "unit": "rpm", "value": 1}}}}})
+	if r := ping(); r.status != http.StatusOK || r.header.Get("x-ratelimit-limit") != "1" {
+		t.Fatalf("first under the limit: %d %v %s", r.status, r.header, r.raw)
+	}
+	if r := ping(); r.status != http.StatusTooManyRequests || !strings.Contains(r.errField("message"), "integration tools for workspace default") {
+		t.Fatalf("second over the limit: %d %s", r.status, r.raw)
+	}
 }

@@ -121,6 +121,9 @@ func (m *mgEnv) startManaged() {
 	if m.limiter != nil {
 		deps.Limits, opts.Limiter = m.limiter, m.limiter
 	}
+	if e.setup != nil { // e.g. withMCP's
+		e.setup(&deps, &opts)
+	}
 	opts.Admin = adminsvc.New(deps).Register
 	e.app = server.New(opts)
 }

@@ -57,9 +57,13 @@ type remoteEndpoint struct {
 	Header map[string]string
 }
 
-// reloaded rebuilds the kind's snapshot after a change.
+// reloaded rebuilds the kind's snapshot after a change, and the limits
+// engine's (an integration's workspace entries carry limits).
 func (k *remoteKind[S]) reloaded(s *Service) error {
-	return k.snapshot(s).reloadErr()
+	if err := k.snapshot(s).reloadErr(); err != nil {
+		return err
+	}
+	return s.reloadLimits()
 }
 
 // registerRemote adds /{kind}-integrations and /{kind}-servers.

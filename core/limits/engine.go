@@ -331,18 +331,29 @@ func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
 		return err
 	}
 	for _, in := range integs {
-		integrationEntries(s, in, wsLabels)
+		integrationEntries(s, in.ID, in.Slug, in.OrganisationID, in.Workspaces, wsLabels)
+	}
+	// MCP and agent integrations' entries limit the calls of their servers.
+	for _, b := range []store.Bucket{store.BucketMCPIntegrations, store.BucketAgentIntegrations} {
+		remotes, err := store.List[store.RemoteIntegration](tx, b)
+		if err != nil {
+			return err
+		}
+		for _, in := range remotes {
+			integrationEntries(s, in.ID, in.Slug, in.OrganisationID, in.Workspaces, wsLabels)
+		}
 	}
 	s.prices, err = store.IntegrationPrices(tx)
 	return err
 }
 
-// integrationEntries adds the limits of in's enabled workspace entries,
-// each with the conditions integration=<in> and workspace_id=<workspace>
-// and counted for that pair, to s.entries (a disabled entry lets the
-// workspace not use the integration at all, so its limits never apply).
-func integrationEntries(s *snapshot, in store.Integration, wsLabels map[string]string) {
-	for _, w := range in.Workspaces {
+// integrationEntries adds the limits of the enabled workspace entries of
+// integration id (slug, organisation org), each with the conditions
+// integration=<id> and workspace_id=<workspace> and counted for that pair,
+// to s.entries (a disabled entry lets the workspace not use the
+// integration at all, so its limits never apply).
+func integrationEntries(s *snapshot, id, slug, org string, entries []store.IntegrationWorkspace, wsLabels map[string]string) {
+	for _, w := range entries {
 		if !w.Enabled || (len(w.RateLimits) == 0 && w.UsageLimits == nil) {
 			continue
 		}
@@ -350,15 +361,15 @@ func integrationEntries(s *snapshot, in store.Integration, wsLabels map[string]s
 		if ws == "" {
 			ws = "workspace " + w.ID
 		}
-		label := fmt.Sprintf("integration %s for %s", in.Slug, ws)
-		prefix := "integration_workspace:" + in.ID + "/" + w.ID
+		label := fmt.Sprintf("integration %s for %s", slug, ws)
+		prefix := "integration_workspace:" + id + "/" + w.ID
 		set := &ruleSet{}
 		for i, rl := range w.RateLimits {
-			set.appendRate(implicitScope(fmt.Sprintf("%s#rate%d", prefix, i), label, "integration", in.ID, "workspace_id", w.ID), rl.Type, rl.Unit, rl.Value)
+			set.appendRate(implicitScope(fmt.Sprintf("%s#rate%d", prefix, i), label, "integration", id, "workspace_id", w.ID), rl.Type, rl.Unit, rl.Value)
 		}
 		if w.UsageLimits != nil {
-			sc := implicitScope(IntegrationWorkspaceUsageID(in.ID, w.ID), label, "integration", in.ID, "workspace_id", w.ID)
-			set.usage = append(set.usage, entityUsage(sc, *w.UsageLimits, w.ID, in.OrganisationID, nil))
+			sc := implicitScope(IntegrationWorkspaceUsageID(id, w.ID), label, "integration", id, "workspace_id", w.ID)
+			set.usage = append(set.usage, entityUsage(sc, *w.UsageLimits, w.ID, org, nil))
 		}
 		if set.empty() {
 			continue
@@ -366,7 +377,7 @@ func integrationEntries(s *snapshot, in store.Integration, wsLabels map[string]s
 		if s.entries == nil {
 			s.entries = map[entryKey]*ruleSet{}
 		}
-		s.entries[entryKey{in.ID, w.ID}] = set
+		s.entries[entryKey{id, w.ID}] = set
 	}
 }
 

@@ -49,7 +49,7 @@ func findAgent(s *Server, c *fiber.Ctx, p *core.Principal) (remoteTarget, *core.
 	if err != nil {
 		return remoteTarget{}, err
 	}
-	return remoteTarget{slug: t.ServerSlug, url: t.URL, header: t.Header, passthrough: t.PassthroughHeader, gatewayURL: t.GatewayURL,
+	return remoteTarget{slug: t.ServerSlug, url: t.URL, integrationID: t.IntegrationID, header: t.Header, passthrough: t.PassthroughHeader, gatewayURL: t.GatewayURL,
 		disabled: t.DisabledSkills}, nil
 }
 
@@ -67,13 +67,17 @@ func (s *Server) serveAgentCard(c *fiber.Ctx) error {
 	} else {
 		req.Path += a2a.CardPath
 	}
-	var card []byte
+	var t remoteTarget
+	if err == nil {
+		t, err = s.remoteTarget(c, agentKind, p)
+	}
 	var adm core.Admission
 	if err == nil {
-		adm, err = s.admitRemote(req)
+		adm, err = s.admitRemote(req, &t)
 	}
+	var card []byte
 	if err == nil {
-		card, err = s.agentCard(c, p, s.remoteCall(req))
+		card, err = s.agentCard(c, &t, s.remoteCall(req))
 	}
 	if err != nil {
 		s.record(req, nil, err.Status, core.Usage{}, err)
@@ -85,14 +89,10 @@ func (s *Server) serveAgentCard(c *fiber.Ctx) error {
 	return c.Send(card)
 }
 
-// agentCard fetches, within call's bound, and rewrites the card of the
-// route's agent. It ends call.
-func (s *Server) agentCard(c *fiber.Ctx, p *core.Principal, call *remoteCall) ([]byte, *core.Error) {
+// agentCard fetches, within call's bound, and rewrites the card of agent
+// t for the client request c. It ends call.
+func (s *Server) agentCard(c *fiber.Ctx, t *remoteTarget, call *remoteCall) ([]byte, *core.Error) {
 	defer call.end()
-	t, err := s.remoteTarget(c, agentKind, p)
-	if err != nil {
-		return nil, err
-	}
 	if s.agentClient == nil {
 		return nil, core.Internal(nil, "this gateway has no agent client configured")
 	}

@@ -62,7 +62,7 @@ func findMCP(s *Server, c *fiber.Ctx, p *core.Principal) (remoteTarget, *core.Er
 	if err != nil {
 		return remoteTarget{}, err
 	}
-	rt := remoteTarget{slug: t.ServerSlug, url: t.URL, header: t.Header, passthrough: t.PassthroughHeader, refuser: t, lists: t.ListFilter}
+	rt := remoteTarget{slug: t.ServerSlug, url: t.URL, integrationID: t.IntegrationID, header: t.Header, passthrough: t.PassthroughHeader, refuser: t, lists: t.ListFilter}
 	if t.Transport == mcp.TransportSSE {
 		rt.bridge, rt.serverID = s.mcpBridge, t.ServerID
 	}

@@ -51,6 +51,9 @@ type remoteKind struct {
 // remoteTarget is the server a request goes to.
 type remoteTarget struct {
 	slug, url   string
+	// integrationID is the server's integration, whose workspace entries
+	// carry limits.
+	integrationID string
 	header      map[string]string
 	passthrough string
 	// refuser reports whether a message calls something disabled, naming
@@ -142,7 +145,7 @@ func (s *Server) serveRemote(c *fiber.Ctx, k *remoteKind) error {
 	}
 	var adm core.Admission
 	if err == nil {
-		adm, err = s.admitRemote(req)
+		adm, err = s.admitRemote(req, &t)
 	}
 	if err != nil {
 		s.record(req, nil, err.Status, core.Usage{}, err)
@@ -161,10 +164,12 @@ func (s *Server) serveRemote(c *fiber.Ctx, k *remoteKind) error {
 }
 
 // admitRemote applies the rate and usage limits (the key's, its
-// workspace's and the policies') to a call of a remote server, as on the
-// model routes. Such a call has no tokens or cost to count afterwards, so
-// the admission only lends its headers.
-func (s *Server) admitRemote(req *core.Request) (core.Admission, *core.Error) {
+// workspace's, the policies' and the entry of t's integration for the
+// key's workspace) to a call of t, as on the model routes. Such a call has
+// no tokens or cost to count afterwards, so the admission only lends its
+// headers.
+func (s *Server) admitRemote(req *core.Request, t *remoteTarget) (core.Admission, *core.Error) {
+	req.Target.IntegrationID = t.integrationID
 	if s.limiter == nil {
 		return nil, nil
 	}
