@@ -50,12 +50,12 @@ type remoteKind struct {
 
 // remoteTarget is the server a request goes to.
 type remoteTarget struct {
-	slug, url   string
+	slug, url string
 	// integrationID is the server's integration, whose workspace entries
 	// carry limits.
 	integrationID string
-	header      map[string]string
-	passthrough string
+	header        map[string]string
+	passthrough   string
 	// refuser reports whether a message calls something disabled, naming
 	// it; nil refuses nothing.
 	refuser interface {
