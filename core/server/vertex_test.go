@@ -31,8 +31,10 @@ func vertexServiceAccount(t *testing.T, tokenURI string) string {
 
 // fakeVertex answers Vertex AI's publisher model methods: generateContent
 // and streamGenerateContent as fakeGemini, rawPredict and streamRawPredict
-// as fakeAnthropic (its stream not held back); and, at /token, a JWT bearer
-// token request with the token sa-token.
+// as fakeAnthropic (its stream not held back), predict with a 2-number
+// embedding per instance (3 tokens each), a model named "missing-embedding"
+// with Google's 404; and, at /token, a JWT bearer token request with the
+// token sa-token.
 func fakeVertex() http.Handler {
 	release := make(chan struct{})
 	close(release)
@@ -47,6 +49,22 @@ func fakeVertex() http.Handler {
 				return
 			}
 			io.WriteString(w, `{"access_token":"sa-token","expires_in":3599,"token_type":"Bearer"}`)
+			return
+		}
+		if strings.HasSuffix(r.URL.Path, ":predict") {
+			w.Header().Set("Content-Type", "application/json")
+			if strings.Contains(r.URL.Path, "missing-embedding") {
+				w.WriteHeader(404)
+				io.WriteString(w, `{"error":{"code":404,"message":"Publisher Model missing-embedding was not found.","status":"NOT_FOUND"}}`)
+				return
+			}
+			var in struct{ Instances []json.RawMessage }
+			json.NewDecoder(r.Body).Decode(&in)
+			preds := make([]string, len(in.Instances))
+			for i := range preds {
+				preds[i] = `{"embeddings":{"values":[0.5,-0.25],"statistics":{"token_count":3,"truncated":false}}}`
+			}
+			io.WriteString(w, `{"predictions":[`+strings.Join(preds, ",")+`],"metadata":{"billableCharacterCount":4}}`)
 			return
 		}
 		if strings.Contains(r.URL.Path, "/publishers/google/") {
@@ -177,7 +195,12 @@ func TestVertexRefusals(t *testing.T) {
 			"(provider vertex-ai sends google's models the gemini provider's translation)"},
 		{"a body the anthropic translation refuses", "/v1/chat/completions", `{"model":"claude-sonnet-4@20250514","n":2,"messages":[{"role":"user","content":"hi"}]}`, nil, "n",
 			"(provider vertex-ai sends anthropic's models the anthropic provider's translation)"},
-		{"embeddings", "/v1/embeddings", `{"model":"text-embedding-005","input":"hi"}`, nil, "x-gateway-provider", "does not support"},
+		{"rerank", "/v1/rerank", `{"model":"semantic-ranker","query":"q","documents":["a"]}`, nil, "x-gateway-provider", "does not support"},
+		{"a chat model's embeddings", "/v1/embeddings", `{"model":"gemini-2.5-flash","input":"hi"}`, nil, "model", "text embedding models"},
+		{"multimodal embeddings", "/v1/embeddings", `{"model":"multimodalembedding@001","input":"hi"}`, nil, "model", "text embedding models"},
+		{"embedding model with a path", "/v1/embeddings", `{"model":"text-embedding-005/../x","input":"hi"}`, nil, "model", "not a Vertex AI model name"},
+		{"token ids", "/v1/embeddings", `{"model":"text-embedding-005","input":[1,2,3]}`, nil, "input", "token ids"},
+		{"two texts to gemini-embedding", "/v1/embeddings", `{"model":"gemini-embedding-001","input":["a","b"]}`, nil, "input", "1 to 1 texts"},
 		{"managed with a project", "/v1/chat/completions", chat, []string{"x-gateway-provider", "@vertex-prod", "x-gateway-custom-host", ""}, "x-gateway-vertex-project-id", "integration's"},
 		{"managed with a config region", "/v1/chat/completions", chat, []string{"x-gateway-provider", "", "x-gateway-custom-host", "", "x-gateway-vertex-project-id", "", "x-gateway-vertex-region", "",
 			"x-gateway-config", `{"provider":"@vertex-prod","vertex_region":"us-east5"}`}, "config.vertex_region", "integration's"},
@@ -215,5 +238,65 @@ func TestVertexSavedServiceAccount(t *testing.T) {
 		`{"provider":"vertex-ai","vertex_service_account_json":"{\"type\":\"service_account\",\"private_key\":\"secret-bytes\"}"}`)
 	if e := errorOf(t, r); r.status != 400 || !strings.Contains(e.Message, "config.vertex_service_account_json") || strings.Contains(e.Message, "secret-bytes") {
 		t.Errorf("status %d error %+v", r.status, e)
+	}
+}
+
+// TestVertexEmbeddings: embeddings of Google's text embedding models go to
+// the model's predict method, one instance per text, dimensions as
+// outputDimensionality; the client gets OpenAI's list (base64 when asked)
+// with the instances' token counts, and Google's error body the gateway's.
+func TestVertexEmbeddings(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, fakeVertex())
+	headers := []string{"x-gateway-provider", "vertex-ai", "x-gateway-custom-host", g.up.URL,
+		"x-gateway-vertex-project-id", "my-project-1", "x-gateway-vertex-region", "us-central1"}
+	const path = "/v1/projects/my-project-1/locations/us-central1/publishers/google/models/"
+	for _, tc := range []struct {
+		name, body, upPath, upBody string
+		status                     int
+		want                       []string // in the answer
+	}{
+		{"one text", `{"model":"text-embedding-005","input":"hi"}`, path + "text-embedding-005:predict", `{"instances":[{"content":"hi"}]}`, 200,
+			[]string{`"object":"list"`, `"embedding":[0.5,-0.25]`, `"model":"text-embedding-005"`, `"usage":{"prompt_tokens":3,"total_tokens":3}`}},
+		{"two texts, dimensions", `{"model":"text-multilingual-embedding-002","input":["a","b"],"dimensions":2}`, path + "text-multilingual-embedding-002:predict",
+			`{"instances":[{"content":"a"},{"content":"b"}],"parameters":{"outputDimensionality":2}}`, 200, []string{`"index":1`, `"prompt_tokens":6`}},
+		{"base64", `{"model":"gemini-embedding-001","input":["x"],"encoding_format":"base64"}`, path + "gemini-embedding-001:predict", `{"instances":[{"content":"x"}]}`, 200,
+			[]string{`"embedding":"AAAAPwAAgL4="`}},
+		{"google's error", `{"model":"missing-embedding","input":"hi"}`, path + "missing-embedding:predict", `{"instances":[{"content":"hi"}]}`, 404,
+			[]string{`"type":"NOT_FOUND"`, "was not found"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := g.do(t, "POST", "/v1/embeddings", []byte(tc.body), headers...)
+			for _, w := range tc.want {
+				if r.status != tc.status || !strings.Contains(string(r.body), w) {
+					t.Fatalf("status %d, want %d with %s: %s", r.status, tc.status, w, r.body)
+				}
+			}
+			up := g.up.last(t)
+			if up.Path != tc.upPath || up.Header.Get("Authorization") != "Bearer "+providerToken || !jsonSame(t, up.Body, tc.upBody) {
+				t.Errorf("upstream got %s %v %s", up.Path, up.Header, up.Body)
+			}
+		})
+	}
+}
+
+// TestVertexAnthropicBeta: a client's anthropic-beta header reaches Claude
+// models on Vertex AI, and only them.
+func TestVertexAnthropicBeta(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, fakeVertex())
+	headers := []string{"x-gateway-provider", "vertex-ai", "x-gateway-custom-host", g.up.URL, "x-gateway-vertex-project-id", "my-project-1",
+		"x-gateway-vertex-region", "us-east5", "anthropic-beta", "context-1m-2025-08-07"}
+	for _, tc := range []struct{ model, want string }{
+		{"claude-sonnet-4@20250514", "context-1m-2025-08-07"},
+		{"gemini-2.5-flash", ""},
+	} {
+		r := g.do(t, "POST", "/v1/chat/completions", []byte(`{"model":"`+tc.model+`","messages":[{"role":"user","content":"hi"}]}`), headers...)
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", tc.model, r.status, r.body)
+		}
+		if got := g.up.last(t).Header.Get("anthropic-beta"); got != tc.want {
+			t.Errorf("%s: upstream anthropic-beta %q, want %q", tc.model, got, tc.want)
+		}
 	}
 }

@@ -1,16 +1,14 @@
 package bedrock
 
 import (
-	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"math"
 	"slices"
 	"strconv"
 	"strings"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/embedding"
 )
 
 // Bedrock serves embeddings through InvokeModel (/model/{id}/invoke) with
@@ -54,12 +52,9 @@ func familyOf(model string) embedFamily {
 // already) the translation reads. input_type and truncate are Cohere's own
 // fields, accepted as the reference gateway does.
 type embedRequest struct {
-	Model          string          `json:"model"`
-	Input          json.RawMessage `json:"input"`
-	EncodingFormat string          `json:"encoding_format"`
-	Dimensions     *int            `json:"dimensions"`
-	InputType      string          `json:"input_type"`
-	Truncate       string          `json:"truncate"`
+	embedding.Request
+	InputType string `json:"input_type"`
+	Truncate  string `json:"truncate"`
 }
 
 type titanEmbedRequest struct {
@@ -86,7 +81,7 @@ func translateEmbedRequest(body []byte) (model string, out []byte, err error) {
 	if family == 0 {
 		return "", nil, core.BadRequest("model", "model %q: provider %s translates embeddings for the Amazon Titan (amazon.titan-embed-*) and Cohere (cohere.embed-*) models; call other models through the proxy path /model/{model id}/invoke", in.Model, Name)
 	}
-	texts, err := embedTexts(in.Input)
+	texts, err := embedding.Texts(in.Input, Name)
 	if err != nil {
 		return "", nil, err
 	}
@@ -126,39 +121,6 @@ func translateEmbedRequest(body []byte) (model string, out []byte, err error) {
 	return in.Model, out, nil
 }
 
-// embedTexts is input as a list of texts: a string, or an array of
-// strings. Token ids are a 400: Bedrock's models take text.
-func embedTexts(input json.RawMessage) ([]string, error) {
-	var one string
-	if json.Unmarshal(input, &one) == nil {
-		return []string{one}, nil
-	}
-	var many []string
-	if json.Unmarshal(input, &many) == nil {
-		return many, nil
-	}
-	return nil, core.BadRequest("input", "input: provider %s embeds text; token ids are not supported", Name)
-}
-
-// embeddingList is OpenAI's embeddings answer.
-type embeddingList struct {
-	Object string      `json:"object"`
-	Data   []embedding `json:"data"`
-	Model  string      `json:"model"`
-	Usage  embedUsage  `json:"usage"`
-}
-
-type embedding struct {
-	Object    string          `json:"object"`
-	Index     int             `json:"index"`
-	Embedding json.RawMessage `json:"embedding"` // numbers, or a base64 string
-}
-
-type embedUsage struct {
-	PromptTokens int `json:"prompt_tokens"`
-	TotalTokens  int `json:"total_tokens"`
-}
-
 // inputTokensHeader is where InvokeModel reports the input's token count.
 const inputTokensHeader = "X-Amzn-Bedrock-Input-Token-Count"
 
@@ -166,10 +128,6 @@ const inputTokensHeader = "X-Amzn-Bedrock-Input-Token-Count"
 // into OpenAI's embeddings list for the request's model, in the requested
 // encoding_format.
 func translateEmbedAnswer(req *core.Request, resp *core.Response) ([]byte, error) {
-	var in struct {
-		EncodingFormat string `json:"encoding_format"`
-	}
-	_ = json.Unmarshal(req.Body, &in) // validated: a bad format cannot reach here
 	var vectors []json.RawMessage
 	tokens, _ := strconv.Atoi(resp.Header.Get(inputTokensHeader))
 	switch familyOf(req.Model) {
@@ -208,32 +166,5 @@ func translateEmbedAnswer(req *core.Request, resp *core.Response) ([]byte, error
 	default:
 		return nil, fmt.Errorf("model %q is not an embedding model the gateway translates", req.Model)
 	}
-	out := embeddingList{Object: "list", Data: make([]embedding, len(vectors)), Model: req.Model,
-		Usage: embedUsage{PromptTokens: tokens, TotalTokens: tokens}}
-	for i, v := range vectors {
-		if in.EncodingFormat == "base64" {
-			b, err := base64Floats(v)
-			if err != nil {
-				return nil, fmt.Errorf("reading embedding %d: %w", i, err)
-			}
-			v = b
-		}
-		out.Data[i] = embedding{Object: "embedding", Index: i, Embedding: v}
-	}
-	return json.Marshal(out)
-}
-
-// base64Floats is a JSON array of numbers as OpenAI's base64 encoding
-// gives it: the numbers as little-endian float32s, base64-encoded, as a
-// JSON string.
-func base64Floats(vector json.RawMessage) (json.RawMessage, error) {
-	var fs []float64
-	if err := json.Unmarshal(vector, &fs); err != nil {
-		return nil, err
-	}
-	raw := make([]byte, 4*len(fs))
-	for i, f := range fs {
-		binary.LittleEndian.PutUint32(raw[4*i:], math.Float32bits(float32(f)))
-	}
-	return json.Marshal(base64.StdEncoding.EncodeToString(raw))
+	return embedding.Answer(req.Model, vectors, tokens, embedding.EncodingFormat(req.Body))
 }

@@ -79,7 +79,7 @@ func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) err
 		return nil
 	}
 	if resp.Status >= 300 {
-		if b, ok := translateError(resp.Status, resp.Body); ok {
+		if b, ok := TranslateError(resp.Status, resp.Body); ok {
 			chat.SetBody(resp, b)
 		}
 		return nil
@@ -157,11 +157,11 @@ type errorBody struct {
 	Status  string `json:"status"`
 }
 
-// translateError turns Gemini's error body (or a list of them, as its
+// TranslateError turns Gemini's error body (or a list of them, as its
 // streaming method may answer) into the gateway's
 // {"error":{message,type,param,code}}, its type Gemini's status
 // (INVALID_ARGUMENT, ...); ok is false for a body of another shape.
-func translateError(status int, body []byte) ([]byte, bool) {
+func TranslateError(status int, body []byte) ([]byte, bool) {
 	var e struct {
 		Error *errorBody `json:"error"`
 	}

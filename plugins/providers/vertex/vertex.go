@@ -51,8 +51,14 @@ func New() *Provider {
 func (p *Provider) Name() string { return Name }
 
 // Supports reports whether the provider serves endpoint e: chat
-// completions only.
-func (p *Provider) Supports(e core.Endpoint) bool { return e == core.EndpointChatComplete }
+// completions and embeddings.
+func (p *Provider) Supports(e core.Endpoint) bool {
+	return e == core.EndpointChatComplete || e == core.EndpointEmbed
+}
+
+// passAnthropic are the client headers sent on to Claude models: the beta
+// features a request asks for.
+var passAnthropic = core.ForwardableHeaders("anthropic-beta")
 
 // BaseURL is the default base URL's shape (the region is the target's).
 func (p *Provider) BaseURL() string { return "https://{region}-aiplatform.googleapis.com" }
@@ -69,8 +75,9 @@ func publisher(model string) string {
 	return ""
 }
 
-// BuildRequest builds the upstream request for a chat completion, POSTed
-// to {base}/v1/projects/{project}/locations/{region}/publishers/{publisher}/models/{model}:{method}
+// BuildRequest builds the upstream request for a chat completion or
+// embeddings, POSTed to
+// {base}/v1/projects/{project}/locations/{region}/publishers/{publisher}/models/{model}:{method}
 // on base https://{region}-aiplatform.googleapis.com
 // (https://aiplatform.googleapis.com for region global) or the target's
 // custom host:
@@ -78,15 +85,17 @@ func publisher(model string) string {
 //     request; method generateContent, or streamGenerateContent?alt=sse;
 //   - claude-* (publisher anthropic): translated into a Messages request
 //     without model and with anthropic_version; method rawPredict, or
-//     streamRawPredict.
+//     streamRawPredict; the client's anthropic-beta header is sent on;
+//   - embeddings of Google's text embedding models (publisher google):
+//     translated into a predict request (embed.go); method predict.
 //
 // Authorization: Bearer is an access token of the target's service-account
 // key when it has one (see accessToken), else the caller's token. Another
 // model, a missing or bad setting, or a missing token is a 400 naming the
 // field or header, before any call.
 func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.Target) (*http.Request, error) {
-	if req.Endpoint != core.EndpointChatComplete {
-		return nil, core.BadRequest("", "provider %s serves chat completions only, not %s", Name, req.Endpoint)
+	if !p.Supports(req.Endpoint) {
+		return nil, core.BadRequest("", "provider %s serves chat completions and embeddings, not %s", Name, req.Endpoint)
 	}
 	s, err := settings(t)
 	if err != nil {
@@ -98,15 +107,20 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	pub := publisher(req.Model)
 	var model, method, query string
 	var body []byte
-	switch pub {
-	case publisherGoogle:
+	pass := core.HeaderNames{}
+	switch {
+	case req.Endpoint == core.EndpointEmbed:
+		pub, method = publisherGoogle, "predict"
+		model, body, err = translateEmbedRequest(req.Body)
+	case pub == publisherGoogle:
 		model, body, err = gemini.TranslateRequest(req.Body, req.Stream)
 		err = translatedAs(err, pub)
 		method = "generateContent"
 		if req.Stream {
 			method, query = "streamGenerateContent", "?alt=sse"
 		}
-	case publisherAnthropic:
+	case pub == publisherAnthropic:
+		pass = passAnthropic
 		model, body, err = anthropic.TranslateVertexRequest(req.Body)
 		err = translatedAs(err, pub)
 		if err == nil {
@@ -133,7 +147,7 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	if err != nil {
 		return nil, core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host: %v", err)
 	}
-	core.UpstreamHeader(hr.Header, req, t, core.HeaderNames{})
+	core.UpstreamHeader(hr.Header, req, t, pass)
 	hr.Header.Set("Content-Type", "application/json") // the body is the gateway's own
 	hr.Header.Set("Authorization", "Bearer "+token)
 	return hr, nil
@@ -182,8 +196,12 @@ func settings(t *core.Target) (core.VertexSettings, error) {
 }
 
 // TranslateResponse turns a chat completion's answer into the OpenAI
-// shape with the translator of the model's publisher.
+// shape with the translator of the model's publisher, and an embeddings
+// answer into OpenAI's list.
 func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) error {
+	if req.Endpoint == core.EndpointEmbed {
+		return translateEmbedResponse(req, resp)
+	}
 	switch publisher(req.Model) {
 	case publisherGoogle:
 		return p.gemini.TranslateResponse(req, resp)

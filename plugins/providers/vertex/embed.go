@@ -1,0 +1,130 @@
+package vertex
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/gemini"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/embedding"
+)
+
+// Vertex AI serves Google's text embedding models (text-embedding-*,
+// text-multilingual-embedding-*, gemini-embedding-*) through the predict
+// method: {"instances": [{"content": text}...], "parameters":
+// {"outputDimensionality": n}}, answered with each instance's
+// embeddings.values and statistics.token_count.
+
+// Instances per predict call: gemini-embedding-* take one text, the
+// text-embedding models up to 250.
+const (
+	maxEmbedTexts       = 250
+	maxGeminiEmbedTexts = 1
+)
+
+// isEmbeddingModel reports whether model is a Google text embedding model
+// the provider translates (not multimodalembedding, whose instances are
+// of another shape).
+func isEmbeddingModel(model string) bool {
+	return strings.Contains(model, "embedding") && !strings.HasPrefix(model, "multimodal")
+}
+
+type predictInstance struct {
+	Content string `json:"content"`
+}
+
+type predictParameters struct {
+	OutputDimensionality *int `json:"outputDimensionality,omitempty"`
+}
+
+type predictRequest struct {
+	Instances  []predictInstance   `json:"instances"`
+	Parameters *predictParameters `json:"parameters,omitempty"`
+}
+
+// translateEmbedRequest turns an OpenAI embeddings body into the model and
+// its predict body. A model that is not a Google text embedding model, or
+// an input the model cannot take, is a 400 naming the field.
+func translateEmbedRequest(body []byte) (model string, out []byte, err error) {
+	var in embedding.Request
+	if err := json.Unmarshal(body, &in); err != nil {
+		return "", nil, core.BadRequest("", "the request body cannot be translated for %s: %v", Name, err)
+	}
+	if !isEmbeddingModel(in.Model) {
+		return "", nil, core.BadRequest("model", "model %q: provider %s translates embeddings for Google's text embedding models (text-embedding-*, text-multilingual-embedding-*, gemini-embedding-*)", in.Model, Name)
+	}
+	if err := checkModel(in.Model); err != nil {
+		return "", nil, err
+	}
+	texts, err := embedding.Texts(in.Input, Name)
+	if err != nil {
+		return "", nil, err
+	}
+	most := maxEmbedTexts
+	if strings.HasPrefix(in.Model, "gemini-embedding") {
+		most = maxGeminiEmbedTexts
+	}
+	if len(texts) == 0 || len(texts) > most {
+		return "", nil, core.BadRequest("input", "input: %s takes 1 to %d texts per request on Vertex AI, got %d", in.Model, most, len(texts))
+	}
+	req := predictRequest{Instances: make([]predictInstance, len(texts))}
+	for i, t := range texts {
+		req.Instances[i].Content = t
+	}
+	if in.Dimensions != nil {
+		req.Parameters = &predictParameters{OutputDimensionality: in.Dimensions}
+	}
+	out, err = json.Marshal(req)
+	return in.Model, out, err
+}
+
+// translateEmbedAnswer turns a predict answer into OpenAI's embeddings
+// list for the request's model, its usage the instances' token counts.
+func translateEmbedAnswer(req *core.Request, resp *core.Response) ([]byte, error) {
+	var a struct {
+		Predictions []struct {
+			Embeddings struct {
+				Values     json.RawMessage `json:"values"`
+				Statistics struct {
+					TokenCount float64 `json:"token_count"`
+				} `json:"statistics"`
+			} `json:"embeddings"`
+		} `json:"predictions"`
+	}
+	if err := json.Unmarshal(resp.Body, &a); err != nil {
+		return nil, fmt.Errorf("reading the predict answer: %w", err)
+	}
+	if len(a.Predictions) == 0 {
+		return nil, errors.New("reading the predict answer: it has no predictions")
+	}
+	vectors := make([]json.RawMessage, len(a.Predictions))
+	tokens := 0
+	for i, p := range a.Predictions {
+		if len(p.Embeddings.Values) == 0 {
+			return nil, fmt.Errorf("reading the predict answer: prediction %d has no embeddings.values", i)
+		}
+		vectors[i] = p.Embeddings.Values
+		tokens += int(p.Embeddings.Statistics.TokenCount)
+	}
+	return embedding.Answer(req.Model, vectors, tokens, embedding.EncodingFormat(req.Body))
+}
+
+// translateEmbedResponse turns a predict answer into OpenAI's embeddings
+// list, and Google's error body into the gateway's.
+func translateEmbedResponse(req *core.Request, resp *core.Response) error {
+	if resp.Status >= 300 {
+		if b, ok := gemini.TranslateError(resp.Status, resp.Body); ok {
+			chat.SetBody(resp, b)
+		}
+		return nil
+	}
+	b, err := translateEmbedAnswer(req, resp)
+	if err != nil {
+		return err
+	}
+	chat.SetBody(resp, b)
+	return nil
+}
