@@ -41,7 +41,7 @@ type predictParameters struct {
 }
 
 type predictRequest struct {
-	Instances  []predictInstance   `json:"instances"`
+	Instances  []predictInstance  `json:"instances"`
 	Parameters *predictParameters `json:"parameters,omitempty"`
 }
 

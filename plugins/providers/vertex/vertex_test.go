@@ -82,7 +82,7 @@ func TestBuildRequest(t *testing.T) {
 		target   func(*core.Target)
 		param    string
 	}{
-		{"embeddings", core.EndpointEmbed, "gemini-embedding-001", nil, ""},
+		{"rerank", core.EndpointRerank, "semantic-ranker-default-004", nil, ""},
 		{"other model", core.EndpointChatComplete, "llama-4", nil, "model"},
 		{"no token", core.EndpointChatComplete, "gemini-2.5-flash", func(t *core.Target) { t.APIKey = "" }, "authorization"},
 		{"no project", core.EndpointChatComplete, "gemini-2.5-flash", func(t *core.Target) { t.Vertex.ProjectID = "" }, "x-gateway-vertex-project-id"},
@@ -101,7 +101,7 @@ func TestBuildRequest(t *testing.T) {
 		if !ok || ce.Status != 400 || ce.Param != tc.param {
 			t.Errorf("%s: %v", tc.name, err)
 		}
-		if tc.name == "embeddings" && !strings.Contains(ce.Message, "chat completions only") {
+		if tc.name == "rerank" && !strings.Contains(ce.Message, "chat completions and embeddings") {
 			t.Errorf("%s: %s", tc.name, ce.Message)
 		}
 	}
