@@ -16,7 +16,6 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
-	"sync"
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
@@ -30,97 +29,11 @@ const scope = "https://www.googleapis.com/auth/cloud-platform"
 // maximum).
 const assertionLifetime = time.Hour
 
-// refreshMargin is how long before its expiry a cached token is no longer
-// used, so none expires on its way upstream.
-const refreshMargin = 5 * time.Minute
-
-// maxTokens bounds the cached tokens (one per service-account key).
-const maxTokens = 256
-
 // maxTokenAnswer bounds the token endpoint's answer read.
 const maxTokenAnswer = 64 << 10
 
 // paramServiceAccount names the service-account key in errors.
 const paramServiceAccount = "vertex_service_account_json"
-
-// tokenCache holds the access tokens of service-account keys, by the
-// SHA-256 of the key's JSON: a key that changes (in a config or an
-// integration) is another entry, and the old one is no longer asked for.
-// An entry is used until refreshMargin before its token's expiry, as the
-// token endpoint announced it; at most maxTokens are kept: when full, the
-// expired ones are dropped, else the one expiring first.
-type tokenCache struct {
-	mu     sync.Mutex
-	tokens map[[32]byte]cachedToken
-	// pending holds the exchanges under way, each closed and removed when
-	// it ends (so it holds no more keys than requests in flight).
-	pending map[[32]byte]chan struct{}
-}
-
-// fetching registers an exchange for key sum: lead is true when the caller
-// is to run it (and call fetched with done when it ends); else done closes
-// when the one under way ends.
-func (c *tokenCache) fetching(sum [32]byte) (done chan struct{}, lead bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if ch, ok := c.pending[sum]; ok {
-		return ch, false
-	}
-	if c.pending == nil {
-		c.pending = make(map[[32]byte]chan struct{})
-	}
-	ch := make(chan struct{})
-	c.pending[sum] = ch
-	return ch, true
-}
-
-// fetched ends the exchange for key sum that fetching registered.
-func (c *tokenCache) fetched(sum [32]byte, done chan struct{}) {
-	c.mu.Lock()
-	delete(c.pending, sum)
-	c.mu.Unlock()
-	close(done)
-}
-
-type cachedToken struct {
-	token   string
-	expires time.Time // refreshMargin before the token's expiry
-}
-
-// get returns the token of key sum still valid at now.
-func (c *tokenCache) get(sum [32]byte, now time.Time) (string, bool) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	t, ok := c.tokens[sum]
-	if !ok || !now.Before(t.expires) {
-		return "", false
-	}
-	return t.token, true
-}
-
-// put keeps token for key sum until expires, making room if full.
-func (c *tokenCache) put(sum [32]byte, token string, expires, now time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	if c.tokens == nil {
-		c.tokens = make(map[[32]byte]cachedToken)
-	}
-	if _, ok := c.tokens[sum]; !ok && len(c.tokens) >= maxTokens {
-		var first [32]byte
-		var firstExp time.Time
-		for k, t := range c.tokens {
-			if !now.Before(t.expires) {
-				delete(c.tokens, k)
-			} else if firstExp.IsZero() || t.expires.Before(firstExp) {
-				first, firstExp = k, t.expires
-			}
-		}
-		if len(c.tokens) >= maxTokens {
-			delete(c.tokens, first)
-		}
-	}
-	c.tokens[sum] = cachedToken{token: token, expires: expires}
-}
 
 // UseGuardedClient implements core.GuardedClientUser: the token exchange
 // dials the key's token_uri through c.
@@ -133,64 +46,51 @@ func (p *Provider) UseGuardedClient(c *http.Client) { p.client = c }
 // a token endpoint that cannot be reached or refuses is a 502 (with its
 // OAuth error, never the key).
 func (p *Provider) accessToken(ctx context.Context, keyJSON string) (string, error) {
-	sum := sha256.Sum256([]byte(keyJSON))
-	if tok, ok := p.tokens.get(sum, p.now()); ok {
-		return tok, nil
+	tok, err := p.tokens.Get(ctx, sha256.Sum256([]byte(keyJSON)), p.now, func() (string, time.Duration, error) {
+		return p.exchange(ctx, keyJSON)
+	})
+	if err != nil && ctx.Err() != nil && errors.Is(err, ctx.Err()) {
+		return "", core.Upstream(err, "provider %s: the request ended while waiting for an access token", Name)
 	}
-	// One exchange per key at a time: the requests that miss the cache
-	// while it runs wait for it and take its token (or, if it failed,
-	// the next of them tries).
-	for {
-		done, lead := p.tokens.fetching(sum)
-		if lead {
-			defer p.tokens.fetched(sum, done)
-			if tok, ok := p.tokens.get(sum, p.now()); ok {
-				return tok, nil // an exchange that ended since the first look
-			}
-			break
-		}
-		select {
-		case <-done:
-		case <-ctx.Done():
-			return "", core.Upstream(ctx.Err(), "provider %s: the request ended while waiting for an access token", Name)
-		}
-		if tok, ok := p.tokens.get(sum, p.now()); ok {
-			return tok, nil
-		}
-	}
+	return tok, err
+}
+
+// exchange gets an access token of the service-account key keyJSON and
+// how long it lives (see accessToken).
+func (p *Provider) exchange(ctx context.Context, keyJSON string) (string, time.Duration, error) {
 	now := p.now()
 	sa, msg := core.ParseServiceAccount(keyJSON)
 	if msg != "" {
-		return "", core.BadRequest(paramServiceAccount, "%s %s", paramServiceAccount, msg)
+		return "", 0, core.BadRequest(paramServiceAccount, "%s %s", paramServiceAccount, msg)
 	}
 	if _, err := netguard.CheckURL(sa.TokenURI); err != nil {
-		return "", core.BadRequest(paramServiceAccount, "%s: token_uri: %v", paramServiceAccount, err)
+		return "", 0, core.BadRequest(paramServiceAccount, "%s: token_uri: %v", paramServiceAccount, err)
 	}
 	assertion, err := signAssertion(sa, now)
 	if err != nil {
-		return "", core.BadRequest(paramServiceAccount, "%s: %v", paramServiceAccount, err)
+		return "", 0, core.BadRequest(paramServiceAccount, "%s: %v", paramServiceAccount, err)
 	}
 	if p.client == nil {
-		return "", core.Internal(nil, "provider %s has no client for the token exchange", Name)
+		return "", 0, core.Internal(nil, "provider %s has no client for the token exchange", Name)
 	}
 	form := url.Values{"grant_type": {"urn:ietf:params:oauth:grant-type:jwt-bearer"}, "assertion": {assertion}}
 	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, sa.TokenURI, strings.NewReader(form.Encode()))
 	if err != nil {
-		return "", core.BadRequest(paramServiceAccount, "%s: token_uri: %v", paramServiceAccount, err)
+		return "", 0, core.BadRequest(paramServiceAccount, "%s: token_uri: %v", paramServiceAccount, err)
 	}
 	hr.Header.Set("Content-Type", "application/x-www-form-urlencoded")
 	hr.Header.Set("Accept", "application/json")
 	resp, err := p.client.Do(hr)
 	if err != nil {
 		if errors.Is(err, netguard.ErrBlocked) {
-			return "", core.BadRequest(paramServiceAccount, "%s: token_uri refused: its address is private or reserved", paramServiceAccount)
+			return "", 0, core.BadRequest(paramServiceAccount, "%s: token_uri refused: its address is private or reserved", paramServiceAccount)
 		}
-		return "", core.Upstream(err, "provider %s could not get an access token at the service account's token_uri: %v", Name, err)
+		return "", 0, core.Upstream(err, "provider %s could not get an access token at the service account's token_uri: %v", Name, err)
 	}
 	defer resp.Body.Close()
 	body, err := io.ReadAll(io.LimitReader(resp.Body, maxTokenAnswer))
 	if err != nil {
-		return "", core.Upstream(err, "provider %s could not read the token endpoint's answer: %v", Name, err)
+		return "", 0, core.Upstream(err, "provider %s could not read the token endpoint's answer: %v", Name, err)
 	}
 	var answer struct {
 		AccessToken      string `json:"access_token"`
@@ -199,14 +99,9 @@ func (p *Provider) accessToken(ctx context.Context, keyJSON string) (string, err
 		ErrorDescription string `json:"error_description"`
 	}
 	if json.Unmarshal(body, &answer) != nil || resp.StatusCode != http.StatusOK || answer.AccessToken == "" {
-		return "", core.Upstream(nil, "provider %s: the service account's token endpoint answered %d %s %s", Name, resp.StatusCode, answer.Error, answer.ErrorDescription)
+		return "", 0, core.Upstream(nil, "provider %s: the service account's token endpoint answered %d %s %s", Name, resp.StatusCode, answer.Error, answer.ErrorDescription)
 	}
-	if answer.ExpiresIn > 0 {
-		if exp := now.Add(time.Duration(answer.ExpiresIn)*time.Second - refreshMargin); exp.After(now) {
-			p.tokens.put(sum, answer.AccessToken, exp, now)
-		}
-	}
-	return answer.AccessToken, nil
+	return answer.AccessToken, time.Duration(answer.ExpiresIn) * time.Second, nil
 }
 
 // signAssertion is the JWT sa signs to ask for a token at now: RS256,

@@ -159,29 +159,6 @@ func TestServiceAccountToken(t *testing.T) {
 	}
 }
 
-// TestTokenCacheBound: a full cache drops the expired tokens first, else
-// the one expiring first, and never holds more than maxTokens.
-func TestTokenCacheBound(t *testing.T) {
-	var c tokenCache
-	now := time.Unix(1_800_000_000, 0)
-	key := func(i int) [32]byte { return sha256.Sum256([]byte(strconv.Itoa(i))) }
-	for i := range maxTokens {
-		c.put(key(i), "t", now.Add(time.Duration(i+1)*time.Minute), now)
-	}
-	c.put(key(-1), "new", now.Add(time.Hour), now) // full: key(0), expiring first, goes
-	if _, ok := c.get(key(0), now); ok || len(c.tokens) != maxTokens {
-		t.Errorf("after one more: %d tokens, key 0 kept %v", len(c.tokens), ok)
-	}
-	later := now.Add(10*time.Minute + time.Second) // keys 1..9 expired
-	c.put(key(-2), "newer", later.Add(time.Hour), later)
-	if len(c.tokens) != maxTokens-8 {
-		t.Errorf("expired ones not dropped: %d tokens", len(c.tokens))
-	}
-	if tok, ok := c.get(key(-2), later); !ok || tok != "newer" {
-		t.Errorf("get: %q %v", tok, ok)
-	}
-}
-
 // TestBuildRequestServiceAccount: a target's service-account key gets the
 // Authorization token in place of the caller's.
 func TestBuildRequestServiceAccount(t *testing.T) {

@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/tokencache"
 	"github.com/llm-gateway/gateway/plugins/providers/anthropic"
 	"github.com/llm-gateway/gateway/plugins/providers/gemini"
 )
@@ -38,7 +39,7 @@ type Provider struct {
 	// client sends the token exchanges (see UseGuardedClient); tokens
 	// caches their answers; now signs the assertions (tests replace it).
 	client *http.Client
-	tokens tokenCache
+	tokens tokencache.Cache
 	now    func() time.Time
 }
 
