@@ -2,23 +2,18 @@ package secrets
 
 import (
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
-	"net/url"
 	"os"
-	"strconv"
 	"strings"
 	"time"
+
+	"github.com/llm-gateway/gateway/core/azureauth"
 )
 
-// Azure endpoints used when the auth_config does not override them.
-const (
-	DefaultAuthorityHost = "https://login.microsoftonline.com"
-	DefaultIMDSEndpoint  = "http://169.254.169.254/metadata/identity/oauth2/token"
-	keyVaultResource     = "https://vault.azure.net"
-	keyVaultAPIVersion   = "7.4"
-)
+// keyVaultAPIVersion is the Key Vault REST API version read.
+const keyVaultAPIVersion = "7.4"
 
 // Azure reads secrets from Azure Key Vault over its REST API with a bearer
 // token: from Entra ID's client-credentials flow (entra, or default with
@@ -115,69 +110,28 @@ func (z *Azure) token(ctx context.Context, a map[string]string) (string, error) 
 	return t.value, err
 }
 
-// tokenAnswer is the token endpoints' answer; IMDS sends expires_in as a
-// string, Entra as a number.
-type tokenAnswer struct {
-	AccessToken string          `json:"access_token"`
-	ExpiresIn   json.RawMessage `json:"expires_in"`
-}
-
-func (t tokenAnswer) ttl() time.Duration {
-	s := strings.Trim(string(t.ExpiresIn), `"`)
-	n, err := strconv.ParseInt(s, 10, 64)
-	if err != nil || n <= 0 {
-		return time.Minute
-	}
-	return time.Duration(n) * time.Second
-}
-
 // clientCredentials runs the OAuth2 client-credentials flow at Entra ID.
 func (z *Azure) clientCredentials(ctx context.Context, host, tenant, client, secret string) (cachedToken, error) {
-	if host == "" {
-		host = DefaultAuthorityHost
-	}
-	form := url.Values{"grant_type": {"client_credentials"}, "client_id": {client}, "client_secret": {secret}, "scope": {keyVaultResource + "/.default"}}
-	u := strings.TrimRight(host, "/") + "/" + url.PathEscape(tenant) + "/oauth2/v2.0/token"
-	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, strings.NewReader(form.Encode()))
-	if err != nil {
-		return cachedToken{}, fmt.Errorf("azure: bad authority_host: %w", err)
-	}
-	req.Header.Set("Content-Type", "application/x-www-form-urlencoded")
-	return z.fetchToken(req, "Entra ID token for client "+client)
+	now := z.now()
+	t, err := azureauth.ClientCredentials(ctx, z.Client, host, tenant, client, secret, azureauth.KeyVault)
+	return z.cached(t, err, now)
 }
 
 // managed asks the instance metadata service for the host identity's token.
 func (z *Azure) managed(ctx context.Context, a map[string]string) (cachedToken, error) {
-	endpoint := a["imds_endpoint"]
-	if endpoint == "" {
-		endpoint = DefaultIMDSEndpoint
-	}
-	q := url.Values{"api-version": {"2018-02-01"}, "resource": {keyVaultResource}}
-	if a["client_id"] != "" {
-		q.Set("client_id", a["client_id"])
-	}
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, endpoint+"?"+q.Encode(), nil)
-	if err != nil {
-		return cachedToken{}, fmt.Errorf("azure: bad imds_endpoint: %w", err)
-	}
-	req.Header.Set("Metadata", "true")
-	return z.fetchToken(req, "managed identity token")
+	now := z.now()
+	t, err := azureauth.Managed(ctx, z.Client, a["imds_endpoint"], a["client_id"], azureauth.KeyVault)
+	return z.cached(t, err, now)
 }
 
-func (z *Azure) fetchToken(req *http.Request, what string) (cachedToken, error) {
-	now := z.now()
-	res, err := send(z.Client, req, "azure: "+what)
+// cached is a token got at now as the cache keeps it; a refusal is
+// ErrDenied.
+func (z *Azure) cached(t azureauth.Token, err error, now time.Time) (cachedToken, error) {
+	if errors.Is(err, azureauth.ErrRefused) {
+		return cachedToken{}, managerError(ErrDenied, "%s", err.Error())
+	}
 	if err != nil {
 		return cachedToken{}, err
 	}
-	var out tokenAnswer
-	switch {
-	case res.status == http.StatusBadRequest || res.status == http.StatusUnauthorized || res.status == http.StatusForbidden:
-		return cachedToken{}, managerError(ErrDenied, "azure: %s refused (HTTP %d): check the tenant, client id and secret", what, res.status)
-	case res.status != http.StatusOK:
-		return cachedToken{}, fmt.Errorf("azure: %s: HTTP %d", what, res.status)
-	case res.decode(&out) != nil || out.AccessToken == "":
-		return cachedToken{}, fmt.Errorf("azure: %s: the answer has no access_token", what)
-	}
-	return cachedToken{value: out.AccessToken, expires: expiryAfter(now, out.ttl())}, nil
+	return cachedToken{value: t.Value, expires: expiryAfter(now, t.TTL)}, nil
 }
