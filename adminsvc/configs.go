@@ -529,13 +529,15 @@ func (s *Service) listConfigVersions(c *fiber.Ctx) error {
 
 // configSecretFields are the config fields that hold credentials.
 var configSecretFields = map[string]bool{"api_key": true, "aws_access_key_id": true, "aws_secret_access_key": true, "aws_session_token": true,
-	"vertex_service_account_json": true}
+	"vertex_service_account_json": true, "azure_entra_client_secret": true}
 
 // maskConfigSecrets masks every credential string (api_key, the aws_*
-// credentials, vertex_service_account_json) in a config, at any depth, so
-// reading a saved config never shows the provider keys in it.
+// credentials, vertex_service_account_json, azure_entra_client_secret) in
+// a config, at any depth, so reading a saved config never shows the
+// provider keys in it.
 func maskConfigSecrets(raw json.RawMessage) json.RawMessage {
-	if !bytes.Contains(raw, []byte(`"api_key"`)) && !bytes.Contains(raw, []byte(`"aws_`)) && !bytes.Contains(raw, []byte(`"vertex_service_account_json"`)) {
+	if !bytes.Contains(raw, []byte(`"api_key"`)) && !bytes.Contains(raw, []byte(`"aws_`)) && !bytes.Contains(raw, []byte(`"vertex_service_account_json"`)) &&
+		!bytes.Contains(raw, []byte(`"azure_entra_client_secret"`)) {
 		return raw
 	}
 	dec := json.NewDecoder(bytes.NewReader(raw))

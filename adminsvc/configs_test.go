@@ -1299,7 +1299,9 @@ func TestSavedConfigSecretsMaskedOnRead(t *testing.T) {
 			map[string]any{"provider": "groq", "api_key": "short"},
 			map[string]any{"provider": "bedrock", "aws_region": "eu-west-1", "aws_access_key_id": "AKIAIOSFODNN7EXAMPLE",
 				"aws_secret_access_key": "wJalrXUtnFEMI/K7MDENG+bPxRfiCYEXAMPLEKEY", "aws_session_token": "FwoGZXIvYXdzEXAMPLETOKEN"},
-			map[string]any{"provider": "vertex-ai", "vertex_project_id": "my-project-1", "vertex_region": "us-central1", "vertex_service_account_json": vertexKeyJSON}}}})
+			map[string]any{"provider": "vertex-ai", "vertex_project_id": "my-project-1", "vertex_region": "us-central1", "vertex_service_account_json": vertexKeyJSON},
+			map[string]any{"provider": "azure-openai", "azure_auth_mode": "entra", "azure_entra_tenant_id": "tenant-1", "azure_entra_client_id": "app-1",
+				"azure_entra_client_secret": "entra-EXAMPLESECRET-value"}}}})
 	if r.status != 200 {
 		t.Fatalf("%d %s", r.status, r.raw)
 	}
@@ -1308,7 +1310,8 @@ func TestSavedConfigSecretsMaskedOnRead(t *testing.T) {
 		if got.status != 200 || strings.Contains(string(got.raw), secret) || strings.Contains(string(got.raw), `"short"`) ||
 			!strings.Contains(string(got.raw), "sk-l****mnop") || strings.Contains(string(got.raw), "AKIAIOSFODNN7EXAMPLE") ||
 			strings.Contains(string(got.raw), "EXAMPLEKEY") || strings.Contains(string(got.raw), "EXAMPLETOKEN") || !strings.Contains(string(got.raw), "eu-west-1") ||
-			strings.Contains(string(got.raw), "TUlJRVNFQ1JFVA") || !strings.Contains(string(got.raw), "us-central1") {
+			strings.Contains(string(got.raw), "TUlJRVNFQ1JFVA") || !strings.Contains(string(got.raw), "us-central1") ||
+			strings.Contains(string(got.raw), "EXAMPLESECRET") || !strings.Contains(string(got.raw), "app-1") {
 			t.Fatalf("%s: %s", path, got.raw)
 		}
 	}

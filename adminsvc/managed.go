@@ -139,7 +139,9 @@ func (m *Managed) targetOf(provider, sealedKey string, cfg store.ProviderConfig)
 		t.BaseURL, t.CustomHost = open.CustomHost, true
 	}
 	t.Headers = open.CustomHeaders
-	t.Azure = core.AzureSettings{ResourceName: open.AzureResourceName, DeploymentID: open.AzureDeploymentID, APIVersion: open.AzureAPIVersion}
+	t.Azure = core.AzureSettings{ResourceName: open.AzureResourceName, DeploymentID: open.AzureDeploymentID, APIVersion: open.AzureAPIVersion,
+		AuthMode: open.AzureAuthMode, EntraTenantID: open.AzureEntraTenantID, EntraClientID: open.AzureEntraClientID,
+		EntraClientSecret: open.AzureEntraClientSecret, ManagedClientID: open.AzureManagedClientID}
 	t.AWS = core.AWSSettings{Region: open.AWSRegion, AccessKeyID: open.AWSAccessKeyID, SecretAccessKey: open.AWSSecretAccessKey, SessionToken: open.AWSSessionToken}
 	t.Vertex = core.VertexSettings{ProjectID: open.VertexProjectID, Region: open.VertexRegion, ServiceAccountJSON: open.VertexServiceAccountJSON}
 	return t, nil

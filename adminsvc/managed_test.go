@@ -1,7 +1,9 @@
 package adminsvc_test
 
 import (
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 	"time"
@@ -308,6 +310,43 @@ func TestConfigurationsNullClears(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestResolutionAzureEntra: an azure-openai integration authenticating
+// with Entra ID client credentials keeps its secret sealed and masked, and
+// its requests carry the token got with it in place of api-key. (Not
+// parallel: AZURE_AUTHORITY_HOST is set.)
+func TestResolutionAzureEntra(t *testing.T) {
+	const secret = "entra-client-secret-0123456789"
+	entraID := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		if r.URL.Path != "/tenant-1/oauth2/v2.0/token" || r.PostForm.Get("client_secret") != secret {
+			w.WriteHeader(http.StatusUnauthorized)
+			return
+		}
+		io.WriteString(w, `{"access_token":"entra-tok","expires_in":3599}`)
+	}))
+	defer entraID.Close()
+	t.Setenv("AZURE_AUTHORITY_HOST", entraID.URL)
+	m := newMgEnv(t)
+	m.integration("azure-entra", "", map[string]any{"ai_provider_id": "azure-openai", "configurations": map[string]any{
+		"custom_host": m.up.srv.URL, "azure_deployment_id": "gpt-4o", "azure_auth_mode": "entra", "azure_entra_tenant_id": "tenant-1",
+		"azure_entra_client_id": "app-1", "azure_entra_client_secret": secret}})
+	if raw := m.rawBucket(store.BucketIntegrations); strings.Contains(raw, secret) {
+		t.Fatalf("not sealed at rest: %s", raw)
+	}
+	if g := m.ok(http.MethodGet, "/v1/integrations/azure-entra", adminKey, nil); strings.Contains(string(g.raw), secret) || !strings.Contains(string(g.raw), "app-1") {
+		t.Fatalf("get: %s", g.raw)
+	}
+	r := m.chat(adminKey, "x-gateway-provider", "@azure-entra")
+	if r.status != http.StatusOK {
+		t.Fatalf("%d %s", r.status, r.raw)
+	}
+	if got := m.up.last(t); got.Header.Get("Authorization") != "Bearer entra-tok" || got.Header.Get("api-key") != "" {
+		t.Fatalf("upstream headers %v", got.Header)
+	}
+	// Managed identity is accepted here (the integration names the resource).
+	m.ok(http.MethodPut, "/v1/integrations/azure-entra", adminKey, map[string]any{"configurations": map[string]any{"azure_auth_mode": "managed"}})
 }
 
 // TestResolutionAzure: an azure-openai integration's configurations locate

@@ -21,7 +21,28 @@ type AzureSettings struct {
 	// ModelName is the model behind the deployment (for the caller's
 	// records); it is checked and carried, not sent upstream.
 	ModelName string `json:"azure_model_name,omitempty"`
+	// AuthMode is how the provider authenticates: AzureAuthAPIKey (also
+	// when empty: the key in api-key), AzureAuthEntra (a Microsoft Entra
+	// ID token: got with the Entra* client credentials, or the caller's
+	// own) or AzureAuthManaged (the gateway host's managed identity; only
+	// from an integration's configurations).
+	AuthMode string `json:"azure_auth_mode,omitempty"`
+	// EntraTenantID, EntraClientID and EntraClientSecret are an Entra ID
+	// application's credentials. The secret is a credential: never shown
+	// back or logged.
+	EntraTenantID     string `json:"azure_entra_tenant_id,omitempty"`
+	EntraClientID     string `json:"azure_entra_client_id,omitempty"`
+	EntraClientSecret string `json:"azure_entra_client_secret,omitempty"`
+	// ManagedClientID picks a user-assigned managed identity.
+	ManagedClientID string `json:"azure_managed_client_id,omitempty"`
 }
+
+// Azure authentication modes (AzureSettings.AuthMode).
+const (
+	AzureAuthAPIKey  = "api_key"
+	AzureAuthEntra   = "entra"
+	AzureAuthManaged = "managed"
+)
 
 // DefaultAzureAPIVersion is the api-version sent when no source sets one:
 // the current generally available version of the Azure OpenAI data plane.
@@ -30,17 +51,10 @@ const DefaultAzureAPIVersion = "2024-10-21"
 // Over returns a with each empty field taken from b: a's settings take
 // precedence, field by field.
 func (a AzureSettings) Over(b AzureSettings) AzureSettings {
-	if a.ResourceName == "" {
-		a.ResourceName = b.ResourceName
-	}
-	if a.DeploymentID == "" {
-		a.DeploymentID = b.DeploymentID
-	}
-	if a.APIVersion == "" {
-		a.APIVersion = b.APIVersion
-	}
-	if a.ModelName == "" {
-		a.ModelName = b.ModelName
+	for f := range AzureFields {
+		if a.Get(f) == "" {
+			a.Set(f, b.Get(f))
+		}
 	}
 	return a
 }
@@ -51,6 +65,11 @@ const (
 	AzureDeploymentID
 	AzureAPIVersion
 	AzureModelName
+	AzureAuthMode
+	AzureEntraTenantID
+	AzureEntraClientID
+	AzureEntraClientSecret
+	AzureManagedClientID
 )
 
 // AzureHeaders are the request headers of the Azure settings (also
@@ -58,11 +77,19 @@ const (
 var AzureHeaders = [...]string{
 	"x-gateway-azure-resource-name", "x-gateway-azure-deployment-id",
 	"x-gateway-azure-api-version", "x-gateway-azure-model-name",
+	"x-gateway-azure-auth-mode", "x-gateway-azure-entra-tenant-id",
+	"x-gateway-azure-entra-client-id", "x-gateway-azure-entra-client-secret",
+	"x-gateway-azure-managed-client-id",
 }
 
 // AzureFields are the config target fields and integration configurations
 // of the Azure settings, indexed by AzureResourceName, ...
-var AzureFields = [...]string{"azure_resource_name", "azure_deployment_id", "azure_api_version", "azure_model_name"}
+var AzureFields = [...]string{"azure_resource_name", "azure_deployment_id", "azure_api_version", "azure_model_name",
+	"azure_auth_mode", "azure_entra_tenant_id", "azure_entra_client_id", "azure_entra_client_secret", "azure_managed_client_id"}
+
+// AzureSecret reports whether Azure setting field is a credential, whose
+// value no message shows.
+func AzureSecret(field int) bool { return field == AzureEntraClientSecret }
 
 // CheckAzure checks the value v of Azure setting field and says what is
 // wrong with it ("" when nothing is). A resource name is a DNS label of 2
@@ -70,9 +97,27 @@ var AzureFields = [...]string{"azure_resource_name", "azure_deployment_id", "azu
 // dash, so it can only name a host under openai.azure.com; a deployment
 // id, an api-version and a model name are 1 to 64 letters, digits, dots,
 // dashes and underscores, and a deployment id is not "." or "..", so they
-// stay one path segment or one query value.
+// stay one path segment or one query value. An auth mode is api_key, entra
+// or managed; a tenant, client or managed identity id 1 to 128 letters,
+// digits, dots, dashes and underscores (a GUID, or a tenant's domain); a
+// client secret 1 to 256 printable ASCII characters, never shown.
 func CheckAzure(field int, v string) string {
 	switch field {
+	case AzureAuthMode:
+		if v != AzureAuthAPIKey && v != AzureAuthEntra && v != AzureAuthManaged {
+			return "must be one of api_key, entra, managed"
+		}
+		return ""
+	case AzureEntraTenantID, AzureEntraClientID, AzureManagedClientID:
+		if len(v) == 0 || len(v) > 128 || !azureChars(v, "._-") {
+			return "must be 1-128 letters, digits, dots, dashes or underscores (a GUID or a domain)"
+		}
+		return ""
+	case AzureEntraClientSecret:
+		if len(v) == 0 || len(v) > 256 || !printableASCII(v) {
+			return "must be 1-256 printable ASCII characters"
+		}
+		return ""
 	case AzureResourceName:
 		if len(v) < 2 || len(v) > 63 || v[0] == '-' || v[len(v)-1] == '-' || !azureChars(v, "-") {
 			return "must be an Azure resource name: 2-63 letters, digits or dashes, not starting or ending with a dash"
@@ -88,6 +133,16 @@ func CheckAzure(field int, v string) string {
 		}
 	}
 	return ""
+}
+
+// printableASCII reports whether v holds only printable ASCII characters.
+func printableASCII(v string) bool {
+	for i := 0; i < len(v); i++ {
+		if v[i] < 0x20 || v[i] > 0x7e {
+			return false
+		}
+	}
+	return true
 }
 
 // azureChars reports whether v holds only ASCII letters, digits and the
@@ -120,9 +175,24 @@ func (a *AzureSettings) field(field int) *string {
 		return &a.DeploymentID
 	case AzureAPIVersion:
 		return &a.APIVersion
+	case AzureAuthMode:
+		return &a.AuthMode
+	case AzureEntraTenantID:
+		return &a.EntraTenantID
+	case AzureEntraClientID:
+		return &a.EntraClientID
+	case AzureEntraClientSecret:
+		return &a.EntraClientSecret
+	case AzureManagedClientID:
+		return &a.ManagedClientID
 	}
 	return &a.ModelName
 }
+
+// ErrAzureManagedHere is the refusal of auth mode managed from a request's
+// headers or a config: the gateway host's own identity may only be used for
+// the resource an integration names.
+const ErrAzureManagedHere = "managed (the gateway host's managed identity) may only be set in an integration's configurations, whose resource it is sent to; use entra with client credentials here"
 
 // ApplyAzure sets over (the settings a request's headers or a config
 // target give) on t, field by field over t's own. A managed target's

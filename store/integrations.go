@@ -17,6 +17,13 @@ type ProviderConfig struct {
 	AzureResourceName string `json:"azure_resource_name,omitempty"`
 	AzureDeploymentID string `json:"azure_deployment_id,omitempty"`
 	AzureAPIVersion   string `json:"azure_api_version,omitempty"`
+	// AzureAuthMode and the Entra and managed identity settings choose how
+	// azure-openai authenticates (see core.AzureSettings).
+	AzureAuthMode          string `json:"azure_auth_mode,omitempty"`
+	AzureEntraTenantID     string `json:"azure_entra_tenant_id,omitempty"`
+	AzureEntraClientID     string `json:"azure_entra_client_id,omitempty"`
+	AzureEntraClientSecret string `json:"azure_entra_client_secret,omitempty"` // sealed
+	AzureManagedClientID   string `json:"azure_managed_client_id,omitempty"`
 
 	AWSRegion          string `json:"aws_region,omitempty"`
 	AWSAccessKeyID     string `json:"aws_access_key_id,omitempty"`     // sealed

@@ -233,6 +233,10 @@ func (p *parser) target(path string, v any, depth int) *Config {
 			c.AzureSettings.Set(f, p.setting(join(path, name), f, v, core.CheckAzure))
 		}
 	}
+	if c.AzureSettings.AuthMode == core.AzureAuthManaged {
+		p.add(join(path, "azure_auth_mode"), "%s", core.ErrAzureManagedHere)
+		c.AzureSettings.AuthMode = ""
+	}
 	for f, name := range core.AWSFields {
 		if v, ok := get(obj, name); ok {
 			c.AWSSettings.Set(f, p.setting(join(path, name), f, v, core.CheckAWS))

@@ -67,7 +67,7 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 	if err := t.ApplyVertex(l.Vertex, func(f int) string { return n.Path + "." + core.VertexFields[f] }); err != nil {
 		return t, err
 	}
-	if w.req.StoredConfig && (l.APIKey != "" || l.AWS.AccessKeyID != "" || l.Vertex.ServiceAccountJSON != "") {
+	if w.req.StoredConfig && (l.APIKey != "" || l.AWS.AccessKeyID != "" || l.Vertex.ServiceAccountJSON != "" || l.Azure.EntraClientSecret != "") {
 		if err := savedKeyHost(t, l, n.Path); err != nil {
 			return t, err
 		}
@@ -91,8 +91,8 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 }
 
 // savedKeyHost refuses a host the request's headers chose for leaf l of a
-// saved config (or a deployment) whose credential, an api_key, AWS keys or
-// a Vertex service-account key, is stored there: the caller may not know
+// saved config (or a deployment) whose credential, an api_key, AWS keys, a
+// Vertex service-account key or an Entra ID client secret, is stored there: the caller may not know
 // it (saved configs show it masked), so, like a managed provider's, it is
 // never sent to a host the caller picked (x-gateway-custom-host, or an
 // Azure resource named by x-gateway-azure-resource-name). The config's own
@@ -102,7 +102,7 @@ func savedKeyHost(t core.Target, l *config.Leaf, path string) *core.Error {
 		return core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host cannot be used with the saved config's credential at %s: a stored key is only sent to the config's own hosts", path)
 	}
 	if !t.Managed && t.Azure.ResourceName != "" && l.Azure.ResourceName == "" {
-		return core.BadRequest(core.AzureHeaders[core.AzureResourceName], "%s cannot be used with the saved config's api_key at %s: a stored key is only sent to the config's own Azure resource (set azure_resource_name in the config)", core.AzureHeaders[core.AzureResourceName], path)
+		return core.BadRequest(core.AzureHeaders[core.AzureResourceName], "%s cannot be used with the saved config's credential at %s: a stored key (or a token got with it) is only sent to the config's own Azure resource (set azure_resource_name in the config)", core.AzureHeaders[core.AzureResourceName], path)
 	}
 	return nil
 }
@@ -130,6 +130,10 @@ func (p *Pipeline) breakerFor(t core.Target, l *config.Leaf) *breaker.Breaker {
 	id := breaker.Identity(t.Provider, base, key)
 	if t.Azure.ResourceName != "" || t.AWS.Region != "" {
 		id += "|" + t.Azure.ResourceName + "|" + t.AWS.Region
+	}
+	if a := t.Azure; a.AuthMode == core.AzureAuthEntra || a.AuthMode == core.AzureAuthManaged {
+		// The identity whose token is sent, in place of the key.
+		id += "|azure-" + a.AuthMode + "|" + a.EntraTenantID + "|" + a.EntraClientID + "|" + a.ManagedClientID
 	}
 	if t.Vertex != (core.VertexSettings{}) {
 		id += "|vertex|" + t.Vertex.ProjectID + "|" + t.Vertex.Region

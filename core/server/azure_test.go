@@ -2,7 +2,9 @@ package server_test
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"testing"
 
@@ -89,6 +91,66 @@ func TestAzureEndToEnd(t *testing.T) {
 			}
 			if string(got.Body) != chatBody || r.header.Get(core.HeaderProvider) != "azure-openai" {
 				t.Errorf("body %s, provider %q", got.Body, r.header.Get(core.HeaderProvider))
+			}
+		})
+	}
+}
+
+// TestAzureEntraEndToEnd: azure_auth_mode entra (from headers or a config
+// target) sends a Microsoft Entra ID token in Authorization in place of
+// api-key: the client credentials' or the caller's own. Auth mode managed
+// is refused from headers and configs, and a wrong client secret is a 401
+// that does not show it. (Not parallel: AZURE_AUTHORITY_HOST is set.)
+func TestAzureEntraEndToEnd(t *testing.T) {
+	entraID := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		if r.URL.Path != "/tenant-1/oauth2/v2.0/token" || r.PostForm.Get("client_id") != "app-1" || r.PostForm.Get("client_secret") != "s3cret" {
+			w.WriteHeader(401)
+			return
+		}
+		io.WriteString(w, `{"access_token":"entra-tok","expires_in":3599}`)
+	}))
+	defer entraID.Close()
+	t.Setenv("AZURE_AUTHORITY_HOST", entraID.URL)
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"c1","object":"chat.completion","model":"gpt-4o","choices":[]}`))
+	}))
+	azure := []string{"x-gateway-provider", "azure-openai", "x-gateway-custom-host", g.up.URL, "x-gateway-azure-deployment-id", "dep"}
+	creds := []string{"x-gateway-azure-auth-mode", "entra", "x-gateway-azure-entra-tenant-id", "tenant-1",
+		"x-gateway-azure-entra-client-id", "app-1", "x-gateway-azure-entra-client-secret", "s3cret", "Authorization", ""}
+	config := `{"provider":"azure-openai","custom_host":"` + g.up.URL + `","azure_deployment_id":"dep","azure_auth_mode":"entra",` +
+		`"azure_entra_tenant_id":"tenant-1","azure_entra_client_id":"app-1","azure_entra_client_secret":"s3cret"}`
+	for _, tc := range []struct {
+		name    string
+		headers []string
+		bearer  string
+		status  int
+		param   string
+	}{
+		{"client credentials in headers", append(append([]string{}, azure...), creds...), "entra-tok", 200, ""},
+		{"the caller's token", append(append([]string{}, azure...), "x-gateway-azure-auth-mode", "entra"), providerToken, 200, ""},
+		{"client credentials in a config", []string{"x-gateway-provider", "", "x-gateway-custom-host", "", "Authorization", "", "x-gateway-config", config}, "entra-tok", 200, ""},
+		{"managed from a header", append(append([]string{}, azure...), "x-gateway-azure-auth-mode", "managed"), "", 400, "x-gateway-azure-auth-mode"},
+		{"managed from a config", []string{"x-gateway-config", `{"provider":"azure-openai","azure_auth_mode":"managed"}`}, "", 400, "config.azure_auth_mode"},
+		{"a wrong secret", append(append(append([]string{}, azure...), creds...), "x-gateway-azure-entra-client-secret", "not-the-secret"), "", 401, "<null>"},
+		{"a secret that is not ASCII", append(append(append([]string{}, azure...), creds...), "x-gateway-azure-entra-client-secret", "sécret"), "", 400, "x-gateway-azure-entra-client-secret"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := g.up.hits()
+			r := g.do(t, http.MethodPost, "/v1/chat/completions", []byte(chatBody), tc.headers...)
+			if tc.status != 200 {
+				e := errorOf(t, r)
+				if r.status != tc.status || deref(e.Param) != tc.param || g.up.hits() != before || strings.Contains(e.Message, "not-the-secret") || strings.Contains(e.Message, "sécret") {
+					t.Fatalf("got %d param %s: %s", r.status, deref(e.Param), e.Message)
+				}
+				return
+			}
+			if r.status != 200 {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			if up := g.up.last(t); up.Header.Get("Authorization") != "Bearer "+tc.bearer || up.Header.Get("Api-Key") != "" {
+				t.Errorf("upstream headers %v", up.Header)
 			}
 		})
 	}

@@ -245,10 +245,16 @@ func (s *Server) headerTarget(c *fiber.Ctx, p *core.Principal, fallback core.Man
 }
 
 // azureHeaders reads the x-gateway-azure-* headers, each checked with
-// core.CheckAzure (400 naming the header and showing the value).
+// core.CheckAzure (400 naming the header and showing the value, but for a
+// client secret's). Auth mode managed is refused: the gateway's own
+// identity is only used for an integration's resource.
 func azureHeaders(g *gatewayHeaders) (core.AzureSettings, *core.Error) {
 	var a core.AzureSettings
-	err := settingHeaders(g, "azure-", core.AzureHeaders[:], core.CheckAzure, a.Set, true)
+	err := settingHeaders(g, "azure-", core.AzureHeaders[:], core.CheckAzure, a.Set, func(f int) bool { return !core.AzureSecret(f) })
+	if err == nil && a.AuthMode == core.AzureAuthManaged {
+		h := core.AzureHeaders[core.AzureAuthMode]
+		err = core.BadRequest(h, "%s: %s", h, core.ErrAzureManagedHere)
+	}
 	return a, err
 }
 
@@ -256,7 +262,7 @@ func azureHeaders(g *gatewayHeaders) (core.AzureSettings, *core.Error) {
 // core.CheckAWS (400 naming the header, never showing a credential).
 func awsHeaders(g *gatewayHeaders) (core.AWSSettings, *core.Error) {
 	var a core.AWSSettings
-	err := settingHeaders(g, "aws-", core.AWSHeaders[:], core.CheckAWS, a.Set, false)
+	err := settingHeaders(g, "aws-", core.AWSHeaders[:], core.CheckAWS, a.Set, func(int) bool { return false })
 	return a, err
 }
 
@@ -264,16 +270,16 @@ func awsHeaders(g *gatewayHeaders) (core.AWSSettings, *core.Error) {
 // core.CheckVertex (400 naming the header and showing the value).
 func vertexHeaders(g *gatewayHeaders) (core.VertexSettings, *core.Error) {
 	var v core.VertexSettings
-	err := settingHeaders(g, "vertex-", core.VertexHeaders[:], core.CheckVertex, v.Set, true)
+	err := settingHeaders(g, "vertex-", core.VertexHeaders[:], core.CheckVertex, v.Set, func(int) bool { return true })
 	return v, err
 }
 
 // settingHeaders reads the headers names (the settings' headers, indexed by
 // field, all starting with x-gateway- and prefix) of the request's gateway
 // headers g with set, each value checked with check: a 400 names the
-// header, and shows the value when show is set. A request without any
+// header, and shows the value when show(field) is true. A request without any
 // (most) costs one look over its gateway headers.
-func settingHeaders(g *gatewayHeaders, prefix string, names []string, check func(int, string) string, set func(int, string), show bool) *core.Error {
+func settingHeaders(g *gatewayHeaders, prefix string, names []string, check func(int, string) string, set func(int, string), show func(field int) bool) *core.Error {
 	if !g.hasPrefix(prefix) {
 		return nil
 	}
@@ -283,7 +289,7 @@ func settingHeaders(g *gatewayHeaders, prefix string, names []string, check func
 			continue
 		}
 		if msg := check(f, v); msg != "" {
-			if show {
+			if show(f) {
 				return core.BadRequest(h, "%s: %q %s", h, v, msg)
 			}
 			return core.BadRequest(h, "%s %s", h, msg)

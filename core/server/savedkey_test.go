@@ -34,6 +34,12 @@ func TestSavedConfigKeyStaysOnItsHosts(t *testing.T) {
 	}
 	gBedrock := newGateway(t, http.NotFoundHandler(), func(c *gatewayConfig) { c.configs = savedConfigs{bedrock, config.Resolve(bedrock), nil} })
 	gAzure := newGateway(t, http.NotFoundHandler(), func(c *gatewayConfig) { c.configs = savedConfigs{azure, config.Resolve(azure), nil} })
+	entra, err := config.Parse([]byte(`{"provider":"azure-openai","azure_deployment_id":"d1","azure_auth_mode":"entra","azure_entra_tenant_id":"t1",`+
+		`"azure_entra_client_id":"app-1","azure_entra_client_secret":"saved-secret"}`), nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	gEntra := newGateway(t, http.NotFoundHandler(), func(c *gatewayConfig) { c.configs = savedConfigs{entra, config.Resolve(entra), nil} })
 	for _, tc := range []struct {
 		name    string
 		g       *gateway
@@ -46,6 +52,8 @@ func TestSavedConfigKeyStaysOnItsHosts(t *testing.T) {
 		{"deployment's config, the headers' custom host", gDep, []string{"x-gateway-metadata", `{"_environment":"staging"}`}, 400, "x-gateway-custom-host"},
 		{"inline config, the headers' custom host", g, []string{"x-gateway-config", `{"api_key":"sk-mine"}`}, 200, ""},
 		{"saved config, the headers' Azure resource", gAzure, []string{"x-gateway-config", "pc-one", "x-gateway-provider", "", "x-gateway-custom-host", "",
+			"x-gateway-azure-resource-name", "attacker"}, 400, "x-gateway-azure-resource-name"},
+		{"saved config's Entra ID secret, the headers' Azure resource", gEntra, []string{"x-gateway-config", "pc-one", "x-gateway-provider", "", "x-gateway-custom-host", "",
 			"x-gateway-azure-resource-name", "attacker"}, 400, "x-gateway-azure-resource-name"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

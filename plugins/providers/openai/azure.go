@@ -2,10 +2,16 @@ package openai
 
 import (
 	"context"
+	"crypto/sha256"
+	"errors"
 	"net/http"
+	"os"
 	"strings"
+	"time"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/azureauth"
+	"github.com/llm-gateway/gateway/core/tokencache"
 )
 
 // AzureName is the azure-openai provider's x-gateway-provider name.
@@ -26,14 +32,29 @@ var azureEndpoints = []core.Endpoint{
 //	https://{resource}.openai.azure.com/openai/deployments/{deployment}{path}?api-version={version}
 //
 // for the unified endpoints and to https://{resource}.openai.azure.com{path}
-// (api-version added) for the generic proxy, with the key in api-key. The
-// settings are the target's Azure; a custom host replaces the
+// (api-version added) for the generic proxy, with the key in api-key, or a
+// Microsoft Entra ID token in Authorization (see entraToken). The settings
+// are the target's Azure; a custom host replaces the
 // https://{resource}.openai.azure.com base.
-type Azure struct{ p *Provider }
+type Azure struct {
+	p *Provider
+	// client gets Entra ID tokens from authority (AZURE_AUTHORITY_HOST,
+	// else Entra's public cloud) and the metadata service at imds; tokens
+	// caches them; now stamps them.
+	client    *http.Client
+	authority string
+	imds      string
+	tokens    tokencache.Cache
+	now       func() time.Time
+}
+
+// tokenTimeout bounds one Entra ID token request.
+const tokenTimeout = 30 * time.Second
 
 // NewAzure returns the azure-openai provider.
 func NewAzure() *Azure {
-	return &Azure{p: New(Spec{Name: AzureName, AuthHeader: "api-key", Endpoints: azureEndpoints})}
+	return &Azure{p: New(Spec{Name: AzureName, AuthHeader: "api-key", Endpoints: azureEndpoints}),
+		client: &http.Client{Timeout: tokenTimeout}, authority: os.Getenv("AZURE_AUTHORITY_HOST"), now: time.Now}
 }
 
 // Name is "azure-openai".
@@ -74,7 +95,71 @@ func (a *Azure) BuildRequest(ctx context.Context, req *core.Request, t *core.Tar
 	if version == "" {
 		version = core.DefaultAzureAPIVersion
 	}
-	return a.p.build(ctx, req, t, base, a.p.customBase(base), path, withAPIVersion(req.RawQuery, version))
+	var token string
+	if s.AuthMode == core.AzureAuthEntra || s.AuthMode == core.AzureAuthManaged {
+		var err error
+		if token, err = a.entraToken(ctx, t); err != nil {
+			return nil, err
+		}
+	}
+	hr, err := a.p.build(ctx, req, t, base, a.p.customBase(base), path, withAPIVersion(req.RawQuery, version))
+	if err == nil && token != "" {
+		delete(hr.Header, "Api-Key")
+		hr.Header.Set("Authorization", "Bearer "+token)
+	}
+	return hr, err
+}
+
+// entraToken is the Microsoft Entra ID token of a target whose auth mode is
+// entra or managed:
+//   - entra with azure_entra_tenant_id, _client_id and _client_secret: a
+//     token of that application (the client-credentials flow);
+//   - entra without them: the caller's own token (Authorization: Bearer);
+//   - managed: the gateway host's managed identity's (the one
+//     azure_managed_client_id names, else the system-assigned one).
+//
+// Tokens are cached per credential until shortly before they expire, one
+// request for each at a time (tokencache). A missing setting is a 400
+// naming it; a refused request a 401, another failure a 502, neither
+// showing the secret.
+func (a *Azure) entraToken(ctx context.Context, t *core.Target) (string, error) {
+	s := &t.Azure
+	var key [32]byte
+	var fetch func() (azureauth.Token, error)
+	switch {
+	case s.AuthMode == core.AzureAuthManaged:
+		key = sha256.Sum256([]byte("managed\x00" + s.ManagedClientID))
+		fetch = func() (azureauth.Token, error) {
+			return azureauth.Managed(ctx, a.client, a.imds, s.ManagedClientID, azureauth.CognitiveServices)
+		}
+	case s.EntraTenantID == "" && s.EntraClientID == "" && s.EntraClientSecret == "":
+		if t.APIKey == "" {
+			return "", core.BadRequest("authorization", "provider %s with azure_auth_mode entra needs a Microsoft Entra ID token: send Authorization: Bearer <token>, or set azure_entra_tenant_id, azure_entra_client_id and azure_entra_client_secret", AzureName)
+		}
+		return t.APIKey, nil
+	default:
+		for _, f := range []int{core.AzureEntraTenantID, core.AzureEntraClientID, core.AzureEntraClientSecret} {
+			if s.Get(f) == "" {
+				return "", azureMissing(f, " (the Entra ID client credentials go together)")
+			}
+		}
+		key = sha256.Sum256([]byte("entra\x00" + a.authority + "\x00" + s.EntraTenantID + "\x00" + s.EntraClientID + "\x00" + s.EntraClientSecret))
+		fetch = func() (azureauth.Token, error) {
+			return azureauth.ClientCredentials(ctx, a.client, a.authority, s.EntraTenantID, s.EntraClientID, s.EntraClientSecret, azureauth.CognitiveServices)
+		}
+	}
+	tok, err := a.tokens.Get(ctx, key, a.now, func() (string, time.Duration, error) {
+		t, err := fetch()
+		return t.Value, t.TTL, err
+	})
+	switch {
+	case err == nil:
+		return tok, nil
+	case errors.Is(err, azureauth.ErrRefused):
+		return "", &core.Error{Status: http.StatusUnauthorized, Type: core.TypeAuthentication,
+			Message: "provider " + AzureName + ": Microsoft Entra ID refused the token request: " + strings.TrimPrefix(err.Error(), "azure: "), Err: err}
+	}
+	return "", core.Upstream(err, "provider %s could not get a Microsoft Entra ID token: %v", AzureName, err)
 }
 
 // azureMissing is the 400 for a missing Azure setting.

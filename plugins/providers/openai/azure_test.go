@@ -3,9 +3,12 @@ package openai
 import (
 	"context"
 	"errors"
+	"io"
 	"net/http"
+	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/llm-gateway/gateway/core"
@@ -144,5 +147,71 @@ func BenchmarkAzureBuildRequest(b *testing.B) {
 		if _, err := a.BuildRequest(ctx, req, &t); err != nil {
 			b.Fatal(err)
 		}
+	}
+}
+
+// TestAzureEntra: with azure_auth_mode entra or managed the request carries
+// a Microsoft Entra ID token in Authorization, not api-key: the client
+// credentials' (asked once while cached), the caller's own, or the managed
+// identity's. Missing settings are 400s naming them; a refused secret is a
+// 401 that does not show it.
+func TestAzureEntra(t *testing.T) {
+	var asked atomic.Int32
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		r.ParseForm()
+		asked.Add(1)
+		switch {
+		case r.URL.Path == "/tenant-1/oauth2/v2.0/token" && r.PostForm.Get("client_id") == "app-1" && r.PostForm.Get("client_secret") == "s3cret" &&
+			r.PostForm.Get("scope") == "https://cognitiveservices.azure.com/.default":
+			io.WriteString(w, `{"access_token":"entra-tok","expires_in":3599}`)
+		case r.URL.Path == "/imds" && r.Header.Get("Metadata") == "true" && r.Form.Get("resource") == "https://cognitiveservices.azure.com":
+			io.WriteString(w, `{"access_token":"mi-tok-`+r.Form.Get("client_id")+`","expires_in":"86399"}`)
+		default:
+			w.WriteHeader(401)
+			io.WriteString(w, `{"error":"invalid_client"}`)
+		}
+	}))
+	defer srv.Close()
+	a := NewAzure()
+	a.client, a.authority, a.imds = srv.Client(), srv.URL, srv.URL+"/imds"
+	entra := core.AzureSettings{ResourceName: "res", DeploymentID: "d", AuthMode: core.AzureAuthEntra, EntraTenantID: "tenant-1", EntraClientID: "app-1", EntraClientSecret: "s3cret"}
+	for _, tc := range []struct {
+		name   string
+		apiKey string
+		set    func(*core.AzureSettings)
+		bearer string // "" when refused
+		param  string
+		status int
+		asks   int32 // token requests made
+	}{
+		{name: "client credentials", set: func(*core.AzureSettings) {}, bearer: "entra-tok", asks: 1},
+		{name: "client credentials again: cached", set: func(*core.AzureSettings) {}, bearer: "entra-tok", asks: 0},
+		{name: "the caller's token", apiKey: "caller-entra-token", set: func(s *core.AzureSettings) { s.EntraTenantID, s.EntraClientID, s.EntraClientSecret = "", "", "" },
+			bearer: "caller-entra-token"},
+		{name: "no token at all", set: func(s *core.AzureSettings) { s.EntraTenantID, s.EntraClientID, s.EntraClientSecret = "", "", "" }, param: "authorization", status: 400},
+		{name: "a secret without its client id", set: func(s *core.AzureSettings) { s.EntraClientID = "" }, param: "x-gateway-azure-entra-client-id", status: 400},
+		{name: "a wrong secret", set: func(s *core.AzureSettings) { s.EntraClientSecret = "wrong-secret" }, status: 401, asks: 1},
+		{name: "managed identity", set: func(s *core.AzureSettings) { s.AuthMode, s.ManagedClientID = core.AzureAuthManaged, "mi-1" }, bearer: "mi-tok-mi-1", asks: 1},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			target := core.Target{APIKey: tc.apiKey, Azure: entra}
+			tc.set(&target.Azure)
+			before := asked.Load()
+			req := &core.Request{Endpoint: core.EndpointChatComplete, Method: http.MethodPost, Path: "/chat/completions", Body: []byte(`{}`)}
+			hr, err := a.BuildRequest(context.Background(), req, &target)
+			if n := asked.Load() - before; n != tc.asks {
+				t.Errorf("%d token requests, want %d", n, tc.asks)
+			}
+			if tc.bearer != "" {
+				if err != nil || hr.Header.Get("Authorization") != "Bearer "+tc.bearer || hr.Header.Get("Api-Key") != "" {
+					t.Fatalf("%v %v", err, hr.Header)
+				}
+				return
+			}
+			var ce *core.Error
+			if !errors.As(err, &ce) || ce.Status != tc.status || ce.Param != tc.param || strings.Contains(ce.Message, "wrong-secret") {
+				t.Fatalf("err %v", err)
+			}
+		})
 	}
 }
