@@ -239,3 +239,19 @@ func ValidateImageGeneration(body []byte) (Info, *core.Error) {
 	v.gatewayFields(m, true, &info)
 	return info, v.err()
 }
+
+// ValidateMessages validates the part of a POST /messages (Anthropic's
+// Messages API) or /messages/count_tokens body the gateway reads: a JSON
+// object with a model and, for /messages, an optional boolean stream. The
+// rest is the provider's to check.
+func ValidateMessages(body []byte) (Info, *core.Error) {
+	info := Info{StrictCompliance: true}
+	m, perr := parseObject(body)
+	if perr != nil {
+		return info, perr
+	}
+	v := &validator{}
+	v.model(m, true, &info)
+	optional(m, "stream", func(x any) { info.Stream = v.boolean("stream", x, true) })
+	return info, v.err()
+}

@@ -29,6 +29,7 @@ func FuzzValidateChatCompletion(f *testing.F) {
 		ValidateResponses(body)
 		ValidateRerank(body)
 		ValidateImageGeneration(body)
+		ValidateMessages(body)
 		out, serr := StripGatewayFields(body)
 		if serr != nil {
 			return

@@ -424,6 +424,7 @@ func TestInvalidBodies(t *testing.T) {
 		"responses":   ValidateResponses,
 		"rerank":      ValidateRerank,
 		"images":      ValidateImageGeneration,
+		"messages":    ValidateMessages,
 	}
 	cases := []struct{ body, frag string }{
 		{"", "request body is not valid JSON: the body is empty"},
@@ -546,6 +547,20 @@ func TestResponses(t *testing.T) {
 		fail("prompt string", `{"model":"m","prompt":"x"}`, "prompt", "prompt must be an object or null, got string"),
 	})
 	info, err := ValidateResponses([]byte(`{"model":"m","stream":true}`))
+	if err != nil || !info.Stream || info.Model != "m" {
+		t.Fatalf("info = %+v, err = %v", info, err)
+	}
+}
+
+func TestMessages(t *testing.T) {
+	runCases(t, ValidateMessages, []tc{
+		pass("a Messages request", `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"hi"}],"stream":true}`),
+		pass("fields the provider checks", `{"model":"m","messages":"not checked here"}`),
+		fail("model missing", `{"messages":[]}`, "model", "model is required"),
+		fail("model empty", `{"model":""}`, "model", "must not be empty"),
+		fail("stream string", `{"model":"m","stream":"yes"}`, "stream", "must be a boolean or null"),
+	})
+	info, err := ValidateMessages([]byte(`{"model":"m","stream":true}`))
 	if err != nil || !info.Stream || info.Model != "m" {
 		t.Fatalf("info = %+v, err = %v", info, err)
 	}

@@ -90,8 +90,8 @@ func (s *Server) registerDataRoutes(v1 fiber.Router) {
 		{fiber.MethodPost, "/rerank", core.EndpointRerank, fromInfo(schema.ValidateRerank)},
 		{fiber.MethodPost, "/responses", core.EndpointResponses, fromInfo(schema.ValidateResponses)},
 		{fiber.MethodGet, "/responses/:id/input_items", core.EndpointResponseItems, checkInputItems},
-		{fiber.MethodPost, "/messages", core.EndpointMessages, nil},
-		{fiber.MethodPost, "/messages/count_tokens", core.EndpointMessagesCount, nil},
+		{fiber.MethodPost, "/messages", core.EndpointMessages, fromInfo(schema.ValidateMessages)},
+		{fiber.MethodPost, "/messages/count_tokens", core.EndpointMessagesCount, fromInfo(schema.ValidateMessages)},
 	}
 	s.logPaths = make(map[string]string, len(routes))
 	for _, r := range routes {

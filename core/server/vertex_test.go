@@ -300,3 +300,43 @@ func TestVertexAnthropicBeta(t *testing.T) {
 		}
 	}
 }
+
+// TestVertexMessages: Anthropic's own Messages API for Claude models on
+// Vertex AI: the body as sent less its model (the URL names it) and with
+// anthropic_version, to rawPredict or streamRawPredict, the answer passed
+// back unchanged; token counting goes to count-tokens with the model in
+// the body; a Gemini model is a 400 before any call.
+func TestVertexMessages(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, fakeVertex())
+	headers := []string{"x-gateway-provider", "vertex-ai", "x-gateway-custom-host", g.up.URL,
+		"x-gateway-vertex-project-id", "my-project-1", "x-gateway-vertex-region", "us-east5", "anthropic-beta", "b-1"}
+	const models = "/v1/projects/my-project-1/locations/us-east5/publishers/anthropic/models/"
+	const msgs = `"max_tokens":64,"messages":[{"role":"user","content":"hi"}]`
+	for _, tc := range []struct {
+		name, path, body, upPath, upBody, want string
+	}{
+		{"messages", "/v1/messages", `{"model":"claude-sonnet-4@20250514",` + msgs + `}`, models + "claude-sonnet-4@20250514:rawPredict",
+			`{"anthropic_version":"vertex-2023-10-16",` + msgs + `}`, `"type":"message"`},
+		{"stream", "/v1/messages", `{"model":"claude-sonnet-4@20250514","stream":true,` + msgs + `}`, models + "claude-sonnet-4@20250514:streamRawPredict",
+			`{"anthropic_version":"vertex-2023-10-16","stream":true,` + msgs + `}`, `"type":"message_start"`},
+		{"count tokens", "/v1/messages/count_tokens", `{"model":"claude-sonnet-4@20250514","anthropic_version":"vertex-2023-10-16",` + msgs + `}`, models + "count-tokens:rawPredict",
+			`{"model":"claude-sonnet-4@20250514","anthropic_version":"vertex-2023-10-16",` + msgs + `}`, `"type":"message"`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := g.do(t, "POST", tc.path, []byte(tc.body), headers...)
+			if r.status != 200 || !strings.Contains(string(r.body), tc.want) {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			up := g.up.last(t)
+			if up.Path != tc.upPath || up.Header.Get("Authorization") != "Bearer "+providerToken || up.Header.Get("anthropic-beta") != "b-1" || !jsonSame(t, up.Body, tc.upBody) {
+				t.Errorf("upstream got %s %v %s", up.Path, up.Header, up.Body)
+			}
+		})
+	}
+	before := g.up.hits()
+	r := g.do(t, "POST", "/v1/messages", []byte(`{"model":"gemini-2.5-flash",`+msgs+`}`), headers...)
+	if e := errorOf(t, r); r.status != 400 || deref(e.Param) != "model" || g.up.hits() != before {
+		t.Errorf("gemini on /v1/messages: %d %+v", r.status, e)
+	}
+}

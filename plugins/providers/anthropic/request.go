@@ -100,6 +100,29 @@ func TranslateVertexRequest(body []byte) (model string, out []byte, err error) {
 	return model, out, err
 }
 
+// VertexMessages is a native Messages body (of /v1/messages, or of
+// /v1/messages/count_tokens when count) for Vertex AI: the model it names,
+// and the body with anthropic_version VertexVersion when it has none and,
+// but for counting, without the model (the URL names it). A body that is
+// not a JSON object with a string model is a 400.
+func VertexMessages(body []byte, count bool) (model string, out []byte, err error) {
+	var m map[string]json.RawMessage
+	if json.Unmarshal(body, &m) != nil || m == nil {
+		return "", nil, core.BadRequest("", "the request body must be a JSON object (an Anthropic Messages request)")
+	}
+	if json.Unmarshal(m["model"], &model) != nil || model == "" {
+		return "", nil, core.BadRequest("model", "model is required: a Claude model name")
+	}
+	if !count {
+		delete(m, "model")
+	}
+	if _, ok := m["anthropic_version"]; !ok {
+		m["anthropic_version"] = json.RawMessage(`"` + VertexVersion + `"`)
+	}
+	out, err = json.Marshal(m)
+	return model, out, err
+}
+
 // messages is the Messages request of an OpenAI chat completion body (see
 // translateRequest).
 func messages(body []byte) (*messagesRequest, error) {

@@ -52,9 +52,14 @@ func New() *Provider {
 func (p *Provider) Name() string { return Name }
 
 // Supports reports whether the provider serves endpoint e: chat
-// completions and embeddings.
+// completions, embeddings, and Anthropic's Messages API (for Claude
+// models).
 func (p *Provider) Supports(e core.Endpoint) bool {
-	return e == core.EndpointChatComplete || e == core.EndpointEmbed
+	switch e {
+	case core.EndpointChatComplete, core.EndpointEmbed, core.EndpointMessages, core.EndpointMessagesCount:
+		return true
+	}
+	return false
 }
 
 // passAnthropic are the client headers sent on to Claude models: the beta
@@ -88,7 +93,11 @@ func publisher(model string) string {
 //     without model and with anthropic_version; method rawPredict, or
 //     streamRawPredict; the client's anthropic-beta header is sent on;
 //   - embeddings of Google's text embedding models (publisher google):
-//     translated into a predict request (embed.go); method predict.
+//     translated into a predict request (embed.go); method predict;
+//   - Anthropic's own Messages API (/v1/messages) for claude-*: the body
+//     as it is but for model and anthropic_version, to rawPredict (or
+//     streamRawPredict), the answer passed back unchanged; token counting
+//     (/v1/messages/count_tokens) to the count-tokens model's rawPredict.
 //
 // Authorization: Bearer is an access token of the target's service-account
 // key when it has one (see accessToken), else the caller's token. Another
@@ -96,7 +105,7 @@ func publisher(model string) string {
 // field or header, before any call.
 func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.Target) (*http.Request, error) {
 	if !p.Supports(req.Endpoint) {
-		return nil, core.BadRequest("", "provider %s serves chat completions and embeddings, not %s", Name, req.Endpoint)
+		return nil, core.BadRequest("", "provider %s serves chat completions, embeddings and (for Claude models) messages, not %s", Name, req.Endpoint)
 	}
 	s, err := settings(t)
 	if err != nil {
@@ -113,6 +122,22 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	case req.Endpoint == core.EndpointEmbed:
 		pub, method = publisherGoogle, "predict"
 		model, body, err = translateEmbedRequest(req.Body)
+	case req.Endpoint == core.EndpointMessages || req.Endpoint == core.EndpointMessagesCount:
+		if pub != publisherAnthropic {
+			return nil, core.BadRequest("model", "provider %s serves Anthropic's Messages API for Claude models (claude-*), not %q", Name, req.Model)
+		}
+		pass, method = passAnthropic, "rawPredict"
+		count := req.Endpoint == core.EndpointMessagesCount
+		model, body, err = anthropic.VertexMessages(req.Body, count)
+		if err == nil {
+			err = checkModel(model)
+		}
+		switch {
+		case count:
+			model = "count-tokens" // the model counted is in the body
+		case req.Stream:
+			method = "streamRawPredict"
+		}
 	case pub == publisherGoogle:
 		model, body, err = gemini.TranslateRequest(req.Body, req.Stream)
 		err = translatedAs(err, pub)

@@ -101,7 +101,7 @@ func TestBuildRequest(t *testing.T) {
 		if !ok || ce.Status != 400 || ce.Param != tc.param {
 			t.Errorf("%s: %v", tc.name, err)
 		}
-		if tc.name == "rerank" && !strings.Contains(ce.Message, "chat completions and embeddings") {
+		if tc.name == "rerank" && !strings.Contains(ce.Message, "chat completions, embeddings and") {
 			t.Errorf("%s: %s", tc.name, ce.Message)
 		}
 	}
