@@ -150,30 +150,8 @@ func TestAnthropicChatCompletions(t *testing.T) {
 		}
 		// The role chunk and the first text arrive while the upstream holds the rest.
 		br := bufio.NewReader(resp.Body)
-		got := make(chan []string, 1)
-		go func() {
-			var events []string
-			var ev strings.Builder
-			for len(events) < 2 {
-				line, err := br.ReadString('\n')
-				ev.WriteString(line)
-				if err != nil {
-					break
-				}
-				if line == "\n" {
-					events = append(events, ev.String())
-					ev.Reset()
-				}
-			}
-			got <- events
-		}()
-		select {
-		case events := <-got:
-			if len(events) != 2 || !strings.Contains(events[0], `"role":"assistant"`) || !strings.Contains(events[1], `"content":"Hel"`) {
-				t.Fatalf("first events %q", events)
-			}
-		case <-time.After(3 * time.Second):
-			t.Fatal("the first chunks did not reach the client while the upstream held the stream open: the translation buffers")
+		if events := firstEvents(t, br, 2); len(events) != 2 || !strings.Contains(events[0], `"role":"assistant"`) || !strings.Contains(events[1], `"content":"Hel"`) {
+			t.Fatalf("first events %q", events)
 		}
 		once.Do(func() { close(release) })
 		rest, err := io.ReadAll(br)
@@ -189,6 +167,64 @@ func TestAnthropicChatCompletions(t *testing.T) {
 			t.Errorf("log record %+v", rec)
 		}
 	})
+}
+
+// firstEvents reads the first n server-sent events of br. It fails the test
+// when they do not come within 3 s: the caller's upstream holds the rest of
+// its stream back, so they can only come if nothing buffers them.
+func firstEvents(t *testing.T, br *bufio.Reader, n int) []string {
+	t.Helper()
+	got := make(chan []string, 1)
+	go func() {
+		var events []string
+		var ev strings.Builder
+		for len(events) < n {
+			line, err := br.ReadString('\n')
+			ev.WriteString(line)
+			if err != nil {
+				break
+			}
+			if line == "\n" {
+				events = append(events, ev.String())
+				ev.Reset()
+			}
+		}
+		got <- events
+	}()
+	select {
+	case events := <-got:
+		return events
+	case <-time.After(3 * time.Second):
+		t.Fatal("the first events did not reach the client while the upstream held the stream open: something buffers it")
+	}
+	return nil
+}
+
+// A /v1/messages stream passed through to Anthropic reaches the client
+// event by event: the first events arrive while the upstream holds the
+// rest. (It used to be read whole: the route did not read the body's
+// stream flag.)
+func TestAnthropicMessagesStreamPassedThrough(t *testing.T) {
+	release := make(chan struct{})
+	var once sync.Once
+	t.Cleanup(func() { once.Do(func() { close(release) }) })
+	g := newGateway(t, fakeAnthropic(release))
+	base := g.listen(t)
+	req := g.liveRequest(base, "POST", "/v1/messages", []byte(`{"model":"claude-x","max_tokens":64,"stream":true,"messages":[{"role":"user","content":"hi"}]}`),
+		"x-gateway-provider", "anthropic")
+	resp, err := liveClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	br := bufio.NewReader(resp.Body)
+	if events := firstEvents(t, br, 3); len(events) != 3 || !strings.Contains(events[0], "message_start") || !strings.Contains(events[2], `"text":"Hel"`) {
+		t.Fatalf("first events %q", events)
+	}
+	once.Do(func() { close(release) })
+	if rest, err := io.ReadAll(br); err != nil || !strings.Contains(string(rest), "message_stop") {
+		t.Fatalf("rest %q %v", rest, err)
+	}
 }
 
 // jsonSame reports whether got holds the same JSON value as want.
