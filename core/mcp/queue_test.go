@@ -18,7 +18,7 @@ func TestSSEConnQueueBounds(t *testing.T) {
 		wantLen   int
 	}{
 		{"by number", otherQueue + 44, 10, 44, otherQueue},
-		{"by bytes", 10, otherBytes / 4, 7, 3},
+		{"by bytes", 5, otherBytes / 4, 2, 3},
 		{"one larger than the bound is kept alone", 1, otherBytes + 1, 0, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
