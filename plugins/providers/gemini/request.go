@@ -51,9 +51,23 @@ type functionCall struct {
 	Args json.RawMessage `json:"args,omitempty"`
 }
 
+// functionResponse answers a function call: by name, and by the call's id
+// when Gemini gave it one.
 type functionResponse struct {
+	ID       string         `json:"id,omitempty"`
 	Name     string         `json:"name"`
 	Response resultResponse `json:"response"`
+}
+
+// geminiCallID is the id a tool call's id gives back to Gemini: the id
+// itself, but none for an id in OpenAI's "call_…" shape, which the gateway
+// makes for calls Gemini gave no id (and other providers use): Gemini
+// never saw those.
+func geminiCallID(id string) string {
+	if strings.HasPrefix(id, "call_") {
+		return ""
+	}
+	return id
 }
 
 // resultResponse is a tool result as a function response: the tool
@@ -230,7 +244,7 @@ func translateMessages(msgs []chat.Message) (system *content, contents []content
 						return nil, nil, err
 					}
 					calls[c.ID] = c.Function.Name
-					parts = append(parts, part{FunctionCall: &functionCall{Name: c.Function.Name, Args: args}, ThoughtSignature: c.ThoughtSignature()})
+					parts = append(parts, part{FunctionCall: &functionCall{ID: geminiCallID(c.ID), Name: c.Function.Name, Args: args}, ThoughtSignature: c.ThoughtSignature()})
 				}
 			}
 			add(role, parts)
@@ -243,7 +257,7 @@ func translateMessages(msgs []chat.Message) (system *content, contents []content
 			if err != nil {
 				return nil, nil, err
 			}
-			add("user", []part{{FunctionResponse: &functionResponse{Name: name, Response: resultResponse{Output: strings.Join(texts, "")}}}})
+			add("user", []part{{FunctionResponse: &functionResponse{ID: geminiCallID(m.ToolCallID), Name: name, Response: resultResponse{Output: strings.Join(texts, "")}}}})
 		default:
 			return nil, nil, core.BadRequest(at+".role", "role %q is not supported by provider gemini", m.Role)
 		}

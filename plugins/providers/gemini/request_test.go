@@ -54,12 +54,12 @@ func TestTranslateRequest(t *testing.T) {
 			`{"model":"gemini-x","messages":[{"role":"user","content":[{"type":"text","text":"what?"},{"type":"image_url","image_url":{"url":"data:image/png;base64,iVBO"}}]},` +
 				`{"role":"assistant","content":[{"type":"refusal","refusal":"no"}]}]}`,
 			`{"contents":[{"role":"user","parts":[{"text":"what?"},{"inlineData":{"mimeType":"image/png","data":"iVBO"}}]},{"role":"model","parts":[{"text":"no"}]}]}`, false},
-		{"tools, tool calls (a thought signature sent back) and results named by the call; turns of one role merged; empty messages add nothing",
+		{"tools, tool calls (Gemini's id and thought signature sent back; a call_ id not) and results named by the call; turns of one role merged; empty messages add nothing",
 			`{"model":"gemini-x","tools":[{"type":"function","function":{"name":"weather","description":"d","parameters":{"type":"object","additionalProperties":false}}},{"type":"function","function":{"name":"time"}}],"tool_choice":"required","messages":[` + user + `,` +
-				`{"role":"assistant","content":"checking","tool_calls":[{"id":"c1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"},"extra_content":{"google":{"thought_signature":"c2lnLTE="}}},{"id":"c2","type":"function","function":{"name":"time","arguments":""}}]},` +
-				`{"role":"tool","tool_call_id":"c1","content":"sunny"},{"role":"tool","tool_call_id":"c2","content":[{"type":"text","text":"12"},{"type":"text","text":":00"}]},{"role":"user","content":"thanks"},{"role":"assistant","content":""}]}`,
-			`{"contents":[` + userTurn + `,{"role":"model","parts":[{"text":"checking"},{"functionCall":{"name":"weather","args":{"city":"Paris"}},"thoughtSignature":"c2lnLTE="},{"functionCall":{"name":"time","args":{}}}]},` +
-				`{"role":"user","parts":[{"functionResponse":{"name":"weather","response":{"output":"sunny"}}},{"functionResponse":{"name":"time","response":{"output":"12:00"}}},{"text":"thanks"}]}],` +
+				`{"role":"assistant","content":"checking","tool_calls":[{"id":"fc-1","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"},"extra_content":{"google":{"thought_signature":"c2lnLTE="}}},{"id":"call_2","type":"function","function":{"name":"time","arguments":""}}]},` +
+				`{"role":"tool","tool_call_id":"fc-1","content":"sunny"},{"role":"tool","tool_call_id":"call_2","content":[{"type":"text","text":"12"},{"type":"text","text":":00"}]},{"role":"user","content":"thanks"},{"role":"assistant","content":""}]}`,
+			`{"contents":[` + userTurn + `,{"role":"model","parts":[{"text":"checking"},{"functionCall":{"id":"fc-1","name":"weather","args":{"city":"Paris"}},"thoughtSignature":"c2lnLTE="},{"functionCall":{"name":"time","args":{}}}]},` +
+				`{"role":"user","parts":[{"functionResponse":{"id":"fc-1","name":"weather","response":{"output":"sunny"}}},{"functionResponse":{"name":"time","response":{"output":"12:00"}}},{"text":"thanks"}]}],` +
 				`"tools":[{"functionDeclarations":[{"name":"weather","description":"d","parametersJsonSchema":{"type":"object","additionalProperties":false}},{"name":"time"}]}],` +
 				`"toolConfig":{"functionCallingConfig":{"mode":"ANY"}}}`, false},
 		{"tool_choice named",
