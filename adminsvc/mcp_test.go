@@ -395,9 +395,14 @@ func TestMCPServerOverSSE(t *testing.T) {
 	if r.status != 200 || !strings.Contains(string(r.raw), `"ls"`) || strings.Contains(string(r.raw), `"rm"`) {
 		t.Errorf("tools/list (rm disabled): %d %s", r.status, r.raw)
 	}
-	r = send(invoke, http.MethodPost, session, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ls"}}`)
+	r = e.doHeaders(http.MethodPost, "/v1/mcp/tools", invoke, `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{"name":"ls"}}`,
+		map[string]string{"Accept": mcp.Accept, mcp.HeaderSessionID: session, "X-User-Token": "user-2"})
 	if r.status != 200 || !strings.Contains(string(r.raw), "called ls") {
 		t.Errorf("tools/call: %d %s", r.status, r.raw)
+	}
+	// The message carried this request's passthrough header.
+	if seen := fake.Requests(); seen[len(seen)-1].Header.Get("X-User-Token") != "user-2" {
+		t.Errorf("the passthrough header did not reach the server: %v", seen[len(seen)-1].Header)
 	}
 	if r := send(invoke, http.MethodPost, session, `{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"rm"}}`); !strings.Contains(string(r.raw), "tool rm is disabled") {
 		t.Errorf("disabled tool: %d %s", r.status, r.raw)

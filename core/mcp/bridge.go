@@ -109,7 +109,7 @@ func (b *Bridge) start(ctx context.Context, r BridgeRequest) (*http.Response, er
 	if err != nil || resp != nil {
 		return resp, err
 	}
-	answers, resp, err := conn.Send(ctx, r.Body, []string{compactID(r.Calls[0].ID)})
+	answers, resp, err := conn.Send(ctx, r.Body, []string{compactID(r.Calls[0].ID)}, nil)
 	if err != nil || resp != nil {
 		conn.Close()
 		return resp, err
@@ -139,9 +139,10 @@ func (b *Bridge) start(ctx context.Context, r BridgeRequest) (*http.Response, er
 	return answer(http.StatusOK, "application/json", answers[0], id), nil
 }
 
-// post sends a message or batch of the session and answers with the
-// responses to its requests: one, a batch of them, or a 202 when it held
-// none.
+// post sends a message or batch of the session, with the request's
+// headers (the integration's, and the client's passthrough header as this
+// request sends it), and answers with the responses to its requests: one,
+// a batch of them, or a 202 when it held none.
 func (b *Bridge) post(ctx context.Context, id string, s *bridged, r BridgeRequest) (*http.Response, error) {
 	if r.Calls == nil {
 		return nil, &BridgeError{Status: http.StatusBadRequest, Message: "the body is not a JSON-RPC message or batch"}
@@ -152,7 +153,7 @@ func (b *Bridge) post(ctx context.Context, id string, s *bridged, r BridgeReques
 			ids = append(ids, compactID(c.ID))
 		}
 	}
-	answers, resp, err := s.conn.Send(ctx, r.Body, ids)
+	answers, resp, err := s.conn.Send(ctx, r.Body, ids, r.Endpoint.Header)
 	if err != nil || resp != nil {
 		return resp, err
 	}

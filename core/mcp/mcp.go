@@ -315,7 +315,7 @@ func (s *session) sendSSE(ctx context.Context, body []byte, wait bool) (json.Raw
 	if wait {
 		ids = []string{strconv.Itoa(s.next)}
 	}
-	answers, resp, err := s.sse.Send(ctx, body, ids)
+	answers, resp, err := s.sse.Send(ctx, body, ids, nil)
 	if resp != nil {
 		err = statusError(resp)
 	}

@@ -264,11 +264,12 @@ func (c *SSEConn) Close() {
 }
 
 // Send POSTs body (one JSON-RPC message or a batch) to the server's
-// endpoint and waits, within ctx, for the responses to the requests in it,
-// named by their ids (compact JSON), which it returns in that order. A
-// server that refuses the POST has its answer handed back (the caller
-// closes its body) and no responses.
-func (c *SSEConn) Send(ctx context.Context, body []byte, ids []string) ([]json.RawMessage, *http.Response, error) {
+// endpoint, with header (nil: the headers the stream was opened with), and
+// waits, within ctx, for the responses to the requests in it, named by
+// their ids (compact JSON), which it returns in that order. A server that
+// refuses the POST has its answer handed back (the caller closes its body)
+// and no responses.
+func (c *SSEConn) Send(ctx context.Context, body []byte, ids []string, header map[string]string) ([]json.RawMessage, *http.Response, error) {
 	select {
 	case <-c.done:
 		// The answers could never come.
@@ -287,7 +288,10 @@ func (c *SSEConn) Send(ctx context.Context, body []byte, ids []string) ([]json.R
 		c.waiting[id] = chans[i]
 	}
 	c.mu.Unlock()
-	resp, err := c.post(ctx, body)
+	if header == nil {
+		header = c.header
+	}
+	resp, err := c.post(ctx, body, header)
 	if err != nil || resp != nil {
 		c.mu.Lock()
 		c.forget(ids)
@@ -317,14 +321,14 @@ func (c *SSEConn) forget(ids []string) {
 	}
 }
 
-// post POSTs body to the endpoint; a refusal (an error status) is handed
-// back, an acceptance read and closed.
-func (c *SSEConn) post(ctx context.Context, body []byte) (*http.Response, error) {
+// post POSTs body to the endpoint with header; a refusal (an error status)
+// is handed back, an acceptance read and closed.
+func (c *SSEConn) post(ctx context.Context, body []byte, header map[string]string) (*http.Response, error) {
 	req, err := http.NewRequestWithContext(ctx, http.MethodPost, c.endpoint, bytes.NewReader(body))
 	if err != nil {
 		return nil, err
 	}
-	setHeaders(req, c.header)
+	setHeaders(req, header)
 	req.Header.Set("Content-Type", "application/json")
 	resp, err := c.client.Do(req)
 	if err != nil {

@@ -95,7 +95,7 @@ func TestSSEConnSend(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	answers, resp, err := conn.Send(ctx, []byte(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"ls"}}`), []string{`"a"`})
+	answers, resp, err := conn.Send(ctx, []byte(`{"jsonrpc":"2.0","id":"a","method":"tools/call","params":{"name":"ls"}}`), []string{`"a"`}, nil)
 	if err != nil || resp != nil || len(answers) != 1 || !strings.Contains(string(answers[0]), "called ls") {
 		t.Fatalf("answers %s, resp %v, err %v", answers, resp, err)
 	}
@@ -107,18 +107,18 @@ func TestSSEConnSend(t *testing.T) {
 		t.Errorf("message %s, %v", m, err)
 	}
 	// A notification waits for nothing.
-	if answers, resp, err := conn.Send(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), nil); err != nil || resp != nil || len(answers) != 0 {
+	if answers, resp, err := conn.Send(ctx, []byte(`{"jsonrpc":"2.0","method":"notifications/initialized"}`), nil, nil); err != nil || resp != nil || len(answers) != 0 {
 		t.Fatalf("notification: %s %v %v", answers, resp, err)
 	}
 	// A context that ends first ends the wait.
 	short, cancel := context.WithCancel(ctx)
 	cancel()
-	if _, _, err := conn.Send(short, []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`), []string{"2"}); err == nil {
+	if _, _, err := conn.Send(short, []byte(`{"jsonrpc":"2.0","id":2,"method":"ping"}`), []string{"2"}, nil); err == nil {
 		t.Error("a cancelled send returned no error")
 	}
 	conn.Close()
 	<-conn.Done()
-	if _, _, err := conn.Send(ctx, []byte(`{"jsonrpc":"2.0","id":3,"method":"ping"}`), []string{"3"}); err == nil {
+	if _, _, err := conn.Send(ctx, []byte(`{"jsonrpc":"2.0","id":3,"method":"ping"}`), []string{"3"}, nil); err == nil {
 		t.Error("a send on a closed connection returned no error")
 	}
 }
