@@ -1,0 +1,145 @@
+package mcptest
+
+import (
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"strconv"
+	"sync"
+)
+
+// OAuthServer is a fake MCP server behind MCP's authorization: Server at
+// /mcp, answered only with the current access token (else 401 naming the
+// protected resource metadata), and its own authorization server:
+// metadata, dynamic registration (/register), an authorization endpoint
+// that approves at once (/authorize redirects to the redirect URI with a
+// code), and a token endpoint for codes (checking PKCE and the resource)
+// and refresh tokens. URL must be set to the server's base URL once it
+// listens.
+type OAuthServer struct {
+	Server Server
+	URL    string
+	// ExpiresIn is the access tokens' lifetime in seconds (0: 3600).
+	ExpiresIn int
+
+	mu        sync.Mutex
+	challenge string // of the last authorization
+	redirect  string
+	issued    int    // tokens issued so far
+	access    string // the valid access token
+	refresh   string // the valid refresh token
+	refreshes int
+}
+
+// Refreshes is the number of refresh-token grants answered.
+func (o *OAuthServer) Refreshes() int {
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	return o.refreshes
+}
+
+// Expire makes the current access token invalid (the refresh token stays).
+func (o *OAuthServer) Expire() {
+	o.mu.Lock()
+	o.access = "expired"
+	o.mu.Unlock()
+}
+
+func (o *OAuthServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	json200 := func(v any) {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(v)
+	}
+	switch r.URL.Path {
+	case "/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource":
+		json200(map[string]any{"resource": o.URL + "/mcp", "authorization_servers": []string{o.URL}, "scopes_supported": []string{"tools"}})
+	case "/.well-known/oauth-authorization-server":
+		json200(map[string]any{"issuer": o.URL, "authorization_endpoint": o.URL + "/authorize", "token_endpoint": o.URL + "/token",
+			"registration_endpoint": o.URL + "/register", "code_challenge_methods_supported": []string{"S256"}})
+	case "/register":
+		var in struct {
+			RedirectURIs []string `json:"redirect_uris"`
+		}
+		if json.NewDecoder(r.Body).Decode(&in) != nil || len(in.RedirectURIs) != 1 {
+			http.Error(w, `{"error":"invalid_client_metadata"}`, http.StatusBadRequest)
+			return
+		}
+		o.mu.Lock()
+		o.redirect = in.RedirectURIs[0]
+		o.mu.Unlock()
+		w.WriteHeader(http.StatusCreated)
+		json.NewEncoder(w).Encode(map[string]any{"client_id": "client-1"})
+	case "/authorize":
+		q := r.URL.Query()
+		o.mu.Lock()
+		ok := q.Get("client_id") == "client-1" && q.Get("redirect_uri") == o.redirect && q.Get("code_challenge_method") == "S256" &&
+			q.Get("resource") == o.URL+"/mcp" && q.Get("response_type") == "code"
+		o.challenge = q.Get("code_challenge")
+		o.mu.Unlock()
+		if !ok {
+			http.Error(w, "bad authorization request", http.StatusBadRequest)
+			return
+		}
+		http.Redirect(w, r, q.Get("redirect_uri")+"?"+url.Values{"code": {"code-1"}, "state": {q.Get("state")}}.Encode(), http.StatusFound)
+	case "/token":
+		o.token(w, r)
+	case "/mcp":
+		o.mu.Lock()
+		valid := o.access != "" && r.Header.Get("Authorization") == "Bearer "+o.access
+		o.mu.Unlock()
+		if !valid {
+			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+o.URL+`/.well-known/oauth-protected-resource/mcp"`)
+			http.Error(w, "unauthorized", http.StatusUnauthorized)
+			return
+		}
+		o.Server.ServeHTTP(w, r)
+	default:
+		http.NotFound(w, r)
+	}
+}
+
+// token answers the token endpoint's two grants.
+func (o *OAuthServer) token(w http.ResponseWriter, r *http.Request) {
+	r.ParseForm()
+	f := r.PostForm
+	o.mu.Lock()
+	defer o.mu.Unlock()
+	fail := func() {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(http.StatusBadRequest)
+		fmt.Fprint(w, `{"error":"invalid_grant"}`)
+	}
+	if f.Get("client_id") != "client-1" || f.Get("resource") != o.URL+"/mcp" {
+		fail()
+		return
+	}
+	switch f.Get("grant_type") {
+	case "authorization_code":
+		sum := sha256.Sum256([]byte(f.Get("code_verifier")))
+		if f.Get("code") != "code-1" || f.Get("redirect_uri") != o.redirect || base64.RawURLEncoding.EncodeToString(sum[:]) != o.challenge {
+			fail()
+			return
+		}
+	case "refresh_token":
+		if f.Get("refresh_token") == "" || f.Get("refresh_token") != o.refresh {
+			fail()
+			return
+		}
+		o.refreshes++
+	default:
+		fail()
+		return
+	}
+	o.issued++
+	n := strconv.Itoa(o.issued)
+	o.access, o.refresh = "access-"+n, "refresh-"+n
+	expires := o.ExpiresIn
+	if expires == 0 {
+		expires = 3600
+	}
+	w.Header().Set("Content-Type", "application/json")
+	json.NewEncoder(w).Encode(map[string]any{"access_token": o.access, "refresh_token": o.refresh, "expires_in": expires, "token_type": "Bearer"})
+}
