@@ -313,14 +313,17 @@ func noCipher() *core.Error {
 }
 
 // seal returns v sealed, or "" for "".
-func (s *Service) seal(v string) (string, error) {
+func (s *Service) seal(v string) (string, error) { return sealSecret(s.cipher, v) }
+
+// sealSecret returns v sealed with c, or "" for "".
+func sealSecret(c *store.Cipher, v string) (string, error) {
 	if v == "" {
 		return "", nil
 	}
-	if s.cipher == nil {
+	if c == nil {
 		return "", noCipher()
 	}
-	return s.cipher.Seal(v)
+	return c.Seal(v)
 }
 
 // sealConfig seals the secret fields of a plaintext configuration.

@@ -47,6 +47,7 @@ func (s *Service) RegisterPublic(v1 fiber.Router) {
 		handlers = append([]fiber.Handler{s.audit.recordWrites}, handlers...)
 	}
 	v1.Post("/admin/users/invites/:id/accept", handlers...)
+	v1.Get(strings.TrimPrefix(OAuthCallbackPath, "/v1"), s.oauthCallback)
 }
 
 // inviteView is the wire shape of an invite.

@@ -38,6 +38,7 @@ var mcpKind = &remoteKind[store.MCPServer]{integBucket: store.BucketMCPIntegrati
 	snapshot:           mcpSnapshot,
 	sync:               syncMCP,
 	hasClient:          func(s *Service) bool { return s.mcpClient != nil },
+	oauth:              true,
 }
 
 // registerMCP adds /mcp-integrations and /mcp-servers.

@@ -3,6 +3,7 @@ package adminsvc_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 	"time"
@@ -21,7 +22,7 @@ func (e *env) withMCP(trusted string) {
 	e.t.Helper()
 	client := e.guardedClient(trusted)
 	e.setup = func(d *adminsvc.Deps, o *server.Options) {
-		snap, err := adminsvc.NewMCPServers(adminsvc.MCPOptions{Store: d.Store, Cipher: d.Cipher, Lookup: e.resolver.Resolve})
+		snap, err := adminsvc.NewMCPServers(adminsvc.MCPOptions{Store: d.Store, Cipher: d.Cipher, Lookup: e.resolver.Resolve, HTTP: client})
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -63,7 +64,6 @@ func TestMCPIntegrationValidation(t *testing.T) {
 		{"url not http", map[string]any{"url": "ftp://example.com/mcp"}, "url", "http"},
 		{"auth_type missing", map[string]any{"auth_type": nil}, "auth_type", "is required"},
 		{"auth_type unknown", map[string]any{"auth_type": "basic"}, "auth_type", "must be one of"},
-		{"oauth_auto not built", map[string]any{"auth_type": "oauth_auto"}, "auth_type", "not built"},
 		{"transport missing", map[string]any{"transport": nil}, "transport", "is required"},
 		{"transport unknown", map[string]any{"transport": "websocket"}, "transport", "must be one of"},
 		{"headers auth without headers", map[string]any{"configurations": map[string]any{}}, "configurations.custom_headers", "is required with auth_type headers"},
@@ -132,7 +132,7 @@ func TestMCPIntegrationCRUD(t *testing.T) {
 		param string
 	}{
 		{map[string]any{"slug": "x"}, "slug"},
-		{map[string]any{"auth_type": "oauth_auto"}, "auth_type"},
+		{map[string]any{"auth_type": "basic"}, "auth_type"},
 		{map[string]any{"url": "http://"}, "url"},
 	} {
 		if r := e.do(http.MethodPut, "/v1/mcp-integrations/tools", adminKey, tc.body); r.status != 400 || r.errField("param") != tc.param {
@@ -421,4 +421,102 @@ func TestMCPServerOverSSE(t *testing.T) {
 			t.Errorf("request %d to the server: headers %v", i, got.Header)
 		}
 	}
+}
+
+// An oauth_auto integration: refused on the data plane until an admin
+// authorizes it; the authorization discovers the server's authorization
+// server, registers the gateway and gives the URL to approve; the callback
+// stores the tokens sealed; requests then carry the access token, refreshed
+// when it expires, and the server test uses it too.
+func TestMCPOAuthAuto(t *testing.T) {
+	fake := &mcptest.OAuthServer{Server: mcptest.Server{SessionID: "s-1", Tools: []string{"ls"}}, ExpiresIn: 30}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	fake.URL = srv.URL
+	e := newEnv(t)
+	e.withMCP(strings.TrimPrefix(srv.URL, "http://"))
+	body := mcpIntegrationBody(srv.URL+"/mcp", map[string]any{"auth_type": "oauth_auto", "configurations": nil})
+	if r := e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, body); r.status != 200 {
+		t.Fatalf("integration: %d %s", r.status, r.raw)
+	}
+	if r := e.do(http.MethodPost, "/v1/mcp-servers", adminKey, map[string]any{"name": "Tools", "slug": "tools", "mcp_integration_id": "tools", "workspace_id": e.wsID}); r.status != 200 {
+		t.Fatalf("server: %d %s", r.status, r.raw)
+	}
+	_, invoke := e.wsKey(e.wsID, "mcp.invoke")
+	initialize := func() resp {
+		return e.doHeaders(http.MethodPost, "/v1/mcp/tools", invoke, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, map[string]string{"Accept": mcp.Accept})
+	}
+	if r := initialize(); r.status != http.StatusForbidden || !strings.Contains(r.errField("message"), "oauth/authorize") {
+		t.Fatalf("before authorization: %d %s", r.status, r.raw)
+	}
+	if g := e.do(http.MethodGet, "/v1/mcp-integrations/tools", adminKey, nil); !strings.Contains(string(g.raw), `"status":"not_authorized"`) {
+		t.Fatalf("view before: %s", g.raw)
+	}
+
+	r := e.do(http.MethodPost, "/v1/mcp-integrations/tools/oauth/authorize", adminKey, nil)
+	authURL := r.str("authorization_url")
+	if r.status != 200 || !strings.HasPrefix(authURL, srv.URL+"/authorize?") {
+		t.Fatalf("authorize: %d %s", r.status, r.raw)
+	}
+	// The person approving: the fake approves at once and sends the
+	// browser back to the gateway's callback.
+	browser := *srv.Client()
+	browser.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	approved, err := browser.Get(authURL)
+	if err != nil || approved.StatusCode != http.StatusFound {
+		t.Fatalf("approve: %v %v", approved, err)
+	}
+	back, _ := url.Parse(approved.Header.Get("Location"))
+	if back.Path != adminsvc.OAuthCallbackPath {
+		t.Fatalf("sent back to %s", back)
+	}
+	if r := e.doHeaders(http.MethodGet, back.Path+"?state=forged&code=x", "", "", nil); r.status != 400 || r.errField("param") != "state" {
+		t.Errorf("a forged state: %d %s", r.status, r.raw)
+	}
+	if r := e.doHeaders(http.MethodGet, back.RequestURI(), "", "", nil); r.status != 200 || !strings.Contains(string(r.raw), "authorized") {
+		t.Fatalf("callback: %d %s", r.status, r.raw)
+	}
+	if r := e.doHeaders(http.MethodGet, back.RequestURI(), "", "", nil); r.status != 400 {
+		t.Errorf("the state was used twice: %d %s", r.status, r.raw)
+	}
+	raw := rawBucketOf(t, e, store.BucketMCPIntegrations)
+	if strings.Contains(raw, "access-1") || strings.Contains(raw, "refresh-1") {
+		t.Fatalf("tokens not sealed at rest: %s", raw)
+	}
+	if g := e.do(http.MethodGet, "/v1/mcp-integrations/tools", adminKey, nil); !strings.Contains(string(g.raw), `"status":"authorized"`) || strings.Contains(string(g.raw), "access-") {
+		t.Fatalf("view after: %s", g.raw)
+	}
+
+	// The token expires within a minute: the first request refreshes it.
+	if r := initialize(); r.status != 200 || !strings.Contains(string(r.raw), "fake-mcp") {
+		t.Fatalf("after authorization: %d %s", r.status, r.raw)
+	}
+	if n := fake.Refreshes(); n != 1 {
+		t.Errorf("%d refreshes, want 1", n)
+	}
+	if r := e.do(http.MethodPost, "/v1/mcp-servers/tools/test", adminKey, nil); r.status != 200 || r.str("sync_status") != "synced" {
+		t.Errorf("server test: %d %s", r.status, r.raw)
+	}
+	// Only oauth_auto integrations are authorized.
+	e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody(srv.URL+"/mcp", map[string]any{"slug": "plain"}))
+	if r := e.do(http.MethodPost, "/v1/mcp-integrations/plain/oauth/authorize", adminKey, nil); r.status != 400 || r.errField("param") != "auth_type" {
+		t.Errorf("authorize a headers integration: %d %s", r.status, r.raw)
+	}
+	// Changing the URL drops the tokens.
+	e.do(http.MethodPut, "/v1/mcp-integrations/tools", adminKey, map[string]any{"url": srv.URL + "/mcp/"})
+	if r := initialize(); r.status != http.StatusForbidden {
+		t.Errorf("after the URL changed: %d %s", r.status, r.raw)
+	}
+}
+
+// rawBucketOf is every record of bucket b as stored.
+func rawBucketOf(t *testing.T, e *env, b store.Bucket) string {
+	t.Helper()
+	var sb strings.Builder
+	if err := e.st.View(func(tx store.Tx) error {
+		return tx.ForEach(b, func(_ string, raw []byte) error { sb.Write(raw); return nil })
+	}); err != nil {
+		t.Fatal(err)
+	}
+	return sb.String()
 }

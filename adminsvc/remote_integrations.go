@@ -87,9 +87,9 @@ func checkURLField(fields map[string]json.RawMessage, required bool, p *problems
 	return u.String(), true
 }
 
-// builtAuthType refuses what is not built: oauth_auto.
+// builtAuthType refuses what is not built: oauth_auto for agents.
 func (k *remoteKind[S]) builtAuthType(v string, p *problems) {
-	if v == authOAuthAuto {
+	if v == authOAuthAuto && !k.oauth {
 		p.add("auth_type", "oauth_auto (OAuth with automatic discovery) is not built in this gateway; use headers (send the %s's token in configurations.custom_headers) or none", k.remoteNoun)
 	}
 }
@@ -220,6 +220,7 @@ type remoteIntegrationView struct {
 	URL            string                `json:"url"`
 	AuthType       string                `json:"auth_type"`
 	Transport      string                `json:"transport,omitempty"` // MCP only
+	OAuth          *oauthView            `json:"oauth,omitempty"`     // oauth_auto only
 	Status         string                `json:"status"`
 	Configurations store.RemoteConfig    `json:"configurations"`
 	SecretMappings []store.SecretMapping `json:"secret_mappings"`
@@ -230,7 +231,7 @@ type remoteIntegrationView struct {
 
 func (s *Service) remoteIntegrationViewOf(r store.RemoteIntegration, object string) remoteIntegrationView {
 	v := remoteIntegrationView{ID: r.ID, Slug: r.Slug, Name: r.Name, Description: r.Description, OrganisationID: r.OrganisationID,
-		Type: "organisation", URL: r.URL, AuthType: r.AuthType, Transport: r.Transport, Status: r.Status,
+		Type: "organisation", URL: r.URL, AuthType: r.AuthType, Transport: r.Transport, OAuth: oauthViewOf(r), Status: r.Status,
 		Configurations: r.Configurations, SecretMappings: nonNil(r.SecretMappings), CreatedAt: r.CreatedAt,
 		LastUpdatedAt: r.LastUpdatedAt, Object: object}
 	if r.WorkspaceID != "" {
@@ -369,6 +370,7 @@ func updateRemoteIntegration[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) 
 		if v, ok := strField(fields, "description", false, 1024, p); ok {
 			rec.Description = v
 		}
+		wasURL, wasAuth := rec.URL, rec.AuthType
 		if _, ok := fields["url"]; ok {
 			if u, ok := checkURLField(fields, true, p); ok {
 				rec.URL = u
@@ -377,6 +379,9 @@ func updateRemoteIntegration[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) 
 		if _, ok := fields["auth_type"]; ok {
 			rec.AuthType = enumField(fields, "auth_type", "", remoteAuthTypes, true, p)
 			k.builtAuthType(rec.AuthType, p)
+		}
+		if rec.URL != wasURL || rec.AuthType != wasAuth {
+			rec.OAuth = nil // its tokens are another server's, or unused
 		}
 		if _, ok := fields["transport"]; ok && k.transports != nil {
 			k.readTransport(fields, rec, p)

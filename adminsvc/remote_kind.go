@@ -48,6 +48,9 @@ type remoteKind[S any] struct {
 	sync func(s *Service, ctx context.Context, in store.RemoteIntegration, ep remoteEndpoint, md *store.RemoteMetadata) error
 	// hasClient reports whether the gateway can reach the kind's servers.
 	hasClient func(*Service) bool
+	// oauth is set for kinds whose integrations may use auth_type
+	// oauth_auto (remote_oauth.go).
+	oauth bool
 }
 
 // remoteEndpoint is where a sync sends requests: the integration's URL
@@ -78,6 +81,9 @@ func registerRemote[S any](s *Service, v1 fiber.Router, k *remoteKind[S], integP
 	v1.Get(integPath+"/:id/capabilities", func(c *fiber.Ctx) error { return getRemoteIntegrationCapabilities(s, c, k) })
 	v1.Put(integPath+"/:id/capabilities", func(c *fiber.Ctx) error { return putRemoteIntegrationCapabilities(s, c, k) })
 	v1.Get(integPath+"/:id/metadata", func(c *fiber.Ctx) error { return getRemoteIntegrationMetadata(s, c, k) })
+	if k.oauth {
+		v1.Post(integPath+"/:id/oauth/authorize", func(c *fiber.Ctx) error { return authorizeRemote(s, c, k) })
+	}
 
 	v1.Post(serverPath, func(c *fiber.Ctx) error { return createRemoteServer(s, c, k) })
 	v1.Get(serverPath, func(c *fiber.Ctx) error { return listRemoteServers(s, c, k) })

@@ -286,6 +286,17 @@ func syncRemote[S any](s *Service, ctx context.Context, k *remoteKind[S], in sto
 		md.SyncError = cerr.Message
 		return md
 	}
+	if in.AuthType == authOAuthAuto {
+		snap := k.snapshot(s)
+		if snap == nil {
+			md.SyncError = "this gateway serves no " + k.server.plural + ": it has no OAuth tokens to test with"
+			return md
+		}
+		if headers, cerr = snap.withOAuth(ctx, &in, headers); cerr != nil {
+			md.SyncError = cerr.Message
+			return md
+		}
+	}
 	learnt := store.RemoteMetadata{SyncStatus: syncOK, LastSyncedAt: &now}
 	if err := k.sync(s, ctx, in, remoteEndpoint{URL: in.URL, Header: headers}, &learnt); err != nil {
 		md.SyncError = withoutURL(err)

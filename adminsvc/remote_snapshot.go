@@ -2,9 +2,13 @@ package adminsvc
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"maps"
+	"net/http"
 	"sync"
 	"sync/atomic"
+	"time"
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/store"
@@ -21,6 +25,9 @@ type RemoteOptions struct {
 	// PublicURL is where clients reach the gateway: the base of the url an
 	// agent's card is rewritten to (agents only).
 	PublicURL string
+	// HTTP refreshes the OAuth tokens of oauth_auto integrations (through
+	// the address guard); nil refreshes none.
+	HTTP *http.Client
 }
 
 // remoteEntry is one server, ready to serve: headers opened, access rules
@@ -40,6 +47,9 @@ type remoteEntry struct {
 	integ    string // the integration's slug
 	mappings []store.SecretMapping
 	broken   error // the headers could not be opened
+	// oauth is the integration, when its auth_type is oauth_auto: its
+	// access token goes in Authorization.
+	oauth *store.RemoteIntegration
 }
 
 // remoteSnapshot is the in-memory snapshot of one kind's servers that the
@@ -49,12 +59,13 @@ type remoteEntry struct {
 type remoteSnapshot[S any] struct {
 	o      RemoteOptions
 	k      *remoteKind[S]
+	tokens *remoteOAuthTokens
 	reload sync.Mutex
 	snap   atomic.Pointer[map[string]*remoteEntry] // by slug and id
 }
 
 func newRemoteSnapshot[S any](o RemoteOptions, k *remoteKind[S]) (*remoteSnapshot[S], error) {
-	r := &remoteSnapshot[S]{o: o, k: k}
+	r := &remoteSnapshot[S]{o: o, k: k, tokens: &remoteOAuthTokens{st: o.Store, cipher: o.Cipher, client: o.HTTP, now: time.Now}}
 	return r, r.Reload()
 }
 
@@ -102,6 +113,9 @@ func (r *remoteSnapshot[S]) Reload() error {
 			transport: in.Transport, header: headers, passthrough: in.Configurations.PassthroughHeader,
 			disabled: disabledSet(r.k.disabledKey, in.Capabilities, sv.Capabilities),
 			allowed:  remoteIntegrationAllows(in, sv.WorkspaceID), integ: in.Slug, mappings: in.SecretMappings, broken: berr}
+		if in.AuthType == authOAuthAuto {
+			e.oauth = &in
+		}
 		snap[sv.Slug], snap[sv.ID] = e, e
 	}
 	r.snap.Store(&snap)
@@ -131,6 +145,34 @@ func (r *remoteSnapshot[S]) find(ctx context.Context, ref string, p *core.Princi
 		return remoteEntry{}, err
 	}
 	out.header = headers
+	if e.oauth != nil {
+		if out.header, err = r.withOAuth(ctx, e.oauth, headers); err != nil {
+			return remoteEntry{}, err
+		}
+	}
+	return out, nil
+}
+
+// withOAuth is h with the access token of oauth_auto integration in in
+// Authorization (refreshed, stored and the snapshot reloaded when it had
+// expired). Not authorized yet: 403 saying who can; a failed refresh: 502.
+func (r *remoteSnapshot[S]) withOAuth(ctx context.Context, in *store.RemoteIntegration, h map[string]string) (map[string]string, *core.Error) {
+	k := r.k
+	tok, refreshed, err := r.tokens.access(ctx, k.integBucket, *in)
+	switch {
+	case errors.Is(err, errNotAuthorized):
+		return nil, core.Forbidden("%s %s is not authorized yet: an admin must authorize it (POST /v1/%s-integrations/%s/oauth/authorize)", k.integNoun, in.Slug, k.route, in.Slug)
+	case err != nil:
+		return nil, core.Upstream(err, "%s %s: its OAuth access token could not be refreshed (%s); an admin may authorize it again", k.integNoun, in.Slug, withoutURL(err))
+	}
+	if refreshed {
+		if rerr := r.Reload(); rerr != nil {
+			return nil, core.Internal(rerr, "the refreshed token was stored but the %s snapshot could not be reloaded", k.server.noun)
+		}
+	}
+	out := make(map[string]string, len(h)+1)
+	maps.Copy(out, h)
+	out["Authorization"] = "Bearer " + tok
 	return out, nil
 }
 

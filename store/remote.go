@@ -71,9 +71,26 @@ type RemoteIntegration struct {
 	Workspaces    []IntegrationWorkspace `json:"workspaces,omitempty"`
 	Capabilities  []Capability           `json:"capabilities,omitempty"`
 	Metadata      RemoteMetadata         `json:"metadata"`
-	Status        string                 `json:"status"`
-	CreatedAt     time.Time              `json:"created_at"`
-	LastUpdatedAt time.Time              `json:"last_updated_at"`
+	// OAuth is an oauth_auto integration's authorization, nil until an
+	// admin has authorized it.
+	OAuth         *RemoteOAuth `json:"oauth,omitempty"`
+	Status        string       `json:"status"`
+	CreatedAt     time.Time    `json:"created_at"`
+	LastUpdatedAt time.Time    `json:"last_updated_at"`
+}
+
+// RemoteOAuth is what an oauth_auto integration's authorization left: its
+// authorization server's token endpoint and the resource, the client the
+// gateway registered there, and the tokens. Secrets are sealed.
+type RemoteOAuth struct {
+	Resource      string    `json:"resource"`
+	TokenEndpoint string    `json:"token_endpoint"`
+	ClientID      string    `json:"client_id"`
+	ClientSecret  string    `json:"client_secret,omitempty"` // sealed
+	AccessToken   string    `json:"access_token"`            // sealed
+	RefreshToken  string    `json:"refresh_token,omitempty"` // sealed
+	ExpiresAt     time.Time `json:"expires_at,omitzero"`
+	AuthorizedAt  time.Time `json:"authorized_at"`
 }
 
 // MCPIntegration is an MCP server's address and credentials.

@@ -19,10 +19,20 @@ func TestMCPClients(t *testing.T) {
 	upURL, base, c := remoteGateway(t, &mcptest.Server{SessionID: "sess-1", Tools: []string{"ls", "rm"}})
 	ctx := context.Background()
 
-	_, err := c.MCPIntegrations.Create(ctx, client.MCPIntegrationInput{Name: "x", URL: upURL, AuthType: "oauth_auto", Transport: "http"})
+	_, err := c.MCPIntegrations.Create(ctx, client.MCPIntegrationInput{Name: "x", URL: upURL, AuthType: "basic", Transport: "http"})
 	var apiErr *client.Error
-	if !errors.As(err, &apiErr) || apiErr.Status != 400 || apiErr.Param != "auth_type" || !strings.Contains(apiErr.Message, "not built") {
-		t.Fatalf("oauth_auto: %v", err)
+	if !errors.As(err, &apiErr) || apiErr.Status != 400 || apiErr.Param != "auth_type" || !strings.Contains(apiErr.Message, "must be one of") {
+		t.Fatalf("auth_type basic: %v", err)
+	}
+	// Authorizing an integration that is not oauth_auto is refused.
+	if _, err := c.MCPIntegrations.Create(ctx, client.MCPIntegrationInput{Name: "Plain", Slug: "plain", URL: upURL, AuthType: "none", Transport: "http"}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := c.MCPIntegrations.Authorize(ctx, "plain"); !errors.As(err, &apiErr) || apiErr.Status != 400 || apiErr.Param != "auth_type" {
+		t.Fatalf("authorize: %v", err)
+	}
+	if err := c.MCPIntegrations.Delete(ctx, "plain"); err != nil {
+		t.Fatal(err)
 	}
 	integ, err := c.MCPIntegrations.Create(ctx, client.MCPIntegrationInput{Name: "Tools", Slug: "tools", URL: upURL, AuthType: "headers", Transport: "http",
 		Configurations: &client.MCPConfig{CustomHeaders: map[string]string{"Authorization": "Bearer secret-token-1234"}}})

@@ -187,14 +187,14 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 		pruner := store.StartLogPruner(st, store.LogPrunerOptions{Retention: o.LogRetention, Logger: logger})
 		a.onClose(pruner.Close)
 	}
-	mcpServers, err := adminsvc.NewMCPServers(adminsvc.MCPOptions{Store: st, Cipher: cipher, Lookup: secretResolver.Resolve})
-	if err != nil {
-		return nil, err
-	}
 	// User-supplied upstream URLs (custom hosts, MCP servers, agents) are
 	// dialled through the address guard.
 	guarded := &http.Client{Transport: transport.New(policy.NewTransport())}
 	remote := withoutRedirects(guarded)
+	mcpServers, err := adminsvc.NewMCPServers(adminsvc.MCPOptions{Store: st, Cipher: cipher, Lookup: secretResolver.Resolve, HTTP: remote})
+	if err != nil {
+		return nil, err
+	}
 	pipe, err := pipeline.New(pipeline.Options{
 		Client:        &http.Client{Transport: transport.New(transport.Provider())},
 		GuardedClient: guarded,

@@ -1,0 +1,302 @@
+package adminsvc
+
+import (
+	"context"
+	"crypto/rand"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"net/http"
+	"sync"
+	"time"
+
+	"github.com/gofiber/fiber/v2"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/mcp"
+	"github.com/llm-gateway/gateway/core/tokencache"
+	"github.com/llm-gateway/gateway/store"
+)
+
+// This file is auth_type oauth_auto of MCP integrations: an admin starts
+// the authorization (POST /v1/mcp-integrations/{id}/oauth/authorize), which
+// discovers the server's authorization server, registers the gateway as a
+// client and answers the URL a person opens to approve; the authorization
+// server sends the browser back to GET /v1/oauth/callback, which trades
+// the code for tokens and stores them sealed on the integration. Requests
+// then carry the access token, refreshed when it expires.
+
+// OAuthCallbackPath is the redirect URI's path under the public URL.
+const OAuthCallbackPath = "/v1/oauth/callback"
+
+// Bounds of the authorizations under way.
+const (
+	oauthPendingTTL = 10 * time.Minute
+	maxOAuthPending = 100
+	oauthTimeout    = 30 * time.Second
+	// oauthEarly is how long before its expiry an access token is
+	// refreshed, so none expires on its way.
+	oauthEarly = time.Minute
+)
+
+// oauthPending is one authorization under way, named by its state.
+type oauthPending struct {
+	expires  time.Time
+	as       mcp.AuthServer
+	clientID string
+	secret   string
+	verifier string
+	redirect string
+	// complete stores the tokens on the integration.
+	complete func(ctx context.Context, o *store.RemoteOAuth) error
+}
+
+// oauthFlows are the authorizations under way (in memory: a restart
+// drops them, and the admin starts again).
+type oauthFlows struct {
+	mu      sync.Mutex
+	pending map[string]oauthPending
+}
+
+// add keeps p under a new state; false when too many are under way.
+func (f *oauthFlows) add(p oauthPending, now time.Time) (string, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	for k, v := range f.pending {
+		if !now.Before(v.expires) {
+			delete(f.pending, k)
+		}
+	}
+	if len(f.pending) >= maxOAuthPending {
+		return "", false
+	}
+	var b [16]byte
+	rand.Read(b[:])
+	state := hex.EncodeToString(b[:])
+	if f.pending == nil {
+		f.pending = map[string]oauthPending{}
+	}
+	f.pending[state] = p
+	return state, true
+}
+
+// take removes and returns the authorization of state, if it has not
+// expired.
+func (f *oauthFlows) take(state string, now time.Time) (oauthPending, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	p, ok := f.pending[state]
+	delete(f.pending, state)
+	return p, ok && now.Before(p.expires)
+}
+
+// authorizeRemote serves POST /{kind}-integrations/{id}/oauth/authorize.
+func authorizeRemote[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
+	caller := principal(c)
+	var rec store.RemoteIntegration
+	err := s.st.View(func(tx store.Tx) (err error) {
+		if rec, err = k.loadIntegration(tx, caller, c.Params("id"), "update"); err != nil {
+			return err
+		}
+		if err := canManageLevel(caller, rec.WorkspaceID, k.integPlural); err != nil {
+			return err
+		}
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if rec.AuthType != authOAuthAuto {
+		return core.BadRequest("auth_type", "%s %s has auth_type %s: only oauth_auto integrations are authorized with OAuth", k.integNoun, rec.Slug, rec.AuthType)
+	}
+	if s.mcpClient == nil {
+		return core.Internal(nil, "this gateway has no %s client configured", k.remoteNoun)
+	}
+	client := s.mcpClient.HTTP
+	ctx, cancel := context.WithTimeout(c.UserContext(), oauthTimeout)
+	defer cancel()
+	as, err := mcp.DiscoverAuth(ctx, client, rec.URL)
+	if err != nil {
+		return core.Upstream(err, "%s %s: OAuth discovery failed: %s", k.integNoun, rec.Slug, withoutURL(err))
+	}
+	redirect := s.publicURL + OAuthCallbackPath
+	clientID, secret, err := mcp.RegisterClient(ctx, client, as, "llm-gateway", redirect)
+	if err != nil {
+		return core.Upstream(err, "%s %s: %s", k.integNoun, rec.Slug, withoutURL(err))
+	}
+	verifier, challenge := mcp.NewPKCE()
+	now := s.now()
+	id, url := rec.ID, rec.URL
+	state, ok := s.oauth.add(oauthPending{expires: now.Add(oauthPendingTTL), as: as, clientID: clientID, secret: secret, verifier: verifier, redirect: redirect,
+		complete: func(ctx context.Context, o *store.RemoteOAuth) error { return storeRemoteOAuth(s, ctx, k, id, url, o) }}, now)
+	if !ok {
+		return &core.Error{Status: http.StatusServiceUnavailable, Type: core.TypeAPI, Message: fmt.Sprintf("%d OAuth authorizations are under way; try again in a few minutes", maxOAuthPending)}
+	}
+	return c.JSON(fiber.Map{"object": "oauth-authorization", "authorization_url": mcp.AuthorizationURL(as, clientID, redirect, state, challenge),
+		"redirect_uri": redirect, "expires_at": now.Add(oauthPendingTTL)})
+}
+
+// oauthCallback serves GET /v1/oauth/callback: the authorization server
+// sends the browser back with a code (or an error) and the state. It takes
+// no API key: the state, known only to the admin who started the
+// authorization, names it, once.
+func (s *Service) oauthCallback(c *fiber.Ctx) error {
+	p, ok := s.oauth.take(c.Query("state"), s.now())
+	if !ok {
+		return core.BadRequest("state", "no OAuth authorization under way with this state (it is used once and expires after %s): start it again", oauthPendingTTL)
+	}
+	if e := c.Query("error"); e != "" {
+		return core.BadRequest("error", "the authorization server did not authorize the gateway: %s", e)
+	}
+	code := c.Query("code")
+	if code == "" {
+		return core.BadRequest("code", "the authorization server sent no code")
+	}
+	ctx, cancel := context.WithTimeout(c.UserContext(), oauthTimeout)
+	defer cancel()
+	now := s.now()
+	t, err := mcp.ExchangeCode(ctx, s.mcpClient.HTTP, p.as, p.clientID, p.secret, p.redirect, code, p.verifier, now)
+	if err != nil {
+		return core.Upstream(err, "the code could not be exchanged for tokens: %s", withoutURL(err))
+	}
+	o := &store.RemoteOAuth{Resource: p.as.Resource, TokenEndpoint: p.as.TokenEndpoint, ClientID: p.clientID, ExpiresAt: t.ExpiresAt, AuthorizedAt: now}
+	for _, f := range []struct {
+		dst *string
+		v   string
+	}{{&o.ClientSecret, p.secret}, {&o.AccessToken, t.AccessToken}, {&o.RefreshToken, t.RefreshToken}} {
+		if f.v == "" {
+			continue
+		}
+		if *f.dst, err = s.seal(f.v); err != nil {
+			return err
+		}
+	}
+	if err := p.complete(ctx, o); err != nil {
+		return err
+	}
+	c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
+	return c.SendString("The gateway is authorized. You can close this page.\n")
+}
+
+// storeRemoteOAuth keeps o on integration id, unless it was deleted or its
+// URL or auth type changed since the authorization started.
+func storeRemoteOAuth[S any](s *Service, _ context.Context, k *remoteKind[S], id, url string, o *store.RemoteOAuth) error {
+	err := s.st.Update(func(tx store.Tx) error {
+		var rec store.RemoteIntegration
+		if err := tx.Get(k.integBucket, id, &rec); err != nil {
+			if errors.Is(err, store.ErrNotFound) {
+				return core.NotFound("the %s was deleted while it was being authorized", k.integNoun)
+			}
+			return err
+		}
+		if rec.URL != url || rec.AuthType != authOAuthAuto {
+			return core.Conflict("%s %s changed while it was being authorized: start again", k.integNoun, rec.Slug)
+		}
+		rec.OAuth, rec.LastUpdatedAt = o, s.now()
+		return tx.Put(k.integBucket, rec.ID, rec)
+	})
+	if err != nil {
+		return err
+	}
+	return k.reloaded(s)
+}
+
+// oauthView is what an integration's view shows of its authorization:
+// never a token.
+type oauthView struct {
+	Status       string     `json:"status"` // authorized, not_authorized
+	AuthorizedAt *time.Time `json:"authorized_at,omitempty"`
+	ExpiresAt    *time.Time `json:"expires_at,omitempty"`
+}
+
+func oauthViewOf(r store.RemoteIntegration) *oauthView {
+	if r.AuthType != authOAuthAuto {
+		return nil
+	}
+	if r.OAuth == nil {
+		return &oauthView{Status: "not_authorized"}
+	}
+	v := &oauthView{Status: "authorized", AuthorizedAt: &r.OAuth.AuthorizedAt}
+	if !r.OAuth.ExpiresAt.IsZero() {
+		v.ExpiresAt = &r.OAuth.ExpiresAt
+	}
+	return v
+}
+
+// remoteOAuthTokens gives the access tokens of oauth_auto integrations,
+// refreshing one that expires (one refresh per token at a time) and
+// storing what the refresh answered.
+type remoteOAuthTokens struct {
+	st     store.Store
+	cipher *store.Cipher
+	client *http.Client
+	now    func() time.Time
+	cache  tokencache.Cache
+}
+
+// errNotAuthorized marks an oauth_auto integration no admin authorized.
+var errNotAuthorized = errors.New("not authorized")
+
+// access is the access token of integration in (of bucket b); refreshed
+// reports whether it had to be refreshed (and stored).
+func (t *remoteOAuthTokens) access(ctx context.Context, b store.Bucket, in store.RemoteIntegration) (token string, refreshed bool, err error) {
+	o := in.OAuth
+	if o == nil {
+		return "", false, errNotAuthorized
+	}
+	now := t.now()
+	if o.ExpiresAt.IsZero() || now.Before(o.ExpiresAt.Add(-oauthEarly)) || o.RefreshToken == "" {
+		tok, err := openSecret(t.cipher, o.AccessToken)
+		return tok, false, err
+	}
+	if t.client == nil {
+		return "", false, errors.New("no client to refresh the token with")
+	}
+	key := sha256.Sum256([]byte(in.ID + "\x00" + o.RefreshToken))
+	tok, err := t.cache.Get(ctx, key, t.now, func() (string, time.Duration, error) {
+		refresh, err := openSecret(t.cipher, o.RefreshToken)
+		if err != nil {
+			return "", 0, err
+		}
+		secret := ""
+		if o.ClientSecret != "" {
+			if secret, err = openSecret(t.cipher, o.ClientSecret); err != nil {
+				return "", 0, err
+			}
+		}
+		nt, err := mcp.Refresh(ctx, t.client, o.TokenEndpoint, o.Resource, o.ClientID, secret, refresh, now)
+		if err != nil {
+			return "", 0, err
+		}
+		refreshed = true
+		return nt.AccessToken, nt.ExpiresAt.Sub(now), t.keep(b, in.ID, o.RefreshToken, nt)
+	})
+	return tok, refreshed, err
+}
+
+// keep stores refreshed tokens on integration id, unless its tokens were
+// replaced meanwhile (an admin authorized it again).
+func (t *remoteOAuthTokens) keep(b store.Bucket, id, oldRefresh string, nt mcp.Tokens) error {
+	access, err := sealSecret(t.cipher, nt.AccessToken)
+	if err != nil {
+		return err
+	}
+	refresh, err := sealSecret(t.cipher, nt.RefreshToken)
+	if err != nil {
+		return err
+	}
+	return t.st.Update(func(tx store.Tx) error {
+		var rec store.RemoteIntegration
+		if err := tx.Get(b, id, &rec); err != nil {
+			return err
+		}
+		if rec.OAuth == nil || rec.OAuth.RefreshToken != oldRefresh {
+			return nil
+		}
+		o := *rec.OAuth
+		o.AccessToken, o.RefreshToken, o.ExpiresAt = access, refresh, nt.ExpiresAt
+		rec.OAuth = &o
+		return tx.Put(b, rec.ID, rec)
+	})
+}
