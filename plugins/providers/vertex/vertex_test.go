@@ -2,7 +2,10 @@ package vertex
 
 import (
 	"context"
+	"encoding/json"
 	"io"
+	"net/http"
+	"slices"
 	"strings"
 	"testing"
 
@@ -103,6 +106,52 @@ func TestBuildRequest(t *testing.T) {
 		}
 		if tc.name == "rerank" && !strings.Contains(ce.Message, "chat completions, embeddings and") {
 			t.Errorf("%s: %s", tc.name, ce.Message)
+		}
+	}
+}
+
+// TestAnthropicBeta: the client's anthropic-beta header (every value)
+// reaches Claude models, on chat completions and Anthropic's own Messages
+// API, as provider anthropic sends it on, and no other model. The header is
+// the one way: an anthropic_beta field of a chat completion is dropped by
+// the translation, as by provider anthropic's; a Messages body is the
+// client's own and goes as it is.
+func TestAnthropicBeta(t *testing.T) {
+	p := New()
+	target := core.Target{Provider: Name, APIKey: "ya29.token", Vertex: core.VertexSettings{ProjectID: "my-project-1", Region: "us-east5"}}
+	beta := []string{"context-1m-2025-08-07", "interleaved-thinking-2025-05-14"}
+	for _, tc := range []struct {
+		name     string
+		endpoint core.Endpoint
+		body     string
+		want     []string // the upstream's anthropic-beta values
+		bodyBeta bool     // the upstream body keeps anthropic_beta
+	}{
+		{"claude chat", core.EndpointChatComplete, `{"model":"claude-sonnet-4@20250514","anthropic_beta":["x"],"messages":[{"role":"user","content":"hi"}]}`, beta, false},
+		{"claude messages", core.EndpointMessages, `{"model":"claude-sonnet-4@20250514","anthropic_beta":["x"],"max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`, beta, true},
+		{"claude count tokens", core.EndpointMessagesCount, `{"model":"claude-sonnet-4@20250514","messages":[{"role":"user","content":"hi"}]}`, beta, false},
+		{"gemini chat", core.EndpointChatComplete, `{"model":"gemini-2.5-flash","messages":[{"role":"user","content":"hi"}]}`, nil, false},
+		{"embeddings", core.EndpointEmbed, `{"model":"text-embedding-005","input":"hi"}`, nil, false},
+	} {
+		var in struct{ Model string }
+		if err := json.Unmarshal([]byte(tc.body), &in); err != nil {
+			t.Fatal(err)
+		}
+		req := &core.Request{Endpoint: tc.endpoint, Model: in.Model, Body: []byte(tc.body),
+			Header: http.Header{"Anthropic-Beta": beta, "Anthropic-Version": {"2023-06-01"}}}
+		hr, err := p.BuildRequest(context.Background(), req, &target)
+		if err != nil {
+			t.Fatalf("%s: %v", tc.name, err)
+		}
+		body, _ := io.ReadAll(hr.Body)
+		if got := hr.Header.Values("Anthropic-Beta"); !slices.Equal(got, tc.want) {
+			t.Errorf("%s: upstream anthropic-beta %q, want %q", tc.name, got, tc.want)
+		}
+		if v := hr.Header.Get("Anthropic-Version"); v != "" {
+			t.Errorf("%s: upstream anthropic-version header %q: Vertex AI takes it in the body", tc.name, v)
+		}
+		if got := strings.Contains(string(body), "anthropic_beta"); got != tc.bodyBeta {
+			t.Errorf("%s: upstream body %s", tc.name, body)
 		}
 	}
 }
