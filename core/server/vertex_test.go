@@ -32,7 +32,7 @@ func vertexServiceAccount(t *testing.T, tokenURI string) string {
 // fakeVertex answers Vertex AI's publisher model methods: generateContent
 // and streamGenerateContent as fakeGemini, rawPredict and streamRawPredict
 // as fakeAnthropic (its stream not held back), predict with a 2-number
-// embedding per instance (3 tokens each), a model named "missing-embedding"
+// embedding per instance (3 tokens each), the model "text-embedding-missing"
 // with Google's 404; and, at /token, a JWT bearer token request with the
 // token sa-token.
 func fakeVertex() http.Handler {
@@ -53,9 +53,9 @@ func fakeVertex() http.Handler {
 		}
 		if strings.HasSuffix(r.URL.Path, ":predict") {
 			w.Header().Set("Content-Type", "application/json")
-			if strings.Contains(r.URL.Path, "missing-embedding") {
+			if strings.Contains(r.URL.Path, "text-embedding-missing") {
 				w.WriteHeader(404)
-				io.WriteString(w, `{"error":{"code":404,"message":"Publisher Model missing-embedding was not found.","status":"NOT_FOUND"}}`)
+				io.WriteString(w, `{"error":{"code":404,"message":"Publisher Model text-embedding-missing was not found.","status":"NOT_FOUND"}}`)
 				return
 			}
 			var in struct{ Instances []json.RawMessage }
@@ -197,6 +197,8 @@ func TestVertexRefusals(t *testing.T) {
 			"(provider vertex-ai sends anthropic's models the anthropic provider's translation)"},
 		{"rerank", "/v1/rerank", `{"model":"semantic-ranker","query":"q","documents":["a"]}`, nil, "x-gateway-provider", "does not support"},
 		{"a chat model's embeddings", "/v1/embeddings", `{"model":"gemini-2.5-flash","input":"hi"}`, nil, "model", "text embedding models"},
+		{"a claude model's embeddings", "/v1/embeddings", `{"model":"claude-sonnet-4@20250514","input":"hi"}`, nil, "model", "text embedding models"},
+		{"another publisher's embedding model", "/v1/embeddings", `{"model":"claude-embedding-1","input":"hi"}`, nil, "model", "not other publishers'"},
 		{"multimodal embeddings", "/v1/embeddings", `{"model":"multimodalembedding@001","input":"hi"}`, nil, "model", "text embedding models"},
 		{"embedding model with a path", "/v1/embeddings", `{"model":"text-embedding-005/../x","input":"hi"}`, nil, "model", "not a Vertex AI model name"},
 		{"token ids", "/v1/embeddings", `{"model":"text-embedding-005","input":[1,2,3]}`, nil, "input", "token ids"},
@@ -262,7 +264,7 @@ func TestVertexEmbeddings(t *testing.T) {
 			`{"instances":[{"content":"a"},{"content":"b"}],"parameters":{"outputDimensionality":2}}`, 200, []string{`"index":1`, `"prompt_tokens":6`}},
 		{"base64", `{"model":"gemini-embedding-001","input":["x"],"encoding_format":"base64"}`, path + "gemini-embedding-001:predict", `{"instances":[{"content":"x"}]}`, 200,
 			[]string{`"embedding":"AAAAPwAAgL4="`}},
-		{"google's error", `{"model":"missing-embedding","input":"hi"}`, path + "missing-embedding:predict", `{"instances":[{"content":"hi"}]}`, 404,
+		{"google's error", `{"model":"text-embedding-missing","input":"hi"}`, path + "text-embedding-missing:predict", `{"instances":[{"content":"hi"}]}`, 404,
 			[]string{`"type":"NOT_FOUND"`, "was not found"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

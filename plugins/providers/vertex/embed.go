@@ -13,10 +13,10 @@ import (
 )
 
 // Vertex AI serves Google's text embedding models (text-embedding-*,
-// text-multilingual-embedding-*, gemini-embedding-*) through the predict
-// method: {"instances": [{"content": text}...], "parameters":
-// {"outputDimensionality": n}}, answered with each instance's
-// embeddings.values and statistics.token_count.
+// text-multilingual-embedding-*, gemini-embedding-*, textembedding-gecko*)
+// through the predict method: {"instances": [{"content": text}...],
+// "parameters": {"outputDimensionality": n}}, answered with each
+// instance's embeddings.values and statistics.token_count.
 
 // Instances per predict call: gemini-embedding-* take one text, the
 // text-embedding models up to 250.
@@ -25,11 +25,23 @@ const (
 	maxGeminiEmbedTexts = 1
 )
 
+// googleEmbeddingModels are the name prefixes of Google's text embedding
+// models on Vertex AI (publisher google): text-embedding-005,
+// text-multilingual-embedding-002, gemini-embedding-001 and the older
+// textembedding-gecko@003. Other publishers' models, and Google's
+// multimodalembedding (whose instances are of another shape), are not
+// translated.
+var googleEmbeddingModels = []string{"text-embedding-", "text-multilingual-embedding-", "gemini-embedding-", "textembedding-gecko"}
+
 // isEmbeddingModel reports whether model is a Google text embedding model
-// the provider translates (not multimodalembedding, whose instances are
-// of another shape).
+// the provider translates.
 func isEmbeddingModel(model string) bool {
-	return strings.Contains(model, "embedding") && !strings.HasPrefix(model, "multimodal")
+	for _, prefix := range googleEmbeddingModels {
+		if strings.HasPrefix(model, prefix) {
+			return true
+		}
+	}
+	return false
 }
 
 type predictInstance struct {
@@ -54,7 +66,7 @@ func translateEmbedRequest(body []byte) (model string, out []byte, err error) {
 		return "", nil, core.BadRequest("", "the request body cannot be translated for %s: %v", Name, err)
 	}
 	if !isEmbeddingModel(in.Model) {
-		return "", nil, core.BadRequest("model", "model %q: provider %s translates embeddings for Google's text embedding models (text-embedding-*, text-multilingual-embedding-*, gemini-embedding-*)", in.Model, Name)
+		return "", nil, core.BadRequest("model", "model %q: provider %s translates embeddings for Google's text embedding models (publisher google: text-embedding-*, text-multilingual-embedding-*, gemini-embedding-*, textembedding-gecko*), not other publishers' or multimodal ones", in.Model, Name)
 	}
 	if err := checkModel(in.Model); err != nil {
 		return "", nil, err
