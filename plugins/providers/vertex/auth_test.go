@@ -213,3 +213,37 @@ func TestServiceAccountTokenOneExchange(t *testing.T) {
 		t.Errorf("%d exchanges for one key, want 1", n)
 	}
 }
+
+// TestRefusedBeforeTokenExchange: with a service-account key, a request
+// the provider refuses is a 400 naming the field before any call, the
+// token exchange included.
+func TestRefusedBeforeTokenExchange(t *testing.T) {
+	var calls atomic.Int32
+	srv := tokenServer(t, &calls)
+	p := New()
+	p.UseGuardedClient(srv.Client())
+	target := core.Target{Provider: Name, Vertex: core.VertexSettings{ProjectID: "my-project-1", Region: "us-central1",
+		ServiceAccountJSON: serviceAccount(t, "a@p.iam.gserviceaccount.com", srv.URL+"/token")}}
+	for _, tc := range []struct {
+		name     string
+		endpoint core.Endpoint
+		body     string
+		param    string
+	}{
+		{"another publisher's embeddings", core.EndpointEmbed, `{"model":"claude-embedding-1","input":"hi"}`, "model"},
+		{"token ids", core.EndpointEmbed, `{"model":"text-embedding-005","input":[1,2]}`, "input"},
+		{"a chat model's embeddings", core.EndpointEmbed, `{"model":"gemini-2.5-flash","input":"hi"}`, "model"},
+		{"gemini on messages", core.EndpointMessages, `{"model":"gemini-2.5-flash","max_tokens":8,"messages":[]}`, "model"},
+		{"another model's chat", core.EndpointChatComplete, `{"model":"llama-4","messages":[{"role":"user","content":"hi"}]}`, "model"},
+	} {
+		var in struct{ Model string }
+		json.Unmarshal([]byte(tc.body), &in)
+		_, err := p.BuildRequest(context.Background(), &core.Request{Endpoint: tc.endpoint, Model: in.Model, Body: []byte(tc.body)}, &target)
+		if ce, ok := err.(*core.Error); !ok || ce.Status != 400 || ce.Param != tc.param {
+			t.Errorf("%s: %v, want a 400 naming %s", tc.name, err, tc.param)
+		}
+	}
+	if n := calls.Load(); n != 0 {
+		t.Errorf("%d token exchanges for refused requests", n)
+	}
+}

@@ -155,3 +155,33 @@ func TestAnthropicBeta(t *testing.T) {
 		}
 	}
 }
+
+// TestSupports: chat completions, embeddings and Anthropic's Messages API
+// (and its token counting); nothing else.
+func TestSupports(t *testing.T) {
+	p := New()
+	for _, tc := range []struct {
+		e    core.Endpoint
+		want bool
+	}{
+		{core.EndpointChatComplete, true},
+		{core.EndpointEmbed, true},
+		{core.EndpointMessages, true},
+		{core.EndpointMessagesCount, true},
+		{core.EndpointComplete, false},
+		{core.EndpointImageGenerate, false},
+		{core.EndpointImageEdit, false},
+		{core.EndpointCreateSpeech, false},
+		{core.EndpointTranscription, false},
+		{core.EndpointTranslation, false},
+		{core.EndpointModeration, false},
+		{core.EndpointResponses, false},
+		{core.EndpointResponseItems, false},
+		{core.EndpointRerank, false},
+		{core.EndpointProxy, false},
+	} {
+		if got := p.Supports(tc.e); got != tc.want {
+			t.Errorf("Supports(%s) = %v, want %v", tc.e, got, tc.want)
+		}
+	}
+}
