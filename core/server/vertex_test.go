@@ -283,7 +283,8 @@ func TestVertexEmbeddings(t *testing.T) {
 }
 
 // TestVertexAnthropicBeta: a client's anthropic-beta header reaches Claude
-// models on Vertex AI, and only them.
+// models on Vertex AI, and only them; it is the one way to ask for beta
+// features: a chat completion's anthropic_beta field is dropped.
 func TestVertexAnthropicBeta(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, fakeVertex())
@@ -293,12 +294,16 @@ func TestVertexAnthropicBeta(t *testing.T) {
 		{"claude-sonnet-4@20250514", "context-1m-2025-08-07"},
 		{"gemini-2.5-flash", ""},
 	} {
-		r := g.do(t, "POST", "/v1/chat/completions", []byte(`{"model":"`+tc.model+`","messages":[{"role":"user","content":"hi"}]}`), headers...)
+		r := g.do(t, "POST", "/v1/chat/completions", []byte(`{"model":"`+tc.model+`","anthropic_beta":["x"],"messages":[{"role":"user","content":"hi"}]}`), headers...)
 		if r.status != 200 {
 			t.Fatalf("%s: %d %s", tc.model, r.status, r.body)
 		}
-		if got := g.up.last(t).Header.Get("anthropic-beta"); got != tc.want {
+		up := g.up.last(t)
+		if got := up.Header.Get("anthropic-beta"); got != tc.want {
 			t.Errorf("%s: upstream anthropic-beta %q, want %q", tc.model, got, tc.want)
+		}
+		if strings.Contains(string(up.Body), "anthropic_beta") {
+			t.Errorf("%s: upstream body %s", tc.model, up.Body)
 		}
 	}
 }
