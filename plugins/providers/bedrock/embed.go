@@ -166,5 +166,5 @@ func translateEmbedAnswer(req *core.Request, resp *core.Response) ([]byte, error
 	default:
 		return nil, fmt.Errorf("model %q is not an embedding model the gateway translates", req.Model)
 	}
-	return embedding.Answer(req.Model, vectors, tokens, embedding.EncodingFormat(req.Body))
+	return embedding.Answer(req.Model, req.Body, vectors, tokens)
 }

@@ -121,7 +121,7 @@ func translateEmbedAnswer(req *core.Request, resp *core.Response) ([]byte, error
 		vectors[i] = p.Embeddings.Values
 		tokens += int(p.Embeddings.Statistics.TokenCount)
 	}
-	return embedding.Answer(req.Model, vectors, tokens, embedding.EncodingFormat(req.Body))
+	return embedding.Answer(req.Model, req.Body, vectors, tokens)
 }
 
 // translateEmbedResponse turns a predict answer into OpenAI's embeddings

@@ -56,9 +56,17 @@ type tokUsed struct {
 }
 
 // Answer is OpenAI's embeddings list of vectors (JSON arrays of numbers,
-// in input order) for model, with tokens as its usage, each vector in
-// encodingFormat: as it is, or "base64".
-func Answer(model string, vectors []json.RawMessage, tokens int, encodingFormat string) ([]byte, error) {
+// in input order) for model, with tokens as its usage, each vector in the
+// encoding_format of the request's (validated) body: as it is, or
+// "base64". An answer that does not hold one vector per text of the
+// request's input is an error: the client could not tell which is which.
+func Answer(model string, reqBody []byte, vectors []json.RawMessage, tokens int) ([]byte, error) {
+	var in Request
+	_ = json.Unmarshal(reqBody, &in) // validated: it reads
+	if texts, err := Texts(in.Input, ""); err == nil && len(texts) != len(vectors) {
+		return nil, fmt.Errorf("the answer holds %d embeddings for %d texts", len(vectors), len(texts))
+	}
+	encodingFormat := in.EncodingFormat
 	out := list{Object: "list", Data: make([]item, len(vectors)), Model: model,
 		Usage: tokUsed{PromptTokens: tokens, TotalTokens: tokens}}
 	for i, v := range vectors {
@@ -72,15 +80,6 @@ func Answer(model string, vectors []json.RawMessage, tokens int, encodingFormat 
 		out.Data[i] = item{Object: "embedding", Index: i, Embedding: v}
 	}
 	return json.Marshal(out)
-}
-
-// EncodingFormat is the encoding_format of a validated embeddings body.
-func EncodingFormat(body []byte) string {
-	var in struct {
-		EncodingFormat string `json:"encoding_format"`
-	}
-	_ = json.Unmarshal(body, &in) // validated: a bad format cannot reach here
-	return in.EncodingFormat
 }
 
 // base64Floats is a JSON array of numbers as OpenAI's base64 encoding
