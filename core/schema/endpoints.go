@@ -7,71 +7,75 @@ import (
 	"github.com/llm-gateway/gateway/core"
 )
 
+// validateObject parses body as a JSON object and runs check on it with a
+// validator and the Info to fill: the start and the end every body
+// validator of this file shares.
+func validateObject(body []byte, check func(m map[string]any, v *validator, info *Info)) (Info, *core.Error) {
+	info := Info{StrictCompliance: true}
+	m, perr := parseObject(body)
+	if perr != nil {
+		return info, perr
+	}
+	v := &validator{}
+	check(m, v, &info)
+	return info, v.err()
+}
+
 // maxEmbeddingInputs bounds the number of strings (or token arrays) of one
 // embeddings request.
 const maxEmbeddingInputs = 2048
 
 // ValidateCompletion validates a POST /completions (legacy) body.
 func ValidateCompletion(body []byte) (Info, *core.Error) {
-	info := Info{StrictCompliance: true}
-	m, perr := parseObject(body)
-	if perr != nil {
-		return info, perr
-	}
-	v := &validator{}
-	v.model(m, true, &info)
-	if x, ok := m["prompt"]; !ok {
-		v.add("prompt", "is required")
-	} else {
-		v.tokensOrStrings("prompt", x, false, 0)
-	}
-	optional(m, "frequency_penalty", func(x any) { v.number("frequency_penalty", x, true, -2, 2) })
-	optional(m, "presence_penalty", func(x any) { v.number("presence_penalty", x, true, -2, 2) })
-	v.logitBias(m)
-	optional(m, "logprobs", func(x any) { v.integer("logprobs", x, true, 0, 5) })
-	optional(m, "max_tokens", func(x any) { v.integer("max_tokens", x, true, 0, math.MaxInt64) })
-	n := int64(1)
-	optional(m, "n", func(x any) {
-		if val, ok := v.integer("n", x, true, 1, 128); ok {
-			n = val
+	return validateObject(body, func(m map[string]any, v *validator, info *Info) {
+		v.model(m, true, info)
+		if x, ok := m["prompt"]; !ok {
+			v.add("prompt", "is required")
+		} else {
+			v.tokensOrStrings("prompt", x, false, 0)
 		}
+		optional(m, "frequency_penalty", func(x any) { v.number("frequency_penalty", x, true, -2, 2) })
+		optional(m, "presence_penalty", func(x any) { v.number("presence_penalty", x, true, -2, 2) })
+		v.logitBias(m)
+		optional(m, "logprobs", func(x any) { v.integer("logprobs", x, true, 0, 5) })
+		optional(m, "max_tokens", func(x any) { v.integer("max_tokens", x, true, 0, math.MaxInt64) })
+		n := int64(1)
+		optional(m, "n", func(x any) {
+			if val, ok := v.integer("n", x, true, 1, 128); ok {
+				n = val
+			}
+		})
+		optional(m, "best_of", func(x any) {
+			if val, ok := v.integer("best_of", x, true, 1, math.MaxInt64); ok && val < n {
+				v.add("best_of", "must be greater than or equal to n (%d), got %d", n, val)
+			}
+		})
+		optional(m, "seed", func(x any) { v.integer("seed", x, true, math.MinInt64, math.MaxInt64) })
+		v.stop(m)
+		v.streaming(m, info)
+		optional(m, "temperature", func(x any) { v.number("temperature", x, true, 0, 2) })
+		optional(m, "top_p", func(x any) { v.number("top_p", x, true, 0, 1) })
+		optional(m, "echo", func(x any) { v.boolean("echo", x, true) })
+		optional(m, "suffix", func(x any) { v.str("suffix", x, true) })
+		optional(m, "user", func(x any) { v.str("user", x, false) })
+		v.gatewayFields(m, true, info)
 	})
-	optional(m, "best_of", func(x any) {
-		if val, ok := v.integer("best_of", x, true, 1, math.MaxInt64); ok && val < n {
-			v.add("best_of", "must be greater than or equal to n (%d), got %d", n, val)
-		}
-	})
-	optional(m, "seed", func(x any) { v.integer("seed", x, true, math.MinInt64, math.MaxInt64) })
-	v.stop(m)
-	v.streaming(m, &info)
-	optional(m, "temperature", func(x any) { v.number("temperature", x, true, 0, 2) })
-	optional(m, "top_p", func(x any) { v.number("top_p", x, true, 0, 1) })
-	optional(m, "echo", func(x any) { v.boolean("echo", x, true) })
-	optional(m, "suffix", func(x any) { v.str("suffix", x, true) })
-	optional(m, "user", func(x any) { v.str("user", x, false) })
-	v.gatewayFields(m, true, &info)
-	return info, v.err()
 }
 
 // ValidateEmbedding validates a POST /embeddings body.
 func ValidateEmbedding(body []byte) (Info, *core.Error) {
-	info := Info{StrictCompliance: true}
-	m, perr := parseObject(body)
-	if perr != nil {
-		return info, perr
-	}
-	v := &validator{}
-	v.model(m, true, &info)
-	if x, ok := m["input"]; !ok {
-		v.add("input", "is required")
-	} else {
-		v.tokensOrStrings("input", x, true, maxEmbeddingInputs)
-	}
-	optional(m, "encoding_format", func(x any) { v.enum("encoding_format", x, false, "float", "base64") })
-	optional(m, "dimensions", func(x any) { v.integer("dimensions", x, false, 1, math.MaxInt64) })
-	optional(m, "user", func(x any) { v.str("user", x, false) })
-	v.gatewayFields(m, true, &info)
-	return info, v.err()
+	return validateObject(body, func(m map[string]any, v *validator, info *Info) {
+		v.model(m, true, info)
+		if x, ok := m["input"]; !ok {
+			v.add("input", "is required")
+		} else {
+			v.tokensOrStrings("input", x, true, maxEmbeddingInputs)
+		}
+		optional(m, "encoding_format", func(x any) { v.enum("encoding_format", x, false, "float", "base64") })
+		optional(m, "dimensions", func(x any) { v.integer("dimensions", x, false, 1, math.MaxInt64) })
+		optional(m, "user", func(x any) { v.str("user", x, false) })
+		v.gatewayFields(m, true, info)
+	})
 }
 
 var elementKinds = map[string]string{"string": "a string", "number": "a token id", "array": "an array of token ids"}
@@ -145,99 +149,84 @@ func (v *validator) tokensOrString(el any, nonEmpty bool) {
 
 // ValidateResponses validates a POST /responses body.
 func ValidateResponses(body []byte) (Info, *core.Error) {
-	info := Info{StrictCompliance: true}
-	m, perr := parseObject(body)
-	if perr != nil {
-		return info, perr
-	}
-	v := &validator{}
-	prev, hasPrev := m["previous_response_id"]
-	prompt, hasPrompt := m["prompt"]
-	v.model(m, !(hasPrev && prev != nil) && !(hasPrompt && prompt != nil), &info)
-	if hasPrev {
-		v.str("previous_response_id", prev, true)
-	}
-	if hasPrompt {
-		v.object("prompt", prompt, true)
-	}
-	optional(m, "input", func(x any) {
-		switch x.(type) {
-		case string, []any:
-		default:
-			v.add("input", "must be a string or an array of input items, got %s", kind(x))
+	return validateObject(body, func(m map[string]any, v *validator, info *Info) {
+		prev, hasPrev := m["previous_response_id"]
+		prompt, hasPrompt := m["prompt"]
+		v.model(m, !(hasPrev && prev != nil) && !(hasPrompt && prompt != nil), info)
+		if hasPrev {
+			v.str("previous_response_id", prev, true)
 		}
+		if hasPrompt {
+			v.object("prompt", prompt, true)
+		}
+		optional(m, "input", func(x any) {
+			switch x.(type) {
+			case string, []any:
+			default:
+				v.add("input", "must be a string or an array of input items, got %s", kind(x))
+			}
+		})
+		optional(m, "stream", func(x any) { info.Stream = v.boolean("stream", x, true) })
+		optional(m, "temperature", func(x any) { v.number("temperature", x, true, 0, 2) })
+		optional(m, "top_p", func(x any) { v.number("top_p", x, true, 0, 1) })
+		optional(m, "max_output_tokens", func(x any) { v.integer("max_output_tokens", x, true, 1, math.MaxInt64) })
+		v.gatewayFields(m, true, info)
 	})
-	optional(m, "stream", func(x any) { info.Stream = v.boolean("stream", x, true) })
-	optional(m, "temperature", func(x any) { v.number("temperature", x, true, 0, 2) })
-	optional(m, "top_p", func(x any) { v.number("top_p", x, true, 0, 1) })
-	optional(m, "max_output_tokens", func(x any) { v.integer("max_output_tokens", x, true, 1, math.MaxInt64) })
-	v.gatewayFields(m, true, &info)
-	return info, v.err()
 }
 
 // ValidateRerank validates a POST /rerank body.
 func ValidateRerank(body []byte) (Info, *core.Error) {
-	info := Info{StrictCompliance: true}
-	m, perr := parseObject(body)
-	if perr != nil {
-		return info, perr
-	}
-	v := &validator{}
-	v.model(m, true, &info)
-	if x, ok := m["query"]; !ok {
-		v.add("query", "is required")
-	} else {
-		v.nonEmptyStr("query", x)
-	}
-	if x, ok := m["documents"]; !ok {
-		v.add("documents", "is required")
-	} else if docs, ok := v.array("documents", x, false); ok {
-		if len(docs) == 0 {
-			v.add("documents", "must contain at least 1 document, got 0")
+	return validateObject(body, func(m map[string]any, v *validator, info *Info) {
+		v.model(m, true, info)
+		if x, ok := m["query"]; !ok {
+			v.add("query", "is required")
+		} else {
+			v.nonEmptyStr("query", x)
 		}
-		for i, d := range docs {
-			v.enter("documents", i)
-			switch t := d.(type) {
-			case string:
-			case map[string]any:
-				if tx, ok := t["text"]; !ok {
-					v.add(".text", "is required")
-				} else {
-					v.str(".text", tx, false)
-				}
-			default:
-				v.add("", "must be a string or an object with a text field, got %s", kind(d))
+		if x, ok := m["documents"]; !ok {
+			v.add("documents", "is required")
+		} else if docs, ok := v.array("documents", x, false); ok {
+			if len(docs) == 0 {
+				v.add("documents", "must contain at least 1 document, got 0")
 			}
-			v.leave()
+			for i, d := range docs {
+				v.enter("documents", i)
+				switch t := d.(type) {
+				case string:
+				case map[string]any:
+					if tx, ok := t["text"]; !ok {
+						v.add(".text", "is required")
+					} else {
+						v.str(".text", tx, false)
+					}
+				default:
+					v.add("", "must be a string or an object with a text field, got %s", kind(d))
+				}
+				v.leave()
+			}
 		}
-	}
-	optional(m, "top_n", func(x any) { v.integer("top_n", x, false, 1, math.MaxInt64) })
-	optional(m, "return_documents", func(x any) { v.boolean("return_documents", x, false) })
-	optional(m, "max_chunks_per_doc", func(x any) { v.integer("max_chunks_per_doc", x, false, 1, math.MaxInt64) })
-	v.gatewayFields(m, true, &info)
-	return info, v.err()
+		optional(m, "top_n", func(x any) { v.integer("top_n", x, false, 1, math.MaxInt64) })
+		optional(m, "return_documents", func(x any) { v.boolean("return_documents", x, false) })
+		optional(m, "max_chunks_per_doc", func(x any) { v.integer("max_chunks_per_doc", x, false, 1, math.MaxInt64) })
+		v.gatewayFields(m, true, info)
+	})
 }
 
 // ValidateImageGeneration validates a POST /images/generations body.
 func ValidateImageGeneration(body []byte) (Info, *core.Error) {
-	info := Info{StrictCompliance: true}
-	m, perr := parseObject(body)
-	if perr != nil {
-		return info, perr
-	}
-	v := &validator{}
-	if x, ok := m["prompt"]; !ok {
-		v.add("prompt", "is required")
-	} else {
-		v.nonEmptyStr("prompt", x)
-	}
-	v.model(m, false, &info)
-	optional(m, "n", func(x any) { v.integer("n", x, true, 1, 10) })
-	optional(m, "size", func(x any) { v.str("size", x, true) })
-	optional(m, "response_format", func(x any) { v.enum("response_format", x, true, "url", "b64_json") })
-	optional(m, "user", func(x any) { v.str("user", x, false) })
-	v.gatewayFields(m, true, &info)
-	return info, v.err()
+	return validateObject(body, func(m map[string]any, v *validator, info *Info) {
+		if x, ok := m["prompt"]; !ok {
+			v.add("prompt", "is required")
+		} else {
+			v.nonEmptyStr("prompt", x)
+		}
+		v.model(m, false, info)
+		optional(m, "n", func(x any) { v.integer("n", x, true, 1, 10) })
+		optional(m, "size", func(x any) { v.str("size", x, true) })
+		optional(m, "response_format", func(x any) { v.enum("response_format", x, true, "url", "b64_json") })
+		optional(m, "user", func(x any) { v.str("user", x, false) })
+		v.gatewayFields(m, true, info)
+	})
 }
 
 // ValidateMessages validates the part of a POST /messages (Anthropic's
@@ -245,13 +234,8 @@ func ValidateImageGeneration(body []byte) (Info, *core.Error) {
 // object with a model and, for /messages, an optional boolean stream. The
 // rest is the provider's to check.
 func ValidateMessages(body []byte) (Info, *core.Error) {
-	info := Info{StrictCompliance: true}
-	m, perr := parseObject(body)
-	if perr != nil {
-		return info, perr
-	}
-	v := &validator{}
-	v.model(m, true, &info)
-	optional(m, "stream", func(x any) { info.Stream = v.boolean("stream", x, true) })
-	return info, v.err()
+	return validateObject(body, func(m map[string]any, v *validator, info *Info) {
+		v.model(m, true, info)
+		optional(m, "stream", func(x any) { info.Stream = v.boolean("stream", x, true) })
+	})
 }
