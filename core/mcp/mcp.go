@@ -354,9 +354,7 @@ func (s *session) request(ctx context.Context, method string, body []byte) (*htt
 	if err != nil {
 		return nil, err
 	}
-	for k, v := range s.ep.Header {
-		req.Header.Set(k, v)
-	}
+	setHeaders(req, s.ep.Header)
 	req.Header.Set("Content-Type", "application/json")
 	req.Header.Set("Accept", Accept)
 	if s.id != "" {

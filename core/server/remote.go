@@ -13,6 +13,7 @@ import (
 	"net/http"
 	"net/url"
 	"runtime/debug"
+	"strings"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -317,10 +318,7 @@ func (s *Server) sendRemote(c *fiber.Ctx, k *remoteKind, t *remoteTarget, body [
 		copyHeader(h)
 	}
 	up.Header.Set(fiber.HeaderAccept, k.accept)
-	if t.passthrough != "" {
-		copyHeader(t.passthrough)
-	}
-	for name, v := range t.header { // the integration's credentials win
+	for name, v := range t.headerFor(c) {
 		up.Header.Set(name, v)
 	}
 	resp, err := client.Do(up)
@@ -374,9 +372,14 @@ func (t *remoteTarget) headerFor(c *fiber.Ctx) map[string]string {
 	if v == "" {
 		return t.header
 	}
+	for name := range t.header {
+		if strings.EqualFold(name, t.passthrough) {
+			return t.header // the integration's credentials win
+		}
+	}
 	header := make(map[string]string, len(t.header)+1)
+	maps.Copy(header, t.header)
 	header[t.passthrough] = v
-	maps.Copy(header, t.header) // the integration's credentials win
 	return header
 }
 
