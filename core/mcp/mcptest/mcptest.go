@@ -26,8 +26,7 @@ type Server struct {
 	// alone.
 	Release chan struct{}
 
-	mu   sync.Mutex
-	seen []Seen
+	recorder
 }
 
 // Seen is one request as the server received it.
@@ -37,11 +36,24 @@ type Seen struct {
 	RPCMethod  string
 }
 
+// recorder keeps the requests a fake received.
+type recorder struct {
+	mu   sync.Mutex
+	seen []Seen
+}
+
+// record notes r, a JSON-RPC call of method ("" for none).
+func (c *recorder) record(r *http.Request, method string) {
+	c.mu.Lock()
+	c.seen = append(c.seen, Seen{HTTPMethod: r.Method, Header: r.Header.Clone(), RPCMethod: method})
+	c.mu.Unlock()
+}
+
 // Requests are the requests received so far.
-func (s *Server) Requests() []Seen {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Seen(nil), s.seen...)
+func (c *recorder) Requests() []Seen {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return append([]Seen(nil), c.seen...)
 }
 
 func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -58,9 +70,7 @@ func (s *Server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	s.mu.Lock()
-	s.seen = append(s.seen, Seen{HTTPMethod: r.Method, Header: r.Header.Clone(), RPCMethod: msg.Method})
-	s.mu.Unlock()
+	s.record(r, msg.Method)
 	if msg.Method != "initialize" && r.Header.Get(mcp.HeaderSessionID) != s.SessionID {
 		http.Error(w, "unknown session", http.StatusNotFound)
 		return

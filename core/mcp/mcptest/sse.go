@@ -24,11 +24,11 @@ type SSEServer struct {
 	// Header is a header every request must carry (name and value).
 	Header [2]string
 
+	recorder
 	mu       sync.Mutex
 	sessions map[string]chan []byte
 	closed   chan struct{} // closed by CloseStreams
 	next     int
-	seen     []Seen
 }
 
 // CloseStreams ends every open stream, as a server going away does.
@@ -39,13 +39,6 @@ func (s *SSEServer) CloseStreams() {
 		s.closed = make(chan struct{})
 	}
 	close(s.closed)
-}
-
-// Requests are the requests received so far (RPCMethod empty for GETs).
-func (s *SSEServer) Requests() []Seen {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	return append([]Seen(nil), s.seen...)
 }
 
 // Open is the number of sessions whose stream is open.
@@ -84,8 +77,8 @@ func (s *SSEServer) stream(w http.ResponseWriter, r *http.Request) {
 		s.closed = make(chan struct{})
 	}
 	closed := s.closed
-	s.seen = append(s.seen, Seen{HTTPMethod: r.Method, Header: r.Header.Clone()})
 	s.mu.Unlock()
+	s.record(r, "")
 	defer func() {
 		s.mu.Lock()
 		delete(s.sessions, id)
@@ -127,8 +120,8 @@ func (s *SSEServer) message(w http.ResponseWriter, r *http.Request) {
 	}
 	s.mu.Lock()
 	out, ok := s.sessions[r.URL.Query().Get("session")]
-	s.seen = append(s.seen, Seen{HTTPMethod: r.Method, Header: r.Header.Clone(), RPCMethod: msg.Method})
 	s.mu.Unlock()
+	s.record(r, msg.Method)
 	if !ok {
 		http.Error(w, "unknown session", http.StatusNotFound)
 		return
