@@ -49,7 +49,7 @@ type oauthPending struct {
 	verifier string
 	redirect string
 	// complete stores the tokens on the integration.
-	complete func(ctx context.Context, o *store.RemoteOAuth) error
+	complete func(o *store.RemoteOAuth) error
 }
 
 // oauthFlows are the authorizations under way (in memory: a restart
@@ -129,7 +129,7 @@ func authorizeRemote[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	now := s.now()
 	id, url := rec.ID, rec.URL
 	state, ok := s.oauth.add(oauthPending{expires: now.Add(oauthPendingTTL), as: as, clientID: clientID, secret: secret, verifier: verifier, redirect: redirect,
-		complete: func(ctx context.Context, o *store.RemoteOAuth) error { return storeRemoteOAuth(s, ctx, k, id, url, o) }}, now)
+		complete: func(o *store.RemoteOAuth) error { return storeRemoteOAuth(s, k, id, url, o) }}, now)
 	if !ok {
 		return &core.Error{Status: http.StatusServiceUnavailable, Type: core.TypeAPI, Message: fmt.Sprintf("%d OAuth authorizations are under way; try again in a few minutes", maxOAuthPending)}
 	}
@@ -172,7 +172,7 @@ func (s *Service) oauthCallback(c *fiber.Ctx) error {
 			return err
 		}
 	}
-	if err := p.complete(ctx, o); err != nil {
+	if err := p.complete(o); err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
@@ -181,7 +181,7 @@ func (s *Service) oauthCallback(c *fiber.Ctx) error {
 
 // storeRemoteOAuth keeps o on integration id, unless it was deleted or its
 // URL or auth type changed since the authorization started.
-func storeRemoteOAuth[S any](s *Service, _ context.Context, k *remoteKind[S], id, url string, o *store.RemoteOAuth) error {
+func storeRemoteOAuth[S any](s *Service, k *remoteKind[S], id, url string, o *store.RemoteOAuth) error {
 	err := s.st.Update(func(tx store.Tx) error {
 		var rec store.RemoteIntegration
 		if err := tx.Get(k.integBucket, id, &rec); err != nil {

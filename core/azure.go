@@ -189,10 +189,10 @@ func (a *AzureSettings) field(field int) *string {
 	return &a.ModelName
 }
 
-// ErrAzureManagedHere is the refusal of auth mode managed from a request's
-// headers or a config: the gateway host's own identity may only be used for
-// the resource an integration names.
-const ErrAzureManagedHere = "managed (the gateway host's managed identity) may only be set in an integration's configurations, whose resource it is sent to; use entra with client credentials here"
+// AzureManagedRefusal says why auth mode managed is refused from a
+// request's headers or a config: the gateway host's own identity may only
+// be used for the resource an integration names.
+const AzureManagedRefusal = "managed (the gateway host's managed identity) may only be set in an integration's configurations, whose resource it is sent to; use entra with client credentials here"
 
 // ApplyAzure sets over (the settings a request's headers or a config
 // target give) on t, field by field over t's own. A managed target's

@@ -234,7 +234,7 @@ func (p *parser) target(path string, v any, depth int) *Config {
 		}
 	}
 	if c.AzureSettings.AuthMode == core.AzureAuthManaged {
-		p.add(join(path, "azure_auth_mode"), "%s", core.ErrAzureManagedHere)
+		p.add(join(path, "azure_auth_mode"), "%s", core.AzureManagedRefusal)
 		c.AzureSettings.AuthMode = ""
 	}
 	for f, name := range core.AWSFields {

@@ -58,20 +58,14 @@ func DiscoverAuth(ctx context.Context, client *http.Client, serverURL string) (A
 	if err != nil {
 		return AuthServer{}, fmt.Errorf("the server URL: %w", err)
 	}
-	var prm struct {
+	type resourceMetadata struct {
 		Resource             string   `json:"resource"`
 		AuthorizationServers []string `json:"authorization_servers"`
 		ScopesSupported      []string `json:"scopes_supported"`
 	}
-	found := false
-	for _, u := range prmURLs(ctx, client, base) {
-		if getJSON(ctx, client, u, &prm) == nil && len(prm.AuthorizationServers) > 0 {
-			found = true
-			break
-		}
-	}
-	if !found {
-		return AuthServer{}, errors.New("the server names no authorization server (no protected resource metadata with authorization_servers)")
+	prm, err := firstJSON(ctx, client, prmURLs(ctx, client, base), func(m resourceMetadata) bool { return len(m.AuthorizationServers) > 0 })
+	if err != nil {
+		return AuthServer{}, fmt.Errorf("the server names no authorization server (no protected resource metadata with authorization_servers): %w", err)
 	}
 	issuer, err := url.Parse(prm.AuthorizationServers[0])
 	if err != nil || (issuer.Scheme != "https" && issuer.Scheme != "http") || issuer.Host == "" {
@@ -81,7 +75,7 @@ func DiscoverAuth(ctx context.Context, client *http.Client, serverURL string) (A
 	if as.Resource == "" {
 		as.Resource = serverURL
 	}
-	var md struct {
+	type serverMetadata struct {
 		Issuer                        string   `json:"issuer"`
 		AuthorizationEndpoint         string   `json:"authorization_endpoint"`
 		TokenEndpoint                 string   `json:"token_endpoint"`
@@ -90,14 +84,10 @@ func DiscoverAuth(ctx context.Context, client *http.Client, serverURL string) (A
 	}
 	path := strings.TrimSuffix(issuer.EscapedPath(), "/")
 	origin := issuer.Scheme + "://" + issuer.Host
-	var mdErr error
-	for _, u := range []string{origin + "/.well-known/oauth-authorization-server" + path, origin + "/.well-known/openid-configuration" + path, origin + path + "/.well-known/openid-configuration"} {
-		if mdErr = getJSON(ctx, client, u, &md); mdErr == nil && md.AuthorizationEndpoint != "" && md.TokenEndpoint != "" {
-			break
-		}
-	}
-	if md.AuthorizationEndpoint == "" || md.TokenEndpoint == "" {
-		return AuthServer{}, fmt.Errorf("the authorization server %s publishes no metadata with its endpoints: %v", origin, mdErr)
+	md, err := firstJSON(ctx, client, []string{origin + "/.well-known/oauth-authorization-server" + path, origin + "/.well-known/openid-configuration" + path,
+		origin + path + "/.well-known/openid-configuration"}, func(m serverMetadata) bool { return m.AuthorizationEndpoint != "" && m.TokenEndpoint != "" })
+	if err != nil {
+		return AuthServer{}, fmt.Errorf("the authorization server %s publishes no metadata with its endpoints: %w", origin, err)
 	}
 	if len(md.CodeChallengeMethodsSupported) > 0 && !slices.Contains(md.CodeChallengeMethodsSupported, "S256") {
 		return AuthServer{}, errors.New("the authorization server does not support PKCE with S256, which MCP requires")
@@ -251,6 +241,23 @@ func tokenRequest(ctx context.Context, client *http.Client, endpoint string, for
 		t.ExpiresAt = now.Add(time.Duration(out.ExpiresIn) * time.Second)
 	}
 	return t, nil
+}
+
+// firstJSON is the first of urls whose JSON answer is a T that ok accepts
+// (each decoded afresh); the error is the last one's.
+func firstJSON[T any](ctx context.Context, client *http.Client, urls []string, ok func(T) bool) (T, error) {
+	err := errors.New("nothing to ask")
+	for _, u := range urls {
+		var v T
+		if err = getJSON(ctx, client, u, &v); err == nil {
+			if ok(v) {
+				return v, nil
+			}
+			err = fmt.Errorf("the metadata at %s misses required fields", u)
+		}
+	}
+	var zero T
+	return zero, err
 }
 
 // getJSON GETs u into out.

@@ -253,7 +253,7 @@ func azureHeaders(g *gatewayHeaders) (core.AzureSettings, *core.Error) {
 	err := settingHeaders(g, "azure-", core.AzureHeaders[:], core.CheckAzure, a.Set, func(f int) bool { return !core.AzureSecret(f) })
 	if err == nil && a.AuthMode == core.AzureAuthManaged {
 		h := core.AzureHeaders[core.AzureAuthMode]
-		err = core.BadRequest(h, "%s: %s", h, core.ErrAzureManagedHere)
+		err = core.BadRequest(h, "%s: %s", h, core.AzureManagedRefusal)
 	}
 	return a, err
 }

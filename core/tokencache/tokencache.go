@@ -75,13 +75,6 @@ func (c *Cache) Get(ctx context.Context, key [32]byte, now func() time.Time, fet
 	return tok, nil
 }
 
-// Forget drops key's token (one the upstream refused).
-func (c *Cache) Forget(key [32]byte) {
-	c.mu.Lock()
-	delete(c.tokens, key)
-	c.mu.Unlock()
-}
-
 // fetching registers a fetch for key: lead is true when the caller is to
 // run it (and call fetched with done when it ends); else done closes when
 // the one under way ends.
