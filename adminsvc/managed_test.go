@@ -382,13 +382,7 @@ func TestResolutionAzure(t *testing.T) {
 		r.errField("param") != "x-gateway-azure-resource-name" || m.up.count() != before {
 		t.Fatalf("resource header: %d %s", r.status, r.raw)
 	}
-	for field, v := range map[string]string{"azure_resource_name": "evil.com/x", "azure_deployment_id": "../x", "azure_api_version": "1&x=y"} {
-		r := m.do(http.MethodPost, "/v1/integrations", adminKey, map[string]any{"name": "bad", "ai_provider_id": "azure-openai", "key": providerKey,
-			"configurations": map[string]any{field: v}})
-		if r.status != http.StatusBadRequest || !strings.Contains(string(r.raw), "configurations."+field) {
-			t.Errorf("%s %q: %d %s", field, v, r.status, r.raw)
-		}
-	}
+	m.refusedConfigurations(t, "azure-openai", map[string]string{"azure_resource_name": "evil.com/x", "azure_deployment_id": "../x", "azure_api_version": "1&x=y"})
 }
 
 // TestResolutionVertex: a vertex-ai integration's configurations (project
@@ -416,13 +410,7 @@ func TestResolutionVertex(t *testing.T) {
 	if got := m.ok(http.MethodGet, "/v1/integrations/"+sa.str("slug"), adminKey, nil); strings.Contains(string(got.raw), "TUlJRVNFQ1JFVA") {
 		t.Errorf("the key is shown: %s", got.raw)
 	}
-	for field, v := range map[string]string{"vertex_project_id": "p/../x", "vertex_region": "us-central1.evil.com", "vertex_service_account_json": `{"type":"user"}`} {
-		r := m.do(http.MethodPost, "/v1/integrations", adminKey, map[string]any{"name": "bad", "ai_provider_id": "vertex-ai", "key": providerKey,
-			"configurations": map[string]any{field: v}})
-		if r.status != http.StatusBadRequest || !strings.Contains(string(r.raw), "configurations."+field) {
-			t.Errorf("%s %q: %d %s", field, v, r.status, r.raw)
-		}
-	}
+	m.refusedConfigurations(t, "vertex-ai", map[string]string{"vertex_project_id": "p/../x", "vertex_region": "us-central1.evil.com", "vertex_service_account_json": `{"type":"user"}`})
 }
 
 // TestResolutionSecretMappedSettings: a secret mapping may fill any
@@ -460,5 +448,19 @@ func TestResolutionSecretMappedSettings(t *testing.T) {
 				t.Errorf("upstream api-version %q (%s)", got, m.up.last(t).URL)
 			}
 		})
+	}
+}
+
+// refusedConfigurations checks that an integration of provider with any one
+// of the configurations bad (field: value) is refused when saved, with a 400
+// naming configurations.<field>.
+func (m *mgEnv) refusedConfigurations(t *testing.T, provider string, bad map[string]string) {
+	t.Helper()
+	for field, v := range bad {
+		r := m.do(http.MethodPost, "/v1/integrations", adminKey, map[string]any{"name": "bad", "ai_provider_id": provider, "key": providerKey,
+			"configurations": map[string]any{field: v}})
+		if r.status != http.StatusBadRequest || !strings.Contains(string(r.raw), "configurations."+field) {
+			t.Errorf("%s %q: %d %s", field, v, r.status, r.raw)
+		}
 	}
 }

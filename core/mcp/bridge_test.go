@@ -130,11 +130,11 @@ func TestBridgeSession(t *testing.T) {
 	waitFor(t, func() bool { return e.fake.Open() == 0 }, "the server's stream stayed open after delete")
 }
 
-func TestBridgeBatch(t *testing.T) {
+// A message the server refuses with an error status (here a batch, which
+// the fake does not take) is answered with the server's own answer.
+func TestBridgeServerRefusalHandedBack(t *testing.T) {
 	e := newBridgeEnv(t, 10, time.Minute)
 	session := e.start(t, "k1")
-	// The fake takes one message per POST; a batch of one request and one
-	// notification is refused by it with its own status, handed back.
 	resp, body, err := e.do(t, http.MethodPost, session, "k1", `[{"jsonrpc":"2.0","id":1,"method":"ping"}]`)
 	if err != nil || resp.StatusCode != http.StatusBadRequest || !strings.Contains(body, "not JSON") {
 		t.Fatalf("%v %v %s", resp, err, body)
