@@ -92,9 +92,9 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 
 // savedKeyHost refuses a host the request's headers chose for leaf l of a
 // saved config (or a deployment) whose credential, an api_key, AWS keys, a
-// Vertex service-account key or an Entra ID client secret, is stored there: the caller may not know
-// it (saved configs show it masked), so, like a managed provider's, it is
-// never sent to a host the caller picked (x-gateway-custom-host, or an
+// Vertex service-account key or an Entra ID client secret, is stored
+// there: the caller may not know it (saved configs show it masked), so,
+// like a managed provider's, it is never sent to a host the caller picked (x-gateway-custom-host, or an
 // Azure resource named by x-gateway-azure-resource-name). The config's own
 // custom_host and azure_resource_name are the operator's choice.
 func savedKeyHost(t core.Target, l *config.Leaf, path string) *core.Error {

@@ -11,14 +11,17 @@ import (
 // validator and the Info to fill: the start and the end every body
 // validator of this file shares.
 func validateObject(body []byte, check func(m map[string]any, v *validator, info *Info)) (Info, *core.Error) {
-	info := Info{StrictCompliance: true}
 	m, perr := parseObject(body)
 	if perr != nil {
-		return info, perr
+		return Info{StrictCompliance: true}, perr
 	}
-	v := &validator{}
-	check(m, v, &info)
-	return info, v.err()
+	// One allocation for both: the validator escapes anyway.
+	run := &struct {
+		v    validator
+		info Info
+	}{info: Info{StrictCompliance: true}}
+	check(m, &run.v, &run.info)
+	return run.info, run.v.err()
 }
 
 // maxEmbeddingInputs bounds the number of strings (or token arrays) of one
