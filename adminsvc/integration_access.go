@@ -194,11 +194,22 @@ func (s *Service) getIntegrationModels(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return sendList(c, pg, rec.Models)
+	lo, hi := pg.slice(len(rec.Models))
+	return c.JSON(modelsList{Object: "list", Total: len(rec.Models), Data: nonNil(rec.Models[lo:hi]), AllowAllModels: !rec.OnlyEnabledModels})
+}
+
+// modelsList is an integration's models page, with the integration's
+// allow_all_models.
+type modelsList struct {
+	Object         string                   `json:"object"`
+	Total          int                      `json:"total"`
+	Data           []store.IntegrationModel `json:"data"`
+	AllowAllModels bool                     `json:"allow_all_models"`
 }
 
 // putIntegrationModels merges {models:[{slug*, enabled, is_custom,
-// pricing_config}]} into the integration's models by slug.
+// pricing_config}]} into the integration's models by slug and sets
+// allow_all_models; at least one of the two is required.
 func (s *Service) putIntegrationModels(c *fiber.Ctx) error {
 	caller := principal(c)
 	fields, cerr := decodeObject(c.Body())
@@ -206,11 +217,24 @@ func (s *Service) putIntegrationModels(c *fiber.Ctx) error {
 		return cerr
 	}
 	err := s.changeIntegration(c, caller, func(_ store.Tx, rec *store.Integration, p *problems) error {
-		unknownFields(fields, "", []string{"models"}, p)
+		unknownFields(fields, "", []string{"models", "allow_all_models"}, p)
+		if v, ok := fields["allow_all_models"]; ok {
+			var all bool
+			if json.Unmarshal(v, &all) != nil {
+				p.add("allow_all_models", "must be true or false")
+			}
+			rec.OnlyEnabledModels = !all
+		}
 		raw, ok := fields["models"]
+		if !ok {
+			if _, all := fields["allow_all_models"]; !all {
+				p.add("models", "is required (unless allow_all_models is given): an array of {slug, enabled, is_custom, pricing_config} objects")
+			}
+			return nil
+		}
 		var items []map[string]json.RawMessage
-		if !ok || json.Unmarshal(raw, &items) != nil || items == nil {
-			p.add("models", "is required: an array of {slug, enabled, is_custom, pricing_config} objects")
+		if json.Unmarshal(raw, &items) != nil || items == nil {
+			p.add("models", "must be an array of {slug, enabled, is_custom, pricing_config} objects")
 			return nil
 		}
 		for i, it := range items {
@@ -242,7 +266,7 @@ func (s *Service) putIntegrationModels(c *fiber.Ctx) error {
 		}
 		return nil
 	})
-	return s.answerReloaded(c, err) // the limits engine prices cost from the models' pricing_config
+	return s.answerReloaded(c, err) // the limits engine prices cost from the models' pricing_config; providers carry the model rules
 }
 
 // deleteIntegrationModels removes the models named in ?slugs=a,b.
@@ -265,7 +289,7 @@ func (s *Service) deleteIntegrationModels(c *fiber.Ctx) error {
 		}
 		return nil
 	})
-	return s.answerReloaded(c, err) // the limits engine prices cost from the models' pricing_config
+	return s.answerReloaded(c, err) // the limits engine prices cost from the models' pricing_config; providers carry the model rules
 }
 
 // changeIntegration loads the integration of the route for update, checks

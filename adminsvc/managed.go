@@ -96,8 +96,16 @@ func (m *Managed) Reload() error {
 	byID := make(map[string]store.Integration, len(integs))
 	targets := make(map[string]core.Target, len(integs))
 	broken := map[string]error{}
+	modelsEnabled := map[string]map[string]bool{} // integration id → model → enabled
 	for _, in := range integs {
 		byID[in.ID] = in
+		if len(in.Models) > 0 {
+			on := make(map[string]bool, len(in.Models))
+			for _, md := range in.Models {
+				on[md.Slug] = md.Enabled
+			}
+			modelsEnabled[in.ID] = on
+		}
 		targets[in.ID], broken[in.ID] = m.targetOf(in.AIProviderID, in.Key, in.Configurations)
 	}
 	s := &managedSnap{providers: make(map[string]*managedEntry, 2*len(provs)), vkeys: make(map[string]*managedEntry, 2*len(vks))}
@@ -108,6 +116,7 @@ func (m *Managed) Reload() error {
 		}
 		t := targets[in.ID]
 		t.ProviderID, t.IntegrationID = pr.ID, in.ID
+		t.Models = core.NewModelAccess("provider @"+pr.Slug, in.Slug, in.OnlyEnabledModels, modelsEnabled[in.ID])
 		e := &managedEntry{what: "provider @" + pr.Slug, workspaceID: pr.WorkspaceID, expiresAt: pr.ExpiresAt,
 			allowed: integrationAllows(in, pr.WorkspaceID), integ: in.Slug, target: t, mappings: in.SecretMappings, broken: broken[in.ID]}
 		s.providers[pr.Slug], s.providers[pr.ID] = e, e

@@ -174,8 +174,21 @@ func (m *mgEnv) ok(method, path, key string, body any) resp {
 // chat sends a chat completion with the given extra headers ("name", "value", ...).
 func (m *mgEnv) chat(key string, headers ...string) resp {
 	m.t.Helper()
-	req := httptest.NewRequest(http.MethodPost, "/v1/chat/completions", strings.NewReader(`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`))
-	req.Header.Set("Content-Type", "application/json")
+	return m.send(http.MethodPost, "/v1/chat/completions", "application/json", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`, key, headers...)
+}
+
+// send sends a data-plane request with the given body ("" for none) and
+// extra headers ("name", "value", ...).
+func (m *mgEnv) send(method, path, contentType, body, key string, headers ...string) resp {
+	m.t.Helper()
+	var rd io.Reader
+	if body != "" {
+		rd = strings.NewReader(body)
+	}
+	req := httptest.NewRequest(method, path, rd)
+	if contentType != "" {
+		req.Header.Set("Content-Type", contentType)
+	}
 	req.Header.Set("x-gateway-api-key", key)
 	for i := 0; i+1 < len(headers); i += 2 {
 		req.Header.Set(headers[i], headers[i+1])

@@ -120,6 +120,9 @@ type Target struct {
 	// prices). Both are empty for unmanaged targets.
 	ProviderID    string
 	IntegrationID string
+	// Models is which models a managed provider's integration lets
+	// requests name; nil allows every model.
+	Models *ModelAccess
 }
 
 // Usage is the token accounting of one answer.

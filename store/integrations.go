@@ -89,9 +89,13 @@ type Integration struct {
 	AllWorkspaces bool                   `json:"all_workspaces"`
 	Workspaces    []IntegrationWorkspace `json:"workspaces,omitempty"`
 	Models        []IntegrationModel     `json:"models,omitempty"`
-	Status        string                 `json:"status"`
-	CreatedAt     time.Time              `json:"created_at"`
-	LastUpdatedAt time.Time              `json:"last_updated_at"`
+	// OnlyEnabledModels refuses requests through the integration's
+	// providers for models not in Models with Enabled set (the admin
+	// API's allow_all_models: false).
+	OnlyEnabledModels bool      `json:"only_enabled_models,omitempty"`
+	Status            string    `json:"status"`
+	CreatedAt         time.Time `json:"created_at"`
+	LastUpdatedAt     time.Time `json:"last_updated_at"`
 }
 
 // Provider statuses besides StatusActive.

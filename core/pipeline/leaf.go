@@ -176,6 +176,10 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 			lreq.Model = model
 		}
 	}
+	if err := lreq.Target.Models.Check(&lreq); err != nil {
+		res.err = err
+		return res
+	}
 
 	// The call's own context, cancelled by the request timeout (or when the
 	// call is over); without a timeout, the caller's serves.

@@ -242,3 +242,13 @@ func ValidateMessages(body []byte) (Info, *core.Error) {
 		optional(m, "stream", func(x any) { info.Stream = v.boolean("stream", x, true) })
 	})
 }
+
+// ValidateModelOnly validates the part of a body the gateway reads on
+// routes whose body is otherwise the provider's to check (POST
+// /audio/speech, /moderations): a JSON object whose model, if given, is a
+// non-empty string.
+func ValidateModelOnly(body []byte) (Info, *core.Error) {
+	return validateObject(body, func(m map[string]any, v *validator, info *Info) {
+		v.model(m, false, info)
+	})
+}

@@ -425,6 +425,7 @@ func TestInvalidBodies(t *testing.T) {
 		"rerank":      ValidateRerank,
 		"images":      ValidateImageGeneration,
 		"messages":    ValidateMessages,
+		"model only":  ValidateModelOnly,
 	}
 	cases := []struct{ body, frag string }{
 		{"", "request body is not valid JSON: the body is empty"},
@@ -562,6 +563,18 @@ func TestMessages(t *testing.T) {
 	})
 	info, err := ValidateMessages([]byte(`{"model":"m","stream":true}`))
 	if err != nil || !info.Stream || info.Model != "m" {
+		t.Fatalf("info = %+v, err = %v", info, err)
+	}
+}
+
+func TestModelOnly(t *testing.T) {
+	runCases(t, ValidateModelOnly, []tc{
+		pass("a speech request", `{"model":"tts-1","input":"hi","voice":"alloy"}`),
+		pass("a moderation without a model", `{"input":"hi"}`),
+		fail("model empty", `{"model":""}`, "model", "must not be empty"),
+		fail("model a number", `{"model":4}`, "model", "must be a string"),
+	})
+	if info, err := ValidateModelOnly([]byte(`{"model":"omni-moderation-latest"}`)); err != nil || info.Model != "omni-moderation-latest" {
 		t.Fatalf("info = %+v, err = %v", info, err)
 	}
 }

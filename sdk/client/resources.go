@@ -122,6 +122,35 @@ type Guardrails struct{ resource }
 // or workspace level.
 type Integrations struct{ resource }
 
+// IntegrationModels is a page of an integration's models ({slug, enabled,
+// is_custom, pricing_config}) with its allow_all_models.
+type IntegrationModels struct {
+	List[Object]
+	AllowAllModels bool `json:"allow_all_models"`
+}
+
+// Models reads the models an integration lists and whether it allows the
+// others.
+func (r *Integrations) Models(ctx context.Context, slug string, p Page) (IntegrationModels, error) {
+	var out IntegrationModels
+	return out, r.c.do(ctx, http.MethodGet, r.path+"/"+esc(slug)+"/models", listQuery(nil, p), nil, &out)
+}
+
+// SetModels merges models ({slug, enabled, is_custom, pricing_config}) into
+// the integration's by slug and, when allowAll is not nil, sets
+// allow_all_models. Requests through its providers for a disabled model,
+// or for an unlisted one when allow_all_models is false, are refused.
+func (r *Integrations) SetModels(ctx context.Context, slug string, models []map[string]any, allowAll *bool) error {
+	body := map[string]any{}
+	if models != nil {
+		body["models"] = models
+	}
+	if allowAll != nil {
+		body["allow_all_models"] = *allowAll
+	}
+	return r.c.do(ctx, http.MethodPut, r.path+"/"+esc(slug)+"/models", nil, body, nil)
+}
+
 // Providers is /v1/providers: workspace handles on integrations, used in
 // requests as x-gateway-provider: @<slug>.
 type Providers struct{ resource }

@@ -1,0 +1,128 @@
+package core
+
+import (
+	"bytes"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"strings"
+)
+
+// ModelAccess is which models the requests through a managed provider may
+// name, as its integration's model list sets them (PUT
+// /v1/integrations/{slug}/models): a model listed with enabled false is
+// refused; with OnlyEnabled (allow_all_models: false) so is every model
+// not listed as enabled. A target without rules carries a nil
+// *ModelAccess, which allows everything.
+type ModelAccess struct {
+	// Via ("provider @openai-prod") and Integration (its slug) are what
+	// refusals name.
+	Via, Integration string
+	// OnlyEnabled refuses the models not listed as enabled.
+	OnlyEnabled bool
+	// enabled holds every listed model: true when enabled.
+	enabled map[string]bool
+}
+
+// NewModelAccess is the rules of integration for the requests through
+// via: models maps each listed slug to its enabled flag. It is nil when
+// they allow every model.
+func NewModelAccess(via, integration string, onlyEnabled bool, models map[string]bool) *ModelAccess {
+	if !onlyEnabled {
+		restricts := false
+		for _, on := range models {
+			restricts = restricts || !on
+		}
+		if !restricts {
+			return nil
+		}
+	}
+	return &ModelAccess{Via: via, Integration: integration, OnlyEnabled: onlyEnabled, enabled: models}
+}
+
+// Allows reports whether model may be named.
+func (a *ModelAccess) Allows(model string) bool {
+	if a == nil {
+		return true
+	}
+	on, listed := a.enabled[model]
+	return on || !listed && !a.OnlyEnabled
+}
+
+// Check refuses req, as sent to a target with these rules, when the model
+// it names is not allowed,
+// with a 403 whose param is "model". A request whose model the gateway
+// reads nowhere is refused under OnlyEnabled only, where allowing it would
+// let any model through: a unified route's body without a model, or a POST
+// or PUT the generic proxy forwards unread. GET and DELETE through the
+// proxy (listing models, reading files and batches) and reading a stored
+// response's input items name no model and pass.
+func (a *ModelAccess) Check(req *Request) *Error {
+	if a == nil {
+		return nil
+	}
+	model := req.Model
+	if model == "" && isMultipart(req) {
+		model = multipartModel(req)
+	}
+	if model != "" {
+		if a.Allows(model) {
+			return nil
+		}
+		why := "it is disabled on integration " + a.Integration
+		if _, listed := a.enabled[model]; !listed {
+			why = "integration " + a.Integration + " only serves the models enabled on it (allow_all_models is false)"
+		}
+		return modelRefusal("model %s cannot be used through %s: %s", model, a.Via, why)
+	}
+	if !a.OnlyEnabled {
+		return nil
+	}
+	switch {
+	case req.Endpoint == EndpointResponseItems:
+		return nil
+	case req.Endpoint == EndpointProxy:
+		if req.Method == http.MethodGet || req.Method == http.MethodDelete || req.Method == http.MethodHead {
+			return nil
+		}
+		return modelRefusal("%s only serves the models enabled on integration %s (allow_all_models is false), and the gateway does not read which model a %s to /v1%s through the generic proxy uses: such requests are refused for it", a.Via, a.Integration, req.Method, req.Path)
+	}
+	return modelRefusal("model is required: %s only serves the models enabled on integration %s (allow_all_models is false)", a.Via, a.Integration)
+}
+
+// modelRefusal is a 403 naming the model.
+func modelRefusal(format string, args ...any) *Error {
+	e := Forbidden(format, args...)
+	e.Param = "model"
+	return e
+}
+
+// isMultipart reports whether req's body is multipart/form-data.
+func isMultipart(req *Request) bool {
+	return strings.HasPrefix(strings.ToLower(req.Header.Get("Content-Type")), "multipart/form-data")
+}
+
+// multipartModel is the "model" field of a multipart/form-data body
+// (image edits, transcriptions, translations), or "" when it has none or
+// cannot be read. Only targets with model rules read it.
+func multipartModel(req *Request) string {
+	_, params, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
+	if err != nil || params["boundary"] == "" {
+		return ""
+	}
+	r := multipart.NewReader(bytes.NewReader(req.Body), params["boundary"])
+	for {
+		part, err := r.NextPart()
+		if err != nil {
+			return ""
+		}
+		if part.FormName() == "model" && part.FileName() == "" {
+			v, err := io.ReadAll(io.LimitReader(part, 1024))
+			if err != nil {
+				return ""
+			}
+			return strings.TrimSpace(string(v))
+		}
+	}
+}

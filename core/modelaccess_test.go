@@ -1,0 +1,124 @@
+package core
+
+import (
+	"bytes"
+	"mime/multipart"
+	"net/http"
+	"strings"
+	"testing"
+)
+
+func TestNewModelAccessNilWhenUnrestricted(t *testing.T) {
+	for _, tc := range []struct {
+		name        string
+		onlyEnabled bool
+		models      map[string]bool
+		wantNil     bool
+	}{
+		{"no models", false, nil, true},
+		{"every listed model enabled", false, map[string]bool{"gpt-4o": true}, true},
+		{"a disabled model", false, map[string]bool{"gpt-4o": true, "o3": false}, false},
+		{"allow-list, empty", true, nil, false},
+		{"allow-list", true, map[string]bool{"gpt-4o": true}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := NewModelAccess("provider @p", "integ", tc.onlyEnabled, tc.models) == nil; got != tc.wantNil {
+				t.Fatalf("nil = %v, want %v", got, tc.wantNil)
+			}
+		})
+	}
+}
+
+// multipartBody is a form with a file part and, when model is not "", a
+// model field after it (where the OpenAI SDKs may put it).
+func multipartBody(t *testing.T, model string) (body []byte, contentType string) {
+	t.Helper()
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	f, err := w.CreateFormFile("file", "speech.mp3")
+	if err != nil {
+		t.Fatal(err)
+	}
+	f.Write(bytes.Repeat([]byte{0xff, 0xfb, 0x90}, 4096))
+	if model != "" {
+		w.WriteField("model", model)
+	}
+	w.Close()
+	return b.Bytes(), w.FormDataContentType()
+}
+
+func TestModelAccessCheck(t *testing.T) {
+	denyList := NewModelAccess("provider @prod", "openai-prod", false, map[string]bool{"gpt-4o": false, "gpt-4o-mini": true})
+	allowList := NewModelAccess("provider @prod", "openai-prod", true, map[string]bool{"gpt-4o": false, "gpt-4o-mini": true})
+	form := func(model string) *Request {
+		body, ct := multipartBody(t, model)
+		return &Request{Endpoint: EndpointTranscription, Method: http.MethodPost, Body: body, Header: http.Header{"Content-Type": {ct}}}
+	}
+	chat := func(model string) *Request {
+		return &Request{Endpoint: EndpointChatComplete, Method: http.MethodPost, Model: model}
+	}
+	proxy := func(method string) *Request {
+		return &Request{Endpoint: EndpointProxy, Method: method, Path: "/assistants"}
+	}
+	for _, tc := range []struct {
+		name   string
+		access *ModelAccess
+		req    *Request
+		refuse string // "" when allowed, else a part of the message
+	}{
+		{"no rules", nil, chat("anything"), ""},
+		{"deny-list: enabled", denyList, chat("gpt-4o-mini"), ""},
+		{"deny-list: unlisted", denyList, chat("o3"), ""},
+		{"deny-list: disabled", denyList, chat("gpt-4o"), "model gpt-4o cannot be used through provider @prod: it is disabled on integration openai-prod"},
+		{"deny-list: no model", denyList, chat(""), ""},
+		{"deny-list: proxy POST", denyList, proxy(http.MethodPost), ""},
+		{"deny-list: multipart disabled", denyList, form("gpt-4o"), "disabled on integration openai-prod"},
+		{"deny-list: multipart without model", denyList, form(""), ""},
+		{"allow-list: enabled", allowList, chat("gpt-4o-mini"), ""},
+		{"allow-list: disabled", allowList, chat("gpt-4o"), "disabled on integration openai-prod"},
+		{"allow-list: unlisted", allowList, chat("o3"), "only serves the models enabled on it (allow_all_models is false)"},
+		{"allow-list: model is case-sensitive", allowList, chat("GPT-4o-mini"), "only serves"},
+		{"allow-list: no model", allowList, chat(""), "model is required"},
+		{"allow-list: multipart enabled", allowList, form("gpt-4o-mini"), ""},
+		{"allow-list: multipart unlisted", allowList, form("whisper-1"), "only serves"},
+		{"allow-list: multipart without model", allowList, form(""), "model is required"},
+		{"allow-list: proxy GET", allowList, proxy(http.MethodGet), ""},
+		{"allow-list: proxy DELETE", allowList, proxy(http.MethodDelete), ""},
+		{"allow-list: proxy POST", allowList, proxy(http.MethodPost), "a POST to /v1/assistants through the generic proxy"},
+		{"allow-list: proxy PUT", allowList, proxy(http.MethodPut), "generic proxy"},
+		{"allow-list: input items", allowList, &Request{Endpoint: EndpointResponseItems, Method: http.MethodGet}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			err := tc.access.Check(tc.req)
+			switch {
+			case tc.refuse == "" && err != nil:
+				t.Fatalf("refused: %v", err)
+			case tc.refuse != "" && err == nil:
+				t.Fatal("allowed")
+			case err != nil && (err.Status != http.StatusForbidden || err.Param != "model" || !strings.Contains(err.Message, tc.refuse)):
+				t.Fatalf("got %d %q %q, want 403 on model with %q", err.Status, err.Param, err.Message, tc.refuse)
+			}
+		})
+	}
+}
+
+func TestMultipartModel(t *testing.T) {
+	body, ct := multipartBody(t, " whisper-1 \r\n")
+	for _, tc := range []struct {
+		name, contentType string
+		body              []byte
+		want              string
+	}{
+		{"after the file", ct, body, "whisper-1"},
+		{"no boundary", "multipart/form-data", body, ""},
+		{"another boundary", "multipart/form-data; boundary=nope", body, ""},
+		{"truncated", ct, body[:len(body)/2], ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &Request{Body: tc.body, Header: http.Header{"Content-Type": {tc.contentType}}}
+			if got := multipartModel(req); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
