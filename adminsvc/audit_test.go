@@ -26,11 +26,20 @@ type auditEnv struct {
 
 func newAuditEnv(t *testing.T) *auditEnv {
 	t.Helper()
-	e := newEnv(t)
+	return withAudit(newEnv(t))
+}
+
+// withAudit restarts e's app, set up as before, recording the audit log.
+func withAudit(e *env) *auditEnv {
+	e.t.Helper()
 	a := &auditEnv{env: e}
+	before := e.setup
 	e.setup = func(d *adminsvc.Deps, o *server.Options) {
+		if before != nil {
+			before(d, o)
+		}
 		w := store.NewAuditWriter(d.Store, store.AuditWriterOptions{Interval: time.Hour})
-		t.Cleanup(w.Close)
+		e.t.Cleanup(w.Close)
 		rec := adminsvc.NewAudit(w, e.clock.Now)
 		d.Audit, o.OnAuthFailure = rec, rec.AuthFailed
 		a.writer = w

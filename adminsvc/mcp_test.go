@@ -1,9 +1,11 @@
 package adminsvc_test
 
 import (
+	"fmt"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -435,6 +437,7 @@ func TestMCPOAuthAuto(t *testing.T) {
 	fake.URL = srv.URL
 	e := newEnv(t)
 	e.withMCP(strings.TrimPrefix(srv.URL, "http://"))
+	audit := withAudit(e)
 	body := mcpIntegrationBody(srv.URL+"/mcp", map[string]any{"auth_type": "oauth_auto", "configurations": nil})
 	if r := e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, body); r.status != 200 {
 		t.Fatalf("integration: %d %s", r.status, r.raw)
@@ -478,6 +481,23 @@ func TestMCPOAuthAuto(t *testing.T) {
 	}
 	if r := e.doHeaders(http.MethodGet, back.RequestURI(), "", "", nil); r.status != 400 {
 		t.Errorf("the state was used twice: %d %s", r.status, r.raw)
+	}
+	// Every callback is audited: the one that stored tokens under the name
+	// of the admin who started it, with the code and state masked.
+	var callbacks []string
+	for _, rec := range audit.records("") {
+		if rec["action"] != "callback" {
+			continue
+		}
+		q, _ := rec["query_params"].(map[string]any)
+		if q["code"] == back.Query().Get("code") || q["state"] == back.Query().Get("state") {
+			t.Errorf("code or state in the audit log: %v", q)
+		}
+		callbacks = append(callbacks, fmt.Sprintf("%v %v %v %v", rec["response_status_code"], rec["resource_type"], rec["api_key_id"] != nil, strings.Contains(fmt.Sprint(rec["request_body"]), "tools")))
+	}
+	slices.Sort(callbacks)
+	if want := []string{"200 mcp-integrations true true", "400 oauth false false", "400 oauth false false"}; !slices.Equal(callbacks, want) {
+		t.Errorf("audited callbacks %q, want %q", callbacks, want)
 	}
 	raw := rawBucketOf(t, e, store.BucketMCPIntegrations)
 	if strings.Contains(raw, "access-1") || strings.Contains(raw, "refresh-1") {

@@ -5,6 +5,7 @@ import (
 	"crypto/rand"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
@@ -50,6 +51,16 @@ type oauthPending struct {
 	redirect string
 	// complete stores the tokens on the integration.
 	complete func(o *store.RemoteOAuth) error
+	// started is who started it, and on what: the callback, which has no
+	// API key, is audited under their name.
+	started oauthStarter
+}
+
+// oauthStarter is the admin who started an authorization and the
+// integration it is for.
+type oauthStarter struct {
+	keyID, userID, userType, organisationID, workspaceID string
+	resource, integrationID, integrationSlug             string
 }
 
 // oauthFlows are the authorizations under way (in memory: a restart
@@ -128,8 +139,13 @@ func authorizeRemote[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	verifier, challenge := mcp.NewPKCE()
 	now := s.now()
 	id, url := rec.ID, rec.URL
+	started := oauthStarter{keyID: caller.KeyID, userID: caller.UserID, userType: UserTypeAPIKey, organisationID: caller.OrganisationID,
+		workspaceID: caller.WorkspaceID, resource: k.integObject + "s", integrationID: rec.ID, integrationSlug: rec.Slug}
+	if isJWTPrincipal(caller) {
+		started.userType = UserTypeUser
+	}
 	state, ok := s.oauth.add(oauthPending{expires: now.Add(oauthPendingTTL), as: as, clientID: clientID, secret: secret, verifier: verifier, redirect: redirect,
-		complete: func(o *store.RemoteOAuth) error { return storeRemoteOAuth(s, k, id, url, o) }}, now)
+		complete: func(o *store.RemoteOAuth) error { return storeRemoteOAuth(s, k, id, url, o) }, started: started}, now)
 	if !ok {
 		return &core.Error{Status: http.StatusServiceUnavailable, Type: core.TypeAPI, Message: fmt.Sprintf("%d OAuth authorizations are under way; try again in a few minutes", maxOAuthPending)}
 	}
@@ -140,12 +156,23 @@ func authorizeRemote[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 // oauthCallback serves GET /v1/oauth/callback: the authorization server
 // sends the browser back with a code (or an error) and the state. It takes
 // no API key: the state, known only to the admin who started the
-// authorization, names it, once.
+// authorization, names it, once. Every callback is audited, under the
+// name of the admin who started the authorization (none for an unknown
+// state).
 func (s *Service) oauthCallback(c *fiber.Ctx) error {
 	p, ok := s.oauth.take(c.Query("state"), s.now())
+	var err error
 	if !ok {
-		return core.BadRequest("state", "no OAuth authorization under way with this state (it is used once and expires after %s): start it again", oauthPendingTTL)
+		err = core.BadRequest("state", "no OAuth authorization under way with this state (it is used once and expires after %s): start it again", oauthPendingTTL)
+	} else {
+		err = s.finishOAuth(c, p)
 	}
+	s.auditOAuthCallback(c, p.started, err)
+	return err
+}
+
+// finishOAuth trades the callback's code for tokens and stores them.
+func (s *Service) finishOAuth(c *fiber.Ctx, p oauthPending) error {
 	if e := c.Query("error"); e != "" {
 		return core.BadRequest("error", "the authorization server did not authorize the gateway: %s", e)
 	}
@@ -177,6 +204,40 @@ func (s *Service) oauthCallback(c *fiber.Ctx) error {
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
 	return c.SendString("The gateway is authorized. You can close this page.\n")
+}
+
+// auditOAuthCallback records a callback with its outcome: by whom it was
+// started (nobody, for an unknown state) and for which integration. The
+// code and the state are masked.
+func (s *Service) auditOAuthCallback(c *fiber.Ctx, by oauthStarter, err error) {
+	if s.audit == nil {
+		return
+	}
+	status := c.Response().StatusCode()
+	var ce *core.Error
+	switch {
+	case errors.As(err, &ce):
+		status = ce.Status
+	case err != nil:
+		status = fiber.StatusInternalServerError
+	}
+	rec := s.audit.record(c, status)
+	rec.ResourceType, rec.Action = "oauth", "callback"
+	for _, q := range []string{"code", "state"} {
+		if v, ok := rec.QueryParams[q]; ok {
+			rec.QueryParams[q] = maskKey(v)
+		}
+	}
+	if ce != nil {
+		rec.Error = ce.Message
+	}
+	if by.integrationID != "" {
+		rec.ResourceType = by.resource
+		rec.APIKeyID, rec.UserID, rec.UserType, rec.OrganisationID, rec.WorkspaceID = by.keyID, by.userID, by.userType, by.organisationID, by.workspaceID
+		rec.RequestBody, _ = json.Marshal(map[string]string{"integration_id": by.integrationID, "integration_slug": by.integrationSlug,
+			"note": "the OAuth callback of an authorization this admin started"})
+	}
+	s.audit.sink.Enqueue(rec)
 }
 
 // storeRemoteOAuth keeps o on integration id, unless it was deleted or its
