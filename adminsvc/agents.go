@@ -2,6 +2,7 @@ package adminsvc
 
 import (
 	"context"
+	"net/http"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -30,7 +31,7 @@ var agentKind = &remoteKind[store.AgentServer]{integBucket: store.BucketAgentInt
 	setViewIntegration: func(v *remoteServerView, id string) { v.AgentIntegrationID = id },
 	snapshot:           agentSnapshot,
 	sync:               syncAgent,
-	hasClient:          func(s *Service) bool { return s.agentClient != nil },
+	client:             func(s *Service) *http.Client { return s.agentClient },
 }
 
 // registerAgents adds /agent-integrations and /agent-servers.

@@ -3,11 +3,13 @@ package adminsvc_test
 import (
 	"net/http"
 	"net/http/httptest"
+	"net/url"
 	"strings"
 	"testing"
 
 	"github.com/llm-gateway/gateway/adminsvc"
 	"github.com/llm-gateway/gateway/core/a2a/a2atest"
+	"github.com/llm-gateway/gateway/core/mcp/mcptest"
 	"github.com/llm-gateway/gateway/core/server"
 	"github.com/llm-gateway/gateway/store"
 )
@@ -18,7 +20,7 @@ func (e *env) withAgents(trusted string) {
 	e.t.Helper()
 	client := e.guardedClient(trusted)
 	e.setup = func(d *adminsvc.Deps, o *server.Options) {
-		snap, err := adminsvc.NewAgentServers(adminsvc.AgentOptions{Store: d.Store, Cipher: d.Cipher, Lookup: e.resolver.Resolve, PublicURL: "http://gw.test"})
+		snap, err := adminsvc.NewAgentServers(adminsvc.AgentOptions{Store: d.Store, Cipher: d.Cipher, Lookup: e.resolver.Resolve, PublicURL: "http://gw.test", HTTP: client})
 		if err != nil {
 			e.t.Fatal(err)
 		}
@@ -50,7 +52,6 @@ func TestAgentIntegrationValidation(t *testing.T) {
 		{"url not http", map[string]any{"url": "ftp://example.com/a2a"}, "url", "http"},
 		{"auth_type missing", map[string]any{"auth_type": nil}, "auth_type", "is required"},
 		{"auth_type unknown", map[string]any{"auth_type": "basic"}, "auth_type", "must be one of"},
-		{"oauth not built", map[string]any{"auth_type": "oauth_auto"}, "auth_type", "not built"},
 		{"no transport for agents", map[string]any{"transport": "http"}, "transport", "unknown field"},
 		{"headers auth without headers", map[string]any{"configurations": map[string]any{}}, "configurations.custom_headers", "is required with auth_type headers"},
 		{"reserved header", map[string]any{"configurations": map[string]any{"custom_headers": map[string]any{"Host": "x"}}}, "configurations.custom_headers.Host", "cannot be overridden"},
@@ -251,5 +252,73 @@ func TestAgentServerTestErrorWithoutURL(t *testing.T) {
 	r := e.testRemoteServer("agent", "helper", agentIntegrationBody(srv.URL+"/s/url-token-123", nil))
 	if msg := r.str("sync_error"); r.status != 200 || !strings.Contains(msg, "GATEWAY_TRUSTED_HOSTS") || strings.Contains(msg, "url-token-123") {
 		t.Fatalf("%d %s", r.status, r.raw)
+	}
+}
+
+// An oauth_auto agent integration: as for MCP (TestMCPOAuthAuto), the
+// agent's authorization server is discovered from its 401, the gateway
+// registered and the code traded at the callback; the card, messages and
+// the server test then carry the access token, refreshed when it expires.
+func TestAgentOAuthAuto(t *testing.T) {
+	agent := &a2atest.Agent{Skills: []string{"search"}}
+	fake := &mcptest.OAuthServer{Protected: agent, Path: "/a2a", ExpiresIn: 30}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	fake.URL = srv.URL
+	e := newEnv(t)
+	e.withAgents(strings.TrimPrefix(srv.URL, "http://"))
+	if r := e.do(http.MethodPost, "/v1/agent-integrations", adminKey, agentIntegrationBody(srv.URL+"/a2a", map[string]any{"auth_type": "oauth_auto", "configurations": nil})); r.status != 200 {
+		t.Fatalf("integration: %d %s", r.status, r.raw)
+	}
+	if r := e.do(http.MethodPost, "/v1/agent-servers", adminKey, map[string]any{"name": "Helper", "slug": "helper", "agent_integration_id": "helper", "workspace_id": e.wsID}); r.status != 200 {
+		t.Fatalf("server: %d %s", r.status, r.raw)
+	}
+	_, invoke := e.wsKey(e.wsID, "agents.invoke")
+	send := func() resp {
+		return e.doHeaders(http.MethodPost, "/v1/agents/helper", invoke, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{}}`, nil)
+	}
+	if r := send(); r.status != http.StatusForbidden || !strings.Contains(r.errField("message"), "POST /v1/agent-integrations/helper/oauth/authorize") {
+		t.Fatalf("before authorization: %d %s", r.status, r.raw)
+	}
+
+	r := e.do(http.MethodPost, "/v1/agent-integrations/helper/oauth/authorize", adminKey, nil)
+	authURL := r.str("authorization_url")
+	if r.status != 200 || !strings.HasPrefix(authURL, srv.URL+"/authorize?") || !strings.Contains(authURL, url.QueryEscape(srv.URL+"/a2a")) {
+		t.Fatalf("authorize: %d %s", r.status, r.raw)
+	}
+	browser := *srv.Client()
+	browser.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	approved, err := browser.Get(authURL)
+	if err != nil || approved.StatusCode != http.StatusFound {
+		t.Fatalf("approve: %v %v", approved, err)
+	}
+	back, _ := url.Parse(approved.Header.Get("Location"))
+	if r := e.doHeaders(http.MethodGet, back.RequestURI(), "", "", nil); r.status != 200 {
+		t.Fatalf("callback: %d %s", r.status, r.raw)
+	}
+	if g := e.do(http.MethodGet, "/v1/agent-integrations/helper", adminKey, nil); !strings.Contains(string(g.raw), `"status":"authorized"`) || strings.Contains(string(g.raw), "access-") {
+		t.Fatalf("view: %s", g.raw)
+	}
+
+	// The token expires within a minute: the first request refreshes it.
+	if r := send(); r.status != 200 || !strings.Contains(string(r.raw), "hello from fake-agent") {
+		t.Fatalf("after authorization: %d %s", r.status, r.raw)
+	}
+	if n := fake.Refreshes(); n != 1 {
+		t.Errorf("%d refreshes, want 1", n)
+	}
+	if r := e.doHeaders(http.MethodGet, "/v1/agents/helper/.well-known/agent-card.json", invoke, "", nil); r.status != 200 || r.str("url") != "http://gw.test/v1/agents/helper" {
+		t.Errorf("card: %d %s", r.status, r.raw)
+	}
+	if r := e.do(http.MethodPost, "/v1/agent-servers/helper/test", adminKey, nil); r.status != 200 || r.str("sync_status") != "synced" {
+		t.Errorf("server test: %d %s", r.status, r.raw)
+	}
+	for _, seen := range agent.Requests() {
+		if !strings.HasPrefix(seen.Header.Get("Authorization"), "Bearer access-") {
+			t.Errorf("%s %s reached the agent with Authorization %q", seen.HTTPMethod, seen.Path, seen.Header.Get("Authorization"))
+		}
+	}
+	if len(agent.Requests()) < 3 {
+		t.Errorf("the agent saw %d requests, want the message, the card and the test", len(agent.Requests()))
 	}
 }

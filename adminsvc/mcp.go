@@ -37,8 +37,12 @@ var mcpKind = &remoteKind[store.MCPServer]{integBucket: store.BucketMCPIntegrati
 	setViewIntegration: func(v *remoteServerView, id string) { v.MCPIntegrationID = id },
 	snapshot:           mcpSnapshot,
 	sync:               syncMCP,
-	hasClient:          func(s *Service) bool { return s.mcpClient != nil },
-	oauth:              true,
+	client: func(s *Service) *http.Client {
+		if s.mcpClient == nil {
+			return nil
+		}
+		return s.mcpClient.HTTP
+	},
 }
 
 // registerMCP adds /mcp-integrations and /mcp-servers.

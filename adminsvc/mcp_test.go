@@ -431,7 +431,7 @@ func TestMCPServerOverSSE(t *testing.T) {
 // stores the tokens sealed; requests then carry the access token, refreshed
 // when it expires, and the server test uses it too.
 func TestMCPOAuthAuto(t *testing.T) {
-	fake := &mcptest.OAuthServer{Server: mcptest.Server{SessionID: "s-1", Tools: []string{"ls"}}, ExpiresIn: 30}
+	fake := &mcptest.OAuthServer{Protected: &mcptest.Server{SessionID: "s-1", Tools: []string{"ls"}}, ExpiresIn: 30}
 	srv := httptest.NewServer(fake)
 	t.Cleanup(srv.Close)
 	fake.URL = srv.URL

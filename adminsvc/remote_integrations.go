@@ -87,13 +87,6 @@ func checkURLField(fields map[string]json.RawMessage, required bool, p *problems
 	return u.String(), true
 }
 
-// builtAuthType refuses what is not built: oauth_auto for agents.
-func (k *remoteKind[S]) builtAuthType(v string, p *problems) {
-	if v == authOAuthAuto && !k.oauth {
-		p.add("auth_type", "oauth_auto (OAuth with automatic discovery) is not built in this gateway; use headers (send the %s's token in configurations.custom_headers) or none", k.remoteNoun)
-	}
-}
-
 // readTransport reads the transport field of k's integrations into rec.
 func (k *remoteKind[S]) readTransport(fields map[string]json.RawMessage, rec *store.RemoteIntegration, p *problems) {
 	rec.Transport = enumField(fields, "transport", "", k.transports, true, p)
@@ -161,7 +154,6 @@ func createRemoteIntegration[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) 
 	name, _ := strField(fields, "name", true, 255, &p)
 	url, _ := checkURLField(fields, true, &p)
 	auth := enumField(fields, "auth_type", "", remoteAuthTypes, true, &p)
-	k.builtAuthType(auth, &p)
 	now := s.now()
 	rec := store.RemoteIntegration{ID: core.NewID(), Name: name, OrganisationID: caller.OrganisationID, URL: url, AuthType: auth,
 		AllWorkspaces: true, Status: store.StatusActive, CreatedAt: now, LastUpdatedAt: now}
@@ -378,7 +370,6 @@ func updateRemoteIntegration[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) 
 		}
 		if _, ok := fields["auth_type"]; ok {
 			rec.AuthType = enumField(fields, "auth_type", "", remoteAuthTypes, true, p)
-			k.builtAuthType(rec.AuthType, p)
 		}
 		if rec.URL != wasURL || rec.AuthType != wasAuth {
 			rec.OAuth = nil // its tokens are another server's, or unused

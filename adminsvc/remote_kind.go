@@ -46,12 +46,15 @@ type remoteKind[S any] struct {
 	// sync asks the server at ep what it is and offers, filling md (its
 	// sync status aside); nil client: the gateway has none configured.
 	sync func(s *Service, ctx context.Context, in store.RemoteIntegration, ep remoteEndpoint, md *store.RemoteMetadata) error
-	// hasClient reports whether the gateway can reach the kind's servers.
-	hasClient func(*Service) bool
-	// oauth is set for kinds whose integrations may use auth_type
-	// oauth_auto (remote_oauth.go).
-	oauth bool
+	// client is the HTTP client (through the address guard) that reaches
+	// the kind's servers, and their authorization servers for auth_type
+	// oauth_auto (remote_oauth.go); nil when the gateway has none.
+	client func(*Service) *http.Client
 }
+
+// integResource is the path segment of the kind's integrations, and
+// their audit resource type: "mcp-integrations".
+func (k *remoteKind[S]) integResource() string { return k.integObject + "s" }
 
 // remoteEndpoint is where a sync sends requests: the integration's URL
 // and its headers, opened and resolved.
@@ -81,9 +84,7 @@ func registerRemote[S any](s *Service, v1 fiber.Router, k *remoteKind[S], integP
 	v1.Get(integPath+"/:id/capabilities", func(c *fiber.Ctx) error { return getRemoteIntegrationCapabilities(s, c, k) })
 	v1.Put(integPath+"/:id/capabilities", func(c *fiber.Ctx) error { return putRemoteIntegrationCapabilities(s, c, k) })
 	v1.Get(integPath+"/:id/metadata", func(c *fiber.Ctx) error { return getRemoteIntegrationMetadata(s, c, k) })
-	if k.oauth {
-		v1.Post(integPath+"/:id/oauth/authorize", func(c *fiber.Ctx) error { return authorizeRemote(s, c, k) })
-	}
+	v1.Post(integPath+"/:id/oauth/authorize", func(c *fiber.Ctx) error { return authorizeRemote(s, c, k) })
 
 	v1.Post(serverPath, func(c *fiber.Ctx) error { return createRemoteServer(s, c, k) })
 	v1.Get(serverPath, func(c *fiber.Ctx) error { return listRemoteServers(s, c, k) })

@@ -20,9 +20,11 @@ import (
 	"github.com/llm-gateway/gateway/store"
 )
 
-// This file is auth_type oauth_auto of MCP integrations: an admin starts
-// the authorization (POST /v1/mcp-integrations/{id}/oauth/authorize), which
-// discovers the server's authorization server, registers the gateway as a
+// This file is auth_type oauth_auto of MCP and agent integrations: an admin
+// starts the authorization (POST /v1/{mcp|agent}-integrations/{id}/oauth/authorize),
+// which discovers the server's (or agent's) authorization server (MCP's
+// authorization: RFC 9728 and RFC 8414, also served by OAuth-protected A2A
+// agents), registers the gateway as a
 // client and answers the URL a person opens to approve; the authorization
 // server sends the browser back to GET /v1/oauth/callback, which trades
 // the code for tokens and stores them sealed on the integration. Requests
@@ -49,6 +51,8 @@ type oauthPending struct {
 	secret   string
 	verifier string
 	redirect string
+	// client reaches the authorization server.
+	client *http.Client
 	// complete stores the tokens on the integration.
 	complete func(o *store.RemoteOAuth) error
 	// started is who started it, and on what: the callback, which has no
@@ -121,10 +125,10 @@ func authorizeRemote[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	if rec.AuthType != authOAuthAuto {
 		return core.BadRequest("auth_type", "%s %s has auth_type %s: only oauth_auto integrations are authorized with OAuth", k.integNoun, rec.Slug, rec.AuthType)
 	}
-	if s.mcpClient == nil {
+	client := k.client(s)
+	if client == nil {
 		return core.Internal(nil, "this gateway has no %s client configured", k.remoteNoun)
 	}
-	client := s.mcpClient.HTTP
 	ctx, cancel := context.WithTimeout(c.UserContext(), oauthTimeout)
 	defer cancel()
 	as, err := mcp.DiscoverAuth(ctx, client, rec.URL)
@@ -140,12 +144,12 @@ func authorizeRemote[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	now := s.now()
 	id, url := rec.ID, rec.URL
 	started := oauthStarter{keyID: caller.KeyID, userID: caller.UserID, userType: UserTypeAPIKey, organisationID: caller.OrganisationID,
-		workspaceID: caller.WorkspaceID, resource: k.integObject + "s", integrationID: rec.ID, integrationSlug: rec.Slug}
+		workspaceID: caller.WorkspaceID, resource: k.integResource(), integrationID: rec.ID, integrationSlug: rec.Slug}
 	if isJWTPrincipal(caller) {
 		started.userType = UserTypeUser
 	}
 	state, ok := s.oauth.add(oauthPending{expires: now.Add(oauthPendingTTL), as: as, clientID: clientID, secret: secret, verifier: verifier, redirect: redirect,
-		complete: func(o *store.RemoteOAuth) error { return storeRemoteOAuth(s, k, id, url, o) }, started: started}, now)
+		client: client, complete: func(o *store.RemoteOAuth) error { return storeRemoteOAuth(s, k, id, url, o) }, started: started}, now)
 	if !ok {
 		return &core.Error{Status: http.StatusServiceUnavailable, Type: core.TypeAPI, Message: fmt.Sprintf("%d OAuth authorizations are under way; try again in a few minutes", maxOAuthPending)}
 	}
@@ -183,7 +187,7 @@ func (s *Service) finishOAuth(c *fiber.Ctx, p oauthPending) error {
 	ctx, cancel := context.WithTimeout(c.UserContext(), oauthTimeout)
 	defer cancel()
 	now := s.now()
-	t, err := mcp.ExchangeCode(ctx, s.mcpClient.HTTP, p.as, p.clientID, p.secret, p.redirect, code, p.verifier, now)
+	t, err := mcp.ExchangeCode(ctx, p.client, p.as, p.clientID, p.secret, p.redirect, code, p.verifier, now)
 	if err != nil {
 		return core.Upstream(err, "the code could not be exchanged for tokens: %s", withoutURL(err))
 	}

@@ -225,7 +225,7 @@ func testRemoteServer[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	if err := requireScope(caller, k.server.scope+".update"); err != nil {
 		return err
 	}
-	if !k.hasClient(s) {
+	if k.client(s) == nil {
 		return core.Internal(nil, "this gateway has no %s client configured", k.remoteNoun)
 	}
 	var in store.RemoteIntegration

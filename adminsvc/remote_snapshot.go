@@ -161,7 +161,7 @@ func (r *remoteSnapshot[S]) withOAuth(ctx context.Context, in *store.RemoteInteg
 	tok, refreshed, err := r.tokens.access(ctx, k.integBucket, *in)
 	switch {
 	case errors.Is(err, errNotAuthorized):
-		return nil, core.Forbidden("%s %s is not authorized yet: an admin must authorize it (POST /v1/%s-integrations/%s/oauth/authorize)", k.integNoun, in.Slug, k.route, in.Slug)
+		return nil, core.Forbidden("%s %s is not authorized yet: an admin must authorize it (POST /v1/%s/%s/oauth/authorize)", k.integNoun, in.Slug, k.integResource(), in.Slug)
 	case err != nil:
 		return nil, core.Upstream(err, "%s %s: its OAuth access token could not be refreshed (%s); an admin may authorize it again", k.integNoun, in.Slug, withoutURL(err))
 	}

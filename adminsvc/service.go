@@ -35,7 +35,7 @@ type Service struct {
 	exports    *Exports
 	mcp        *MCPServers
 	mcpClient  *mcp.Client
-	// oauth holds the OAuth authorizations of MCP integrations under way.
+	// oauth holds the OAuth authorizations of MCP and agent integrations under way.
 	oauth       oauthFlows
 	agents      *AgentServers
 	agentClient *http.Client

@@ -90,7 +90,7 @@ func DiscoverAuth(ctx context.Context, client *http.Client, serverURL string) (A
 		return AuthServer{}, fmt.Errorf("the authorization server %s publishes no metadata with its endpoints: %w", origin, err)
 	}
 	if len(md.CodeChallengeMethodsSupported) > 0 && !slices.Contains(md.CodeChallengeMethodsSupported, "S256") {
-		return AuthServer{}, errors.New("the authorization server does not support PKCE with S256, which MCP requires")
+		return AuthServer{}, errors.New("the authorization server does not support PKCE with S256, which the gateway requires (OAuth 2.1)")
 	}
 	as.Issuer, as.AuthorizationEndpoint, as.TokenEndpoint, as.RegistrationEndpoint = md.Issuer, md.AuthorizationEndpoint, md.TokenEndpoint, md.RegistrationEndpoint
 	for _, e := range []string{as.AuthorizationEndpoint, as.TokenEndpoint} {

@@ -17,7 +17,7 @@ import (
 // server's 401, registration, the authorization URL (approved at once by
 // the fake), the code exchange with PKCE, and a refresh.
 func TestOAuthFlow(t *testing.T) {
-	fake := &mcptest.OAuthServer{Server: mcptest.Server{SessionID: "s-1"}}
+	fake := &mcptest.OAuthServer{Protected: &mcptest.Server{SessionID: "s-1"}}
 	srv := httptest.NewServer(fake)
 	defer srv.Close()
 	fake.URL = srv.URL

@@ -11,8 +11,8 @@ type AgentIntegrations struct{ remoteIntegrations }
 
 // AgentIntegrationInput is the body of an agent integration create. Name,
 // URL (the agent's JSON-RPC endpoint; its card is under it at
-// /.well-known/agent-card.json) and AuthType ("headers" or "none";
-// "oauth_auto" is refused as not built) are required.
+// /.well-known/agent-card.json) and AuthType ("headers", "none" or
+// "oauth_auto", see Authorize) are required.
 type AgentIntegrationInput struct {
 	Name        string `json:"name"`
 	URL         string `json:"url"`

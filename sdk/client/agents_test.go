@@ -19,15 +19,18 @@ func TestAgentClients(t *testing.T) {
 	upURL, base, c := remoteGateway(t, &a2atest.Agent{Skills: []string{"search", "secret"}})
 	ctx := context.Background()
 
-	_, err := c.AgentIntegrations.Create(ctx, client.AgentIntegrationInput{Name: "x", URL: upURL, AuthType: "oauth_auto"})
+	_, err := c.AgentIntegrations.Create(ctx, client.AgentIntegrationInput{Name: "x", URL: upURL, AuthType: "basic"})
 	var apiErr *client.Error
 	if !errors.As(err, &apiErr) || apiErr.Param != "auth_type" {
-		t.Fatalf("oauth_auto: %v", err)
+		t.Fatalf("auth_type basic: %v", err)
 	}
 	integ, err := c.AgentIntegrations.Create(ctx, client.AgentIntegrationInput{Name: "Helper", Slug: "helper", URL: upURL, AuthType: "headers",
 		Configurations: &client.RemoteConfig{CustomHeaders: map[string]string{"Authorization": "Bearer secret-token-1234"}}})
 	if err != nil || integ.Object != "agent-integration" {
 		t.Fatalf("create: %+v %v", integ, err)
+	}
+	if _, err := c.AgentIntegrations.Authorize(ctx, "helper"); !errors.As(err, &apiErr) || apiErr.Status != 400 || apiErr.Param != "auth_type" {
+		t.Fatalf("authorize a headers integration: %v", err)
 	}
 	if list, err := c.AgentIntegrations.List(ctx, "", client.Page{}); err != nil || list.Total != 1 {
 		t.Fatalf("list: %+v %v", list, err)

@@ -2,8 +2,6 @@ package client
 
 import (
 	"context"
-	"net/http"
-	"time"
 )
 
 // MCPIntegrations is /v1/mcp-integrations: MCP servers' URLs and
@@ -32,22 +30,6 @@ type MCPIntegrationInput struct {
 // Create saves an MCP integration.
 func (r *MCPIntegrations) Create(ctx context.Context, in MCPIntegrationInput) (Created, error) {
 	return r.resource.Create(ctx, in)
-}
-
-// OAuthAuthorization is the start of an oauth_auto integration's
-// authorization: a person opens AuthorizationURL and approves, and the
-// authorization server sends the browser back to RedirectURI (the
-// gateway's) before ExpiresAt.
-type OAuthAuthorization struct {
-	AuthorizationURL string    `json:"authorization_url"`
-	RedirectURI      string    `json:"redirect_uri"`
-	ExpiresAt        time.Time `json:"expires_at"`
-}
-
-// Authorize starts the OAuth authorization of oauth_auto integration id.
-func (r *MCPIntegrations) Authorize(ctx context.Context, id string) (OAuthAuthorization, error) {
-	var out OAuthAuthorization
-	return out, r.c.do(ctx, http.MethodPost, r.path+"/"+esc(id)+"/oauth/authorize", nil, nil, &out)
 }
 
 // MCPServers is /v1/mcp-servers: workspace handles on MCP integrations,

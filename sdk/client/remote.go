@@ -53,6 +53,22 @@ type (
 // /agent-integrations besides Create.
 type remoteIntegrations struct{ resource }
 
+// OAuthAuthorization is the start of an oauth_auto integration's
+// authorization: a person opens AuthorizationURL and approves, and the
+// authorization server sends the browser back to RedirectURI (the
+// gateway's) before ExpiresAt.
+type OAuthAuthorization struct {
+	AuthorizationURL string    `json:"authorization_url"`
+	RedirectURI      string    `json:"redirect_uri"`
+	ExpiresAt        time.Time `json:"expires_at"`
+}
+
+// Authorize starts the OAuth authorization of oauth_auto integration id.
+func (r *remoteIntegrations) Authorize(ctx context.Context, id string) (OAuthAuthorization, error) {
+	var out OAuthAuthorization
+	return out, r.c.do(ctx, http.MethodPost, r.path+"/"+esc(id)+"/oauth/authorize", nil, nil, &out)
+}
+
 // List lists integrations, newest first, optionally those a workspace (id
 // or slug) may use; HasMore tells whether later pages follow.
 func (r *remoteIntegrations) List(ctx context.Context, workspaceID string, p Page) (List[Object], error) {

@@ -215,7 +215,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if publicURL == "" {
 		publicURL = "http://" + a.ln.Addr().String()
 	}
-	agentServers, err := adminsvc.NewAgentServers(adminsvc.AgentOptions{Store: st, Cipher: cipher, Lookup: secretResolver.Resolve, PublicURL: publicURL})
+	agentServers, err := adminsvc.NewAgentServers(adminsvc.AgentOptions{Store: st, Cipher: cipher, Lookup: secretResolver.Resolve, PublicURL: publicURL, HTTP: remote})
 	if err != nil {
 		return nil, err
 	}

@@ -8,20 +8,24 @@ import (
 	"net/http"
 	"net/url"
 	"strconv"
+	"strings"
 	"sync"
 )
 
-// OAuthServer is a fake MCP server behind MCP's authorization: Server at
-// /mcp, answered only with the current access token (else 401 naming the
-// protected resource metadata), and its own authorization server:
-// metadata, dynamic registration (/register), an authorization endpoint
-// that approves at once (/authorize redirects to the redirect URI with a
-// code), and a token endpoint for codes (checking PKCE and the resource)
-// and refresh tokens. URL must be set to the server's base URL once it
-// listens.
+// OAuthServer is a fake resource server behind OAuth as MCP's
+// authorization has it: Protected at Path and below, answered only with
+// the current access token (else 401 naming the protected resource
+// metadata), and its own authorization server: metadata, dynamic
+// registration (/register), an authorization endpoint that approves at
+// once (/authorize redirects to the redirect URI with a code), and a token
+// endpoint for codes (checking PKCE and the resource) and refresh tokens.
+// URL must be set to the server's base URL once it listens.
 type OAuthServer struct {
-	Server Server
-	URL    string
+	// Protected is the resource (a Server, an a2atest.Agent, ...).
+	Protected http.Handler
+	// Path is where it is served ("" means /mcp); its URL is the resource.
+	Path string
+	URL  string
 	// ExpiresIn is the access tokens' lifetime in seconds (0: 3600).
 	ExpiresIn int
 
@@ -53,9 +57,14 @@ func (o *OAuthServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/json")
 		json.NewEncoder(w).Encode(v)
 	}
+	path := o.path()
+	if r.URL.Path == path || strings.HasPrefix(r.URL.Path, path+"/") {
+		o.serveProtected(w, r)
+		return
+	}
 	switch r.URL.Path {
-	case "/.well-known/oauth-protected-resource/mcp", "/.well-known/oauth-protected-resource":
-		json200(map[string]any{"resource": o.URL + "/mcp", "authorization_servers": []string{o.URL}, "scopes_supported": []string{"tools"}})
+	case "/.well-known/oauth-protected-resource" + path, "/.well-known/oauth-protected-resource":
+		json200(map[string]any{"resource": o.URL + path, "authorization_servers": []string{o.URL}, "scopes_supported": []string{"tools"}})
 	case "/.well-known/oauth-authorization-server":
 		json200(map[string]any{"issuer": o.URL, "authorization_endpoint": o.URL + "/authorize", "token_endpoint": o.URL + "/token",
 			"registration_endpoint": o.URL + "/register", "code_challenge_methods_supported": []string{"S256"}})
@@ -76,7 +85,7 @@ func (o *OAuthServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		q := r.URL.Query()
 		o.mu.Lock()
 		ok := q.Get("client_id") == "client-1" && q.Get("redirect_uri") == o.redirect && q.Get("code_challenge_method") == "S256" &&
-			q.Get("resource") == o.URL+"/mcp" && q.Get("response_type") == "code"
+			q.Get("resource") == o.URL+path && q.Get("response_type") == "code"
 		o.challenge = q.Get("code_challenge")
 		o.mu.Unlock()
 		if !ok {
@@ -86,19 +95,31 @@ func (o *OAuthServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		http.Redirect(w, r, q.Get("redirect_uri")+"?"+url.Values{"code": {"code-1"}, "state": {q.Get("state")}}.Encode(), http.StatusFound)
 	case "/token":
 		o.token(w, r)
-	case "/mcp":
-		o.mu.Lock()
-		valid := o.access != "" && r.Header.Get("Authorization") == "Bearer "+o.access
-		o.mu.Unlock()
-		if !valid {
-			w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+o.URL+`/.well-known/oauth-protected-resource/mcp"`)
-			http.Error(w, "unauthorized", http.StatusUnauthorized)
-			return
-		}
-		o.Server.ServeHTTP(w, r)
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// path is where the protected resource is served.
+func (o *OAuthServer) path() string {
+	if o.Path == "" {
+		return "/mcp"
+	}
+	return o.Path
+}
+
+// serveProtected answers a request to the resource: with the current
+// access token only.
+func (o *OAuthServer) serveProtected(w http.ResponseWriter, r *http.Request) {
+	o.mu.Lock()
+	valid := o.access != "" && r.Header.Get("Authorization") == "Bearer "+o.access
+	o.mu.Unlock()
+	if !valid {
+		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+o.URL+`/.well-known/oauth-protected-resource`+o.path()+`"`)
+		http.Error(w, "unauthorized", http.StatusUnauthorized)
+		return
+	}
+	o.Protected.ServeHTTP(w, r)
 }
 
 // token answers the token endpoint's two grants.
@@ -112,7 +133,7 @@ func (o *OAuthServer) token(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprint(w, `{"error":"invalid_grant"}`)
 	}
-	if f.Get("client_id") != "client-1" || f.Get("resource") != o.URL+"/mcp" {
+	if f.Get("client_id") != "client-1" || f.Get("resource") != o.URL+o.path() {
 		fail()
 		return
 	}
