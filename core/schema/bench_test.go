@@ -2,6 +2,7 @@ package schema
 
 import (
 	"strconv"
+	"strings"
 	"testing"
 )
 
@@ -47,4 +48,38 @@ func BenchmarkValidateConversation(b *testing.B) {
 			b.Fatal(err.Message)
 		}
 	}
+}
+
+// BenchmarkValidateMessagesLarge validates a /v1/messages body carrying a
+// long Claude conversation with tool results (about 200 KB), of which the
+// gateway reads only model and stream.
+func BenchmarkValidateMessagesLarge(b *testing.B) {
+	body := []byte(largeMessagesBody())
+	b.SetBytes(int64(len(body)))
+	b.ReportAllocs()
+	for b.Loop() {
+		if info, err := ValidateMessages(body); err != nil || info.Model == "" {
+			b.Fatal(err)
+		}
+	}
+}
+
+// largeMessagesBody is an Anthropic Messages request with 200 turns, tool
+// uses and tool results among them.
+func largeMessagesBody() string {
+	var sb strings.Builder
+	sb.WriteString(`{"model":"claude-sonnet-4-5","max_tokens":1024,"system":[{"type":"text","text":"You are a careful assistant."}],"messages":[`)
+	for i := range 200 {
+		if i > 0 {
+			sb.WriteByte(',')
+		}
+		n := strconv.Itoa(i)
+		if i%2 == 0 {
+			sb.WriteString(`{"role":"user","content":[{"type":"tool_result","tool_use_id":"toolu_` + n + `","content":"` + strings.Repeat("line of output \\\"quoted\\\" ", 40) + `"}]}`)
+		} else {
+			sb.WriteString(`{"role":"assistant","content":[{"type":"text","text":"Looking at step ` + n + `."},{"type":"tool_use","id":"toolu_` + n + `","name":"read","input":{"path":"/src/file` + n + `.go","lines":[1,2,3]}}]}`)
+		}
+	}
+	sb.WriteString(`],"stream":true}`)
+	return sb.String()
 }

@@ -237,10 +237,20 @@ func ValidateImageGeneration(body []byte) (Info, *core.Error) {
 // object with a model and, for /messages, an optional boolean stream. The
 // rest is the provider's to check.
 func ValidateMessages(body []byte) (Info, *core.Error) {
-	return validateObject(body, func(m map[string]any, v *validator, info *Info) {
-		v.model(m, true, info)
-		optional(m, "stream", func(x any) { info.Stream = v.boolean("stream", x, true) })
-	})
+	if m, ok := topLevel(body, "model", "stream"); ok {
+		// Only the two fields are decoded: the conversation is not parsed.
+		var v validator
+		info := Info{StrictCompliance: true}
+		checkMessages(m, &v, &info)
+		return info, v.err()
+	}
+	return validateObject(body, checkMessages)
+}
+
+// checkMessages checks the fields of a Messages body the gateway reads.
+func checkMessages(m map[string]any, v *validator, info *Info) {
+	v.model(m, true, info)
+	optional(m, "stream", func(x any) { info.Stream = v.boolean("stream", x, true) })
 }
 
 // ValidateModelOnly validates the part of a body the gateway reads on
