@@ -286,19 +286,11 @@ func TestAgentOAuthAuto(t *testing.T) {
 	if r.status != 200 || !strings.HasPrefix(authURL, srv.URL+"/authorize?") || !strings.Contains(authURL, url.QueryEscape(srv.URL+"/a2a")) {
 		t.Fatalf("authorize: %d %s", r.status, r.raw)
 	}
-	browser := *srv.Client()
-	browser.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	approved, err := browser.Get(authURL)
-	if err != nil || approved.StatusCode != http.StatusFound {
-		t.Fatalf("approve: %v %v", approved, err)
-	}
-	back, _ := url.Parse(approved.Header.Get("Location"))
+	back := approveOAuth(t, srv, authURL)
 	if r := e.doHeaders(http.MethodGet, back.RequestURI(), "", "", nil); r.status != 200 {
 		t.Fatalf("callback: %d %s", r.status, r.raw)
 	}
-	if g := e.do(http.MethodGet, "/v1/agent-integrations/helper", adminKey, nil); !strings.Contains(string(g.raw), `"status":"authorized"`) || strings.Contains(string(g.raw), "access-") {
-		t.Fatalf("view: %s", g.raw)
-	}
+	wantAuthorizedView(t, e, "/v1/agent-integrations/helper")
 
 	// The token expires within a minute: the first request refreshes it.
 	if r := send(); r.status != 200 || !strings.Contains(string(r.raw), "hello from fake-agent") {

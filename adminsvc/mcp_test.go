@@ -463,16 +463,7 @@ func TestMCPOAuthAuto(t *testing.T) {
 	}
 	// The person approving: the fake approves at once and sends the
 	// browser back to the gateway's callback.
-	browser := *srv.Client()
-	browser.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
-	approved, err := browser.Get(authURL)
-	if err != nil || approved.StatusCode != http.StatusFound {
-		t.Fatalf("approve: %v %v", approved, err)
-	}
-	back, _ := url.Parse(approved.Header.Get("Location"))
-	if back.Path != adminsvc.OAuthCallbackPath {
-		t.Fatalf("sent back to %s", back)
-	}
+	back := approveOAuth(t, srv, authURL)
 	if r := e.doHeaders(http.MethodGet, back.Path+"?state=forged&code=x", "", "", nil); r.status != 400 || r.errField("param") != "state" {
 		t.Errorf("a forged state: %d %s", r.status, r.raw)
 	}
@@ -503,9 +494,7 @@ func TestMCPOAuthAuto(t *testing.T) {
 	if strings.Contains(raw, "access-1") || strings.Contains(raw, "refresh-1") {
 		t.Fatalf("tokens not sealed at rest: %s", raw)
 	}
-	if g := e.do(http.MethodGet, "/v1/mcp-integrations/tools", adminKey, nil); !strings.Contains(string(g.raw), `"status":"authorized"`) || strings.Contains(string(g.raw), "access-") {
-		t.Fatalf("view after: %s", g.raw)
-	}
+	wantAuthorizedView(t, e, "/v1/mcp-integrations/tools")
 
 	// The token expires within a minute: the first request refreshes it.
 	if r := initialize(); r.status != 200 || !strings.Contains(string(r.raw), "fake-mcp") {
@@ -526,6 +515,34 @@ func TestMCPOAuthAuto(t *testing.T) {
 	e.do(http.MethodPut, "/v1/mcp-integrations/tools", adminKey, map[string]any{"url": srv.URL + "/mcp/"})
 	if r := initialize(); r.status != http.StatusForbidden {
 		t.Errorf("after the URL changed: %d %s", r.status, r.raw)
+	}
+}
+
+// approveOAuth is the person approving at the fake authorization server
+// of srv: it approves at once and sends the browser back to the gateway's
+// callback, whose URL it answers.
+func approveOAuth(t *testing.T, srv *httptest.Server, authURL string) *url.URL {
+	t.Helper()
+	browser := *srv.Client()
+	browser.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
+	approved, err := browser.Get(authURL)
+	if err != nil || approved.StatusCode != http.StatusFound {
+		t.Fatalf("approve: %v %v", approved, err)
+	}
+	approved.Body.Close()
+	back, _ := url.Parse(approved.Header.Get("Location"))
+	if back.Path != adminsvc.OAuthCallbackPath {
+		t.Fatalf("sent back to %s", back)
+	}
+	return back
+}
+
+// wantAuthorizedView checks that the integration at path shows itself
+// authorized, and no token.
+func wantAuthorizedView(t *testing.T, e *env, path string) {
+	t.Helper()
+	if g := e.do(http.MethodGet, path, adminKey, nil); !strings.Contains(string(g.raw), `"status":"authorized"`) || strings.Contains(string(g.raw), "access-") {
+		t.Fatalf("view after the authorization: %s", g.raw)
 	}
 }
 
