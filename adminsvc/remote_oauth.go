@@ -20,15 +20,16 @@ import (
 	"github.com/llm-gateway/gateway/store"
 )
 
-// This file is auth_type oauth_auto of MCP and agent integrations: an admin
-// starts the authorization (POST /v1/{mcp|agent}-integrations/{id}/oauth/authorize),
-// which discovers the server's (or agent's) authorization server (MCP's
-// authorization: RFC 9728 and RFC 8414, also served by OAuth-protected A2A
-// agents), registers the gateway as a
-// client and answers the URL a person opens to approve; the authorization
-// server sends the browser back to GET /v1/oauth/callback, which trades
-// the code for tokens and stores them sealed on the integration. Requests
-// then carry the access token, refreshed when it expires.
+// This file is auth_type oauth_auto of MCP and agent integrations: an
+// admin starts the authorization (POST
+// /v1/{mcp|agent}-integrations/{id}/oauth/authorize), which discovers the
+// server's or agent's authorization server (MCP's authorization: RFC 9728
+// and RFC 8414, which OAuth-protected A2A agents serve too), registers the
+// gateway as a client and answers the URL a person opens to approve; the
+// authorization server sends the browser back to GET /v1/oauth/callback,
+// which trades the code for tokens and stores them sealed on the
+// integration. Requests then carry the access token, refreshed when it
+// expires.
 
 // OAuthCallbackPath is the redirect URI's path under the public URL.
 const OAuthCallbackPath = "/v1/oauth/callback"
