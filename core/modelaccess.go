@@ -51,13 +51,12 @@ func (a *ModelAccess) Allows(model string) bool {
 }
 
 // Check refuses req, as sent to a target with these rules, when the model
-// it names is not allowed,
-// with a 403 whose param is "model". A request whose model the gateway
-// reads nowhere is refused under OnlyEnabled only, where allowing it would
-// let any model through: a unified route's body without a model, or a POST
-// or PUT the generic proxy forwards unread. GET and DELETE through the
-// proxy (listing models, reading files and batches) and reading a stored
-// response's input items name no model and pass.
+// it names is not allowed, with a 403 whose param is "model". A request
+// whose model the gateway reads nowhere is refused under OnlyEnabled only,
+// where allowing it would let any model through: a unified route's body
+// without a model, or a POST or PUT the generic proxy forwards unread. GET
+// and DELETE through the proxy (listing models, reading files and batches)
+// and reading a stored response's input items name no model and pass.
 func (a *ModelAccess) Check(req *Request) *Error {
 	if a == nil {
 		return nil
