@@ -2,8 +2,12 @@ package adminsvc_test
 
 import (
 	"bytes"
+	"io"
 	"mime/multipart"
 	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -173,4 +177,40 @@ func TestIntegrationModelsEnforced(t *testing.T) {
 	t.Run("allow_all_models again", func(t *testing.T) { check(t, chat("o3"), "") })
 	m.ok(http.MethodDelete, models+"?slugs=gpt-4o", adminKey, nil)
 	t.Run("disabled model removed", func(t *testing.T) { check(t, chat("gpt-4o"), "") })
+}
+
+// TestIntegrationModelsList: GET /v1/models through a provider whose
+// integration has model rules lists only the models they allow.
+func TestIntegrationModelsList(t *testing.T) {
+	m := newMgEnv(t)
+	lister := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"object":"list","data":[{"id":"gpt-4o","object":"model"},{"id":"gpt-4o-mini","object":"model"},{"id":"o3","object":"model"}]}`)
+	}))
+	t.Cleanup(lister.Close)
+	m.ok(http.MethodPost, "/v1/integrations", adminKey, map[string]any{"name": "Lister", "ai_provider_id": "openai", "slug": "lister", "key": providerKey,
+		"configurations": map[string]any{"custom_host": lister.URL + "/v1"}})
+	list := func() []string {
+		t.Helper()
+		r := m.send(http.MethodGet, "/v1/models", "", "", adminKey, "x-gateway-provider", "@lister")
+		if r.status != http.StatusOK || r.header.Get("Content-Length") != strconv.Itoa(len(r.raw)) {
+			t.Fatalf("list: %d %q %s", r.status, r.header.Get("Content-Length"), r.raw)
+		}
+		var ids []string
+		for _, d := range r.list() {
+			ids = append(ids, d["id"].(string))
+		}
+		return ids
+	}
+	if got := list(); !slices.Equal(got, []string{"gpt-4o", "gpt-4o-mini", "o3"}) {
+		t.Fatalf("without rules: %v", got)
+	}
+	m.ok(http.MethodPut, "/v1/integrations/lister/models", adminKey, map[string]any{"models": []any{map[string]any{"slug": "gpt-4o", "enabled": false}}})
+	if got := list(); !slices.Equal(got, []string{"gpt-4o-mini", "o3"}) {
+		t.Fatalf("gpt-4o disabled: %v", got)
+	}
+	m.ok(http.MethodPut, "/v1/integrations/lister/models", adminKey, map[string]any{"models": []any{map[string]any{"slug": "o3"}}, "allow_all_models": false})
+	if got := list(); !slices.Equal(got, []string{"o3"}) {
+		t.Fatalf("allow-list: %v", got)
+	}
 }

@@ -2,6 +2,7 @@ package core
 
 import (
 	"bytes"
+	"encoding/json"
 	"io"
 	"mime"
 	"mime/multipart"
@@ -124,4 +125,46 @@ func multipartModel(req *Request) string {
 			return strings.TrimSpace(string(v))
 		}
 	}
+}
+
+// MaxModelList bounds a model list read whole to be filtered.
+const MaxModelList = 8 << 20
+
+// FiltersList reports whether req lists the provider's models (GET
+// /v1/models through the proxy) on a target with rules, whose answer
+// FilterList then trims.
+func (a *ModelAccess) FiltersList(req *Request) bool {
+	return a != nil && req.Endpoint == EndpointProxy && req.Method == http.MethodGet && strings.TrimSuffix(req.Path, "/") == "/models"
+}
+
+// FilterList leaves out of an OpenAI-shaped model list ({"data": [{"id":
+// ...}, ...], ...}) the models the rules refuse; the other members are
+// kept as sent. A body of another shape is answered unchanged.
+func (a *ModelAccess) FilterList(body []byte) []byte {
+	var list map[string]json.RawMessage
+	var data []json.RawMessage
+	if json.Unmarshal(body, &list) != nil || json.Unmarshal(list["data"], &data) != nil || data == nil {
+		return body
+	}
+	kept := data[:0]
+	for _, raw := range data {
+		var m struct {
+			ID *string `json:"id"`
+		}
+		if json.Unmarshal(raw, &m) != nil || m.ID == nil {
+			return body
+		}
+		if a.Allows(*m.ID) {
+			kept = append(kept, raw)
+		}
+	}
+	var err error
+	if list["data"], err = json.Marshal(kept); err != nil {
+		return body
+	}
+	out, err := json.Marshal(list)
+	if err != nil {
+		return body
+	}
+	return out
 }

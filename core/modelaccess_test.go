@@ -122,3 +122,40 @@ func TestMultipartModel(t *testing.T) {
 		})
 	}
 }
+
+func TestModelListFiltered(t *testing.T) {
+	rules := NewModelAccess("provider @prod", "openai-prod", true, map[string]bool{"gpt-4o": false, "gpt-4o-mini": true, "o3": true})
+	for _, tc := range []struct {
+		name, body, want string
+	}{
+		{"OpenAI shape", `{"object":"list","data":[{"id":"gpt-4o","object":"model"},{"id":"gpt-4o-mini","object":"model"},{"id":"whisper-1"},{"id":"o3"}]}`,
+			`{"data":[{"id":"gpt-4o-mini","object":"model"},{"id":"o3"}],"object":"list"}`},
+		{"nothing allowed", `{"data":[{"id":"gpt-4o"}],"has_more":false}`, `{"data":[],"has_more":false}`},
+		{"another shape", `{"models":[{"name":"models/gemini-2.5-pro"}]}`, `{"models":[{"name":"models/gemini-2.5-pro"}]}`},
+		{"an entry without an id", `{"data":[{"name":"x"},{"id":"gpt-4o"}]}`, `{"data":[{"name":"x"},{"id":"gpt-4o"}]}`},
+		{"not JSON", `<html>`, `<html>`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := string(rules.FilterList([]byte(tc.body))); got != tc.want {
+				t.Fatalf("got %s, want %s", got, tc.want)
+			}
+		})
+	}
+	for _, tc := range []struct {
+		name   string
+		access *ModelAccess
+		req    Request
+		want   bool
+	}{
+		{"GET /models", rules, Request{Endpoint: EndpointProxy, Method: http.MethodGet, Path: "/models"}, true},
+		{"GET /models/", rules, Request{Endpoint: EndpointProxy, Method: http.MethodGet, Path: "/models/"}, true},
+		{"one model", rules, Request{Endpoint: EndpointProxy, Method: http.MethodGet, Path: "/models/gpt-4o"}, false},
+		{"no rules", nil, Request{Endpoint: EndpointProxy, Method: http.MethodGet, Path: "/models"}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.access.FiltersList(&tc.req); got != tc.want {
+				t.Fatalf("got %v", got)
+			}
+		})
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -268,6 +269,23 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 	ct := hresp.Header.Get("Content-Type")
 	sse := strings.HasPrefix(ct, "text/event-stream") ||
 		translates && w.req.Endpoint != core.EndpointProxy && strings.HasPrefix(ct, core.ContentTypeAWSEventStream)
+	if !sse && ok2xx(resp.Status) && lreq.Target.Models.FiltersList(&lreq) {
+		// The provider's model list, read whole to show only the models
+		// the integration allows.
+		body, err := io.ReadAll(io.LimitReader(hresp.Body, core.MaxModelList+1))
+		hresp.Body.Close()
+		if err == nil && len(body) > core.MaxModelList {
+			err = fmt.Errorf("its model list is larger than %d MiB", core.MaxModelList>>20)
+		}
+		if err != nil {
+			return fail(err)
+		}
+		stop()
+		cancel(nil)
+		resp.Body = lreq.Target.Models.FilterList(body)
+		res.resp = resp
+		return res
+	}
 	if sse || w.req.Endpoint == core.EndpointProxy {
 		// Streams and proxied bodies are handed on as they arrive.
 		br := bufio.NewReaderSize(hresp.Body, 32<<10)
