@@ -157,7 +157,7 @@ type upstream struct {
 	reqs []seen
 }
 
-func newUpstream(t *testing.T, h http.Handler) *upstream {
+func newUpstream(t testing.TB, h http.Handler) *upstream {
 	t.Helper()
 	u := &upstream{}
 	u.Server = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -239,7 +239,7 @@ func loopbackOnly(dial func(ctx context.Context, network, addr string) (net.Conn
 	}
 }
 
-func newGateway(t *testing.T, h http.Handler, opts ...func(*gatewayConfig)) *gateway {
+func newGateway(t testing.TB, h http.Handler, opts ...func(*gatewayConfig)) *gateway {
 	t.Helper()
 	var cfg gatewayConfig
 	for _, o := range opts {
