@@ -557,3 +557,70 @@ func rawBucketOf(t *testing.T, e *env, b store.Bucket) string {
 	}
 	return sb.String()
 }
+
+// An authorization server without dynamic registration: the authorization
+// says to register the gateway by hand; with the client in the
+// integration's configurations (its secret sealed, shown masked) it goes
+// through, and the token requests carry the secret.
+func TestMCPOAuthRegisteredByHand(t *testing.T) {
+	fake := &mcptest.OAuthServer{Protected: &mcptest.Server{SessionID: "s-1", Tools: []string{"ls"}}, NoRegistration: true, ClientSecret: "hand-secret-0123456789"}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	fake.URL = srv.URL
+	e := newEnv(t)
+	e.withMCP(strings.TrimPrefix(srv.URL, "http://"))
+	e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody(srv.URL+"/mcp", map[string]any{"auth_type": "oauth_auto", "configurations": nil}))
+	e.do(http.MethodPost, "/v1/mcp-servers", adminKey, map[string]any{"name": "Tools", "slug": "tools", "mcp_integration_id": "tools", "workspace_id": e.wsID})
+
+	r := e.do(http.MethodPost, "/v1/mcp-integrations/tools/oauth/authorize", adminKey, nil)
+	if r.status != http.StatusBadGateway || !strings.Contains(r.errField("message"), "configurations.oauth_client_id") {
+		t.Fatalf("without registration or a client: %d %s", r.status, r.raw)
+	}
+	for _, tc := range []struct {
+		name   string
+		config map[string]any
+		param  string
+	}{
+		{"a secret without an id", map[string]any{"oauth_client_secret": "s"}, "configurations.oauth_client_id"},
+		{"an empty id", map[string]any{"oauth_client_id": ""}, "configurations.oauth_client_id"},
+		{"a control character", map[string]any{"oauth_client_id": "a\nb"}, "configurations.oauth_client_id"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			wantErr(t, e.do(http.MethodPut, "/v1/mcp-integrations/tools", adminKey, map[string]any{"configurations": tc.config}), http.StatusBadRequest, core.CodeValidation)
+		})
+	}
+	r = e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody(srv.URL+"/mcp", map[string]any{"slug": "plain",
+		"configurations": map[string]any{"custom_headers": map[string]any{"A": "b"}, "oauth_client_id": "client-1"}}))
+	if r.errField("param") != "configurations.oauth_client_id" || !strings.Contains(r.errField("message"), "only with auth_type oauth_auto") {
+		t.Errorf("a client for auth_type headers: %d %s", r.status, r.raw)
+	}
+
+	if r := e.do(http.MethodPut, "/v1/mcp-integrations/tools", adminKey, map[string]any{"configurations": map[string]any{
+		"oauth_client_id": "client-1", "oauth_client_secret": fake.ClientSecret}}); r.status != 200 {
+		t.Fatalf("set the client: %d %s", r.status, r.raw)
+	}
+	if raw := rawBucketOf(t, e, store.BucketMCPIntegrations); strings.Contains(raw, fake.ClientSecret) {
+		t.Fatalf("the client secret is not sealed at rest: %s", raw)
+	}
+	if g := e.do(http.MethodGet, "/v1/mcp-integrations/tools", adminKey, nil); strings.Contains(string(g.raw), fake.ClientSecret) || !strings.Contains(string(g.raw), `"oauth_client_id":"client-1"`) {
+		t.Fatalf("view: %s", g.raw)
+	}
+	r = e.do(http.MethodPost, "/v1/mcp-integrations/tools/oauth/authorize", adminKey, nil)
+	if r.status != 200 || !strings.Contains(r.str("authorization_url"), "client_id=client-1") {
+		t.Fatalf("authorize: %d %s", r.status, r.raw)
+	}
+	back := approveOAuth(t, srv, r.str("authorization_url"))
+	if r := e.doHeaders(http.MethodGet, back.RequestURI(), "", "", nil); r.status != 200 {
+		t.Fatalf("callback (the token request needs the secret): %d %s", r.status, r.raw)
+	}
+	wantAuthorizedView(t, e, "/v1/mcp-integrations/tools")
+	_, invoke := e.wsKey(e.wsID, "mcp.invoke")
+	if r := e.doHeaders(http.MethodPost, "/v1/mcp/tools", invoke, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{}}`, map[string]string{"Accept": mcp.Accept}); r.status != 200 {
+		t.Fatalf("after authorization: %d %s", r.status, r.raw)
+	}
+	// Another client: the tokens, issued to the first, are dropped.
+	e.do(http.MethodPut, "/v1/mcp-integrations/tools", adminKey, map[string]any{"configurations": map[string]any{"oauth_client_secret": "another-secret"}})
+	if g := e.do(http.MethodGet, "/v1/mcp-integrations/tools", adminKey, nil); !strings.Contains(string(g.raw), `"status":"not_authorized"`) {
+		t.Fatalf("after the client changed: %s", g.raw)
+	}
+}

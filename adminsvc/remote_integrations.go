@@ -21,6 +21,8 @@ const (
 	authOAuthAuto    = "oauth_auto"
 	authHeaders      = "headers"
 	fieldPassthrough = "passthrough_header"
+	fieldOAuthClient = "oauth_client_id"
+	fieldOAuthSecret = "oauth_client_secret"
 )
 
 var (
@@ -92,9 +94,11 @@ func (k *remoteKind[S]) readTransport(fields map[string]json.RawMessage, rec *st
 	rec.Transport = enumField(fields, "transport", "", k.transports, true, p)
 }
 
-// parseConfig reads configurations {custom_headers, passthrough_header}
-// over base (the stored, opened configuration on update): a field sent
-// replaces the stored one, null removes it.
+// parseConfig reads configurations {custom_headers, passthrough_header,
+// oauth_client_id, oauth_client_secret} over base (the stored
+// configuration, its headers opened, on update): a field sent replaces the
+// stored one, null removes it. A new oauth_client_secret is left plain:
+// the caller seals it (see sealOAuthSecret).
 func (k *remoteKind[S]) parseConfig(raw json.RawMessage, base store.RemoteConfig, p *problems) store.RemoteConfig {
 	const param = "configurations"
 	if string(raw) == "null" {
@@ -106,10 +110,29 @@ func (k *remoteKind[S]) parseConfig(raw json.RawMessage, base store.RemoteConfig
 	}
 	var obj map[string]json.RawMessage
 	if json.Unmarshal(raw, &obj) != nil || obj == nil {
-		p.add(param, "must be an object with any of [custom_headers passthrough_header]")
+		p.add(param, "must be an object with any of [custom_headers passthrough_header oauth_client_id oauth_client_secret]")
 		return cfg
 	}
-	unknownFields(obj, param, []string{fieldCustomHeaders, fieldPassthrough}, p)
+	unknownFields(obj, param, []string{fieldCustomHeaders, fieldPassthrough, fieldOAuthClient, fieldOAuthSecret}, p)
+	for _, f := range []struct {
+		name  string
+		dst   *string
+		limit int
+	}{{fieldOAuthClient, &cfg.OAuthClientID, 255}, {fieldOAuthSecret, &cfg.OAuthClientSecret, 1024}} {
+		v, ok := obj[f.name]
+		if !ok {
+			continue
+		}
+		*f.dst = ""
+		var s string
+		switch at := param + "." + f.name; {
+		case string(v) == "null":
+		case json.Unmarshal(v, &s) != nil || s == "" || len(s) > f.limit || !printableASCII(s):
+			p.add(at, "must be 1-%d printable ASCII characters", f.limit)
+		default:
+			*f.dst = s
+		}
+	}
 	if v, ok := obj[fieldCustomHeaders]; ok {
 		at := param + "." + fieldCustomHeaders
 		cfg.CustomHeaders = parseCustomHeaders(v, at, p)
@@ -135,8 +158,26 @@ func (k *remoteKind[S]) parseConfig(raw json.RawMessage, base store.RemoteConfig
 	return cfg
 }
 
-// checkAuth: auth_type headers needs headers to send.
+// printableASCII reports whether s is printable ASCII (spaces allowed).
+func printableASCII(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < ' ' || s[i] > '~' {
+			return false
+		}
+	}
+	return true
+}
+
+// checkAuth: auth_type headers needs headers to send; a client registered
+// by hand is for oauth_auto, and its secret needs its id.
 func checkAuth(rec store.RemoteIntegration, p *problems) {
+	cfg := rec.Configurations
+	switch {
+	case (cfg.OAuthClientID != "" || cfg.OAuthClientSecret != "") && rec.AuthType != authOAuthAuto:
+		p.add("configurations."+fieldOAuthClient, "is used only with auth_type oauth_auto, not %s", rec.AuthType)
+	case cfg.OAuthClientSecret != "" && cfg.OAuthClientID == "":
+		p.add("configurations."+fieldOAuthClient, "is required with configurations.oauth_client_secret")
+	}
 	if rec.AuthType == authHeaders && len(rec.Configurations.CustomHeaders) == 0 &&
 		!slices.ContainsFunc(rec.SecretMappings, func(m store.SecretMapping) bool { return m.TargetField == "configurations."+fieldCustomHeaders }) {
 		p.add("configurations.custom_headers", "is required with auth_type headers (or a secret mapping to configurations.custom_headers)")
@@ -180,6 +221,9 @@ func createRemoteIntegration[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) 
 	}
 	var err error
 	if rec.Configurations.CustomHeaders, err = mapHeaderValues(rec.Configurations.CustomHeaders, s.seal); err != nil {
+		return err
+	}
+	if err := s.sealOAuthSecret(&rec.Configurations, ""); err != nil {
 		return err
 	}
 	err = s.st.Update(func(tx store.Tx) error {
@@ -230,7 +274,19 @@ func (s *Service) remoteIntegrationViewOf(r store.RemoteIntegration, object stri
 		v.WorkspaceID, v.Type = &r.WorkspaceID, "workspace"
 	}
 	v.Configurations.CustomHeaders, _ = mapHeaderValues(r.Configurations.CustomHeaders, s.maskSealed)
+	if r.Configurations.OAuthClientSecret != "" {
+		v.Configurations.OAuthClientSecret, _ = s.maskSealed(r.Configurations.OAuthClientSecret)
+	}
 	return v
+}
+
+// sealOAuthSecret seals cfg's oauth_client_secret unless it is stored, the
+// one already sealed.
+func (s *Service) sealOAuthSecret(cfg *store.RemoteConfig, stored string) (err error) {
+	if cfg.OAuthClientSecret != "" && cfg.OAuthClientSecret != stored {
+		cfg.OAuthClientSecret, err = s.seal(cfg.OAuthClientSecret)
+	}
+	return err
 }
 
 // maskSealed is a sealed value opened and masked; "****" when it cannot be
@@ -387,6 +443,12 @@ func updateRemoteIntegration[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) 
 			cfg := k.parseConfig(raw, base, p)
 			if cfg.CustomHeaders, err = mapHeaderValues(cfg.CustomHeaders, s.seal); err != nil {
 				return err
+			}
+			if err := s.sealOAuthSecret(&cfg, base.OAuthClientSecret); err != nil {
+				return err
+			}
+			if cfg.OAuthClientID != base.OAuthClientID || cfg.OAuthClientSecret != base.OAuthClientSecret {
+				rec.OAuth = nil // its tokens were issued to another client
 			}
 			rec.Configurations = cfg
 		}

@@ -137,7 +137,7 @@ func authorizeRemote[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 		return core.Upstream(err, "%s %s: OAuth discovery failed: %s", k.integNoun, rec.Slug, withoutURL(err))
 	}
 	redirect := s.publicURL + OAuthCallbackPath
-	clientID, secret, err := mcp.RegisterClient(ctx, client, as, "llm-gateway", redirect)
+	clientID, secret, err := s.oauthClient(ctx, client, as, rec, redirect)
 	if err != nil {
 		return core.Upstream(err, "%s %s: %s", k.integNoun, rec.Slug, withoutURL(err))
 	}
@@ -156,6 +156,26 @@ func authorizeRemote[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	}
 	return c.JSON(fiber.Map{"object": "oauth-authorization", "authorization_url": mcp.AuthorizationURL(as, clientID, redirect, state, challenge),
 		"redirect_uri": redirect, "expires_at": now.Add(oauthPendingTTL)})
+}
+
+// oauthClient is the client the gateway authorizes as: the one registered
+// by hand in the integration's configurations, or else one it registers
+// dynamically at as, with redirect as its redirect URI.
+func (s *Service) oauthClient(ctx context.Context, client *http.Client, as mcp.AuthServer, rec store.RemoteIntegration, redirect string) (id, secret string, err error) {
+	cfg := rec.Configurations
+	if cfg.OAuthClientID == "" {
+		id, secret, err = mcp.RegisterClient(ctx, client, as, "llm-gateway", redirect)
+		if err != nil && as.RegistrationEndpoint == "" {
+			err = fmt.Errorf("%w; register the gateway there by hand (redirect URI %s) and give the client in configurations.oauth_client_id and oauth_client_secret", err, redirect)
+		}
+		return id, secret, err
+	}
+	if cfg.OAuthClientSecret != "" {
+		if secret, err = openSecret(s.cipher, cfg.OAuthClientSecret); err != nil {
+			return "", "", fmt.Errorf("the stored oauth_client_secret cannot be opened (was GATEWAY_ENCRYPTION_KEY changed?)")
+		}
+	}
+	return cfg.OAuthClientID, secret, nil
 }
 
 // oauthCallback serves GET /v1/oauth/callback: the authorization server

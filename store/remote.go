@@ -19,6 +19,11 @@ type RemoteConfig struct {
 	// PassthroughHeader names one header of the client's request that is
 	// forwarded to the server as it is (e.g. a user's own token).
 	PassthroughHeader string `json:"passthrough_header,omitempty"`
+	// OAuthClientID and OAuthClientSecret (sealed) are a client registered
+	// by hand at the authorization server of an oauth_auto integration,
+	// used in place of dynamic registration.
+	OAuthClientID     string `json:"oauth_client_id,omitempty"`
+	OAuthClientSecret string `json:"oauth_client_secret,omitempty"`
 }
 
 // Capability is one tool, prompt or resource of an MCP server (a resource

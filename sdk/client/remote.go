@@ -10,11 +10,15 @@ import (
 // servers share.
 
 // RemoteConfig is an MCP or agent integration's configurations: headers
-// sent to the server (credentials: masked when read back) and the name of
-// a client header passed through.
+// sent to the server (credentials: masked when read back), the name of a
+// client header passed through, and, for auth_type oauth_auto at an
+// authorization server without dynamic registration, the client
+// registered there by hand (its secret masked when read back).
 type RemoteConfig struct {
 	CustomHeaders     map[string]string `json:"custom_headers,omitempty"`
 	PassthroughHeader string            `json:"passthrough_header,omitempty"`
+	OAuthClientID     string            `json:"oauth_client_id,omitempty"`
+	OAuthClientSecret string            `json:"oauth_client_secret,omitempty"`
 }
 
 // Capability is a tool, prompt or resource (by URI) of an MCP server, or a

@@ -28,6 +28,11 @@ type OAuthServer struct {
 	URL  string
 	// ExpiresIn is the access tokens' lifetime in seconds (0: 3600).
 	ExpiresIn int
+	// NoRegistration leaves dynamic registration out: the client
+	// "client-1" is registered by hand, with ClientSecret when it is set
+	// (which the token endpoint then requires), and with any redirect URI.
+	NoRegistration bool
+	ClientSecret   string
 
 	mu        sync.Mutex
 	challenge string // of the last authorization
@@ -66,9 +71,17 @@ func (o *OAuthServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/.well-known/oauth-protected-resource" + path, "/.well-known/oauth-protected-resource":
 		json200(map[string]any{"resource": o.URL + path, "authorization_servers": []string{o.URL}, "scopes_supported": []string{"tools"}})
 	case "/.well-known/oauth-authorization-server":
-		json200(map[string]any{"issuer": o.URL, "authorization_endpoint": o.URL + "/authorize", "token_endpoint": o.URL + "/token",
-			"registration_endpoint": o.URL + "/register", "code_challenge_methods_supported": []string{"S256"}})
+		md := map[string]any{"issuer": o.URL, "authorization_endpoint": o.URL + "/authorize", "token_endpoint": o.URL + "/token",
+			"registration_endpoint": o.URL + "/register", "code_challenge_methods_supported": []string{"S256"}}
+		if o.NoRegistration {
+			delete(md, "registration_endpoint")
+		}
+		json200(md)
 	case "/register":
+		if o.NoRegistration {
+			http.NotFound(w, r)
+			return
+		}
 		var in struct {
 			RedirectURIs []string `json:"redirect_uris"`
 		}
@@ -84,6 +97,9 @@ func (o *OAuthServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	case "/authorize":
 		q := r.URL.Query()
 		o.mu.Lock()
+		if o.NoRegistration {
+			o.redirect = q.Get("redirect_uri") // registered by hand
+		}
 		ok := q.Get("client_id") == "client-1" && q.Get("redirect_uri") == o.redirect && q.Get("code_challenge_method") == "S256" &&
 			q.Get("resource") == o.URL+path && q.Get("response_type") == "code"
 		o.challenge = q.Get("code_challenge")
@@ -133,7 +149,7 @@ func (o *OAuthServer) token(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprint(w, `{"error":"invalid_grant"}`)
 	}
-	if f.Get("client_id") != "client-1" || f.Get("resource") != o.URL+o.path() {
+	if f.Get("client_id") != "client-1" || f.Get("resource") != o.URL+o.path() || f.Get("client_secret") != o.ClientSecret {
 		fail()
 		return
 	}
