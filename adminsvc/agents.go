@@ -2,6 +2,7 @@ package adminsvc
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"strings"
 
@@ -9,6 +10,7 @@ import (
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/a2a"
+	"github.com/llm-gateway/gateway/core/mcp"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -32,6 +34,31 @@ var agentKind = &remoteKind[store.AgentServer]{integBucket: store.BucketAgentInt
 	snapshot:           agentSnapshot,
 	sync:               syncAgent,
 	client:             func(s *Service) *http.Client { return s.agentClient },
+	discover:           discoverAgentAuth,
+}
+
+// discoverAgentAuth finds an agent's authorization server as an MCP
+// server's is found (its protected resource metadata), or else from the
+// OAuth 2.0 its card declares: an authorization server's metadata URL, or
+// the endpoints of an authorization code flow (with no resource indicator,
+// which A2A does not use).
+func discoverAgentAuth(ctx context.Context, client *http.Client, in store.RemoteIntegration) (mcp.AuthServer, error) {
+	as, err := mcp.DiscoverAuth(ctx, client, in.URL)
+	if err == nil {
+		return as, nil
+	}
+	raw, cerr := a2a.FetchCard(ctx, client, a2a.Endpoint{URL: in.URL})
+	if cerr != nil {
+		return as, fmt.Errorf("%w; and its card could not be read: %w", err, cerr)
+	}
+	o, ok := a2a.OAuthFromCard(raw)
+	switch {
+	case !ok:
+		return as, fmt.Errorf("%w; nor does its card declare OAuth 2.0 with an authorization code flow", err)
+	case o.MetadataURL != "":
+		return mcp.AuthServerAt(ctx, client, o.MetadataURL, "", o.Scopes)
+	}
+	return mcp.AuthServerOf(o.AuthorizationURL, o.TokenURL, "", o.Scopes)
 }
 
 // registerAgents adds /agent-integrations and /agent-servers.

@@ -314,3 +314,70 @@ func TestAgentOAuthAuto(t *testing.T) {
 		t.Errorf("the agent saw %d requests, want the message, the card and the test", len(agent.Requests()))
 	}
 }
+
+// An agent without protected resource metadata whose card declares OAuth
+// 2.0: its authorization code flow's endpoints (no registration: a client
+// registered by hand), or its authorization server's metadata URL (with
+// dynamic registration). No resource indicator is sent; the scopes the
+// card requires are asked for.
+func TestAgentOAuthFromCard(t *testing.T) {
+	for _, tc := range []struct {
+		name         string
+		scheme       func(base string) map[string]any
+		byHand       bool
+		wantInScopes string
+	}{
+		{"authorization code flow", func(base string) map[string]any {
+			return map[string]any{"type": "oauth2", "flows": map[string]any{"authorizationCode": map[string]any{
+				"authorizationUrl": base + "/authorize", "tokenUrl": base + "/token", "scopes": map[string]any{"agent.read": "", "agent.admin": ""}}}}
+		}, true, "scope=agent.read&"},
+		{"metadata URL", func(base string) map[string]any {
+			return map[string]any{"type": "oauth2", "oauth2MetadataUrl": base + "/.well-known/oauth-authorization-server"}
+		}, false, "scope=agent.read&"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			agent := &a2atest.Agent{Skills: []string{"search"}, Security: []any{map[string]any{"oauth": []any{"agent.read"}}}}
+			fake := &mcptest.OAuthServer{Protected: agent, Path: "/a2a", NoResource: true, PublicCard: true, NoRegistration: tc.byHand}
+			srv := httptest.NewServer(fake)
+			t.Cleanup(srv.Close)
+			fake.URL = srv.URL
+			agent.SecuritySchemes = map[string]any{"oauth": tc.scheme(srv.URL)}
+			e := newEnv(t)
+			e.withAgents(strings.TrimPrefix(srv.URL, "http://"))
+			config := map[string]any(nil)
+			if tc.byHand {
+				config = map[string]any{"oauth_client_id": "client-1"}
+			}
+			if r := e.do(http.MethodPost, "/v1/agent-integrations", adminKey, agentIntegrationBody(srv.URL+"/a2a", map[string]any{"auth_type": "oauth_auto", "configurations": config})); r.status != 200 {
+				t.Fatalf("integration: %d %s", r.status, r.raw)
+			}
+			e.do(http.MethodPost, "/v1/agent-servers", adminKey, map[string]any{"name": "Helper", "slug": "helper", "agent_integration_id": "helper", "workspace_id": e.wsID})
+			r := e.do(http.MethodPost, "/v1/agent-integrations/helper/oauth/authorize", adminKey, nil)
+			authURL := r.str("authorization_url")
+			if r.status != 200 || !strings.HasPrefix(authURL, srv.URL+"/authorize?") || strings.Contains(authURL, "resource=") || !strings.Contains(authURL, tc.wantInScopes) {
+				t.Fatalf("authorize: %d %s", r.status, r.raw)
+			}
+			back := approveOAuth(t, srv, authURL)
+			if r := e.doHeaders(http.MethodGet, back.RequestURI(), "", "", nil); r.status != 200 {
+				t.Fatalf("callback: %d %s", r.status, r.raw)
+			}
+			_, invoke := e.wsKey(e.wsID, "agents.invoke")
+			if r := e.doHeaders(http.MethodPost, "/v1/agents/helper", invoke, `{"jsonrpc":"2.0","id":1,"method":"message/send","params":{}}`, nil); r.status != 200 {
+				t.Fatalf("message/send: %d %s", r.status, r.raw)
+			}
+		})
+	}
+	t.Run("a card without OAuth", func(t *testing.T) {
+		fake := &mcptest.OAuthServer{Protected: &a2atest.Agent{}, Path: "/a2a", NoResource: true, PublicCard: true}
+		srv := httptest.NewServer(fake)
+		t.Cleanup(srv.Close)
+		fake.URL = srv.URL
+		e := newEnv(t)
+		e.withAgents(strings.TrimPrefix(srv.URL, "http://"))
+		e.do(http.MethodPost, "/v1/agent-integrations", adminKey, agentIntegrationBody(srv.URL+"/a2a", map[string]any{"auth_type": "oauth_auto", "configurations": nil}))
+		r := e.do(http.MethodPost, "/v1/agent-integrations/helper/oauth/authorize", adminKey, nil)
+		if r.status != http.StatusBadGateway || !strings.Contains(r.errField("message"), "nor does its card declare OAuth 2.0") {
+			t.Fatalf("authorize: %d %s", r.status, r.raw)
+		}
+	})
+}

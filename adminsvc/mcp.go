@@ -43,6 +43,9 @@ var mcpKind = &remoteKind[store.MCPServer]{integBucket: store.BucketMCPIntegrati
 		}
 		return s.mcpClient.HTTP
 	},
+	discover: func(ctx context.Context, client *http.Client, in store.RemoteIntegration) (mcp.AuthServer, error) {
+		return mcp.DiscoverAuth(ctx, client, in.URL)
+	},
 }
 
 // registerMCP adds /mcp-integrations and /mcp-servers.

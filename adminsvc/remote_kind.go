@@ -6,6 +6,7 @@ import (
 
 	"github.com/gofiber/fiber/v2"
 
+	"github.com/llm-gateway/gateway/core/mcp"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -50,6 +51,9 @@ type remoteKind[S any] struct {
 	// the kind's servers, and their authorization servers for auth_type
 	// oauth_auto (remote_oauth.go); nil when the gateway has none.
 	client func(*Service) *http.Client
+	// discover finds the authorization server of an oauth_auto
+	// integration.
+	discover func(ctx context.Context, client *http.Client, in store.RemoteIntegration) (mcp.AuthServer, error)
 }
 
 // integResource is the path segment of the kind's integrations, and

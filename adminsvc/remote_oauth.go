@@ -132,7 +132,7 @@ func authorizeRemote[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), oauthTimeout)
 	defer cancel()
-	as, err := mcp.DiscoverAuth(ctx, client, rec.URL)
+	as, err := k.discover(ctx, client, rec)
 	if err != nil {
 		return core.Upstream(err, "%s %s: OAuth discovery failed: %s", k.integNoun, rec.Slug, withoutURL(err))
 	}

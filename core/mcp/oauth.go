@@ -75,6 +75,33 @@ func DiscoverAuth(ctx context.Context, client *http.Client, serverURL string) (A
 	if as.Resource == "" {
 		as.Resource = serverURL
 	}
+	path := strings.TrimSuffix(issuer.EscapedPath(), "/")
+	origin := issuer.Scheme + "://" + issuer.Host
+	return withMetadata(ctx, client, []string{origin + "/.well-known/oauth-authorization-server" + path, origin + "/.well-known/openid-configuration" + path,
+		origin + path + "/.well-known/openid-configuration"}, as)
+}
+
+// AuthServerAt is the authorization server whose metadata (RFC 8414, or
+// OpenID Connect discovery) is at metadataURL, for resource (empty: no
+// resource indicator is sent) and scopes.
+func AuthServerAt(ctx context.Context, client *http.Client, metadataURL, resource string, scopes []string) (AuthServer, error) {
+	if err := httpURL(metadataURL); err != nil {
+		return AuthServer{}, fmt.Errorf("the authorization server's metadata URL: %w", err)
+	}
+	return withMetadata(ctx, client, []string{metadataURL}, AuthServer{Resource: resource, Scopes: scopes})
+}
+
+// AuthServerOf is an authorization server known by its two endpoints
+// alone (no metadata, so no dynamic registration), for resource (may be
+// empty) and scopes.
+func AuthServerOf(authorizationEndpoint, tokenEndpoint, resource string, scopes []string) (AuthServer, error) {
+	as := AuthServer{Resource: resource, Scopes: scopes, AuthorizationEndpoint: authorizationEndpoint, TokenEndpoint: tokenEndpoint}
+	return as, as.checkEndpoints()
+}
+
+// withMetadata is as with the endpoints of the first metadata at urls
+// that names them.
+func withMetadata(ctx context.Context, client *http.Client, urls []string, as AuthServer) (AuthServer, error) {
 	type serverMetadata struct {
 		Issuer                        string   `json:"issuer"`
 		AuthorizationEndpoint         string   `json:"authorization_endpoint"`
@@ -82,23 +109,37 @@ func DiscoverAuth(ctx context.Context, client *http.Client, serverURL string) (A
 		RegistrationEndpoint          string   `json:"registration_endpoint"`
 		CodeChallengeMethodsSupported []string `json:"code_challenge_methods_supported"`
 	}
-	path := strings.TrimSuffix(issuer.EscapedPath(), "/")
-	origin := issuer.Scheme + "://" + issuer.Host
-	md, err := firstJSON(ctx, client, []string{origin + "/.well-known/oauth-authorization-server" + path, origin + "/.well-known/openid-configuration" + path,
-		origin + path + "/.well-known/openid-configuration"}, func(m serverMetadata) bool { return m.AuthorizationEndpoint != "" && m.TokenEndpoint != "" })
+	md, err := firstJSON(ctx, client, urls, func(m serverMetadata) bool { return m.AuthorizationEndpoint != "" && m.TokenEndpoint != "" })
 	if err != nil {
+		origin := urls[0]
+		if u, perr := url.Parse(origin); perr == nil {
+			origin = u.Scheme + "://" + u.Host
+		}
 		return AuthServer{}, fmt.Errorf("the authorization server %s publishes no metadata with its endpoints: %w", origin, err)
 	}
 	if len(md.CodeChallengeMethodsSupported) > 0 && !slices.Contains(md.CodeChallengeMethodsSupported, "S256") {
 		return AuthServer{}, errors.New("the authorization server does not support PKCE with S256, which the gateway requires (OAuth 2.1)")
 	}
 	as.Issuer, as.AuthorizationEndpoint, as.TokenEndpoint, as.RegistrationEndpoint = md.Issuer, md.AuthorizationEndpoint, md.TokenEndpoint, md.RegistrationEndpoint
+	return as, as.checkEndpoints()
+}
+
+// checkEndpoints refuses endpoints that are not http(s) URLs.
+func (as AuthServer) checkEndpoints() error {
 	for _, e := range []string{as.AuthorizationEndpoint, as.TokenEndpoint} {
-		if u, err := url.Parse(e); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
-			return AuthServer{}, fmt.Errorf("the authorization server's endpoint %q is not an http(s) URL", e)
+		if httpURL(e) != nil {
+			return fmt.Errorf("the authorization server's endpoint %q is not an http(s) URL", e)
 		}
 	}
-	return as, nil
+	return nil
+}
+
+// httpURL refuses what is not an absolute http(s) URL.
+func httpURL(s string) error {
+	if u, err := url.Parse(s); err != nil || (u.Scheme != "https" && u.Scheme != "http") || u.Host == "" {
+		return fmt.Errorf("%q is not an http(s) URL", s)
+	}
+	return nil
 }
 
 // prmURLs are where the protected resource metadata may be: the URL the
@@ -185,7 +226,8 @@ func NewPKCE() (verifier, challenge string) {
 // endpoint with the code flow's parameters.
 func AuthorizationURL(as AuthServer, clientID, redirectURI, state, challenge string) string {
 	q := url.Values{"response_type": {"code"}, "client_id": {clientID}, "redirect_uri": {redirectURI}, "state": {state},
-		"code_challenge": {challenge}, "code_challenge_method": {"S256"}, "resource": {as.Resource}}
+		"code_challenge": {challenge}, "code_challenge_method": {"S256"}}
+	setResource(q, as.Resource)
 	if len(as.Scopes) > 0 {
 		q.Set("scope", strings.Join(as.Scopes, " "))
 	}
@@ -199,19 +241,29 @@ func AuthorizationURL(as AuthServer, clientID, redirectURI, state, challenge str
 // ExchangeCode trades an authorization code for tokens.
 func ExchangeCode(ctx context.Context, client *http.Client, as AuthServer, clientID, clientSecret, redirectURI, code, verifier string, now time.Time) (Tokens, error) {
 	form := url.Values{"grant_type": {"authorization_code"}, "code": {code}, "redirect_uri": {redirectURI},
-		"client_id": {clientID}, "code_verifier": {verifier}, "resource": {as.Resource}}
+		"client_id": {clientID}, "code_verifier": {verifier}}
+	setResource(form, as.Resource)
 	return tokenRequest(ctx, client, as.TokenEndpoint, form, clientSecret, now)
 }
 
 // Refresh trades a refresh token for new tokens; the answer's refresh
 // token, when it has none, is the one sent.
 func Refresh(ctx context.Context, client *http.Client, tokenEndpoint, resource, clientID, clientSecret, refreshToken string, now time.Time) (Tokens, error) {
-	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}, "client_id": {clientID}, "resource": {resource}}
+	form := url.Values{"grant_type": {"refresh_token"}, "refresh_token": {refreshToken}, "client_id": {clientID}}
+	setResource(form, resource)
 	t, err := tokenRequest(ctx, client, tokenEndpoint, form, clientSecret, now)
 	if err == nil && t.RefreshToken == "" {
 		t.RefreshToken = refreshToken
 	}
 	return t, err
+}
+
+// setResource adds the resource indicator (RFC 8707) to q, unless there is
+// none (an authorization server an agent card names without one).
+func setResource(q url.Values, resource string) {
+	if resource != "" {
+		q.Set("resource", resource)
+	}
 }
 
 // tokenRequest POSTs form to the token endpoint (client_secret_post when

@@ -22,6 +22,10 @@ type Agent struct {
 	Skills []string
 	// Legacy serves the card at /.well-known/agent.json only.
 	Legacy bool
+	// SecuritySchemes and Security, when set, replace the card's (a
+	// bearer scheme, required by nothing).
+	SecuritySchemes map[string]any
+	Security        []any
 	// Release, when set, holds back the final event of message/stream
 	// until it receives a value (or is closed), so a test can see the
 	// first event arrive alone.
@@ -51,12 +55,16 @@ func (a *Agent) Card(base string) map[string]any {
 	for i, s := range a.Skills {
 		skills[i] = map[string]any{"id": s, "name": "Skill " + s, "description": "does " + s}
 	}
-	return map[string]any{"name": "fake-agent", "description": "A fake agent", "version": "2.0.1", "protocolVersion": "0.3.0",
+	card := map[string]any{"name": "fake-agent", "description": "A fake agent", "version": "2.0.1", "protocolVersion": "0.3.0",
 		"url": base, "preferredTransport": "JSONRPC",
 		"additionalInterfaces": []any{map[string]any{"url": base, "transport": "JSONRPC"}, map[string]any{"url": base + "/grpc", "transport": "GRPC"}},
 		"capabilities":         map[string]any{"streaming": true, "pushNotifications": false},
 		"securitySchemes":      map[string]any{"bearer": map[string]any{"type": "http", "scheme": "bearer"}},
 		"defaultInputModes":    []any{"text/plain"}, "defaultOutputModes": []any{"text/plain"}, "skills": skills}
+	if a.SecuritySchemes != nil {
+		card["securitySchemes"], card["security"] = a.SecuritySchemes, a.Security
+	}
+	return card
 }
 
 func (a *Agent) ServeHTTP(w http.ResponseWriter, r *http.Request) {

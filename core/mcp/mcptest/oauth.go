@@ -33,6 +33,12 @@ type OAuthServer struct {
 	// (which the token endpoint then requires), and with any redirect URI.
 	NoRegistration bool
 	ClientSecret   string
+	// NoResource leaves out the protected resource metadata (the 401
+	// names none) and expects no resource indicator: an authorization
+	// server an agent card names. PublicCard serves the agent card under
+	// Path without a token.
+	NoResource bool
+	PublicCard bool
 
 	mu        sync.Mutex
 	challenge string // of the last authorization
@@ -63,12 +69,20 @@ func (o *OAuthServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		json.NewEncoder(w).Encode(v)
 	}
 	path := o.path()
+	if o.PublicCard && strings.HasPrefix(r.URL.Path, path+"/.well-known/") {
+		o.Protected.ServeHTTP(w, r)
+		return
+	}
 	if r.URL.Path == path || strings.HasPrefix(r.URL.Path, path+"/") {
 		o.serveProtected(w, r)
 		return
 	}
 	switch r.URL.Path {
 	case "/.well-known/oauth-protected-resource" + path, "/.well-known/oauth-protected-resource":
+		if o.NoResource {
+			http.NotFound(w, r)
+			return
+		}
 		json200(map[string]any{"resource": o.URL + path, "authorization_servers": []string{o.URL}, "scopes_supported": []string{"tools"}})
 	case "/.well-known/oauth-authorization-server":
 		md := map[string]any{"issuer": o.URL, "authorization_endpoint": o.URL + "/authorize", "token_endpoint": o.URL + "/token",
@@ -101,7 +115,7 @@ func (o *OAuthServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			o.redirect = q.Get("redirect_uri") // registered by hand
 		}
 		ok := q.Get("client_id") == "client-1" && q.Get("redirect_uri") == o.redirect && q.Get("code_challenge_method") == "S256" &&
-			q.Get("resource") == o.URL+path && q.Get("response_type") == "code"
+			q.Get("resource") == o.resource() && q.Get("response_type") == "code"
 		o.challenge = q.Get("code_challenge")
 		o.mu.Unlock()
 		if !ok {
@@ -114,6 +128,15 @@ func (o *OAuthServer) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	default:
 		http.NotFound(w, r)
 	}
+}
+
+// resource is the resource indicator the server expects: none with
+// NoResource.
+func (o *OAuthServer) resource() string {
+	if o.NoResource {
+		return ""
+	}
+	return o.URL + o.path()
 }
 
 // path is where the protected resource is served.
@@ -132,6 +155,9 @@ func (o *OAuthServer) serveProtected(w http.ResponseWriter, r *http.Request) {
 	o.mu.Unlock()
 	if !valid {
 		w.Header().Set("WWW-Authenticate", `Bearer resource_metadata="`+o.URL+`/.well-known/oauth-protected-resource`+o.path()+`"`)
+		if o.NoResource {
+			w.Header().Set("WWW-Authenticate", "Bearer")
+		}
 		http.Error(w, "unauthorized", http.StatusUnauthorized)
 		return
 	}
@@ -149,7 +175,7 @@ func (o *OAuthServer) token(w http.ResponseWriter, r *http.Request) {
 		w.WriteHeader(http.StatusBadRequest)
 		fmt.Fprint(w, `{"error":"invalid_grant"}`)
 	}
-	if f.Get("client_id") != "client-1" || f.Get("resource") != o.URL+o.path() || f.Get("client_secret") != o.ClientSecret {
+	if f.Get("client_id") != "client-1" || f.Get("resource") != o.resource() || f.Get("client_secret") != o.ClientSecret {
 		fail()
 		return
 	}
