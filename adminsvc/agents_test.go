@@ -6,6 +6,7 @@ import (
 	"net/url"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/llm-gateway/gateway/adminsvc"
 	"github.com/llm-gateway/gateway/core/a2a/a2atest"
@@ -380,4 +381,35 @@ func TestAgentOAuthFromCard(t *testing.T) {
 			t.Fatalf("authorize: %d %s", r.status, r.raw)
 		}
 	})
+}
+
+// The server test is bounded by Deps.RemoteTestTimeout (the gateway's
+// --remote-test-timeout): an agent that never answers is a failed sync
+// naming that bound.
+func TestRemoteTestTimeoutConfigured(t *testing.T) {
+	release := make(chan struct{})
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		select {
+		case <-r.Context().Done():
+		case <-release:
+		}
+	}))
+	t.Cleanup(srv.Close)
+	t.Cleanup(func() { close(release) })
+	e := newEnv(t)
+	e.withAgents(strings.TrimPrefix(srv.URL, "http://"))
+	withClient := e.setup
+	e.setup = func(d *adminsvc.Deps, o *server.Options) {
+		withClient(d, o)
+		d.RemoteTestTimeout = 120 * time.Millisecond
+	}
+	e.start()
+	e.do(http.MethodPost, "/v1/agent-integrations", adminKey, agentIntegrationBody(srv.URL, nil))
+	if r := e.do(http.MethodPost, "/v1/agent-servers", adminKey, map[string]any{"name": "Helper", "slug": "helper", "agent_integration_id": "helper", "workspace_id": e.wsID}); r.status != 200 {
+		t.Fatalf("server: %d %s", r.status, r.raw)
+	}
+	r := e.do(http.MethodPost, "/v1/agent-servers/helper/test", adminKey, nil)
+	if r.status != 200 || r.str("sync_status") != "failed" || !strings.Contains(r.str("sync_error"), "did not answer within 120ms") {
+		t.Errorf("test: %d %s", r.status, r.raw)
+	}
 }

@@ -208,10 +208,11 @@ func getRemoteServerMetadata[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) 
 	return c.JSON(metadataViewOf(in.Metadata))
 }
 
-// remoteTestTimeout bounds one test of a server, all its requests
-// together: a test only asks what the server is and offers, a few small
-// answers, and the admin waits for it.
-const remoteTestTimeout = 30 * time.Second
+// DefaultRemoteTestTimeout bounds one test of a server, all its requests
+// together, unless Deps.RemoteTestTimeout says otherwise: a test only asks
+// what the server is and offers, a few small answers, and the admin waits
+// for it.
+const DefaultRemoteTestTimeout = 30 * time.Second
 
 // errRemoteTestTimeout is why a test's context ends when its time is up.
 var errRemoteTestTimeout = errors.New("the test's time limit was reached")
@@ -248,7 +249,7 @@ func testRemoteServer[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	if err != nil {
 		return err
 	}
-	md := syncRemote(s, c.UserContext(), k, in, remoteTestTimeout)
+	md := syncRemote(s, c.UserContext(), k, in, s.remoteTestTimeout)
 	err = s.st.Update(func(tx store.Tx) error {
 		var cur store.RemoteIntegration
 		if err := tx.Get(k.integBucket, in.ID, &cur); err != nil {

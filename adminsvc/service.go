@@ -39,6 +39,8 @@ type Service struct {
 	oauth       oauthFlows
 	agents      *AgentServers
 	agentClient *http.Client
+	// remoteTestTimeout bounds one test of an MCP server or agent.
+	remoteTestTimeout time.Duration
 }
 
 // Deps are what the admin service works on.
@@ -88,6 +90,9 @@ type Deps struct {
 	// AgentClient fetches agent cards (POST /agent-servers/{id}/test); it
 	// must dial through the netguard policy. Nil answers the test 500.
 	AgentClient *http.Client
+	// RemoteTestTimeout bounds one test of an MCP server or agent, all its
+	// requests together (default DefaultRemoteTestTimeout).
+	RemoteTestTimeout time.Duration
 }
 
 // New builds the admin service over st; the keys, configs and guardrails
@@ -102,10 +107,13 @@ func New(d Deps) *Service {
 	if d.PublicURL == "" {
 		d.PublicURL = "http://127.0.0.1:8787"
 	}
+	if d.RemoteTestTimeout <= 0 {
+		d.RemoteTestTimeout = DefaultRemoteTestTimeout
+	}
 	return &Service{st: d.Store, keys: d.Keys, configs: d.Configs, prompts: d.Prompts, guardrails: d.Guardrails, host: d.Host, cipher: d.Cipher,
 		managed: d.Managed, secrets: d.SecretResolver, publicURL: strings.TrimRight(d.PublicURL, "/"), now: d.Now, audit: d.Audit, limits: d.Limits,
 		logs: d.Logs, exports: d.Exports, mcp: d.MCP, mcpClient: d.MCPClient,
-		agents: d.Agents, agentClient: d.AgentClient}
+		agents: d.Agents, agentClient: d.AgentClient, remoteTestTimeout: d.RemoteTestTimeout}
 }
 
 // Register adds the admin routes to the /v1 group.

@@ -82,11 +82,13 @@ func TestExportConfig(t *testing.T) {
 }
 
 // TestLimitFlagsConfig checks --remote-timeout, --remote-stream-idle,
+// --remote-test-timeout,
 // --export-max-unfinished, --mcp-sse-sessions and --mcp-session-idle with
 // their GATEWAY_* variables: got reads the
 // parsed value of the row's setting, as text.
 func TestLimitFlagsConfig(t *testing.T) {
 	remote := func(c config) string { return c.RemoteTimeout.String() + " " + c.RemoteStreamIdle.String() }
+	remoteTest := func(c config) string { return c.RemoteTestTimeout.String() }
 	unfinished := func(c config) string { return strconv.Itoa(c.ExportMaxUnfinished) }
 	mcpSessions := func(c config) string { return strconv.Itoa(c.MCPSessions) + " " + c.MCPSessionIdle.String() }
 	for _, tc := range []struct {
@@ -101,6 +103,10 @@ func TestLimitFlagsConfig(t *testing.T) {
 		{"remote flag wins", []string{"--remote-timeout", "10s"}, map[string]string{"GATEWAY_REMOTE_TIMEOUT": "30s"}, remote, "10s 5m0s", ""},
 		{"remote zero", []string{"--remote-timeout", "0"}, nil, remote, "", "--remote-timeout"},
 		{"stream idle without unit", nil, map[string]string{"GATEWAY_REMOTE_STREAM_IDLE": "300"}, remote, "", "GATEWAY_REMOTE_STREAM_IDLE"},
+		{"test timeout default", nil, nil, remoteTest, "30s", ""},
+		{"test timeout from env", nil, map[string]string{"GATEWAY_REMOTE_TEST_TIMEOUT": "2m"}, remoteTest, "2m0s", ""},
+		{"test timeout flag wins", []string{"--remote-test-timeout", "45s"}, map[string]string{"GATEWAY_REMOTE_TEST_TIMEOUT": "2m"}, remoteTest, "45s", ""},
+		{"test timeout zero", []string{"--remote-test-timeout", "0s"}, nil, remoteTest, "", "--remote-test-timeout"},
 		{"unfinished default", nil, nil, unfinished, "10", ""},
 		{"unfinished from env", nil, map[string]string{"GATEWAY_EXPORT_MAX_UNFINISHED": "3"}, unfinished, "3", ""},
 		{"unfinished flag wins", []string{"--export-max-unfinished", "5"}, map[string]string{"GATEWAY_EXPORT_MAX_UNFINISHED": "3"}, unfinished, "5", ""},

@@ -77,6 +77,9 @@ type Options struct {
 	// RemoteTimeout and RemoteStreamIdle bound the calls of MCP servers
 	// and agents (server.Options; 0 takes the server's defaults).
 	RemoteTimeout, RemoteStreamIdle time.Duration
+	// RemoteTestTimeout bounds one admin test of an MCP server or agent
+	// (0: adminsvc.DefaultRemoteTestTimeout).
+	RemoteTestTimeout time.Duration
 	// MCPSessions and MCPSessionIdle bound the sessions held with MCP
 	// servers of the HTTP+SSE transport: how many at once, and how long
 	// one may go unused (defaults server.DefaultMCPSessions and
@@ -240,7 +243,8 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	admin := adminsvc.New(adminsvc.Deps{Store: st, Keys: keys, Configs: configs, Prompts: prompts, Guardrails: guardrails, Host: host,
 		Cipher: cipher, Managed: managed, SecretResolver: secretResolver, Limits: engine, PublicURL: publicURL, Now: time.Now, Audit: audit,
 		Logs: logs, Exports: exports,
-		MCP: mcpServers, MCPClient: &mcp.Client{HTTP: remote}, Agents: agentServers, AgentClient: remote})
+		MCP: mcpServers, MCPClient: &mcp.Client{HTTP: remote}, Agents: agentServers, AgentClient: remote,
+		RemoteTestTimeout: o.RemoteTestTimeout})
 	a.onClose(startKeyWorker(ctx, st, keys, logger))
 	bridge := &mcp.Bridge{Client: remote, MaxSessions: cmp.Or(o.MCPSessions, server.DefaultMCPSessions),
 		IdleTimeout: cmp.Or(o.MCPSessionIdle, server.DefaultMCPSessionIdle)}
