@@ -43,6 +43,14 @@ type StreamTranslator interface {
 	TranslateStream(req *Request, resp *Response)
 }
 
+// ModelNamer is implemented by providers whose target, not the request,
+// decides the model (azure-openai: the deployment's). It is found by type
+// assertion: ModelOf names the model req is answered by on target t, for
+// the log record and the usage's cost; "" leaves the request's model.
+type ModelNamer interface {
+	ModelOf(req *Request, t *Target) string
+}
+
 // ContentTypeAWSEventStream is the Content-Type of AWS's binary event
 // stream (Bedrock's ConverseStream answers).
 const ContentTypeAWSEventStream = "application/vnd.amazon.eventstream"

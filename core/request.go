@@ -143,8 +143,12 @@ type Response struct {
 	Stream io.ReadCloser
 	// SSE marks Stream as server-sent events, forwarded event by event.
 	SSE bool
-	// Provider is the name of the provider that answered.
+	// Provider is the name of the provider that answered, Model the model
+	// it was asked for: the request's, a config target's override_params
+	// model, or the one the provider names (ModelNamer). The log record and
+	// the usage's cost are the answering target's.
 	Provider string
+	Model    string
 
 	// Routing outcome, returned in the x-gateway-* response headers:
 	// OptionPath is the config path of the target that answered

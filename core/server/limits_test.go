@@ -115,6 +115,24 @@ func TestLimiterDoneCountsStreamUsage(t *testing.T) {
 	}
 }
 
+// The usage's cost is counted for the model the answering target was
+// asked for: a config target's override_params model, for a whole answer
+// and for a stream.
+func TestLimiterDoneNamesTheAnsweringModel(t *testing.T) {
+	lim := &fakeLimiter{allow: 10}
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"x","object":"chat.completion","choices":[],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`))
+	}), func(c *gatewayConfig) { c.limiter = lim })
+	config := `{"provider":"groq","custom_host":"` + g.host + `","override_params":{"model":"llama-3.1-8b-instant"}}`
+	if r := g.do(t, http.MethodPost, "/v1/chat/completions", []byte(chatBody), "x-gateway-config", config); r.status != http.StatusOK {
+		t.Fatalf("whole: %d %s", r.status, r.body)
+	}
+	if _, models := lim.dones(); len(models) != 1 || models[0] != "groq/llama-3.1-8b-instant" {
+		t.Fatalf("Done got %v, want the override's model", models)
+	}
+}
+
 // MCP and agent calls are under the same limits as model calls: the first
 // is admitted with the limit's headers, the second refused with a 429 that
 // never reaches the server and is logged; a call the gateway refuses itself

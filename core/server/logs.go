@@ -13,6 +13,16 @@ func (s *Server) logPath(p string) string {
 	return "/v1" + p
 }
 
+// answeredModel is the model of the target that answered req with resp
+// (a config target's override_params, or the deployment's model on
+// azure-openai), else the request's.
+func answeredModel(req *core.Request, resp *core.Response) string {
+	if resp != nil && resp.Model != "" {
+		return resp.Model
+	}
+	return req.Model
+}
+
 // record queues the log record of one data-plane request.
 func (s *Server) record(req *core.Request, resp *core.Response, status int, usage core.Usage, err error) {
 	if s.logs == nil || req == nil {
@@ -34,6 +44,7 @@ func (s *Server) record(req *core.Request, resp *core.Response, status int, usag
 			// the headers' choice (a fallback to another provider).
 			rec.Provider = resp.Provider
 		}
+		rec.Model = answeredModel(req, resp)
 	}
 	if p := req.Principal; p != nil {
 		rec.OrganisationID, rec.WorkspaceID, rec.APIKeyID = p.OrganisationID, p.WorkspaceID, p.KeyID

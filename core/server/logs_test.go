@@ -111,8 +111,10 @@ func TestRecordIDs(t *testing.T) {
 
 // TestRecordNamesTheAnsweringProvider checks that a record names the
 // provider that answered, not the headers' choice, when a config routes
-// the request to another provider; a request refused before any call
-// keeps the headers' provider.
+// the request to another provider, and the model that target was asked
+// for (its override_params model; an Azure deployment's model name); a
+// config refused before the body is read keeps the headers' provider and
+// names no model.
 func TestRecordNamesTheAnsweringProvider(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -124,10 +126,17 @@ func TestRecordNamesTheAnsweringProvider(t *testing.T) {
 		headers  []string
 		status   int
 		provider string
+		model    string
 	}{
-		{"the headers' provider", nil, 200, "openai"},
-		{"a config's provider", []string{"x-gateway-config", `{"provider":"groq","custom_host":"` + g.host + `"}`}, 200, "groq"},
-		{"refused before the call", []string{"x-gateway-config", `{"provider":"groq","override_params":{"model":1},"custom_host":"nope"}`}, 400, "openai"},
+		{"the headers' provider", nil, 200, "openai", "gpt-4o-mini"},
+		{"a config's provider", []string{"x-gateway-config", `{"provider":"groq","custom_host":"` + g.host + `"}`}, 200, "groq", "gpt-4o-mini"},
+		{"a target's override model", []string{"x-gateway-config", `{"strategy":{"mode":"fallback"},"targets":[{"provider":"groq","custom_host":"` + g.host + `","override_params":{"model":"llama-3.1-8b-instant"}}]}`},
+			200, "groq", "llama-3.1-8b-instant"},
+		{"an Azure deployment's model", []string{"x-gateway-config", `{"provider":"azure-openai","custom_host":"` + g.host + `","azure_deployment_id":"prod","azure_model_name":"gpt-4o"}`},
+			200, "azure-openai", "gpt-4o"},
+		{"an Azure deployment without a model name", []string{"x-gateway-config", `{"provider":"azure-openai","custom_host":"` + g.host + `","azure_deployment_id":"prod"}`},
+			200, "azure-openai", "gpt-4o-mini"},
+		{"refused before the call", []string{"x-gateway-config", `{"provider":"groq","override_params":{"model":1},"custom_host":"nope"}`}, 400, "openai", ""},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -135,8 +144,8 @@ func TestRecordNamesTheAnsweringProvider(t *testing.T) {
 			if r.status != tc.status {
 				t.Fatalf("status %d: %s", r.status, r.body)
 			}
-			if rec := g.logs.one(t, r.trace()); rec.Provider != tc.provider {
-				t.Fatalf("provider %q, want %q", rec.Provider, tc.provider)
+			if rec := g.logs.one(t, r.trace()); rec.Provider != tc.provider || rec.Model != tc.model {
+				t.Fatalf("provider %q model %q, want %q %q", rec.Provider, rec.Model, tc.provider, tc.model)
 			}
 		})
 	}

@@ -65,7 +65,7 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 		}
 		s.record(req, resp, resp.Status, usage, upstreamErr(resp))
 		if adm != nil {
-			adm.Done(usage, resp.Provider, req.Model)
+			adm.Done(usage, resp.Provider, answeredModel(req, resp))
 		}
 		if resp.HookResults != nil {
 			sendWithHookResults(c, resp.Body, resp.HookResults)
@@ -103,7 +103,7 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 			err = errors.New(http.StatusText(resp.Status))
 		}
 		if adm != nil {
-			adm.Done(usage, resp.Provider, req.Model)
+			adm.Done(usage, resp.Provider, answeredModel(req, resp))
 		}
 		s.record(req, resp, resp.Status, usage, err)
 	})
@@ -410,7 +410,7 @@ func (b *proxiedBody) Close() error {
 		err = errors.New(http.StatusText(b.resp.Status))
 	}
 	if b.adm != nil {
-		b.adm.Done(core.Usage{}, b.resp.Provider, b.req.Model)
+		b.adm.Done(core.Usage{}, b.resp.Provider, answeredModel(b.req, b.resp))
 	}
 	b.s.record(b.req, b.resp, b.resp.Status, core.Usage{}, err)
 	return nil

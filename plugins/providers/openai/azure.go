@@ -60,6 +60,11 @@ func NewAzure() *Azure {
 // Name is "azure-openai".
 func (a *Azure) Name() string { return AzureName }
 
+// ModelOf is the target's azure_model_name, the model behind its
+// deployment (which decides the model, whatever the body names), for the
+// log record and the usage's cost; "" when it is not set.
+func (a *Azure) ModelOf(_ *core.Request, t *core.Target) string { return t.Azure.ModelName }
+
 // Supports reports whether Azure OpenAI serves endpoint e.
 func (a *Azure) Supports(e core.Endpoint) bool { return a.p.Supports(e) }
 
