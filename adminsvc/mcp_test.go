@@ -518,6 +518,72 @@ func TestMCPOAuthAuto(t *testing.T) {
 	}
 }
 
+// The authorizations under way are kept in the store: one started before
+// a restart is finished after it. The store keys them by the state's hash
+// and seals the PKCE verifier; one past its 10 minutes is refused, and
+// removed when the next one starts.
+func TestMCPOAuthPendingSurvivesRestart(t *testing.T) {
+	fake := &mcptest.OAuthServer{Protected: &mcptest.Server{SessionID: "s-1", Tools: []string{"ls"}}}
+	srv := httptest.NewServer(fake)
+	t.Cleanup(srv.Close)
+	fake.URL = srv.URL
+	e := newEnv(t)
+	e.withMCP(strings.TrimPrefix(srv.URL, "http://"))
+	body := mcpIntegrationBody(srv.URL+"/mcp", map[string]any{"auth_type": "oauth_auto", "configurations": nil})
+	if r := e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, body); r.status != 200 {
+		t.Fatalf("integration: %d %s", r.status, r.raw)
+	}
+	authorize := func() *url.URL {
+		t.Helper()
+		r := e.do(http.MethodPost, "/v1/mcp-integrations/tools/oauth/authorize", adminKey, nil)
+		if r.status != 200 {
+			t.Fatalf("authorize: %d %s", r.status, r.raw)
+		}
+		return approveOAuth(t, srv, r.str("authorization_url"))
+	}
+	pending := func() (keys []string, raw string) {
+		t.Helper()
+		var sb strings.Builder
+		if err := e.st.View(func(tx store.Tx) error {
+			return tx.ForEach(store.BucketOAuthPending, func(k string, v []byte) error {
+				keys = append(keys, k)
+				sb.Write(v)
+				return nil
+			})
+		}); err != nil {
+			t.Fatal(err)
+		}
+		return keys, sb.String()
+	}
+
+	back := authorize()
+	state := back.Query().Get("state")
+	keys, raw := pending()
+	if len(keys) != 1 || keys[0] != store.OAuthPendingKey(state) || strings.Contains(raw, state) || !strings.Contains(raw, `"verifier":"enc:v1:`) {
+		t.Fatalf("stored authorization: keys %v, record %s", keys, raw)
+	}
+	e.start() // a restart: a new service over the same store
+	if r := e.doHeaders(http.MethodGet, back.RequestURI(), "", "", nil); r.status != 200 {
+		t.Fatalf("callback after a restart: %d %s", r.status, r.raw)
+	}
+	wantAuthorizedView(t, e, "/v1/mcp-integrations/tools")
+	if keys, _ := pending(); len(keys) != 0 {
+		t.Errorf("a finished authorization is still stored: %v", keys)
+	}
+
+	late := authorize()
+	e.clock.Advance(11 * time.Minute)
+	if r := e.doHeaders(http.MethodGet, late.RequestURI(), "", "", nil); r.status != 400 || r.errField("param") != "state" {
+		t.Errorf("a callback after 11 minutes: %d %s", r.status, r.raw)
+	}
+	authorize()
+	e.clock.Advance(11 * time.Minute)
+	authorize()
+	if keys, _ := pending(); len(keys) != 1 {
+		t.Errorf("expired authorizations are kept: %d stored, want 1", len(keys))
+	}
+}
+
 // approveOAuth is the person approving at the fake authorization server
 // of srv: it approves at once and sends the browser back to the gateway's
 // callback, whose URL it answers.

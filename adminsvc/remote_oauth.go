@@ -9,7 +9,6 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
-	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -44,67 +43,80 @@ const (
 	oauthEarly = time.Minute
 )
 
-// oauthPending is one authorization under way, named by its state.
-type oauthPending struct {
-	expires  time.Time
-	as       mcp.AuthServer
-	clientID string
-	secret   string
-	verifier string
-	redirect string
-	// client reaches the authorization server.
-	client *http.Client
-	// complete stores the tokens on the integration.
-	complete func(o *store.RemoteOAuth) error
-	// started is who started it, and on what: the callback, which has no
-	// API key, is audited under their name.
-	started oauthStarter
+// oauthKind is what the callback needs of the kind of integration an
+// authorization is for, which it knows only by name (its integResource).
+type oauthKind interface {
+	// httpClient reaches the kind's authorization servers; nil when the
+	// gateway has none.
+	httpClient(s *Service) *http.Client
+	// keepOAuth stores o on integration id, if its URL is still url.
+	keepOAuth(s *Service, id, url string, o *store.RemoteOAuth) error
 }
 
-// oauthStarter is the admin who started an authorization and the
-// integration it is for.
-type oauthStarter struct {
-	keyID, userID, userType, organisationID, workspaceID string
-	resource, integrationID, integrationSlug             string
+func (k *remoteKind[S]) httpClient(s *Service) *http.Client { return k.client(s) }
+
+func (k *remoteKind[S]) keepOAuth(s *Service, id, url string, o *store.RemoteOAuth) error {
+	return storeRemoteOAuth(s, k, id, url, o)
 }
 
-// oauthFlows are the authorizations under way (in memory: a restart
-// drops them, and the admin starts again).
-type oauthFlows struct {
-	mu      sync.Mutex
-	pending map[string]oauthPending
-}
+// oauthKinds are the kinds an authorization can be for, by integResource.
+var oauthKinds = map[string]oauthKind{mcpKind.integResource(): mcpKind, agentKind.integResource(): agentKind}
 
-// add keeps p under a new state; false when too many are under way.
-func (f *oauthFlows) add(p oauthPending, now time.Time) (string, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	for k, v := range f.pending {
-		if !now.Before(v.expires) {
-			delete(f.pending, k)
-		}
-	}
-	if len(f.pending) >= maxOAuthPending {
-		return "", false
-	}
+// addOAuthPending stores p under a new random state and returns the
+// state. The authorizations under way are in the store, so a restart
+// keeps them; expired ones are removed here, and a 503 answers when
+// maxOAuthPending are under way.
+func (s *Service) addOAuthPending(p store.OAuthPending) (string, error) {
 	var b [16]byte
 	rand.Read(b[:])
 	state := hex.EncodeToString(b[:])
-	if f.pending == nil {
-		f.pending = map[string]oauthPending{}
-	}
-	f.pending[state] = p
-	return state, true
+	now := s.now()
+	err := s.st.Update(func(tx store.Tx) error {
+		var expired []string
+		live := 0
+		err := tx.ForEach(store.BucketOAuthPending, func(key string, raw []byte) error {
+			var q store.OAuthPending
+			if json.Unmarshal(raw, &q) != nil || !now.Before(q.ExpiresAt) {
+				expired = append(expired, key)
+			} else {
+				live++
+			}
+			return nil
+		})
+		if err != nil {
+			return err
+		}
+		for _, key := range expired {
+			if err := tx.Delete(store.BucketOAuthPending, key); err != nil {
+				return err
+			}
+		}
+		if live >= maxOAuthPending {
+			return &core.Error{Status: http.StatusServiceUnavailable, Type: core.TypeAPI, Message: fmt.Sprintf("%d OAuth authorizations are under way; try again in a few minutes", maxOAuthPending)}
+		}
+		return tx.Put(store.BucketOAuthPending, store.OAuthPendingKey(state), p)
+	})
+	return state, err
 }
 
-// take removes and returns the authorization of state, if it has not
-// expired.
-func (f *oauthFlows) take(state string, now time.Time) (oauthPending, bool) {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	p, ok := f.pending[state]
-	delete(f.pending, state)
-	return p, ok && now.Before(p.expires)
+// takeOAuthPending removes the authorization under way with state and
+// returns it (the zero value when there is none); fresh reports whether it
+// has not expired.
+func (s *Service) takeOAuthPending(state string) (p store.OAuthPending, fresh bool, err error) {
+	if state == "" {
+		return p, false, nil
+	}
+	key := store.OAuthPendingKey(state)
+	err = s.st.Update(func(tx store.Tx) error {
+		if err := tx.Get(store.BucketOAuthPending, key, &p); err != nil {
+			return err
+		}
+		return tx.Delete(store.BucketOAuthPending, key)
+	})
+	if errors.Is(err, store.ErrNotFound) {
+		return store.OAuthPending{}, false, nil
+	}
+	return p, err == nil && s.now().Before(p.ExpiresAt), err
 }
 
 // authorizeRemote serves POST /{kind}-integrations/{id}/oauth/authorize.
@@ -143,19 +155,25 @@ func authorizeRemote[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {
 	}
 	verifier, challenge := mcp.NewPKCE()
 	now := s.now()
-	id, url := rec.ID, rec.URL
-	started := oauthStarter{keyID: caller.KeyID, userID: caller.UserID, userType: UserTypeAPIKey, organisationID: caller.OrganisationID,
-		workspaceID: caller.WorkspaceID, resource: k.integResource(), integrationID: rec.ID, integrationSlug: rec.Slug}
+	server, _ := json.Marshal(as)
+	p := store.OAuthPending{Resource: k.integResource(), IntegrationID: rec.ID, IntegrationSlug: rec.Slug, IntegrationURL: rec.URL,
+		AuthServer: server, ClientID: clientID, RedirectURI: redirect, ExpiresAt: now.Add(oauthPendingTTL),
+		APIKeyID: caller.KeyID, UserID: caller.UserID, UserType: UserTypeAPIKey, OrganisationID: caller.OrganisationID, WorkspaceID: caller.WorkspaceID}
 	if isJWTPrincipal(caller) {
-		started.userType = UserTypeUser
+		p.UserType = UserTypeUser
 	}
-	state, ok := s.oauth.add(oauthPending{expires: now.Add(oauthPendingTTL), as: as, clientID: clientID, secret: secret, verifier: verifier, redirect: redirect,
-		client: client, complete: func(o *store.RemoteOAuth) error { return storeRemoteOAuth(s, k, id, url, o) }, started: started}, now)
-	if !ok {
-		return &core.Error{Status: http.StatusServiceUnavailable, Type: core.TypeAPI, Message: fmt.Sprintf("%d OAuth authorizations are under way; try again in a few minutes", maxOAuthPending)}
+	if p.Verifier, err = s.seal(verifier); err != nil {
+		return err
+	}
+	if p.ClientSecret, err = s.seal(secret); err != nil {
+		return err
+	}
+	state, err := s.addOAuthPending(p)
+	if err != nil {
+		return err
 	}
 	return c.JSON(fiber.Map{"object": "oauth-authorization", "authorization_url": mcp.AuthorizationURL(as, clientID, redirect, state, challenge),
-		"redirect_uri": redirect, "expires_at": now.Add(oauthPendingTTL)})
+		"redirect_uri": redirect, "expires_at": p.ExpiresAt})
 }
 
 // oauthClient is the client the gateway authorizes as: the one registered
@@ -185,19 +203,20 @@ func (s *Service) oauthClient(ctx context.Context, client *http.Client, as mcp.A
 // name of the admin who started the authorization (none for an unknown
 // state).
 func (s *Service) oauthCallback(c *fiber.Ctx) error {
-	p, ok := s.oauth.take(c.Query("state"), s.now())
-	var err error
-	if !ok {
+	p, fresh, err := s.takeOAuthPending(c.Query("state"))
+	switch {
+	case err != nil:
+	case !fresh:
 		err = core.BadRequest("state", "no OAuth authorization under way with this state (it is used once and expires after %s): start it again", oauthPendingTTL)
-	} else {
+	default:
 		err = s.finishOAuth(c, p)
 	}
-	s.auditOAuthCallback(c, p.started, err)
+	s.auditOAuthCallback(c, p, err)
 	return err
 }
 
 // finishOAuth trades the callback's code for tokens and stores them.
-func (s *Service) finishOAuth(c *fiber.Ctx, p oauthPending) error {
+func (s *Service) finishOAuth(c *fiber.Ctx, p store.OAuthPending) error {
 	if e := c.Query("error"); e != "" {
 		return core.BadRequest("error", "the authorization server did not authorize the gateway: %s", e)
 	}
@@ -205,26 +224,42 @@ func (s *Service) finishOAuth(c *fiber.Ctx, p oauthPending) error {
 	if code == "" {
 		return core.BadRequest("code", "the authorization server sent no code")
 	}
+	kind := oauthKinds[p.Resource]
+	if kind == nil {
+		return core.Internal(nil, "the authorization is for an unknown kind of integration %q", p.Resource)
+	}
+	client := kind.httpClient(s)
+	if client == nil {
+		return core.Internal(nil, "this gateway has no client configured for %s", p.Resource)
+	}
+	var as mcp.AuthServer
+	if err := json.Unmarshal(p.AuthServer, &as); err != nil {
+		return core.Internal(err, "the stored authorization cannot be read")
+	}
+	verifier, err := openSecret(s.cipher, p.Verifier)
+	if err != nil {
+		return core.Internal(err, "the stored authorization cannot be opened (was GATEWAY_ENCRYPTION_KEY changed?)")
+	}
+	secret, err := openSecret(s.cipher, p.ClientSecret)
+	if err != nil {
+		return core.Internal(err, "the stored authorization cannot be opened (was GATEWAY_ENCRYPTION_KEY changed?)")
+	}
 	ctx, cancel := context.WithTimeout(c.UserContext(), oauthTimeout)
 	defer cancel()
 	now := s.now()
-	t, err := mcp.ExchangeCode(ctx, p.client, p.as, p.clientID, p.secret, p.redirect, code, p.verifier, now)
+	t, err := mcp.ExchangeCode(ctx, client, as, p.ClientID, secret, p.RedirectURI, code, verifier, now)
 	if err != nil {
 		return core.Upstream(err, "the code could not be exchanged for tokens: %s", withoutURL(err))
 	}
-	o := &store.RemoteOAuth{Resource: p.as.Resource, TokenEndpoint: p.as.TokenEndpoint, ClientID: p.clientID, ExpiresAt: t.ExpiresAt, AuthorizedAt: now}
-	for _, f := range []struct {
-		dst *string
-		v   string
-	}{{&o.ClientSecret, p.secret}, {&o.AccessToken, t.AccessToken}, {&o.RefreshToken, t.RefreshToken}} {
-		if f.v == "" {
-			continue
-		}
-		if *f.dst, err = s.seal(f.v); err != nil {
-			return err
-		}
+	o := &store.RemoteOAuth{Resource: as.Resource, TokenEndpoint: as.TokenEndpoint, ClientID: p.ClientID, ClientSecret: p.ClientSecret,
+		ExpiresAt: t.ExpiresAt, AuthorizedAt: now}
+	if o.AccessToken, err = s.seal(t.AccessToken); err != nil {
+		return err
 	}
-	if err := p.complete(o); err != nil {
+	if o.RefreshToken, err = s.seal(t.RefreshToken); err != nil {
+		return err
+	}
+	if err := kind.keepOAuth(s, p.IntegrationID, p.IntegrationURL, o); err != nil {
 		return err
 	}
 	c.Set(fiber.HeaderContentType, fiber.MIMETextPlainCharsetUTF8)
@@ -234,7 +269,7 @@ func (s *Service) finishOAuth(c *fiber.Ctx, p oauthPending) error {
 // auditOAuthCallback records a callback with its outcome: by whom it was
 // started (nobody, for an unknown state) and for which integration. The
 // code and the state are masked.
-func (s *Service) auditOAuthCallback(c *fiber.Ctx, by oauthStarter, err error) {
+func (s *Service) auditOAuthCallback(c *fiber.Ctx, by store.OAuthPending, err error) {
 	if s.audit == nil {
 		return
 	}
@@ -256,10 +291,10 @@ func (s *Service) auditOAuthCallback(c *fiber.Ctx, by oauthStarter, err error) {
 	if ce != nil {
 		rec.Error = ce.Message
 	}
-	if by.integrationID != "" {
-		rec.ResourceType = by.resource
-		rec.APIKeyID, rec.UserID, rec.UserType, rec.OrganisationID, rec.WorkspaceID = by.keyID, by.userID, by.userType, by.organisationID, by.workspaceID
-		rec.RequestBody, _ = json.Marshal(map[string]string{"integration_id": by.integrationID, "integration_slug": by.integrationSlug,
+	if by.IntegrationID != "" {
+		rec.ResourceType = by.Resource
+		rec.APIKeyID, rec.UserID, rec.UserType, rec.OrganisationID, rec.WorkspaceID = by.APIKeyID, by.UserID, by.UserType, by.OrganisationID, by.WorkspaceID
+		rec.RequestBody, _ = json.Marshal(map[string]string{"integration_id": by.IntegrationID, "integration_slug": by.IntegrationSlug,
 			"note": "the OAuth callback of an authorization this admin started"})
 	}
 	s.audit.sink.Enqueue(rec)

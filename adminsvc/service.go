@@ -18,25 +18,23 @@ import (
 
 // Service serves the admin routes.
 type Service struct {
-	st         store.Store
-	keys       *Keys
-	configs    *Configs
-	prompts    *Prompts
-	guardrails *Guardrails
-	host       *wasm.Host
-	cipher     *store.Cipher
-	managed    *Managed
-	secrets    *secrets.Resolver
-	publicURL  string
-	now        func() time.Time
-	audit      *Audit
-	limits     LimitsEngine
-	logs       LogInserter
-	exports    *Exports
-	mcp        *MCPServers
-	mcpClient  *mcp.Client
-	// oauth holds the OAuth authorizations of MCP and agent integrations under way.
-	oauth       oauthFlows
+	st          store.Store
+	keys        *Keys
+	configs     *Configs
+	prompts     *Prompts
+	guardrails  *Guardrails
+	host        *wasm.Host
+	cipher      *store.Cipher
+	managed     *Managed
+	secrets     *secrets.Resolver
+	publicURL   string
+	now         func() time.Time
+	audit       *Audit
+	limits      LimitsEngine
+	logs        LogInserter
+	exports     *Exports
+	mcp         *MCPServers
+	mcpClient   *mcp.Client
 	agents      *AgentServers
 	agentClient *http.Client
 	// remoteTestTimeout bounds one test of an MCP server or agent.

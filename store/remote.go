@@ -1,6 +1,8 @@
 package store
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
 	"time"
 )
@@ -96,6 +98,42 @@ type RemoteOAuth struct {
 	RefreshToken  string    `json:"refresh_token,omitempty"` // sealed
 	ExpiresAt     time.Time `json:"expires_at,omitzero"`
 	AuthorizedAt  time.Time `json:"authorized_at"`
+}
+
+// OAuthPending is an OAuth authorization of an MCP or agent integration
+// under way: what the callback needs to finish it, and who started it.
+// Secrets are sealed.
+type OAuthPending struct {
+	// Resource names the kind of integration, as the audit log does:
+	// "mcp-integrations" or "agent-integrations".
+	Resource        string `json:"resource"`
+	IntegrationID   string `json:"integration_id"`
+	IntegrationSlug string `json:"integration_slug"`
+	// IntegrationURL is the integration's URL when the authorization
+	// started: tokens are not stored on an integration whose URL changed.
+	IntegrationURL string `json:"integration_url"`
+	// AuthServer is the authorization server found (the mcp.AuthServer
+	// JSON).
+	AuthServer   json.RawMessage `json:"auth_server"`
+	ClientID     string          `json:"client_id"`
+	ClientSecret string          `json:"client_secret,omitempty"` // sealed
+	Verifier     string          `json:"verifier"`                // sealed: the PKCE code verifier
+	RedirectURI  string          `json:"redirect_uri"`
+	ExpiresAt    time.Time       `json:"expires_at"`
+	// Who started it: the callback, which has no API key, is audited
+	// under their name.
+	APIKeyID       string `json:"api_key_id,omitempty"`
+	UserID         string `json:"user_id,omitempty"`
+	UserType       string `json:"user_type,omitempty"`
+	OrganisationID string `json:"organisation_id"`
+	WorkspaceID    string `json:"workspace_id,omitempty"`
+}
+
+// OAuthPendingKey is the key of the authorization under way with state:
+// its SHA-256, so the store holds no state a callback would accept.
+func OAuthPendingKey(state string) string {
+	sum := sha256.Sum256([]byte(state))
+	return hex.EncodeToString(sum[:])
 }
 
 // MCPIntegration is an MCP server's address and credentials.

@@ -79,6 +79,9 @@ const (
 	// handles on them.
 	BucketAgentIntegrations Bucket = "agent_integrations"
 	BucketAgentServers      Bucket = "agent_servers"
+	// BucketOAuthPending holds the OAuth authorizations of MCP and agent
+	// integrations under way, keyed by OAuthPendingKey of their state.
+	BucketOAuthPending Bucket = "oauth_pending"
 )
 
 // allBuckets are created when the store is opened.
@@ -89,7 +92,7 @@ var allBuckets = []Bucket{BucketMeta, BucketOrganisations, BucketWorkspaces, Buc
 	BucketRateLimitPolicies, BucketUsageLimitPolicies, BucketLimitCounters, BucketUsageStates, BucketFeedback,
 	BucketPrompts, BucketPromptVersions, BucketLogExports, BucketDeployments,
 	BucketMCPIntegrations, BucketMCPServers, BucketAgentIntegrations, BucketAgentServers,
-	BucketPromptPartials, BucketPartialVersions, BucketPromptLabels, BucketCollections}
+	BucketPromptPartials, BucketPartialVersions, BucketPromptLabels, BucketCollections, BucketOAuthPending}
 
 // Store is transactional access to the admin state. Update transactions are
 // durable once fn returns nil; a crash never leaves half of one behind.
