@@ -59,7 +59,7 @@ func testPipeline(reg *hooks.Registry) (*pipeline.Pipeline, error) {
 
 // env is one gateway over a real bbolt store in a temp dir.
 type env struct {
-	t     *testing.T
+	t     testing.TB
 	dir   string
 	st    store.Store
 	keys  *adminsvc.Keys
@@ -114,7 +114,7 @@ func (e *env) as(p core.Principal, scopes ...string) string {
 	return secret
 }
 
-func newEnv(t *testing.T) *env {
+func newEnv(t testing.TB) *env {
 	t.Helper()
 	e := &env{t: t, dir: t.TempDir(), clock: &clock{t: t0}}
 	st, err := store.Open(e.dir)
@@ -188,7 +188,7 @@ func (e *env) reopen() {
 	e.start()
 }
 
-func listBucket[T any](t *testing.T, st store.Store, b store.Bucket) []T {
+func listBucket[T any](t testing.TB, st store.Store, b store.Bucket) []T {
 	t.Helper()
 	var out []T
 	if err := st.View(func(tx store.Tx) (err error) { out, err = store.List[T](tx, b); return }); err != nil {
@@ -315,7 +315,7 @@ func (e *env) wsKey(ws string, scopes ...string) (id, secret string) {
 
 // mustGuardrails loads the saved-guardrail snapshot, whose checks not
 // built in come from checks, as the gateway does at start.
-func mustGuardrails(t *testing.T, st store.Store, checks hooks.CheckSource) *adminsvc.Guardrails {
+func mustGuardrails(t testing.TB, st store.Store, checks hooks.CheckSource) *adminsvc.Guardrails {
 	t.Helper()
 	g, err := adminsvc.NewGuardrails(st, checks)
 	if err != nil {

@@ -23,7 +23,7 @@ func (e *env) invite(body map[string]any) (id, token string) {
 }
 
 // linkToken checks an invite link's shape and returns its token.
-func linkToken(t *testing.T, link, id string) string {
+func linkToken(t testing.TB, link, id string) string {
 	t.Helper()
 	u, err := url.Parse(link)
 	if err != nil || u.Host != "gw.test" || u.Path != "/v1/admin/users/invites/"+id+"/accept" || u.Query().Get("token") == "" {
