@@ -53,9 +53,12 @@ type Request struct {
 	// Read-only.
 	JSON map[string]any
 
-	// Model and Stream come from the body when the endpoint has one.
-	Model  string
-	Stream bool
+	// Model and Stream come from the body when the endpoint has one;
+	// IncludeUsage is a stream's stream_options.include_usage (chat and
+	// text completions): whether the client asked for the usage chunk.
+	Model        string
+	Stream       bool
+	IncludeUsage bool
 	// StrictCompliance (on by default) keeps answers to the reference
 	// shape: no hook_results event at the start of a stream.
 	StrictCompliance bool

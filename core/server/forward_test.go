@@ -179,3 +179,37 @@ func TestRewriteEventData(t *testing.T) {
 		})
 	}
 }
+
+// TestDropUsageChunk: only a chunk with an empty choices list and a usage
+// object is dropped; the stream's other events, and events of other
+// shapes that carry a usage, pass as they are.
+func TestDropUsageChunk(t *testing.T) {
+	for _, tc := range []struct {
+		name, data string
+		dropped    bool
+	}{
+		{"usage chunk", `{"object":"chat.completion.chunk","choices":[],"usage":{"total_tokens":7}}`, true},
+		{"spaced", `{"choices": [ ], "usage" : {"total_tokens":7}}`, true},
+		{"content chunk with a null usage", `{"choices":[{"index":0,"delta":{"content":"hi"}}],"usage":null}`, false},
+		{"last chunk with choices and usage", `{"choices":[{"index":0,"delta":{},"finish_reason":"stop"}],"usage":{"total_tokens":7}}`, false},
+		{"another shape with a usage", `{"type":"message_delta","usage":{"output_tokens":3}}`, false},
+		{"usage in content", `{"choices":[],"x":"\"usage\":{"}`, false},
+		{"done", `[DONE]`, false},
+		{"not JSON", `"usage":{`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := dropUsageChunk([]byte(tc.data)); (got == nil) != tc.dropped || got != nil && string(got) != tc.data {
+				t.Errorf("got %q, dropped: %v", got, tc.dropped)
+			}
+		})
+	}
+	// Dropped from a stream, its usage still counted.
+	var out bytes.Buffer
+	w := bufio.NewWriter(&out)
+	stream := "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4,\"total_tokens\":7}}\n\ndata: [DONE]\n\n"
+	usage, err := forwardEvents(w, strings.NewReader(stream), dropUsageChunk)
+	w.Flush()
+	if err != nil || usage.TotalTokens != 7 || out.String() != "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\ndata: [DONE]\n\n" {
+		t.Errorf("forwarded %q, usage %+v, error %v", out.String(), usage, err)
+	}
+}

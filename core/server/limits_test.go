@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/json"
 	"net/http"
 	"slices"
 	"strings"
@@ -189,6 +190,58 @@ func TestLimiterAppliesToRemoteServers(t *testing.T) {
 			defer lim.mu.Unlock()
 			if want := []string{tc.admitted, tc.admitted}; !slices.Equal(lim.seenReqs, want) {
 				t.Errorf("the limiter saw %q, want %q", lim.seenReqs, want)
+			}
+		})
+	}
+}
+
+// A stream whose client did not ask for the usage chunk is still counted:
+// the gateway asks the provider for it and drops it on its way to the
+// client, who gets the stream it asked for; a client that asked gets it.
+func TestStreamUsageCountedUnasked(t *testing.T) {
+	lim := &fakeLimiter{allow: 10}
+	var askedUpstream []bool
+	var mu sync.Mutex
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var body struct {
+			StreamOptions struct {
+				IncludeUsage bool `json:"include_usage"`
+			} `json:"stream_options"`
+		}
+		json.NewDecoder(r.Body).Decode(&body)
+		mu.Lock()
+		askedUpstream = append(askedUpstream, body.StreamOptions.IncludeUsage)
+		mu.Unlock()
+		w.Header().Set("Content-Type", "text/event-stream")
+		writeSSE(w, `{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}],"usage":null}`)
+		if body.StreamOptions.IncludeUsage {
+			writeSSE(w, `{"id":"x","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}}`)
+		}
+		writeSSE(w, `[DONE]`)
+	}), func(c *gatewayConfig) { c.limiter = lim })
+	for i, tc := range []struct {
+		name, body string
+		seesUsage  bool
+	}{
+		{"not asked", `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`, false},
+		{"asked", `{"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := g.do(t, http.MethodPost, "/v1/chat/completions", []byte(tc.body))
+			if r.status != http.StatusOK || !strings.Contains(string(r.body), `"content":"hi"`) || !strings.HasSuffix(string(r.body), "data: [DONE]\n\n") {
+				t.Fatalf("stream: %d %s", r.status, r.body)
+			}
+			if got := strings.Contains(string(r.body), `"choices":[]`); got != tc.seesUsage {
+				t.Errorf("the client got the usage chunk: %v, want %v:\n%s", got, tc.seesUsage, r.body)
+			}
+			if rec := g.logs.one(t, r.trace()); rec.Usage.TotalTokens != 7 {
+				t.Errorf("logged usage %+v, want 7 tokens", rec.Usage)
+			}
+			usages, _ := lim.dones()
+			mu.Lock()
+			defer mu.Unlock()
+			if len(usages) != i+1 || usages[i].TotalTokens != 7 || !askedUpstream[i] {
+				t.Errorf("limits counted %v; the provider was asked for the usage: %v", usages, askedUpstream)
 			}
 		})
 	}

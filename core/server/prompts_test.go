@@ -228,7 +228,8 @@ func TestPromptCompletionsStream(t *testing.T) {
 	if r.status != http.StatusOK || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") || len(events) != 3 || events[2] != "data: [DONE]" {
 		t.Fatalf("status %d %s: %q", r.status, r.header.Get("Content-Type"), events)
 	}
-	jsonEqual(t, "upstream body", g.up.last(t).Body, `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"Say hello to Ada."}]}`)
+	// The usage chunk is asked for, so the stream's tokens are counted.
+	jsonEqual(t, "upstream body", g.up.last(t).Body, `{"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"Say hello to Ada."}]}`)
 	if rec := g.logs.one(t, "prompt-stream"); rec.PromptID != "pr-2" || rec.PromptSlug != "greet" || !rec.Stream {
 		t.Errorf("log record %+v", *rec)
 	}

@@ -96,7 +96,7 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 		if resp.HookResults != nil && !req.StrictCompliance {
 			writeHookResultsEvent(w, resp.HookResults)
 		}
-		usage, err := forwardEvents(w, resp.Stream, nil)
+		usage, err := forwardEvents(w, resp.Stream, usageChunkFilter(req))
 		if err == nil && resp.Status >= 400 {
 			// A provider's error answer streamed through: its body was
 			// not kept, so the log names the status.
@@ -133,7 +133,8 @@ var errClientGone = errors.New("client closed the connection")
 // flushing each as soon as its blank line arrives, and picks token usage out
 // of the events that carry it. An upstream that breaks mid-stream ends the
 // client's stream with an error event, never a clean finish. rewrite, when
-// not nil, may change each complete event's data (see rewriteEventData).
+// not nil, may change or drop each complete event's data (see
+// rewriteEventData); a dropped event's usage is still counted.
 func forwardEvents(w *bufio.Writer, r io.Reader, rewrite func(data []byte) []byte) (core.Usage, error) {
 	s := eventScanner{buf: make([]byte, 0, 4096)}
 	for {
@@ -144,7 +145,9 @@ func forwardEvents(w *bufio.Writer, r io.Reader, rewrite func(data []byte) []byt
 				return s.usage, eventTooLarge(w)
 			}
 			if rewrite != nil {
-				event = rewriteEventData(event, rewrite)
+				if event = rewriteEventData(event, rewrite); event == nil {
+					continue // dropped
+				}
 			}
 			if _, werr := w.Write(event); werr != nil {
 				return s.usage, errClientGone
@@ -301,8 +304,9 @@ func (s *eventScanner) find(at *int, c byte) int {
 
 // rewriteEventData is event with its data (its data lines' values joined
 // by newlines) replaced by rewrite(data), written as data lines (one per
-// line of it) where the first was; the other lines stay as they were. An event without data,
-// or whose data rewrite leaves as it is, is returned unchanged.
+// line of it) where the first was; the other lines stay as they were. An
+// event without data, or whose data rewrite leaves as it is, is returned
+// unchanged; nil when rewrite answers nil (the event is dropped).
 func rewriteEventData(event []byte, rewrite func([]byte) []byte) []byte {
 	lines := bytes.FieldsFunc(event, func(r rune) bool { return r == '\n' || r == '\r' })
 	var data [][]byte
@@ -316,6 +320,9 @@ func rewriteEventData(event []byte, rewrite func([]byte) []byte) []byte {
 	}
 	joined := bytes.Join(data, []byte("\n"))
 	out := rewrite(joined)
+	if out == nil {
+		return nil
+	}
 	if bytes.Equal(out, joined) {
 		return event
 	}
@@ -473,4 +480,36 @@ func setLimitHeaders(rh *fasthttp.ResponseHeader, adm core.Admission) {
 	for _, h := range adm.Headers() {
 		rh.Set(h[0], h[1])
 	}
+}
+
+// usageChunkFilter is the rewrite of req's stream that drops the usage
+// chunk (a chunk with no choices and a usage) the client did not ask for:
+// the provider may have been asked for it so its tokens are counted
+// (openai.Spec.StreamUsage). nil when there is nothing to drop.
+func usageChunkFilter(req *core.Request) func([]byte) []byte {
+	if !req.Stream || req.IncludeUsage || req.Endpoint != core.EndpointChatComplete && req.Endpoint != core.EndpointComplete {
+		return nil
+	}
+	return dropUsageChunk
+}
+
+// dropUsageChunk answers nil for the data of a usage chunk (an empty
+// choices list and a usage object), else data.
+func dropUsageChunk(data []byte) []byte {
+	// Cheap first: the chunks before it carry "usage":null, if any usage.
+	i := bytes.Index(data, []byte(`"usage"`))
+	if i < 0 {
+		return data
+	}
+	rest := bytes.TrimLeft(data[i+len(`"usage"`):], " \t\r\n")
+	if rest, ok := bytes.CutPrefix(rest, []byte(":")); !ok || !bytes.HasPrefix(bytes.TrimLeft(rest, " \t\r\n"), []byte("{")) {
+		return data
+	}
+	var chunk struct {
+		Choices *[]json.RawMessage `json:"choices"`
+	}
+	if json.Unmarshal(data, &chunk) != nil || chunk.Choices == nil || len(*chunk.Choices) > 0 {
+		return data // not a chunk, or one with choices
+	}
+	return nil
 }

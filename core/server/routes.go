@@ -21,7 +21,7 @@ type bodyCheck func(c *fiber.Ctx, req *core.Request) *core.Error
 func fromInfo(validate func([]byte) (schema.Info, *core.Error)) bodyCheck {
 	return func(_ *fiber.Ctx, req *core.Request) *core.Error {
 		info, err := validate(req.Body)
-		req.Model, req.Stream = info.Model, info.Stream
+		req.Model, req.Stream, req.IncludeUsage = info.Model, info.Stream, info.IncludeUsage
 		return err
 	}
 }
@@ -29,7 +29,7 @@ func fromInfo(validate func([]byte) (schema.Info, *core.Error)) bodyCheck {
 // checkChat validates a chat completion, spec §4.3.
 func checkChat(c *fiber.Ctx, req *core.Request) *core.Error {
 	info, err := schema.ValidateChatCompletion(req.Body, schema.ChatOptions{StrictCompliance: req.StrictCompliance})
-	req.Model, req.Stream, req.StrictCompliance = info.Model, info.Stream, info.StrictCompliance
+	req.Model, req.Stream, req.IncludeUsage, req.StrictCompliance = info.Model, info.Stream, info.IncludeUsage, info.StrictCompliance
 	if err != nil {
 		return err
 	}

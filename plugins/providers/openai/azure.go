@@ -57,6 +57,10 @@ func NewAzure() *Azure {
 		client: &http.Client{Timeout: tokenTimeout}, authority: os.Getenv("AZURE_AUTHORITY_HOST"), now: time.Now}
 }
 
+// azureStreamUsageSince is the first api-version that takes
+// stream_options.include_usage (see Spec.StreamUsage).
+const azureStreamUsageSince = "2024-09-01"
+
 // Name is "azure-openai".
 func (a *Azure) Name() string { return AzureName }
 
@@ -107,7 +111,13 @@ func (a *Azure) BuildRequest(ctx context.Context, req *core.Request, t *core.Tar
 			return nil, err
 		}
 	}
-	hr, err := a.p.build(ctx, req, t, base, a.p.customBase(base), path, withAPIVersion(req.RawQuery, version))
+	// stream_options came with api-version 2024-09-01-preview; dated
+	// versions compare as text. The client's own api-version wins.
+	sent := version
+	if v, ok := queryAPIVersion(req.RawQuery); ok {
+		sent = v
+	}
+	hr, err := a.p.build(ctx, req, t, base, a.p.customBase(base), path, withAPIVersion(req.RawQuery, version), sent >= azureStreamUsageSince)
 	if err == nil && token != "" {
 		delete(hr.Header, "Api-Key")
 		hr.Header.Set("Authorization", "Bearer "+token)
@@ -177,17 +187,25 @@ func azureMissing(field int, alternative string) *core.Error {
 // withAPIVersion is rawQuery with api-version=version added, unless the
 // client's query has an api-version already.
 func withAPIVersion(rawQuery, version string) string {
-	if rawQuery == "" {
+	switch _, set := queryAPIVersion(rawQuery); {
+	case set:
+		return rawQuery
+	case rawQuery == "":
 		return "api-version=" + version
 	}
+	return rawQuery + "&api-version=" + version
+}
+
+// queryAPIVersion is the api-version rawQuery sets, if it sets one.
+func queryAPIVersion(rawQuery string) (string, bool) {
 	for q := rawQuery; q != ""; {
 		var param string
 		param, q, _ = strings.Cut(q, "&")
-		if name, _, _ := strings.Cut(param, "="); name == "api-version" {
-			return rawQuery
+		if name, value, _ := strings.Cut(param, "="); name == "api-version" {
+			return value, true
 		}
 	}
-	return rawQuery + "&api-version=" + version
+	return "", false
 }
 
 func init() {

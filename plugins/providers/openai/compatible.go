@@ -9,12 +9,19 @@ func bearer(name, baseURL string, pass ...string) Spec {
 	return Spec{Name: name, BaseURL: baseURL, AuthHeader: "Authorization", AuthPrefix: "Bearer ", PassHeaders: pass}
 }
 
+// counted marks s as taking stream_options.include_usage (see
+// Spec.StreamUsage).
+func counted(s Spec) Spec {
+	s.StreamUsage = true
+	return s
+}
+
 // Compatible is the table of providers that speak OpenAI's wire format, with
 // their default base URLs. x-gateway-custom-host replaces the base URL.
 var Compatible = []Spec{
-	bearer("openai", "https://api.openai.com/v1", openAIPass...),
-	bearer("groq", "https://api.groq.com/openai/v1"),
-	bearer("together-ai", "https://api.together.xyz/v1"),
+	counted(bearer("openai", "https://api.openai.com/v1", openAIPass...)),
+	counted(bearer("groq", "https://api.groq.com/openai/v1")),
+	counted(bearer("together-ai", "https://api.together.xyz/v1")),
 	bearer("mistral-ai", "https://api.mistral.ai/v1"),
 	{
 		// Gemini through Google's OpenAI-compatible endpoint, passed
@@ -25,17 +32,17 @@ var Compatible = []Spec{
 		AuthHeader: "Authorization", AuthPrefix: "Bearer ",
 		Endpoints: []core.Endpoint{core.EndpointChatComplete, core.EndpointEmbed},
 	},
-	bearer("deepseek", "https://api.deepseek.com/v1"),
-	bearer("fireworks-ai", "https://api.fireworks.ai/inference/v1"),
+	counted(bearer("deepseek", "https://api.deepseek.com/v1")),
+	counted(bearer("fireworks-ai", "https://api.fireworks.ai/inference/v1")),
 	bearer("openrouter", "https://openrouter.ai/api/v1"),
 	bearer("perplexity-ai", "https://api.perplexity.ai"),
-	bearer("x-ai", "https://api.x.ai/v1"),
-	bearer("deepinfra", "https://api.deepinfra.com/v1/openai"),
+	counted(bearer("x-ai", "https://api.x.ai/v1")),
+	counted(bearer("deepinfra", "https://api.deepinfra.com/v1/openai")),
 	bearer("cerebras", "https://api.cerebras.ai/v1"),
 	bearer("nebius", "https://api.studio.nebius.ai/v1"),
 	bearer("sambanova", "https://api.sambanova.ai/v1"),
 	bearer("lambda", "https://api.lambdalabs.com/v1"),
 	bearer("ollama", "http://localhost:11434/v1"),
-	bearer("vllm", "http://localhost:8000/v1"),
+	counted(bearer("vllm", "http://localhost:8000/v1")),
 	bearer("lm-studio", "http://localhost:1234/v1"),
 }

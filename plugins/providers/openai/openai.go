@@ -13,6 +13,7 @@ import (
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/memo"
+	"github.com/llm-gateway/gateway/core/schema"
 )
 
 // Spec describes one provider that speaks a pass-through wire format.
@@ -31,6 +32,13 @@ type Spec struct {
 	// Endpoints lists the supported endpoints; nil means every OpenAI-shaped
 	// endpoint (everything but Anthropic's /messages).
 	Endpoints []core.Endpoint
+	// StreamUsage marks a provider that takes
+	// stream_options.include_usage: a chat or text completion stream whose
+	// client did not ask for the usage chunk asks for it upstream, so its
+	// tokens are counted (limits, logs); the gateway drops that chunk on
+	// its way to the client. Without it, a stream's tokens are counted only
+	// when the provider sends them unasked.
+	StreamUsage bool
 }
 
 // Provider is a core.Provider built from a Spec.
@@ -91,15 +99,23 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	if t.BaseURL != "" {
 		base, parsed = t.BaseURL, p.customBase(t.BaseURL)
 	}
-	return p.build(ctx, req, t, base, parsed, req.Path, req.RawQuery)
+	return p.build(ctx, req, t, base, parsed, req.Path, req.RawQuery, p.spec.StreamUsage)
 }
 
 // build is BuildRequest for the URL base + path + "?" + rawQuery, where
-// parsed is base as parseBase makes it.
-func (p *Provider) build(ctx context.Context, req *core.Request, t *core.Target, base string, parsed *url.URL, path, rawQuery string) (*http.Request, error) {
+// parsed is base as parseBase makes it; streamUsage says whether the
+// target takes stream_options.include_usage (see Spec.StreamUsage).
+func (p *Provider) build(ctx context.Context, req *core.Request, t *core.Target, base string, parsed *url.URL, path, rawQuery string, streamUsage bool) (*http.Request, error) {
+	sent := req.Body
+	if streamUsage && req.Stream && !req.IncludeUsage && (req.Endpoint == core.EndpointChatComplete || req.Endpoint == core.EndpointComplete) {
+		var err error
+		if sent, err = schema.AskStreamUsage(req.Body); err != nil {
+			return nil, core.BadRequest("body", "request body: %v", err)
+		}
+	}
 	var body io.Reader = http.NoBody
-	if len(req.Body) > 0 {
-		body = newBody(req.Body)
+	if len(sent) > 0 {
+		body = newBody(sent)
 	}
 	var hr *http.Request
 	var err error
@@ -115,9 +131,9 @@ func (p *Provider) build(ctx context.Context, req *core.Request, t *core.Target,
 	if err != nil {
 		return nil, err
 	}
-	if len(req.Body) > 0 {
+	if len(sent) > 0 {
 		// What http.NewRequest sets for a body it knows (a *bytes.Reader).
-		b := req.Body
+		b := sent
 		hr.ContentLength = int64(len(b))
 		hr.GetBody = func() (io.ReadCloser, error) { return newBody(b), nil }
 	}
