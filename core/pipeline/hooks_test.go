@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"io"
 	"net/http"
 	"strings"
 	"testing"
@@ -125,3 +126,47 @@ func TestHooks(t *testing.T) {
 }
 
 func asRouteError(err error, re **pipeline.RouteError) bool { return errors.As(err, re) }
+
+// Output guardrails check a stream too: it is held whole, its text checked,
+// and then handed on unchanged, or refused with 446 before the client got
+// any of it. Transforms apply to whole answers only.
+func TestHooksOnStreams(t *testing.T) {
+	t.Parallel()
+	chunk := func(text string) string {
+		return `{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"` + text + `"}}]}`
+	}
+	events := []string{chunk("bad "), chunk("words")}
+	for _, tc := range []struct {
+		name, cfg string
+		denied    bool
+	}{
+		{"denied", `{"custom_host":"$A","output_guardrails":[{"test.word":{"word":"bad words"},"deny":true}]}`, true},
+		{"passed", `{"custom_host":"$A","output_guardrails":[{"test.word":{"word":"nice"},"deny":true}]}`, false},
+		{"failed without deny", `{"custom_host":"$A","output_guardrails":[{"test.word":{"word":"bad"}}]}`, false},
+		{"a transform is not applied", `{"custom_host":"$A","after_request_hooks":[{"checks":[{"id":"test.word","parameters":{"word":"bad","replace":"good"}}]}]}`, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			e := newEnv(t)
+			a := newUpstream(t, sse(events, 0, 0, false))
+			resp, ce := e.do(t, route(t, tc.cfg, "$A", a.URL()), streamChat("hi"))
+			if tc.denied {
+				if ce == nil || ce.Status != 446 {
+					t.Fatalf("want 446, got %+v %+v", resp, ce)
+				}
+				return
+			}
+			if ce != nil || resp.Stream == nil || !resp.SSE {
+				t.Fatalf("want a stream, got %+v %+v", resp, ce)
+			}
+			got, _ := io.ReadAll(resp.Stream)
+			want := "data: " + events[0] + "\n\ndata: " + events[1] + "\n\ndata: [DONE]\n\n"
+			if string(got) != want {
+				t.Errorf("stream %q, want it as the upstream sent it %q", got, want)
+			}
+			if results, _ := resp.HookResults.(*pipeline.HookResults); results == nil || len(results.After) != 1 {
+				t.Errorf("hook results %+v", resp.HookResults)
+			}
+		})
+	}
+}

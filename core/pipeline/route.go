@@ -75,8 +75,10 @@ func (r result) release() {
 
 // node routes to n between its own hooks: the beforeRequestHook ones first
 // (a denial answers 446 without going further; a transform replaces the
-// request body), then the target, then on a complete 2xx answer the
-// afterResponseHook ones (a denial withholds the answer with 446).
+// request body), then the target, then on a 2xx answer the
+// afterResponseHook ones (a denial withholds the answer with 446). A
+// stream is held whole for them (holdStream) and then handed on as it
+// came; their transforms apply to whole answers only.
 func (w *walk) node(ctx context.Context, n *config.Node) result {
 	if len(n.Before) > 0 {
 		out := w.p.hooks.Run(ctx, hooks.BeforeRequest, n.Before, w.req, nil)
@@ -90,14 +92,23 @@ func (w *walk) node(ctx context.Context, n *config.Node) result {
 		}
 	}
 	res := w.route(ctx, n)
-	if len(n.After) > 0 && res.resp != nil && res.resp.Stream == nil && ok2xx(res.resp.Status) {
-		out := w.p.hooks.Run(ctx, hooks.AfterResponse, n.After, w.req, res.resp)
+	if len(n.After) > 0 && res.resp != nil && ok2xx(res.resp.Status) && (res.resp.Stream == nil || res.resp.SSE) {
+		checked := res.resp
+		if res.resp.Stream != nil {
+			var err *core.Error
+			if checked, err = holdStream(res.resp); err != nil {
+				res.release()
+				return result{path: res.path, retries: res.retries, err: err}
+			}
+		}
+		out := w.p.hooks.Run(ctx, hooks.AfterResponse, n.After, w.req, checked)
 		w.after = append(w.after, out.Hooks...)
 		w.softFail = w.softFail || (out.Failed && !out.Denied)
 		if out.Denied {
+			res.release()
 			return result{path: res.path, retries: res.retries, err: denied(hooks.AfterResponse, n.Path)}
 		}
-		if out.Body != nil {
+		if out.Body != nil && res.resp.Stream == nil {
 			res.resp.Body = out.Body
 		}
 	}
