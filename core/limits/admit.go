@@ -69,6 +69,7 @@ func (e *Engine) Admit(ctx context.Context, req *core.Request) (core.Admission, 
 				return nil, e.counterErr(err)
 			}
 			if w.Count >= r.limit {
+				e.rateLimited(r, v, now)
 				return nil, tooMany(r, v, w.Count, w.Reset, now)
 			}
 			a.tokens = append(a.tokens, hit[*rateRule]{r, v, k})
@@ -85,6 +86,7 @@ func (e *Engine) Admit(ctx context.Context, req *core.Request) (core.Admission, 
 				return nil, e.counterErr(err)
 			}
 			if !w.Allowed {
+				e.rateLimited(r, v, now)
 				return nil, tooMany(r, v, w.Count, w.Reset, now)
 			}
 			if rem := max(r.limit-w.Count, 0); !a.hasHdr || rem < a.remaining {

@@ -69,6 +69,9 @@ type Engine struct {
 	// an unpriced model is logged once, not on every request. Model names
 	// come from clients, so it is bounded.
 	unpriced *memo.Map[string, struct{}]
+	// rateAlerted remembers the rate-limit policy alerts sent in the current
+	// rateAlertEvery, by policy, value and period (bounded).
+	rateAlerted *memo.Map[string, struct{}]
 }
 
 const maxUnpriced = 1024
@@ -130,7 +133,7 @@ func New(o Options) (*Engine, error) {
 		o.Pricing = pricing.Default()
 	}
 	e := &Engine{o: o, sched: map[string]*schedule{}, states: map[stateID]*valueState{},
-		unpriced: memo.New[string, struct{}](maxUnpriced)}
+		unpriced: memo.New[string, struct{}](maxUnpriced), rateAlerted: memo.New[string, struct{}](maxRateAlerted)}
 	err := o.Store.View(func(tx store.Tx) error {
 		return tx.ForEach(store.BucketUsageStates, func(key string, raw []byte) error {
 			if !strings.HasPrefix(key, "v|") {
@@ -176,7 +179,9 @@ func (e *Engine) Reload() error {
 				continue
 			}
 			sc := policyScope(p.ID, policyLabel(p.Name, p.ID), p.Conditions, p.GroupBy, p.WorkspaceID)
-			s.appendRate(sc, p.Type, p.Unit, p.Value)
+			if r := s.appendRate(sc, p.Type, p.Unit, p.Value); r != nil {
+				r.alerts = &audience{workspaceID: p.WorkspaceID, orgID: p.OrganisationID}
+			}
 		}
 		ups, err := store.List[store.UsageLimitPolicy](tx, store.BucketUsageLimitPolicies)
 		if err != nil {
@@ -188,7 +193,7 @@ func (e *Engine) Reload() error {
 			}
 			sc := policyScope(p.ID, policyLabel(p.Name, p.ID), p.Conditions, p.GroupBy, p.WorkspaceID)
 			s.usage = append(s.usage, &usageRule{scope: sc, tokens: p.Type == "tokens", limit: p.CreditLimit, threshold: p.AlertThreshold,
-				workspaceID: p.WorkspaceID, orgID: p.OrganisationID, period: p.PeriodicReset, periodDays: p.PeriodicResetDays,
+				audience: audience{workspaceID: p.WorkspaceID, orgID: p.OrganisationID}, period: p.PeriodicReset, periodDays: p.PeriodicResetDays,
 				explicit: p.NextUsageResetAt, policy: true})
 		}
 		if err := e.loadEntities(tx, s); err != nil {

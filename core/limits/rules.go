@@ -142,6 +142,17 @@ type rateRule struct {
 	limit  int64
 	window time.Duration
 	unit   string
+	// alerts, for a rate-limit policy, is who is told when it refuses a
+	// request (see Engine.rateLimited); nil for the other rate limits.
+	alerts *audience
+}
+
+// audience is who a limit's alerts go to: the workspace's admins and
+// managers, the organisation's owners and admins, and any extra addresses
+// (an API key's alert_emails).
+type audience struct {
+	workspaceID, orgID string
+	alertEmails        []string
 }
 
 // usageRule is one cost or tokens budget.
@@ -150,10 +161,8 @@ type usageRule struct {
 	tokens    bool
 	limit     float64
 	threshold *float64
-	// Who is told: the workspace's admins and managers, the organisation's
-	// admins, and any extra addresses (an API key's alert_emails).
-	workspaceID, orgID string
-	alertEmails        []string
+	// Who is told of its threshold and exhaustion.
+	audience
 	// period is the periodic reset ("" for none); sched holds the next
 	// reset time, shared across snapshots.
 	period     string
@@ -306,12 +315,12 @@ func implicitScope(id, label string, dimValue ...string) scope {
 	return scope{id: id, label: label, conds: conds}
 }
 
-// appendRate adds a rate limit to the set (unknown units are skipped: the
-// admin API refuses them).
-func (s *ruleSet) appendRate(sc scope, typ, unit string, value int64) {
+// appendRate adds a rate limit to the set and returns it (unknown units are
+// skipped, nil: the admin API refuses them).
+func (s *ruleSet) appendRate(sc scope, typ, unit string, value int64) *rateRule {
 	w := windowOf(unit)
 	if w == 0 || value < 0 {
-		return
+		return nil
 	}
 	sc.prefix = rateKey(sc.id, "")
 	r := &rateRule{scope: sc, tokens: typ == "tokens", limit: value, window: w, unit: unit}
@@ -320,10 +329,11 @@ func (s *ruleSet) appendRate(sc scope, typ, unit string, value int64) {
 	} else {
 		s.requests = append(s.requests, r)
 	}
+	return r
 }
 
 func entityUsage(sc scope, ul store.UsageLimits, ws, org string, emails []string) *usageRule {
 	return &usageRule{scope: sc, tokens: ul.Type == "tokens", limit: ul.CreditLimit, threshold: ul.AlertThreshold,
-		workspaceID: ws, orgID: org, alertEmails: emails, period: ul.PeriodicReset, periodDays: ul.PeriodicResetDays,
+		audience: audience{workspaceID: ws, orgID: org, alertEmails: emails}, period: ul.PeriodicReset, periodDays: ul.PeriodicResetDays,
 		explicit: ul.NextUsageResetAt}
 }

@@ -130,7 +130,7 @@ func (e *Engine) transitionLocked(r *usageRule, value string, total float64, now
 // managers, the organisation's owners and admins, and the limit's own
 // alert addresses.
 func (e *Engine) enqueueAlert(tx store.Tx, r *usageRule, value, kind string, total float64, now time.Time) error {
-	to, err := recipients(tx, r)
+	to, err := recipients(tx, r.audience)
 	if err != nil {
 		return err
 	}
@@ -158,9 +158,9 @@ func (e *Engine) enqueueAlert(tx store.Tx, r *usageRule, value, kind string, tot
 	return alerts.Enqueue(tx, m, now)
 }
 
-// recipients are the e-mail addresses alerts about r go to, sorted and
-// without duplicates.
-func recipients(tx store.Tx, r *usageRule) ([]string, error) {
+// recipients are the e-mail addresses of audience r, sorted and without
+// duplicates.
+func recipients(tx store.Tx, r audience) ([]string, error) {
 	users, err := store.List[store.User](tx, store.BucketUsers)
 	if err != nil {
 		return nil, err
