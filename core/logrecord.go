@@ -56,8 +56,9 @@ type LogRecord struct {
 	// /v1/logs, empty for a request the gateway served.
 	Source string `json:"source,omitempty"`
 	// Request and Response are what a custom record was inserted with:
-	// its headers (secrets masked) and body. The gateway's own records
-	// keep neither.
+	// its headers (secrets masked) and body. The gateway's own records keep
+	// the JSON request body and whole JSON answer only when it runs with
+	// --log-bodies, and no headers.
 	Request  *LogMessage `json:"request,omitempty"`
 	Response *LogMessage `json:"response,omitempty"`
 }

@@ -77,6 +77,7 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	exportMaxTotal := fs.String("export-max-total-bytes", env("GATEWAY_EXPORT_MAX_TOTAL_BYTES", strconv.Itoa(adminsvc.DefaultExportMaxTotalBytes)), "no log export starts while the export files take this many bytes (env GATEWAY_EXPORT_MAX_TOTAL_BYTES)")
 	exportMaxUnfinished := fs.String("export-max-unfinished", env("GATEWAY_EXPORT_MAX_UNFINISHED", strconv.Itoa(adminsvc.DefaultExportMaxUnfinished)), "how many log exports of one workspace may be draft or in progress at once (env GATEWAY_EXPORT_MAX_UNFINISHED)")
 	remoteTimeout := fs.String("remote-timeout", env("GATEWAY_REMOTE_TIMEOUT", server.DefaultRemoteTimeout.String()), "how long an MCP server or agent may take to answer /v1/mcp and /v1/agents calls, e.g. 2m (env GATEWAY_REMOTE_TIMEOUT)")
+	logBodies := fs.String("log-bodies", env("GATEWAY_LOG_BODIES", "false"), "keep each request's JSON body and each whole JSON answer (up to 256 KiB each) in the request log, shown by GET /v1/logs/{id} (env GATEWAY_LOG_BODIES)")
 	remoteTest := fs.String("remote-test-timeout", env("GATEWAY_REMOTE_TEST_TIMEOUT", adminsvc.DefaultRemoteTestTimeout.String()), "how long an admin test of an MCP server or agent (POST /v1/mcp-servers/{id}/test, /v1/agent-servers/{id}/test) may take, all its requests together, e.g. 1m (env GATEWAY_REMOTE_TEST_TIMEOUT)")
 	mcpSessions := fs.String("mcp-sse-sessions", env("GATEWAY_MCP_SSE_SESSIONS", strconv.Itoa(server.DefaultMCPSessions)), "how many sessions with MCP servers of the HTTP+SSE transport may be open at once (env GATEWAY_MCP_SSE_SESSIONS)")
 	mcpSessionIdle := fs.String("mcp-session-idle", env("GATEWAY_MCP_SESSION_IDLE", server.DefaultMCPSessionIdle.String()), "how long a session with an MCP server of the HTTP+SSE transport may go unused before it is ended, e.g. 30m (env GATEWAY_MCP_SESSION_IDLE)")
@@ -111,6 +112,9 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	}
 	if cfg.RemoteStreamIdle, err = positiveDuration(*remoteIdle); err != nil {
 		return cfg, fmt.Errorf("--remote-stream-idle (GATEWAY_REMOTE_STREAM_IDLE): %w", err)
+	}
+	if cfg.LogBodies, err = strconv.ParseBool(*logBodies); err != nil {
+		return cfg, fmt.Errorf("--log-bodies (GATEWAY_LOG_BODIES): %q is not true or false", *logBodies)
 	}
 	if cfg.RemoteTestTimeout, err = positiveDuration(*remoteTest); err != nil {
 		return cfg, fmt.Errorf("--remote-test-timeout (GATEWAY_REMOTE_TEST_TIMEOUT): %w", err)

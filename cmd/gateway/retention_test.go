@@ -82,13 +82,14 @@ func TestExportConfig(t *testing.T) {
 }
 
 // TestLimitFlagsConfig checks --remote-timeout, --remote-stream-idle,
-// --remote-test-timeout,
+// --remote-test-timeout, --log-bodies,
 // --export-max-unfinished, --mcp-sse-sessions and --mcp-session-idle with
 // their GATEWAY_* variables: got reads the
 // parsed value of the row's setting, as text.
 func TestLimitFlagsConfig(t *testing.T) {
 	remote := func(c config) string { return c.RemoteTimeout.String() + " " + c.RemoteStreamIdle.String() }
 	remoteTest := func(c config) string { return c.RemoteTestTimeout.String() }
+	bodies := func(c config) string { return strconv.FormatBool(c.LogBodies) }
 	unfinished := func(c config) string { return strconv.Itoa(c.ExportMaxUnfinished) }
 	mcpSessions := func(c config) string { return strconv.Itoa(c.MCPSessions) + " " + c.MCPSessionIdle.String() }
 	for _, tc := range []struct {
@@ -103,6 +104,10 @@ func TestLimitFlagsConfig(t *testing.T) {
 		{"remote flag wins", []string{"--remote-timeout", "10s"}, map[string]string{"GATEWAY_REMOTE_TIMEOUT": "30s"}, remote, "10s 5m0s", ""},
 		{"remote zero", []string{"--remote-timeout", "0"}, nil, remote, "", "--remote-timeout"},
 		{"stream idle without unit", nil, map[string]string{"GATEWAY_REMOTE_STREAM_IDLE": "300"}, remote, "", "GATEWAY_REMOTE_STREAM_IDLE"},
+		{"log bodies default", nil, nil, bodies, "false", ""},
+		{"log bodies from env", nil, map[string]string{"GATEWAY_LOG_BODIES": "true"}, bodies, "true", ""},
+		{"log bodies flag wins", []string{"--log-bodies=false"}, map[string]string{"GATEWAY_LOG_BODIES": "true"}, bodies, "false", ""},
+		{"log bodies not a boolean", nil, map[string]string{"GATEWAY_LOG_BODIES": "yes please"}, bodies, "", "GATEWAY_LOG_BODIES"},
 		{"test timeout default", nil, nil, remoteTest, "30s", ""},
 		{"test timeout from env", nil, map[string]string{"GATEWAY_REMOTE_TEST_TIMEOUT": "2m"}, remoteTest, "2m0s", ""},
 		{"test timeout flag wins", []string{"--remote-test-timeout", "45s"}, map[string]string{"GATEWAY_REMOTE_TEST_TIMEOUT": "2m"}, remoteTest, "45s", ""},

@@ -222,6 +222,8 @@ type gatewayConfig struct {
 	// remoteTimeout and remoteIdle bound the calls of MCP servers and
 	// agents (0: the server's defaults).
 	remoteTimeout, remoteIdle time.Duration
+	// logBodies keeps bodies in the log records.
+	logBodies bool
 }
 
 // loopbackOnly refuses every destination that is not a literal 127/8 or ::1
@@ -269,7 +271,7 @@ func newGateway(t testing.TB, h http.Handler, opts ...func(*gatewayConfig)) *gat
 		Auth: testAuth, Pipeline: pipe, Logs: logs, BodyLimit: cfg.bodyLimit, Limiter: cfg.limiter, Managed: cfg.managed, Configs: cfg.configs, Prompts: cfg.prompts,
 		MCP: cfg.mcp, MCPClient: &http.Client{Transport: transport.New(guardedTr)},
 		Agents: cfg.agents, AgentClient: &http.Client{Transport: transport.New(guardedTr)},
-		RemoteTimeout: cfg.remoteTimeout, RemoteStreamIdle: cfg.remoteIdle,
+		RemoteTimeout: cfg.remoteTimeout, RemoteStreamIdle: cfg.remoteIdle, LogBodies: cfg.logBodies,
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	})
 	t.Cleanup(func() {

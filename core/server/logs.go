@@ -1,6 +1,9 @@
 package server
 
 import (
+	"bytes"
+	"encoding/json"
+
 	"github.com/llm-gateway/gateway/core"
 )
 
@@ -49,8 +52,27 @@ func (s *Server) record(req *core.Request, resp *core.Response, status int, usag
 	if p := req.Principal; p != nil {
 		rec.OrganisationID, rec.WorkspaceID, rec.APIKeyID = p.OrganisationID, p.WorkspaceID, p.KeyID
 	}
+	if s.logBodies {
+		rec.Request = loggedBody(req.Body)
+		if resp != nil && resp.Stream == nil {
+			rec.Response = loggedBody(resp.Body)
+		}
+	}
 	if err != nil {
 		rec.Error = err.Error()
 	}
 	s.logs.Enqueue(rec)
+}
+
+// MaxLoggedBody is the largest body a log record keeps (Options.LogBodies).
+const MaxLoggedBody = 256 << 10
+
+// loggedBody is body as a log record keeps it: a copy, when it is JSON of
+// at most MaxLoggedBody bytes; nil otherwise (multipart forms, audio,
+// larger bodies).
+func loggedBody(body []byte) *core.LogMessage {
+	if len(body) == 0 || len(body) > MaxLoggedBody || !json.Valid(body) {
+		return nil
+	}
+	return &core.LogMessage{Body: bytes.Clone(body)}
 }

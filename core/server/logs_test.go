@@ -3,10 +3,12 @@ package server_test
 import (
 	"context"
 	"net/http"
+	"strings"
 	"testing"
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/config"
+	"github.com/llm-gateway/gateway/core/server"
 )
 
 // idManaged resolves @oa to a managed provider of integration integ-1 and
@@ -146,6 +148,49 @@ func TestRecordNamesTheAnsweringProvider(t *testing.T) {
 			}
 			if rec := g.logs.one(t, r.trace()); rec.Provider != tc.provider || rec.Model != tc.model {
 				t.Fatalf("provider %q model %q, want %q %q", rec.Provider, rec.Model, tc.provider, tc.model)
+			}
+		})
+	}
+}
+
+// With LogBodies, a record keeps the request's JSON body and a whole JSON
+// answer; not a multipart form, a stream's answer or a body past
+// MaxLoggedBody. Without it, records keep neither.
+func TestRecordBodies(t *testing.T) {
+	t.Parallel()
+	const answer = `{"id":"c1","object":"chat.completion","choices":[]}`
+	handler := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(answer))
+	})
+	on := newGateway(t, handler, func(c *gatewayConfig) { c.logBodies = true })
+	off := newGateway(t, handler)
+	big := `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"` + strings.Repeat("x", server.MaxLoggedBody) + `"}]}`
+	for _, tc := range []struct {
+		name              string
+		g                 *gateway
+		body              string
+		wantReq, wantResp string
+	}{
+		{"on", on, chatBody, chatBody, answer},
+		{"off", off, chatBody, "", ""},
+		{"too large", on, big, "", answer},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := tc.g.do(t, http.MethodPost, "/v1/chat/completions", []byte(tc.body))
+			if r.status != 200 {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			rec := tc.g.logs.one(t, r.trace())
+			var gotReq, gotResp string
+			if rec.Request != nil {
+				gotReq = string(rec.Request.Body)
+			}
+			if rec.Response != nil {
+				gotResp = string(rec.Response.Body)
+			}
+			if gotReq != tc.wantReq || gotResp != tc.wantResp {
+				t.Errorf("request %.80q response %.80q, want %.80q %.80q", gotReq, gotResp, tc.wantReq, tc.wantResp)
 			}
 		})
 	}

@@ -70,6 +70,10 @@ type Options struct {
 	// check a credential of their own (accepting an invite); they are
 	// matched before authentication.
 	Public func(v1 fiber.Router)
+	// LogBodies keeps each request's JSON body, and each whole JSON answer,
+	// in its log record (up to MaxLoggedBody each); off, records keep
+	// neither.
+	LogBodies bool
 	// BodyLimit caps request bodies in bytes (default 32 MiB).
 	BodyLimit int
 	Logger    *slog.Logger
@@ -85,6 +89,7 @@ type Server struct {
 	auth                      core.Authenticator
 	pipeline                  *pipeline.Pipeline
 	logs                      core.LogSink
+	logBodies                 bool
 	configs                   ConfigSource
 	managed                   core.ManagedTargets
 	limiter                   core.Limiter
@@ -126,7 +131,7 @@ func New(o Options) *fiber.App {
 	if o.MCPBridge == nil {
 		o.MCPBridge = &mcp.Bridge{Client: o.MCPClient, MaxSessions: DefaultMCPSessions, IdleTimeout: DefaultMCPSessionIdle}
 	}
-	s := &Server{remoteTimeout: o.RemoteTimeout, remoteIdle: o.RemoteStreamIdle, auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, configs: o.Configs, managed: o.Managed, limiter: o.Limiter, prompts: o.Prompts, mcp: o.MCP, mcpClient: o.MCPClient, mcpBridge: o.MCPBridge,
+	s := &Server{remoteTimeout: o.RemoteTimeout, remoteIdle: o.RemoteStreamIdle, auth: o.Auth, pipeline: o.Pipeline, logs: o.Logs, logBodies: o.LogBodies, configs: o.Configs, managed: o.Managed, limiter: o.Limiter, prompts: o.Prompts, mcp: o.MCP, mcpClient: o.MCPClient, mcpBridge: o.MCPBridge,
 		agents: o.Agents, agentClient: o.AgentClient, authFail: o.OnAuthFailure, log: o.Logger, now: o.Now,
 		inline: memo.New[string, route](maxInlineConfigs), hosts: memo.New[string, string](maxCustomHosts)}
 	app := fiber.New(fiber.Config{

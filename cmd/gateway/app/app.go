@@ -77,6 +77,9 @@ type Options struct {
 	// RemoteTimeout and RemoteStreamIdle bound the calls of MCP servers
 	// and agents (server.Options; 0 takes the server's defaults).
 	RemoteTimeout, RemoteStreamIdle time.Duration
+	// LogBodies keeps request and answer bodies in the request log
+	// (server.Options.LogBodies).
+	LogBodies bool
 	// RemoteTestTimeout bounds one admin test of an MCP server or agent
 	// (0: adminsvc.DefaultRemoteTestTimeout).
 	RemoteTestTimeout time.Duration
@@ -252,7 +255,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	a.server = server.New(server.Options{
 		Auth: auth, Pipeline: pipe, Logs: logs, Configs: configs, Prompts: prompts, Managed: managed, MCP: mcpServers, MCPClient: remote, MCPBridge: bridge, Agents: agentServers, AgentClient: remote,
 		RemoteTimeout: o.RemoteTimeout, RemoteStreamIdle: o.RemoteStreamIdle, Limiter: engine, Admin: admin.Register, Public: admin.RegisterPublic,
-		BodyLimit: o.MaxBodyBytes, Logger: logger, OnAuthFailure: audit.AuthFailed,
+		BodyLimit: o.MaxBodyBytes, LogBodies: o.LogBodies, Logger: logger, OnAuthFailure: audit.AuthFailed,
 	})
 	stopAlerts, err := startAlerts(ctx, st, o.SMTP, logger)
 	if err != nil {
