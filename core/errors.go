@@ -28,6 +28,9 @@ const (
 	CodeRateLimited  = "AB06"
 	CodeConflict     = "AB07"
 	CodeNotFound     = "AB08"
+	// CodeBudgetExhausted is a usage limit's refusal (412; the reference's
+	// AB09).
+	CodeBudgetExhausted = "AB09"
 )
 
 // Error is the one error value of the project. Every failure that reaches a

@@ -214,7 +214,7 @@ func tooMany(r *rateRule, value string, count int64, reset, now time.Time) *core
 		msg += " for " + value
 	}
 	msg += fmt.Sprintf("; retry in %d s", secs)
-	return &core.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Message: msg,
+	return &core.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: core.CodeRateLimited, Message: msg,
 		Header: rateHeaders(r.limit, max(r.limit-count, 0), secs, true)}
 }
 
@@ -229,7 +229,7 @@ func exhausted(r *usageRule, value string, used float64) *core.Error {
 		msg += " for " + value
 	}
 	msg += fmt.Sprintf(" and %g is used; raise its credit_limit or reset its usage", used)
-	return &core.Error{Status: http.StatusPreconditionFailed, Type: "budget_exceeded_error", Message: msg}
+	return &core.Error{Status: http.StatusPreconditionFailed, Type: "budget_exceeded_error", Code: core.CodeBudgetExhausted, Message: msg}
 }
 
 func rateHeaders(limit, remaining, resetSecs int64, retry bool) [][2]string {

@@ -333,7 +333,7 @@ func TestTokensCountedAfterDone(t *testing.T) {
 	}
 	b.Done(core.Usage{TotalTokens: 50}, "openai", "gpt-4o")
 	_, err = e.eng.Admit(ctx, request())
-	if err == nil || err.Status != http.StatusTooManyRequests || !strings.Contains(err.Message, "100 tokens per minute") {
+	if err == nil || err.Status != http.StatusTooManyRequests || err.Code != core.CodeRateLimited || !strings.Contains(err.Message, "100 tokens per minute") {
 		t.Fatalf("110 of 100 used: %v, want 429", err)
 	}
 	e.clk.add(time.Minute)
@@ -378,8 +378,8 @@ func TestUsageCost(t *testing.T) {
 			if c.exhausts != (err != nil) {
 				t.Fatalf("next request: %v", err)
 			}
-			if err != nil && (err.Status != http.StatusPreconditionFailed || !strings.Contains(err.Message, `budget-u1`)) {
-				t.Fatalf("got %v, want 412 naming the policy", err)
+			if err != nil && (err.Status != http.StatusPreconditionFailed || err.Code != core.CodeBudgetExhausted || !strings.Contains(err.Message, `budget-u1`)) {
+				t.Fatalf("got %+v, want 412 AB09 naming the policy", err)
 			}
 		})
 	}
