@@ -9,6 +9,12 @@ func bearer(name, baseURL string, pass ...string) Spec {
 	return Spec{Name: name, BaseURL: baseURL, AuthHeader: "Authorization", AuthPrefix: "Bearer ", PassHeaders: pass}
 }
 
+// only limits s to endpoints (and the generic proxy).
+func only(s Spec, endpoints ...core.Endpoint) Spec {
+	s.Endpoints = endpoints
+	return s
+}
+
 // counted marks s as taking stream_options.include_usage (see
 // Spec.StreamUsage).
 func counted(s Spec) Spec {
@@ -44,5 +50,10 @@ var Compatible = []Spec{
 	bearer("lambda", "https://api.lambdalabs.com/v1"),
 	bearer("ollama", "http://localhost:11434/v1"),
 	counted(bearer("vllm", "http://localhost:8000/v1")),
+	// Rerank providers: their /rerank takes the spec's body (model, query,
+	// documents, top_n, return_documents; Cohere also max_chunks_per_doc)
+	// and is passed through, as is the generic proxy.
+	only(bearer("cohere", "https://api.cohere.com/v1"), core.EndpointRerank),
+	only(bearer("jina", "https://api.jina.ai/v1"), core.EndpointRerank, core.EndpointEmbed),
 	bearer("lm-studio", "http://localhost:1234/v1"),
 }

@@ -73,3 +73,42 @@ func TestStreamUsageAsked(t *testing.T) {
 		})
 	}
 }
+
+// TestRerankProviders: cohere and jina send /rerank (and jina /embeddings)
+// to their own APIs with the key as a bearer token, and refuse chat.
+func TestRerankProviders(t *testing.T) {
+	for _, tc := range []struct {
+		name     string
+		endpoint core.Endpoint
+		path     string
+		url      string // "" when the endpoint is not supported
+	}{
+		{"cohere", core.EndpointRerank, "/rerank", "https://api.cohere.com/v1/rerank"},
+		{"cohere", core.EndpointChatComplete, "/chat/completions", ""},
+		{"cohere", core.EndpointProxy, "/models", "https://api.cohere.com/v1/models"},
+		{"jina", core.EndpointRerank, "/rerank", "https://api.jina.ai/v1/rerank"},
+		{"jina", core.EndpointEmbed, "/embeddings", "https://api.jina.ai/v1/embeddings"},
+		{"jina", core.EndpointChatComplete, "/chat/completions", ""},
+	} {
+		t.Run(tc.name+" "+string(tc.endpoint), func(t *testing.T) {
+			info, ok := core.LookupPlugin(core.KindProviders + "." + tc.name)
+			if !ok {
+				t.Fatalf("provider %s is not registered", tc.name)
+			}
+			p := info.New().(core.Provider)
+			if p.Supports(tc.endpoint) != (tc.url != "") {
+				t.Fatalf("Supports(%s) = %v", tc.endpoint, !(tc.url != ""))
+			}
+			if tc.url == "" {
+				return
+			}
+			hr, err := p.BuildRequest(context.Background(), &core.Request{Endpoint: tc.endpoint, Method: http.MethodPost, Path: tc.path, Body: []byte(`{}`)}, &core.Target{APIKey: "rk"})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := hr.URL.String(); got != tc.url || hr.Header.Get("Authorization") != "Bearer rk" {
+				t.Errorf("%s %v, want %s with the bearer key", got, hr.Header, tc.url)
+			}
+		})
+	}
+}
