@@ -123,7 +123,7 @@ func (m *Managed) Reload() error {
 	}
 	for _, vk := range vks {
 		t, berr := m.targetOf(vk.AIProviderID, vk.Key, vk.Configurations)
-		t.ProviderID = vk.ID
+		t.ProviderID, t.AzureDeployments = vk.ID, vk.DeploymentConfig
 		e := &managedEntry{what: "virtual key " + vk.Slug, workspaceID: vk.WorkspaceID, expiresAt: vk.ExpiresAt,
 			allowed: true, target: t, mappings: vk.SecretMappings, broken: berr}
 		s.vkeys[vk.Slug], s.vkeys[vk.ID] = e, e

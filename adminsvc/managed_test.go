@@ -464,3 +464,81 @@ func (m *mgEnv) refusedConfigurations(t *testing.T, provider string, bad map[str
 		}
 	}
 }
+
+// TestVirtualKeyAzureDeployments: an azure-openai virtual key's
+// deploymentConfig sends each request to the deployment its model names
+// (alias, else deployment name), with that deployment's api-version, and
+// other models to the default; a header's deployment wins; bad entries are
+// refused naming the field, and so is a key that has no default for a
+// model it does not list.
+func TestVirtualKeyAzureDeployments(t *testing.T) {
+	m := newMgEnv(t)
+	r := m.ok(http.MethodPost, "/v1/virtual-keys", adminKey, map[string]any{"name": "Azure", "provider": "azure-openai", "key": providerKey, "workspace_id": "default",
+		"configurations": map[string]any{"custom_host": m.up.srv.URL, "azure_api_version": "2024-06-01"},
+		"deploymentConfig": []any{
+			map[string]any{"deploymentName": "prod-4o", "alias": "gpt-4o", "apiVersion": "2024-10-21"},
+			map[string]any{"deploymentName": "mini-dep", "alias": "gpt-4o-mini", "is_default": true},
+			map[string]any{"deploymentName": "o3"},
+		}})
+	vk := r.str("slug")
+	if g := m.ok(http.MethodGet, "/v1/virtual-keys/"+vk, adminKey, nil); !strings.Contains(string(g.raw), `"deploymentName":"prod-4o"`) {
+		t.Fatalf("get: %s", g.raw)
+	}
+	chat := func(model string, headers ...string) resp {
+		return m.send(http.MethodPost, "/v1/chat/completions", "application/json", `{"model":"`+model+`","messages":[{"role":"user","content":"hi"}]}`,
+			adminKey, append([]string{"x-gateway-virtual-key", vk}, headers...)...)
+	}
+	for _, tc := range []struct {
+		model, path, query string
+		headers            []string
+	}{
+		{"gpt-4o", "/openai/deployments/prod-4o/chat/completions", "api-version=2024-10-21", nil},
+		{"gpt-4o-mini", "/openai/deployments/mini-dep/chat/completions", "api-version=2024-06-01", nil},
+		{"o3", "/openai/deployments/o3/chat/completions", "api-version=2024-06-01", nil},
+		{"unlisted", "/openai/deployments/mini-dep/chat/completions", "api-version=2024-06-01", nil},
+		{"gpt-4o", "/openai/deployments/chosen/chat/completions", "api-version=2024-06-01", []string{"x-gateway-azure-deployment-id", "chosen"}},
+	} {
+		if r := chat(tc.model, tc.headers...); r.status != http.StatusOK {
+			t.Fatalf("%s: %d %s", tc.model, r.status, r.raw)
+		}
+		if got := m.up.last(t); got.URL.Path != tc.path || got.URL.RawQuery != tc.query || got.Header.Get("api-key") != providerKey {
+			t.Errorf("%s %v: upstream got %s?%s", tc.model, tc.headers, got.URL.Path, got.URL.RawQuery)
+		}
+	}
+
+	// Without a default, an unlisted model is refused before any call.
+	m.ok(http.MethodPut, "/v1/virtual-keys/"+vk, adminKey, map[string]any{"deploymentConfig": []any{
+		map[string]any{"deploymentName": "a"}, map[string]any{"deploymentName": "b"}}})
+	before := m.up.count()
+	if r := chat("gpt-4o"); r.status != http.StatusBadRequest || r.errField("param") != "model" || !strings.Contains(r.errField("message"), "a, b") || m.up.count() != before {
+		t.Fatalf("unlisted model without a default: %d %s", r.status, r.raw)
+	}
+
+	for _, tc := range []struct {
+		name  string
+		body  map[string]any
+		field string
+	}{
+		{"not an array", map[string]any{"deploymentConfig": "prod"}, "deploymentConfig"},
+		{"no name", map[string]any{"deploymentConfig": []any{map[string]any{"alias": "x"}}}, "deploymentConfig[0].deploymentName"},
+		{"path in the name", map[string]any{"deploymentConfig": []any{map[string]any{"deploymentName": "../x"}}}, "deploymentConfig[0].deploymentName"},
+		{"query in the version", map[string]any{"deploymentConfig": []any{map[string]any{"deploymentName": "a", "apiVersion": "1&x=y"}}}, "deploymentConfig[0].apiVersion"},
+		{"two defaults", map[string]any{"deploymentConfig": []any{map[string]any{"deploymentName": "a", "is_default": true}, map[string]any{"deploymentName": "b", "is_default": true}}}, "deploymentConfig[1].is_default"},
+		{"one model twice", map[string]any{"deploymentConfig": []any{map[string]any{"deploymentName": "a", "alias": "m"}, map[string]any{"deploymentName": "b", "alias": "m"}}}, "deploymentConfig[1]"},
+		{"unknown field", map[string]any{"deploymentConfig": []any{map[string]any{"deploymentName": "a", "model": "m"}}}, "deploymentConfig[0].model"},
+		{"with a deployment id", map[string]any{"configurations": map[string]any{"azure_deployment_id": "x"}}, "deploymentConfig"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := m.do(http.MethodPut, "/v1/virtual-keys/"+vk, adminKey, tc.body)
+			wantErr(t, r, http.StatusBadRequest, core.CodeValidation)
+			if !strings.Contains(r.errField("message"), tc.field) {
+				t.Errorf("%q not named: %s", tc.field, r.raw)
+			}
+		})
+	}
+	r = m.do(http.MethodPost, "/v1/virtual-keys", adminKey, map[string]any{"name": "O", "provider": "openai", "workspace_id": "default",
+		"deploymentConfig": []any{map[string]any{"deploymentName": "a"}}})
+	if wantErr(t, r, http.StatusBadRequest, core.CodeValidation); !strings.Contains(r.errField("message"), "only for provider azure-openai") {
+		t.Errorf("openai key with deployments: %s", r.raw)
+	}
+}

@@ -23,22 +23,23 @@ func virtualKeyIDSlug(r store.VirtualKey) (string, string) { return r.ID, r.Slug
 
 // virtualKeyView is a virtual key as the admin API shows it.
 type virtualKeyView struct {
-	ID             string                `json:"id"`
-	Slug           string                `json:"slug"`
-	Name           string                `json:"name"`
-	Note           string                `json:"note"`
-	Provider       string                `json:"provider"`
-	WorkspaceID    string                `json:"workspace_id"`
-	Status         string                `json:"status"`
-	MaskedKey      *string               `json:"masked_key,omitempty"`
-	Configurations *store.ProviderConfig `json:"configurations,omitempty"`
-	SecretMappings []store.SecretMapping `json:"secret_mappings"`
-	UsageLimits    *usageLimitsView      `json:"usage_limits"`
-	RateLimits     []store.RateLimit     `json:"rate_limits"`
-	ExpiresAt      *time.Time            `json:"expires_at"`
-	CreatedAt      time.Time             `json:"created_at"`
-	LastUpdatedAt  time.Time             `json:"last_updated_at"`
-	Object         string                `json:"object"`
+	ID               string                 `json:"id"`
+	Slug             string                 `json:"slug"`
+	Name             string                 `json:"name"`
+	Note             string                 `json:"note"`
+	Provider         string                 `json:"provider"`
+	WorkspaceID      string                 `json:"workspace_id"`
+	Status           string                 `json:"status"`
+	MaskedKey        *string                `json:"masked_key,omitempty"`
+	Configurations   *store.ProviderConfig  `json:"configurations,omitempty"`
+	SecretMappings   []store.SecretMapping  `json:"secret_mappings"`
+	DeploymentConfig []core.AzureDeployment `json:"deploymentConfig,omitempty"`
+	UsageLimits      *usageLimitsView       `json:"usage_limits"`
+	RateLimits       []store.RateLimit      `json:"rate_limits"`
+	ExpiresAt        *time.Time             `json:"expires_at"`
+	CreatedAt        time.Time              `json:"created_at"`
+	LastUpdatedAt    time.Time              `json:"last_updated_at"`
+	Object           string                 `json:"object"`
 }
 
 // virtualKeyViews are the views of virtual keys, with the usage the limits
@@ -50,7 +51,7 @@ func (s *Service) virtualKeyViews(ctx context.Context, recs []store.VirtualKey, 
 	out := make([]virtualKeyView, len(recs))
 	for i, r := range recs {
 		v := virtualKeyView{ID: r.ID, Slug: r.Slug, Name: r.Name, Note: r.Note, Provider: r.AIProviderID, WorkspaceID: r.WorkspaceID,
-			Status: providerStatus(r.Status, r.ExpiresAt, now), SecretMappings: nonNil(r.SecretMappings), UsageLimits: usageLimitsViewOf(r.UsageLimits, 0),
+			Status: providerStatus(r.Status, r.ExpiresAt, now), SecretMappings: nonNil(r.SecretMappings), DeploymentConfig: r.DeploymentConfig, UsageLimits: usageLimitsViewOf(r.UsageLimits, 0),
 			RateLimits: nonNil(r.RateLimits), ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt, LastUpdatedAt: r.LastUpdatedAt, Object: "virtual-key"}
 		if detail {
 			mk, cfg := r.MaskedKey, maskedConfig(s.cipher, r.Configurations)
@@ -78,9 +79,6 @@ func (s *Service) createVirtualKey(c *fiber.Ctx) error {
 	now := s.now()
 	var p problems
 	unknownFields(fields, "", virtualKeyFields, &p)
-	if _, ok := fields["deploymentConfig"]; ok {
-		p.add("deploymentConfig", "is not supported; set configurations.azure_deployment_id and azure_api_version instead")
-	}
 	name, _ := strField(fields, "name", true, 255, &p)
 	provider, _ := strField(fields, "provider", true, 64, &p)
 	if provider != "" && !knownProvider(provider) {
@@ -91,6 +89,8 @@ func (s *Service) createVirtualKey(c *fiber.Ctx) error {
 	wsRef, _ := strField(fields, "workspace_id", false, 255, &p)
 	cfg := parseProviderConfig(fields["configurations"], "configurations", store.ProviderConfig{}, &p)
 	mappings := parseSecretMappings(fields["secret_mappings"], "secret_mappings", &p)
+	deployments := parseDeploymentConfig(fields["deploymentConfig"], "deploymentConfig", &p)
+	checkDeploymentUse(deployments, provider, cfg, &p)
 	ul := parseUsageLimits(fields["usage_limits"], "usage_limits", &p)
 	rl := parseRateLimits(fields["rate_limits"], "rate_limits", &p)
 	exp, _ := expiresField(fields, now, &p)
@@ -98,7 +98,7 @@ func (s *Service) createVirtualKey(c *fiber.Ctx) error {
 		return err
 	}
 	rec := store.VirtualKey{ID: core.NewID(), Slug: autoSlug(name, provider), Name: name, Note: note, AIProviderID: provider,
-		OrganisationID: caller.OrganisationID, SecretMappings: mappings, Status: store.StatusActive, UsageLimits: ul,
+		OrganisationID: caller.OrganisationID, SecretMappings: mappings, DeploymentConfig: deployments, Status: store.StatusActive, UsageLimits: ul,
 		RateLimits: rl, ExpiresAt: exp, MaskedKey: maskSecret(key), CreatedAt: now, LastUpdatedAt: now}
 	var err error
 	if rec.Key, err = s.seal(key); err != nil {
@@ -134,7 +134,7 @@ func (s *Service) getVirtualKey(c *fiber.Ctx) error {
 }
 
 // updateVirtualKey changes name, note, key, configurations, secret mappings,
-// limits and expiry; reset_usage: true makes an exhausted key active again.
+// deploymentConfig (null removes it), limits and expiry; reset_usage: true makes an exhausted key active again.
 func (s *Service) updateVirtualKey(c *fiber.Ctx) error {
 	return updateManaged(s, c, virtualKeyKind, virtualKeyFields, []string{"provider", "workspace_id"},
 		func(tx store.Tx, rec *store.VirtualKey, fields map[string]json.RawMessage, p *problems) (err error) {
@@ -160,8 +160,16 @@ func (s *Service) updateVirtualKey(c *fiber.Ctx) error {
 					return err
 				}
 			}
-			if _, ok := fields["deploymentConfig"]; ok {
-				p.add("deploymentConfig", "is not supported; set configurations.azure_deployment_id and azure_api_version instead")
+			raw, deps := fields["deploymentConfig"]
+			if deps {
+				rec.DeploymentConfig = parseDeploymentConfig(raw, "deploymentConfig", p)
+			}
+			if _, cfg := fields["configurations"]; (deps || cfg) && len(rec.DeploymentConfig) > 0 {
+				open, err := openConfig(s.cipher, rec.Configurations)
+				if err != nil {
+					return core.Internal(err, "the stored configuration of virtual key %s cannot be opened", rec.Slug)
+				}
+				checkDeploymentUse(rec.DeploymentConfig, rec.AIProviderID, open, p)
 			}
 			return nil
 		})

@@ -209,3 +209,48 @@ func (t *Target) ApplyAzure(over AzureSettings, resourceParam string) *Error {
 	t.Azure = over.Over(t.Azure)
 	return nil
 }
+
+// AzureDeployment is one deployment of an azure-openai virtual key's
+// deploymentConfig. A request whose model is its Alias (its Name when it
+// has no alias) is sent to it; the one marked IsDefault takes the models
+// no entry names.
+type AzureDeployment struct {
+	Name       string `json:"deploymentName"`
+	APIVersion string `json:"apiVersion,omitempty"`
+	Alias      string `json:"alias,omitempty"`
+	IsDefault  bool   `json:"is_default"`
+}
+
+// Model is the model name that picks d: its alias, else its name.
+func (d AzureDeployment) Model() string {
+	if d.Alias != "" {
+		return d.Alias
+	}
+	return d.Name
+}
+
+// PickAzureDeployment is the deployment of deps that model picks: the one
+// whose Model it is, else the default, else the only one. No match is a
+// 400 naming model and the models deps answer to.
+func PickAzureDeployment(deps []AzureDeployment, model string) (AzureDeployment, *Error) {
+	def := -1
+	for i, d := range deps {
+		if d.Model() == model {
+			return d, nil
+		}
+		if d.IsDefault {
+			def = i
+		}
+	}
+	if def < 0 && len(deps) == 1 {
+		def = 0
+	}
+	if def < 0 {
+		names := make([]string, len(deps))
+		for i, d := range deps {
+			names[i] = d.Model()
+		}
+		return AzureDeployment{}, BadRequest("model", "model %q names none of this virtual key's Azure deployments (%s), and none is its default", model, strings.Join(names, ", "))
+	}
+	return deps[def], nil
+}

@@ -104,6 +104,10 @@ type Target struct {
 	APIKey string
 	// Azure locates the deployment of an azure-openai target.
 	Azure AzureSettings
+	// AzureDeployments are a virtual key's deployments (its
+	// deploymentConfig): the request's model picks one (see
+	// PickAzureDeployment). Empty for every other target.
+	AzureDeployments []AzureDeployment
 	// AWS is the region and credentials of a bedrock target.
 	AWS AWSSettings
 	// Vertex is the project and region of a vertex-ai target.

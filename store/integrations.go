@@ -1,6 +1,8 @@
 package store
 
 import (
+	"github.com/llm-gateway/gateway/core"
+
 	"encoding/json"
 	"time"
 )
@@ -137,10 +139,13 @@ type VirtualKey struct {
 	MaskedKey      string          `json:"masked_key,omitempty"`
 	Configurations ProviderConfig  `json:"configurations"`
 	SecretMappings []SecretMapping `json:"secret_mappings,omitempty"`
-	Status         string          `json:"status"`
-	UsageLimits    *UsageLimits    `json:"usage_limits,omitempty"`
-	RateLimits     []RateLimit     `json:"rate_limits,omitempty"`
-	ExpiresAt      *time.Time      `json:"expires_at,omitempty"`
-	CreatedAt      time.Time       `json:"created_at"`
-	LastUpdatedAt  time.Time       `json:"last_updated_at"`
+	// DeploymentConfig are an azure-openai key's deployments, picked by
+	// the request's model (core.PickAzureDeployment).
+	DeploymentConfig []core.AzureDeployment `json:"deployment_config,omitempty"`
+	Status           string                 `json:"status"`
+	UsageLimits      *UsageLimits           `json:"usage_limits,omitempty"`
+	RateLimits       []RateLimit            `json:"rate_limits,omitempty"`
+	ExpiresAt        *time.Time             `json:"expires_at,omitempty"`
+	CreatedAt        time.Time              `json:"created_at"`
+	LastUpdatedAt    time.Time              `json:"last_updated_at"`
 }

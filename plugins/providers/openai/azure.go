@@ -73,12 +73,24 @@ func (a *Azure) ModelOf(_ *core.Request, t *core.Target) string { return t.Azure
 func (a *Azure) Supports(e core.Endpoint) bool { return a.p.Supports(e) }
 
 // BuildRequest sends the client's body unchanged to the target's Azure
-// deployment. A missing resource name (without a custom host) or a
+// deployment; a virtual key with a deploymentConfig sends it to the
+// deployment the request's model picks (core.PickAzureDeployment), unless
+// a header or config names a deployment of its own. A missing resource name (without a custom host) or a
 // missing deployment (for a unified endpoint) is a 400 naming its header;
 // so is a setting CheckAzure refuses (each source checks its own already:
 // this is the last line that keeps them from changing the host or path).
 func (a *Azure) BuildRequest(ctx context.Context, req *core.Request, t *core.Target) (*http.Request, error) {
-	s := &t.Azure
+	s := t.Azure
+	if len(t.AzureDeployments) > 0 && s.DeploymentID == "" && req.Endpoint != core.EndpointProxy {
+		d, err := core.PickAzureDeployment(t.AzureDeployments, req.Model)
+		if err != nil {
+			return nil, err
+		}
+		s.DeploymentID = d.Name
+		if d.APIVersion != "" {
+			s.APIVersion = d.APIVersion
+		}
+	}
 	for f := range core.AzureFields {
 		if v := s.Get(f); v != "" {
 			if msg := core.CheckAzure(f, v); msg != "" {
