@@ -17,19 +17,19 @@ const maxHeldStream = 32 << 20
 // replaced by the bytes read, unchanged, and the answer the hooks check is
 // returned, a chat completion whose choices hold the text of the stream's
 // choices (chat and text completion chunks, Anthropic's text deltas, the
-// Responses API's output text deltas). A stream that breaks off or is
-// larger than maxHeldStream is an error (502).
-func holdStream(resp *core.Response) (*core.Response, *core.Error) {
+// Responses API's output text deltas), with the bytes held. A stream that
+// breaks off or is larger than maxHeldStream is an error (502).
+func holdStream(resp *core.Response) (*core.Response, []byte, *core.Error) {
 	held, err := io.ReadAll(io.LimitReader(resp.Stream, maxHeldStream+1))
 	resp.Stream.Close()
 	resp.Stream = io.NopCloser(bytes.NewReader(held))
 	switch {
 	case err != nil:
-		return nil, core.Upstream(err, "the provider's stream broke off before the output guardrails could check it: %v", err)
+		return nil, nil, core.Upstream(err, "the provider's stream broke off before the output guardrails could check it: %v", err)
 	case len(held) > maxHeldStream:
-		return nil, core.Upstream(nil, "the stream is larger than the %d MiB the output guardrails can hold", maxHeldStream>>20)
+		return nil, nil, core.Upstream(nil, "the stream is larger than the %d MiB the output guardrails can hold", maxHeldStream>>20)
 	}
-	return &core.Response{Status: resp.Status, Header: resp.Header, Body: streamAnswer(held), Provider: resp.Provider, Model: resp.Model}, nil
+	return &core.Response{Status: resp.Status, Header: resp.Header, Body: streamAnswer(held), Provider: resp.Provider, Model: resp.Model}, held, nil
 }
 
 // streamEvent is what streamAnswer reads of one event's data.
@@ -121,17 +121,26 @@ func streamAnswer(stream []byte) []byte {
 	return b
 }
 
-// eventData is the data of each server-sent event of stream (its data
-// lines' values joined by newlines); lines may end in "\n", "\r\n" or "\r".
-func eventData(stream []byte) [][]byte {
-	var events [][]byte
-	var data []byte
-	inEvent := false
+// heldEvent is one server-sent event of a held stream: its lines other
+// than data (event:, id:, comments), in order, and its data (its data
+// lines' values joined by newlines; hasData false when it has none).
+type heldEvent struct {
+	other   [][]byte
+	data    []byte
+	hasData bool
+}
+
+// splitEvents is the server-sent events of stream; lines may end in "\n",
+// "\r\n" or "\r".
+func splitEvents(stream []byte) []heldEvent {
+	var events []heldEvent
+	var ev heldEvent
+	started := false
 	end := func() {
-		if inEvent {
-			events = append(events, data)
+		if started {
+			events = append(events, ev)
 		}
-		data, inEvent = nil, false
+		ev, started = heldEvent{}, false
 	}
 	for len(stream) > 0 {
 		i := bytes.IndexAny(stream, "\r\n")
@@ -149,14 +158,28 @@ func eventData(stream []byte) [][]byte {
 			end()
 			continue
 		}
+		started = true
 		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			if inEvent {
-				data = append(data, '\n')
+			if ev.hasData {
+				ev.data = append(ev.data, '\n')
 			}
-			data = append(data, bytes.TrimPrefix(v, []byte(" "))...)
-			inEvent = true
+			ev.data = append(ev.data, bytes.TrimPrefix(v, []byte(" "))...)
+			ev.hasData = true
+		} else {
+			ev.other = append(ev.other, line)
 		}
 	}
 	end()
 	return events
+}
+
+// eventData is the data of each server-sent event of stream that has any.
+func eventData(stream []byte) [][]byte {
+	var out [][]byte
+	for _, ev := range splitEvents(stream) {
+		if ev.hasData {
+			out = append(out, ev.data)
+		}
+	}
+	return out
 }

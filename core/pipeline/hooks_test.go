@@ -136,14 +136,17 @@ func TestHooksOnStreams(t *testing.T) {
 		return `{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"` + text + `"}}]}`
 	}
 	events := []string{chunk("bad "), chunk("words")}
+	asSent := "data: " + events[0] + "\n\ndata: " + events[1] + "\n\ndata: [DONE]\n\n"
 	for _, tc := range []struct {
 		name, cfg string
 		denied    bool
+		want      string // the stream the client gets
 	}{
-		{"denied", `{"custom_host":"$A","output_guardrails":[{"test.word":{"word":"bad words"},"deny":true}]}`, true},
-		{"passed", `{"custom_host":"$A","output_guardrails":[{"test.word":{"word":"nice"},"deny":true}]}`, false},
-		{"failed without deny", `{"custom_host":"$A","output_guardrails":[{"test.word":{"word":"bad"}}]}`, false},
-		{"a transform is not applied", `{"custom_host":"$A","after_request_hooks":[{"checks":[{"id":"test.word","parameters":{"word":"bad","replace":"good"}}]}]}`, false},
+		{"denied", `{"custom_host":"$A","output_guardrails":[{"test.word":{"word":"bad words"},"deny":true}]}`, true, ""},
+		{"passed", `{"custom_host":"$A","output_guardrails":[{"test.word":{"word":"nice"},"deny":true}]}`, false, asSent},
+		{"failed without deny", `{"custom_host":"$A","output_guardrails":[{"test.word":{"word":"bad"}}]}`, false, asSent},
+		{"a transform tells the stream anew", `{"custom_host":"$A","after_request_hooks":[{"checks":[{"id":"test.word","parameters":{"word":"bad","replace":"good"}}]}]}`, false,
+			"data: {\"choices\":[{\"delta\":{\"content\":\"good words\"},\"index\":0}],\"object\":\"chat.completion.chunk\"}\n\ndata: [DONE]\n\n"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			t.Parallel()
@@ -159,10 +162,8 @@ func TestHooksOnStreams(t *testing.T) {
 			if ce != nil || resp.Stream == nil || !resp.SSE {
 				t.Fatalf("want a stream, got %+v %+v", resp, ce)
 			}
-			got, _ := io.ReadAll(resp.Stream)
-			want := "data: " + events[0] + "\n\ndata: " + events[1] + "\n\ndata: [DONE]\n\n"
-			if string(got) != want {
-				t.Errorf("stream %q, want it as the upstream sent it %q", got, want)
+			if got, _ := io.ReadAll(resp.Stream); string(got) != tc.want {
+				t.Errorf("stream %q, want %q", got, tc.want)
 			}
 			if results, _ := resp.HookResults.(*pipeline.HookResults); results == nil || len(results.After) != 1 {
 				t.Errorf("hook results %+v", resp.HookResults)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"sync"
 
@@ -78,7 +79,7 @@ func (r result) release() {
 // request body), then the target, then on a 2xx answer the
 // afterResponseHook ones (a denial withholds the answer with 446). A
 // stream is held whole for them (holdStream) and then handed on as it
-// came; their transforms apply to whole answers only.
+// came, or with a transform's text in place of its own (retextStream).
 func (w *walk) node(ctx context.Context, n *config.Node) result {
 	if len(n.Before) > 0 {
 		out := w.p.hooks.Run(ctx, hooks.BeforeRequest, n.Before, w.req, nil)
@@ -94,9 +95,10 @@ func (w *walk) node(ctx context.Context, n *config.Node) result {
 	res := w.route(ctx, n)
 	if len(n.After) > 0 && res.resp != nil && ok2xx(res.resp.Status) && (res.resp.Stream == nil || res.resp.SSE) {
 		checked := res.resp
+		var held []byte
 		if res.resp.Stream != nil {
 			var err *core.Error
-			if checked, err = holdStream(res.resp); err != nil {
+			if checked, held, err = holdStream(res.resp); err != nil {
 				res.release()
 				return result{path: res.path, retries: res.retries, err: err}
 			}
@@ -108,8 +110,15 @@ func (w *walk) node(ctx context.Context, n *config.Node) result {
 			res.release()
 			return result{path: res.path, retries: res.retries, err: denied(hooks.AfterResponse, n.Path)}
 		}
-		if out.Body != nil && res.resp.Stream == nil {
+		switch {
+		case out.Body == nil:
+		case res.resp.Stream == nil:
 			res.resp.Body = out.Body
+		default:
+			// A transform of a held stream: the stream told anew.
+			if texts, ok := answerTexts(out.Body); ok {
+				res.resp.Stream = io.NopCloser(bytes.NewReader(retextStream(held, texts)))
+			}
 		}
 	}
 	return res
