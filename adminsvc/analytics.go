@@ -37,11 +37,11 @@ var groupings = map[string]struct {
 	"workspace":   {of: func(r *core.LogRecord) string { return r.WorkspaceID }},
 	// provider is the managed provider's or virtual key's id, else the
 	// provider name; config the saved config's id (inline configs and
-	// none: null); prompt the saved prompt's id (requests not made by
-	// /v1/prompts/{id}/completions: null).
+	// none: null); prompt the saved prompt's id, else the request's
+	// _prompt metadata (core.MetadataPrompt; neither: null).
 	"provider": {of: func(r *core.LogRecord) string { return cmp.Or(r.ProviderID, r.Provider) }},
 	"config":   {of: func(r *core.LogRecord) string { return r.ConfigID }},
-	"prompt":   {of: func(r *core.LogRecord) string { return r.PromptID }},
+	"prompt":   {of: func(r *core.LogRecord) string { return cmp.Or(r.PromptID, r.PromptSlug) }},
 }
 
 // groupStats accumulates the records of one group.

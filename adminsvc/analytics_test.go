@@ -427,8 +427,9 @@ func TestAnalyticsManagedRecords(t *testing.T) {
 		// 3: virtual key (no integration): list price.
 		{CreatedAt: at(7), WorkspaceID: e.wsID, Provider: "openai", ProviderID: "vk-1", ConfigID: "cfg-a",
 			PromptID: "pr-a", PromptSlug: "support", Model: "gpt-4o-mini", Status: 200, Usage: thousand},
-		// 4: unmanaged: list price.
-		{CreatedAt: at(6), WorkspaceID: e.wsID, Provider: "openai", Model: "gpt-4o-mini", Status: 200, Usage: thousand},
+		// 4: unmanaged: list price; named a prompt in its _prompt metadata.
+		{CreatedAt: at(6), WorkspaceID: e.wsID, Provider: "openai", Model: "gpt-4o-mini", Status: 200, Usage: thousand,
+			PromptSlug: "adhoc", Metadata: map[string]string{core.MetadataPrompt: "adhoc"}},
 	}
 	writeLogs(t, e.st, recs...)
 	const override, custom, gpt4o, mini = 0.003, 0.0015, 0.0125, 0.00075
@@ -447,8 +448,9 @@ func TestAnalyticsManagedRecords(t *testing.T) {
 			{"config": nil, "requests": 2}, {"config": "cfg-a", "requests": 2}, {"config": "cfg-b", "requests": 1}}},
 		{"configs filter, by id or slug", "config?configs=cfg-a,pc-b", []row{{"config": "cfg-a", "requests": 2}, {"config": "cfg-b", "requests": 1}}},
 		{"configs filter, unknown", "config?configs=nope", []row{}},
-		{"prompt: prompt_id, null without one", "prompt", []row{
-			{"prompt": nil, "requests": 2}, {"prompt": "pr-a", "requests": 2}, {"prompt": "pr-b", "requests": 1}}},
+		{"prompt: prompt_id, else _prompt, null without either", "prompt", []row{
+			{"prompt": "pr-a", "requests": 2}, {"prompt": nil, "requests": 1}, {"prompt": "adhoc", "requests": 1}, {"prompt": "pr-b", "requests": 1}}},
+		{"prompt_slug filter, a _prompt name", "model?prompt_slug=adhoc", []row{{"model": "gpt-4o-mini", "requests": 1}}},
 		{"prompt_slug filter", "prompt?prompt_slug=support,greet", []row{{"prompt": "pr-a", "requests": 2}, {"prompt": "pr-b", "requests": 1}}},
 		{"prompt_slug filter, one", "model?prompt_slug=greet", []row{{"model": "my-ft", "requests": 1}}},
 		{"prompt_slug filter, unknown", "prompt?prompt_slug=nope", []row{}},

@@ -14,10 +14,6 @@ import (
 	"github.com/llm-gateway/gateway/store"
 )
 
-// userMetadataKey is the metadata key naming the end user a request was
-// made for: the users graphs count its distinct values.
-const userMetadataKey = "_user"
-
 // graphBuckets are the bucket sizes of a graph's data points. Buckets are
 // aligned on UTC minutes, hours and days.
 var graphBuckets = map[string]time.Duration{"minute": time.Minute, "hour": time.Hour, "day": 24 * time.Hour}
@@ -39,7 +35,7 @@ type graphStats struct {
 	// hitLatencySum their and the semantic hits' latencies.
 	simpleHits    int
 	hitLatencySum float64
-	// users counts the requests of each userMetadataKey value.
+	// users counts the requests of each core.MetadataUser value.
 	users map[string]int
 	// errorCodes counts the failed records of each status.
 	errorCodes map[int]int
@@ -55,7 +51,7 @@ func (g *graphStats) add(r *core.LogRecord, keepLatencies bool, prices store.Pri
 	if status.Hit() {
 		g.hitLatencySum += r.LatencyMs
 	}
-	if user := r.Metadata[userMetadataKey]; user != "" {
+	if user := r.Metadata[core.MetadataUser]; user != "" {
 		if g.users == nil {
 			g.users = map[string]int{}
 		}

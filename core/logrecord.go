@@ -11,6 +11,20 @@ import (
 	"github.com/llm-gateway/gateway/core/jsonenc"
 )
 
+// The metadata keys (x-gateway-metadata) the gateway reads itself.
+const (
+	// MetadataUser names the end user a request was made for: the users
+	// graphs count its distinct values.
+	MetadataUser = "_user"
+	// MetadataEnvironment names the deployment (a saved config) a request
+	// is routed by.
+	MetadataEnvironment = "_environment"
+	// MetadataPrompt names the prompt a request not made through a saved
+	// prompt was written from: its log record's prompt_slug, so analytics
+	// group and filter it with the saved prompts.
+	MetadataPrompt = "_prompt"
+)
+
 // LogRecord is what the gateway records about one request. Records are queued
 // by the request path and written in batches off it.
 type LogRecord struct {
@@ -35,7 +49,8 @@ type LogRecord struct {
 	IntegrationID string `json:"integration_id,omitempty"`
 	ConfigID      string `json:"config_id,omitempty"`
 	// PromptID and PromptSlug name the saved prompt a request of
-	// /v1/prompts/{id}/completions was rendered from; empty otherwise.
+	// /v1/prompts/{id}/completions was rendered from; PromptSlug is
+	// otherwise the request's MetadataPrompt, if any.
 	PromptID   string   `json:"prompt_id,omitempty"`
 	PromptSlug string   `json:"prompt_slug,omitempty"`
 	Model      string   `json:"model,omitempty"`

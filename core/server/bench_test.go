@@ -289,8 +289,8 @@ func BenchmarkRouteFor(b *testing.B) {
 		{"inline-config", true, nil},
 		{"workspace-default", false, nil},
 		{"other-metadata", false, map[string]string{"team": "a"}},
-		{"unknown-environment", false, map[string]string{MetadataEnvironment: "nope"}},
-		{"deployment", false, map[string]string{MetadataEnvironment: "staging"}},
+		{"unknown-environment", false, map[string]string{core.MetadataEnvironment: "nope"}},
+		{"deployment", false, map[string]string{core.MetadataEnvironment: "staging"}},
 	} {
 		b.Run(bc.name, func(b *testing.B) {
 			benchCtx(b, func(c *fiber.Ctx) {
@@ -300,7 +300,7 @@ func BenchmarkRouteFor(b *testing.B) {
 				p := c.Locals(localPrincipal).(*core.Principal)
 				b.ReportAllocs()
 				for b.Loop() {
-					if rt, err := s.routeFor(c, p, "", bc.md[MetadataEnvironment]); err != nil || rt.node == nil {
+					if rt, err := s.routeFor(c, p, "", bc.md[core.MetadataEnvironment]); err != nil || rt.node == nil {
 						b.Fatal(err)
 					}
 				}

@@ -21,9 +21,6 @@ type ConfigSource interface {
 	Deployment(env string, p *core.Principal) (sv config.Saved, ok bool, err *core.Error)
 }
 
-// MetadataEnvironment is the metadata key naming a deployment.
-const MetadataEnvironment = "_environment"
-
 // route is the config a request is routed by.
 type route struct {
 	cfg  *config.Config // nil without a config

@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 
 	"github.com/llm-gateway/gateway/core"
@@ -36,7 +37,7 @@ func (s *Server) record(req *core.Request, resp *core.Response, status int, usag
 		ID: core.NewLogID(req.ReceivedAt), CreatedAt: req.ReceivedAt,
 		TraceID: req.TraceID, SpanID: req.SpanID, ParentSpanID: req.ParentSpanID, SpanName: req.SpanName,
 		Metadata: req.Metadata, Provider: req.Target.Provider, ProviderID: req.Target.ProviderID,
-		IntegrationID: req.Target.IntegrationID, ConfigID: req.ConfigID, PromptID: req.PromptID, PromptSlug: req.PromptSlug, Model: req.Model, Endpoint: req.Endpoint,
+		IntegrationID: req.Target.IntegrationID, ConfigID: req.ConfigID, PromptID: req.PromptID, PromptSlug: cmp.Or(req.PromptSlug, req.Metadata[core.MetadataPrompt]), Model: req.Model, Endpoint: req.Endpoint,
 		Method: req.Method, Path: s.logPath(req.Path), Status: status, Stream: req.Stream || (resp != nil && resp.SSE),
 		LatencyMs: float64(now.Sub(req.ReceivedAt).Microseconds()) / 1000, Usage: usage,
 	}

@@ -195,3 +195,27 @@ func TestRecordBodies(t *testing.T) {
 		})
 	}
 }
+
+// TestRecordPromptMetadata: a request's _prompt metadata is its record's
+// prompt_slug; without it the record names no prompt.
+func TestRecordPromptMetadata(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"c1","object":"chat.completion","choices":[]}`))
+	}))
+	for _, tc := range []struct {
+		metadata, slug string
+	}{
+		{`{"_prompt":"support-reply","_user":"u1"}`, "support-reply"},
+		{`{"_user":"u1"}`, ""},
+	} {
+		r := g.do(t, http.MethodPost, "/v1/chat/completions", []byte(chatBody), "x-gateway-metadata", tc.metadata)
+		if r.status != http.StatusOK {
+			t.Fatalf("status %d: %s", r.status, r.body)
+		}
+		if rec := g.logs.one(t, r.trace()); rec.PromptSlug != tc.slug || rec.PromptID != "" {
+			t.Errorf("%s: prompt %q/%q, want slug %q", tc.metadata, rec.PromptID, rec.PromptSlug, tc.slug)
+		}
+	}
+}

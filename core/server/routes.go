@@ -137,7 +137,7 @@ func needScope(p *core.Principal, scope string) *core.Error {
 func (s *Server) run(c *fiber.Ctx, req *core.Request, err *core.Error, check bodyCheck) error {
 	var rt route
 	if err == nil {
-		rt, err = s.routeFor(c, req.Principal, req.Target.Provider, req.Metadata[MetadataEnvironment])
+		rt, err = s.routeFor(c, req.Principal, req.Target.Provider, req.Metadata[core.MetadataEnvironment])
 		req.ConfigID, req.StoredConfig = rt.savedID, rt.stored
 	}
 	if err == nil && rt.cfg == nil && req.Target.Provider == "" {
