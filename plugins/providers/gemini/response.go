@@ -32,8 +32,9 @@ type candidate struct {
 }
 
 // usage is Gemini's token accounting. The completion's tokens are the
-// candidates' plus the thoughts'; cached_tokens are those of the cached
-// content, which promptTokenCount includes.
+// candidates' plus the thoughts', and reasoning_tokens the thoughts' (left
+// out when there are none); cached_tokens are those of the cached content,
+// which promptTokenCount includes.
 type usage struct {
 	PromptTokenCount        int `json:"promptTokenCount"`
 	CandidatesTokenCount    int `json:"candidatesTokenCount"`
@@ -51,8 +52,12 @@ func (u *usage) chat() chat.Usage {
 	if total == 0 {
 		total = u.PromptTokenCount + completion
 	}
-	return chat.Usage{PromptTokens: u.PromptTokenCount, CompletionTokens: completion, TotalTokens: total,
+	cu := chat.Usage{PromptTokens: u.PromptTokenCount, CompletionTokens: completion, TotalTokens: total,
 		PromptTokensDetails: chat.PromptDetails{CachedTokens: u.CachedContentTokenCount}}
+	if u.ThoughtsTokenCount > 0 {
+		cu.CompletionTokensDetails = &chat.CompletionDetails{ReasoningTokens: u.ThoughtsTokenCount}
+	}
+	return cu
 }
 
 // finishReason maps Gemini's finishReason to OpenAI's finish_reason; a
