@@ -75,21 +75,32 @@ func finishReason(reason string, calls bool) string {
 	return "stop" // STOP, OTHER, LANGUAGE, MALFORMED_FUNCTION_CALL, ...
 }
 
-// TranslateResponse turns a chat completion's answer into the OpenAI
-// shape: a GenerateContentResponse into a chat.completion, a Gemini error
-// body into the gateway's error body with the same status. Error bodies of
-// another shape, and answers of other endpoints, are left as they are.
+// TranslateResponse turns a chat completion's or embeddings' answer into
+// the OpenAI shape: a GenerateContentResponse into a chat.completion, a
+// batchEmbedContents answer into an embeddings list (embed.go). Answers of
+// other endpoints are left as they are.
 func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) error {
-	if req.Endpoint != core.EndpointChatComplete {
-		return nil
+	switch req.Endpoint {
+	case core.EndpointChatComplete:
+		return TranslateBody(resp, func(body []byte) ([]byte, error) { return p.translateAnswer(body, req.Model) })
+	case core.EndpointEmbed:
+		return TranslateBody(resp, func(body []byte) ([]byte, error) { return translateEmbedAnswer(req, body) })
 	}
+	return nil
+}
+
+// TranslateBody rewrites the answer resp of Google's API in place: a 2xx
+// body into translate's, Google's error body into the gateway's with the
+// same status (see TranslateError; error bodies of another shape are left
+// as they are). An error is a 2xx body translate could not read.
+func TranslateBody(resp *core.Response, translate func(body []byte) ([]byte, error)) error {
 	if resp.Status >= 300 {
 		if b, ok := TranslateError(resp.Status, resp.Body); ok {
 			chat.SetBody(resp, b)
 		}
 		return nil
 	}
-	b, err := p.translateAnswer(resp.Body, req.Model)
+	b, err := translate(resp.Body)
 	if err != nil {
 		return err
 	}
