@@ -125,3 +125,38 @@ func TestGeminiChatCompletions(t *testing.T) {
 		}
 	})
 }
+
+// TestGeminiEmbeddings: POST /v1/embeddings with provider gemini reaches
+// the native API's batchEmbedContents (key header, body translated) and
+// the client gets OpenAI's list; token ids are refused before any call.
+func TestGeminiEmbeddings(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"embeddings":[{"values":[0.5,-0.25]},{"values":[1,2]}]}`)
+	}))
+	host := g.up.URL + "/v1beta"
+
+	r := g.do(t, "POST", "/v1/embeddings", []byte(`{"model":"gemini-embedding-001","input":["a","b"],"dimensions":2}`),
+		"x-gateway-provider", "gemini", "x-gateway-custom-host", host)
+	want := `{"object":"list","data":[{"object":"embedding","index":0,"embedding":[0.5,-0.25]},{"object":"embedding","index":1,"embedding":[1,2]}],` +
+		`"model":"gemini-embedding-001","usage":{"prompt_tokens":0,"total_tokens":0}}`
+	if r.status != 200 || !jsonSame(t, r.body, want) {
+		t.Fatalf("status %d: %s\nwant %s", r.status, r.body, want)
+	}
+	up := g.up.last(t)
+	if up.Method != "POST" || up.Path != "/v1beta/models/gemini-embedding-001:batchEmbedContents" || up.Header.Get("X-Goog-Api-Key") != providerToken ||
+		!jsonSame(t, up.Body, `{"requests":[{"model":"models/gemini-embedding-001","content":{"parts":[{"text":"a"}]},"outputDimensionality":2},`+
+			`{"model":"models/gemini-embedding-001","content":{"parts":[{"text":"b"}]},"outputDimensionality":2}]}`) {
+		t.Errorf("upstream got %s %s %v %s", up.Method, up.Path, up.Header, up.Body)
+	}
+
+	before := g.up.hits()
+	r = g.do(t, "POST", "/v1/embeddings", []byte(`{"model":"gemini-embedding-001","input":[1,2,3]}`), "x-gateway-provider", "gemini", "x-gateway-custom-host", host)
+	if e := errorOf(t, r); r.status != 400 || deref(e.Param) != "input" {
+		t.Errorf("token ids: status %d error %+v", r.status, e)
+	}
+	if g.up.hits() != before {
+		t.Error("token ids: the request was sent")
+	}
+}

@@ -347,3 +347,78 @@ func TestVertexMessages(t *testing.T) {
 		t.Errorf("gemini on /v1/messages: %d %+v", r.status, e)
 	}
 }
+
+// TestVertexProxy: any other path under /v1 goes to the project and region
+// (the headers' or the integration's) with the client's method, query and
+// body and the target's token, and its answer, an error too, comes back
+// unchanged; a path naming another project is a 400 naming path, before
+// any call.
+func TestVertexProxy(t *testing.T) {
+	t.Parallel()
+	m := &vertexManaged{}
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		if strings.HasSuffix(r.URL.Path, "/missing") {
+			w.WriteHeader(404)
+			io.WriteString(w, `{"error":{"code":404,"message":"not found","status":"NOT_FOUND"}}`)
+			return
+		}
+		io.WriteString(w, `{"totalTokens":3}`)
+	}), func(c *gatewayConfig) { c.managed = m })
+	m.url = g.up.URL
+	headers := []string{"x-gateway-provider", "vertex-ai", "x-gateway-custom-host", g.up.URL,
+		"x-gateway-vertex-project-id", "my-project-1", "x-gateway-vertex-region", "us-central1"}
+	managed := []string{"x-gateway-provider", "@vertex-prod", "x-gateway-custom-host", "", "Authorization", ""}
+	for _, tc := range []struct {
+		name, method, path string
+		body               string
+		hdr                []string
+		status             int
+		want               string // the answer
+		upPath, upQuery    string
+		token              string
+	}{
+		{"POST countTokens", "POST", "/v1/publishers/google/models/gemini-2.5-flash:countTokens", `{"contents":[]}`, headers, 200, `{"totalTokens":3}`,
+			"/v1/projects/my-project-1/locations/us-central1/publishers/google/models/gemini-2.5-flash:countTokens", "", providerToken},
+		{"GET the full name", "GET", "/v1/projects/my-project-1/locations/us-central1/endpoints?pageSize=2", "", headers, 200, `{"totalTokens":3}`,
+			"/v1/projects/my-project-1/locations/us-central1/endpoints", "pageSize=2", providerToken},
+		{"an error unchanged", "GET", "/v1/cachedContents/missing", "", headers, 404, `{"error":{"code":404,"message":"not found","status":"NOT_FOUND"}}`,
+			"/v1/projects/my-project-1/locations/us-central1/cachedContents/missing", "", providerToken},
+		{"integration", "DELETE", "/v1/cachedContents/c1", "", managed, 200, `{"totalTokens":3}`,
+			"/v1/projects/stored-project/locations/global/cachedContents/c1", "", "stored-token"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var body []byte
+			if tc.body != "" {
+				body = []byte(tc.body)
+			}
+			r := g.do(t, tc.method, tc.path, body, tc.hdr...)
+			if r.status != tc.status || string(r.body) != tc.want {
+				t.Fatalf("status %d: %s\nwant %d %s", r.status, r.body, tc.status, tc.want)
+			}
+			up := g.up.last(t)
+			if up.Method != tc.method || up.Path != tc.upPath || up.RawQuery != tc.upQuery || up.Header.Get("Authorization") != "Bearer "+tc.token || string(up.Body) != tc.body {
+				t.Errorf("upstream got %s %s?%s %v %s", up.Method, up.Path, up.RawQuery, up.Header, up.Body)
+			}
+		})
+	}
+
+	for _, tc := range []struct {
+		name, path string
+		hdr        []string
+	}{
+		{"another project", "/v1/projects/other-project/locations/us-central1/endpoints", headers},
+		{"the integration's project named with another region", "/v1/projects/stored-project/locations/us-central1/endpoints", managed},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := g.up.hits()
+			r := g.do(t, "GET", tc.path, nil, tc.hdr...)
+			if e := errorOf(t, r); r.status != 400 || deref(e.Param) != "path" {
+				t.Errorf("status %d error %+v", r.status, e)
+			}
+			if g.up.hits() != before {
+				t.Error("the request was sent")
+			}
+		})
+	}
+}

@@ -1,7 +1,8 @@
 // Package gemini is the provider plugin for Google Gemini's native API:
 // chat completions translated into a generateContent request (request.go),
 // its answer (response.go) or its server-sent events (stream.go) back into
-// the OpenAI shape. The generic proxy passes through to the native API
+// the OpenAI shape; embeddings translated into a batchEmbedContents request
+// and back (embed.go). The generic proxy passes through to the native API
 // unchanged. (Provider "google" is Gemini through Google's
 // OpenAI-compatible endpoint, passed through untranslated.)
 package gemini
@@ -22,14 +23,14 @@ const Name = "gemini"
 
 // Spec is the pass-through part: the native API's base URL and its
 // credential header (the caller's Authorization: Bearer key goes there).
-// It serves the proxy only; chat completions are translated.
+// It serves the proxy only; chat completions and embeddings are translated.
 var Spec = openai.Spec{
 	Name: Name, BaseURL: "https://generativelanguage.googleapis.com/v1beta",
 	AuthHeader: "x-goog-api-key", Endpoints: []core.Endpoint{},
 }
 
 // Provider is the Gemini provider: the pass-through provider of Spec,
-// plus chat completions translated both ways.
+// plus chat completions and embeddings translated both ways.
 type Provider struct {
 	*openai.Provider
 	// now stamps translated answers' "created"; newID makes the ids of
@@ -42,29 +43,40 @@ type Provider struct {
 func New() *Provider { return &Provider{Provider: openai.New(Spec), now: time.Now, newID: core.NewID} }
 
 // Supports reports whether the provider serves endpoint e: chat
-// completions and the proxy.
+// completions, embeddings and the proxy.
 func (p *Provider) Supports(e core.Endpoint) bool {
-	return e == core.EndpointChatComplete || p.Provider.Supports(e)
+	return e == core.EndpointChatComplete || e == core.EndpointEmbed || p.Provider.Supports(e)
 }
 
 // BuildRequest builds the upstream request: a chat completion translated
 // into a generateContent request, POSTed to {base}/models/{model}:generateContent
-// (:streamGenerateContent?alt=sse for a stream); a body Gemini cannot take
-// is refused with a 400 naming the field. Anything else goes through
+// (:streamGenerateContent?alt=sse for a stream); embeddings translated into
+// a batchEmbedContents request (embed.go), POSTed to
+// {base}/models/{model}:batchEmbedContents. A body Gemini cannot take is
+// refused with a 400 naming the field. Anything else goes through
 // unchanged.
 func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.Target) (*http.Request, error) {
-	if req.Endpoint != core.EndpointChatComplete {
+	var model, method, query string
+	var body []byte
+	var err error
+	switch req.Endpoint {
+	case core.EndpointChatComplete:
+		model, body, err = TranslateRequest(req.Body, req.Stream)
+		method = "generateContent"
+		if req.Stream {
+			method, query = "streamGenerateContent", "alt=sse"
+		}
+	case core.EndpointEmbed:
+		model, body, err = translateEmbedRequest(req.Body)
+		method = "batchEmbedContents"
+	default:
 		return p.Provider.BuildRequest(ctx, req, t)
 	}
-	model, body, err := TranslateRequest(req.Body, req.Stream)
 	if err != nil {
 		return nil, err
 	}
 	greq := *req
-	greq.Method, greq.Path, greq.RawQuery, greq.Body, greq.JSON = http.MethodPost, "/models/"+url.PathEscape(model)+":generateContent", "", body, nil
-	if req.Stream {
-		greq.Path, greq.RawQuery = "/models/"+url.PathEscape(model)+":streamGenerateContent", "alt=sse"
-	}
+	greq.Method, greq.Path, greq.RawQuery, greq.Body, greq.JSON = http.MethodPost, "/models/"+url.PathEscape(model)+":"+method, query, body, nil
 	hr, err := p.Provider.BuildRequest(ctx, &greq, t)
 	if err != nil {
 		return nil, err

@@ -123,8 +123,9 @@ func TestTranslateRequestRefused(t *testing.T) {
 	}
 }
 
-// TestBuildRequest: the URL of each method, the model escaped, the key
-// in x-goog-api-key (never Authorization), and the proxy passed through.
+// TestBuildRequest: the URL of each method (embeddings' too), the model
+// escaped, the key in x-goog-api-key (never Authorization), and the proxy
+// passed through.
 func TestBuildRequest(t *testing.T) {
 	p := New()
 	for _, tc := range []struct {
@@ -139,6 +140,8 @@ func TestBuildRequest(t *testing.T) {
 			"", "https://generativelanguage.googleapis.com/v1beta/models/gemini-2.5-flash:streamGenerateContent?alt=sse"},
 		{"model escaped; custom host", core.Request{Endpoint: core.EndpointChatComplete, Method: "POST", Path: "/chat/completions", Body: []byte(`{"model":"my model%","messages":[{"role":"user","content":"hi"}]}`)},
 			"http://127.0.0.1:9/v1beta/", "http://127.0.0.1:9/v1beta/models/my%20model%25:generateContent"},
+		{"embeddings", core.Request{Endpoint: core.EndpointEmbed, Method: "POST", Path: "/embeddings", Body: []byte(`{"model":"models/gemini-embedding-001","input":"hi"}`)},
+			"", "https://generativelanguage.googleapis.com/v1beta/models/gemini-embedding-001:batchEmbedContents"},
 		{"proxy", core.Request{Endpoint: core.EndpointProxy, Method: "GET", Path: "/models", RawQuery: "pageSize=5"},
 			"", "https://generativelanguage.googleapis.com/v1beta/models?pageSize=5"},
 	} {
@@ -152,12 +155,13 @@ func TestBuildRequest(t *testing.T) {
 			if hr.URL.String() != tc.wantURL || hr.Header.Get("X-Goog-Api-Key") != "goog-key" || hr.Header.Get("Authorization") != "" {
 				t.Errorf("%s %s headers %v", hr.Method, hr.URL, hr.Header)
 			}
-			if tc.req.Endpoint == core.EndpointChatComplete && (hr.Method != "POST" || hr.Header.Get("Content-Type") != "application/json") {
+			if tc.req.Endpoint != core.EndpointProxy && (hr.Method != "POST" || hr.Header.Get("Content-Type") != "application/json") {
 				t.Errorf("%s with headers %v", hr.Method, hr.Header)
 			}
 		})
 	}
-	if !p.Supports(core.EndpointChatComplete) || !p.Supports(core.EndpointProxy) || p.Supports(core.EndpointEmbed) || p.Supports(core.EndpointMessages) {
-		t.Error("Supports: want chat completions and the proxy only")
+	if !p.Supports(core.EndpointChatComplete) || !p.Supports(core.EndpointEmbed) || !p.Supports(core.EndpointProxy) ||
+		p.Supports(core.EndpointComplete) || p.Supports(core.EndpointMessages) || p.Supports(core.EndpointRerank) {
+		t.Error("Supports: want chat completions, embeddings and the proxy only")
 	}
 }

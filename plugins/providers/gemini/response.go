@@ -32,8 +32,9 @@ type candidate struct {
 }
 
 // usage is Gemini's token accounting. The completion's tokens are the
-// candidates' plus the thoughts'; cached_tokens are those of the cached
-// content, which promptTokenCount includes.
+// candidates' plus the thoughts', and reasoning_tokens the thoughts' (left
+// out when there are none); cached_tokens are those of the cached content,
+// which promptTokenCount includes.
 type usage struct {
 	PromptTokenCount        int `json:"promptTokenCount"`
 	CandidatesTokenCount    int `json:"candidatesTokenCount"`
@@ -51,8 +52,12 @@ func (u *usage) chat() chat.Usage {
 	if total == 0 {
 		total = u.PromptTokenCount + completion
 	}
-	return chat.Usage{PromptTokens: u.PromptTokenCount, CompletionTokens: completion, TotalTokens: total,
+	cu := chat.Usage{PromptTokens: u.PromptTokenCount, CompletionTokens: completion, TotalTokens: total,
 		PromptTokensDetails: chat.PromptDetails{CachedTokens: u.CachedContentTokenCount}}
+	if u.ThoughtsTokenCount > 0 {
+		cu.CompletionTokensDetails = &chat.CompletionDetails{ReasoningTokens: u.ThoughtsTokenCount}
+	}
+	return cu
 }
 
 // finishReason maps Gemini's finishReason to OpenAI's finish_reason; a
@@ -70,21 +75,32 @@ func finishReason(reason string, calls bool) string {
 	return "stop" // STOP, OTHER, LANGUAGE, MALFORMED_FUNCTION_CALL, ...
 }
 
-// TranslateResponse turns a chat completion's answer into the OpenAI
-// shape: a GenerateContentResponse into a chat.completion, a Gemini error
-// body into the gateway's error body with the same status. Error bodies of
-// another shape, and answers of other endpoints, are left as they are.
+// TranslateResponse turns a chat completion's or embeddings' answer into
+// the OpenAI shape: a GenerateContentResponse into a chat.completion, a
+// batchEmbedContents answer into an embeddings list (embed.go). Answers of
+// other endpoints are left as they are.
 func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) error {
-	if req.Endpoint != core.EndpointChatComplete {
-		return nil
+	switch req.Endpoint {
+	case core.EndpointChatComplete:
+		return TranslateBody(resp, func(body []byte) ([]byte, error) { return p.translateAnswer(body, req.Model) })
+	case core.EndpointEmbed:
+		return TranslateBody(resp, func(body []byte) ([]byte, error) { return translateEmbedAnswer(req, body) })
 	}
+	return nil
+}
+
+// TranslateBody rewrites the answer resp of Google's API in place: a 2xx
+// body into translate's, Google's error body into the gateway's with the
+// same status (see TranslateError; error bodies of another shape are left
+// as they are). An error is a 2xx body translate could not read.
+func TranslateBody(resp *core.Response, translate func(body []byte) ([]byte, error)) error {
 	if resp.Status >= 300 {
 		if b, ok := TranslateError(resp.Status, resp.Body); ok {
 			chat.SetBody(resp, b)
 		}
 		return nil
 	}
-	b, err := p.translateAnswer(resp.Body, req.Model)
+	b, err := translate(resp.Body)
 	if err != nil {
 		return err
 	}

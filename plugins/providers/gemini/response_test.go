@@ -19,10 +19,12 @@ func testProvider() *Provider {
 }
 
 // TestTranslateResponse: answers become chat.completions (one choice per
-// candidate), errors the gateway's error body with the status kept.
+// candidate; thoughts' tokens counted in completion_tokens and reported as
+// reasoning_tokens, only when there are some), errors the gateway's error
+// body with the status kept.
 func TestTranslateResponse(t *testing.T) {
 	const usage = `"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"thoughtsTokenCount":2,"totalTokenCount":17,"cachedContentTokenCount":4}`
-	const wantUsage = `"usage":{"prompt_tokens":10,"completion_tokens":7,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":4}}`
+	const wantUsage = `"usage":{"prompt_tokens":10,"completion_tokens":7,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}`
 	const zeroUsage = `"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"prompt_tokens_details":{"cached_tokens":0}}`
 	head := func(id, model string) string {
 		return `{"id":"` + id + `","object":"chat.completion","created":1700000000,"model":"` + model + `","choices":[`
@@ -40,6 +42,10 @@ func TestTranslateResponse(t *testing.T) {
 			`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"weather","args":{"city": "Paris"}},"thoughtSignature":"c2lnLTE="},{"functionCall":{"id":"fc-2","name":"now"}}]},"finishReason":"STOP"}]}`,
 			head("chatcmpl-gen1", "gemini-x") + `{"index":0,"message":{"role":"assistant","content":null,"refusal":null,"tool_calls":[` +
 				`{"id":"call_gen2","type":"function","function":{"name":"weather","arguments":"{\"city\":\"Paris\"}"},"extra_content":{"google":{"thought_signature":"c2lnLTE="}}},{"id":"fc-2","type":"function","function":{"name":"now","arguments":"{}"}}]},"logprobs":null,"finish_reason":"tool_calls"}],` + zeroUsage + `}`},
+		{"usage without thoughts: no completion_tokens_details", 200,
+			`{"candidates":[{"content":{"parts":[{"text":"a"}]},"finishReason":"STOP"}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"thoughtsTokenCount":0,"totalTokenCount":15,"cachedContentTokenCount":6},"responseId":"r4"}`,
+			head("chatcmpl-r4", "gemini-x") + `{"index":0,"message":{"role":"assistant","content":"a","refusal":null},"logprobs":null,"finish_reason":"stop"}],` +
+				`"usage":{"prompt_tokens":10,"completion_tokens":5,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":6}}}`},
 		{"n candidates, each finish reason", 200,
 			`{"candidates":[{"content":{"parts":[{"text":"a"}]},"finishReason":"MAX_TOKENS"},{"content":{"parts":[{"text":"b"}]},"finishReason":"SAFETY","index":1},{"content":{},"finishReason":"RECITATION","index":2},{"content":{"parts":[{"text":"d"}]},"finishReason":"OTHER","index":3}],"responseId":"r2"}`,
 			head("chatcmpl-r2", "gemini-x") + `{"index":0,"message":{"role":"assistant","content":"a","refusal":null},"logprobs":null,"finish_reason":"length"},` +

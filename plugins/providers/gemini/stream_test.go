@@ -32,7 +32,7 @@ func chunk(id, delta, finish, usage string) string {
 // TestTranslateStream: recorded streams become the chunks an OpenAI
 // stream has, read whole or a byte at a time.
 func TestTranslateStream(t *testing.T) {
-	const textUsage = `{"prompt_tokens":8,"completion_tokens":7,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":0}}`
+	const textUsage = `{"prompt_tokens":8,"completion_tokens":7,"total_tokens":15,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":3}}`
 	textChunks := chunk("chatcmpl-r1", `{"role":"assistant","content":""}`, "null", "") +
 		chunk("chatcmpl-r1", `{"content":"Hel"}`, "null", "") +
 		chunk("chatcmpl-r1", `{"content":"lo \"you\""}`, "null", "")

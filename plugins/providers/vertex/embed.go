@@ -8,7 +8,6 @@ import (
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/plugins/providers/gemini"
-	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
 	"github.com/llm-gateway/gateway/plugins/providers/internal/embedding"
 )
 
@@ -61,9 +60,9 @@ type predictRequest struct {
 // its predict body. A model that is not a Google text embedding model, or
 // an input the model cannot take, is a 400 naming the field.
 func translateEmbedRequest(body []byte) (model string, out []byte, err error) {
-	var in embedding.Request
-	if err := json.Unmarshal(body, &in); err != nil {
-		return "", nil, core.BadRequest("", "the request body cannot be translated for %s: %v", Name, err)
+	in, texts, err := embedding.Parse(body, Name)
+	if err != nil {
+		return "", nil, err
 	}
 	if !isEmbeddingModel(in.Model) {
 		return "", nil, core.BadRequest("model", "model %q: provider %s translates embeddings for Google's text embedding models (publisher google: text-embedding-*, text-multilingual-embedding-*, gemini-embedding-*, textembedding-gecko*), not other publishers' or multimodal ones", in.Model, Name)
@@ -71,16 +70,12 @@ func translateEmbedRequest(body []byte) (model string, out []byte, err error) {
 	if err := checkModel(in.Model); err != nil {
 		return "", nil, err
 	}
-	texts, err := embedding.Texts(in.Input, Name)
-	if err != nil {
-		return "", nil, err
-	}
 	most := maxEmbedTexts
 	if strings.HasPrefix(in.Model, "gemini-embedding") {
 		most = maxGeminiEmbedTexts
 	}
-	if len(texts) == 0 || len(texts) > most {
-		return "", nil, core.BadRequest("input", "input: %s takes 1 to %d texts per request on Vertex AI, got %d", in.Model, most, len(texts))
+	if err := embedding.CheckCount(texts, most, in.Model, Name); err != nil {
+		return "", nil, err
 	}
 	req := predictRequest{Instances: make([]predictInstance, len(texts))}
 	for i, t := range texts {
@@ -95,7 +90,7 @@ func translateEmbedRequest(body []byte) (model string, out []byte, err error) {
 
 // translateEmbedAnswer turns a predict answer into OpenAI's embeddings
 // list for the request's model, its usage the instances' token counts.
-func translateEmbedAnswer(req *core.Request, resp *core.Response) ([]byte, error) {
+func translateEmbedAnswer(req *core.Request, body []byte) ([]byte, error) {
 	var a struct {
 		Predictions []struct {
 			Embeddings struct {
@@ -106,7 +101,7 @@ func translateEmbedAnswer(req *core.Request, resp *core.Response) ([]byte, error
 			} `json:"embeddings"`
 		} `json:"predictions"`
 	}
-	if err := json.Unmarshal(resp.Body, &a); err != nil {
+	if err := json.Unmarshal(body, &a); err != nil {
 		return nil, fmt.Errorf("reading the predict answer: %w", err)
 	}
 	if len(a.Predictions) == 0 {
@@ -127,16 +122,5 @@ func translateEmbedAnswer(req *core.Request, resp *core.Response) ([]byte, error
 // translateEmbedResponse turns a predict answer into OpenAI's embeddings
 // list, and Google's error body into the gateway's.
 func translateEmbedResponse(req *core.Request, resp *core.Response) error {
-	if resp.Status >= 300 {
-		if b, ok := gemini.TranslateError(resp.Status, resp.Body); ok {
-			chat.SetBody(resp, b)
-		}
-		return nil
-	}
-	b, err := translateEmbedAnswer(req, resp)
-	if err != nil {
-		return err
-	}
-	chat.SetBody(resp, b)
-	return nil
+	return gemini.TranslateBody(resp, func(body []byte) ([]byte, error) { return translateEmbedAnswer(req, body) })
 }

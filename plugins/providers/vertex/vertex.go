@@ -3,13 +3,15 @@
 // gemini package) and to Anthropic's Claude models (rawPredict, translated
 // by the anthropic package), on the project and region of the target's
 // Vertex settings, with the caller's OAuth access token or one got with a
-// service-account key (auth.go).
+// service-account key (auth.go). Any other path is proxied to the
+// project and region unchanged.
 package vertex
 
 import (
 	"bytes"
 	"context"
 	"errors"
+	"io"
 	"net/http"
 	"net/url"
 	"strings"
@@ -52,11 +54,11 @@ func New() *Provider {
 func (p *Provider) Name() string { return Name }
 
 // Supports reports whether the provider serves endpoint e: chat
-// completions, embeddings, and Anthropic's Messages API (for Claude
-// models).
+// completions, embeddings, Anthropic's Messages API (for Claude models)
+// and the proxy (any other path, in the target's project and region).
 func (p *Provider) Supports(e core.Endpoint) bool {
 	switch e {
-	case core.EndpointChatComplete, core.EndpointEmbed, core.EndpointMessages, core.EndpointMessagesCount:
+	case core.EndpointChatComplete, core.EndpointEmbed, core.EndpointMessages, core.EndpointMessagesCount, core.EndpointProxy:
 		return true
 	}
 	return false
@@ -99,13 +101,17 @@ func publisher(model string) string {
 //     streamRawPredict), the answer passed back unchanged; token counting
 //     (/v1/messages/count_tokens) to the count-tokens model's rawPredict.
 //
+// Any other path (the proxy) is sent as it is, with the client's method,
+// query, Content-Type, Accept and body, to the project and region: see
+// proxyURL.
+//
 // Authorization: Bearer is an access token of the target's service-account
 // key when it has one (see accessToken), else the caller's token. Another
 // model, a missing or bad setting, or a missing token is a 400 naming the
 // field or header, before any call.
 func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.Target) (*http.Request, error) {
 	if !p.Supports(req.Endpoint) {
-		return nil, core.BadRequest("", "provider %s serves chat completions, embeddings and (for Claude models) messages, not %s", Name, req.Endpoint)
+		return nil, core.BadRequest("", "provider %s serves chat completions, embeddings, (for Claude models) messages and the proxy, not %s", Name, req.Endpoint)
 	}
 	s, err := settings(t)
 	if err != nil {
@@ -114,9 +120,52 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	if t.APIKey == "" && s.ServiceAccountJSON == "" {
 		return nil, core.BadRequest("authorization", "provider %s needs a Google Cloud OAuth access token: send Authorization: Bearer <token> (e.g. from gcloud auth print-access-token), or set vertex_service_account_json in the config target or the integration", Name)
 	}
+	c := call{method: req.Method, body: req.Body}
+	if req.Endpoint == core.EndpointProxy {
+		c.url, err = proxyURL(t.BaseURL, s, req.Path, req.RawQuery)
+	} else {
+		c, err = translate(req, t.BaseURL, s)
+	}
+	if err != nil {
+		return nil, err
+	}
+	token := t.APIKey
+	if s.ServiceAccountJSON != "" {
+		if token, err = p.accessToken(ctx, s.ServiceAccountJSON); err != nil {
+			return nil, err
+		}
+	}
+	var body io.Reader = http.NoBody
+	if len(c.body) > 0 {
+		body = bytes.NewReader(c.body)
+	}
+	hr, err := http.NewRequestWithContext(ctx, c.method, c.url, body)
+	if err != nil {
+		return nil, core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host: %v", err)
+	}
+	core.UpstreamHeader(hr.Header, req, t, c.pass) // a proxied call keeps the client's Content-Type and Accept
+	if req.Endpoint != core.EndpointProxy {
+		hr.Header.Set("Content-Type", "application/json") // the body is the gateway's own
+	}
+	hr.Header.Set("Authorization", "Bearer "+token)
+	return hr, nil
+}
+
+// call is the upstream call a request becomes: its method, URL and body,
+// and the client headers sent on besides Content-Type and Accept.
+type call struct {
+	method, url string
+	body        []byte
+	pass        core.HeaderNames
+}
+
+// translate is the call of a translated request (see BuildRequest), on
+// base in the project and region of s.
+func translate(req *core.Request, base string, s core.VertexSettings) (call, error) {
 	pub := publisher(req.Model)
 	var model, method, query string
 	var body []byte
+	var err error
 	pass := core.HeaderNames{}
 	switch {
 	case req.Endpoint == core.EndpointEmbed:
@@ -124,7 +173,7 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 		model, body, err = translateEmbedRequest(req.Body)
 	case req.Endpoint == core.EndpointMessages || req.Endpoint == core.EndpointMessagesCount:
 		if pub != publisherAnthropic {
-			return nil, core.BadRequest("model", "provider %s serves Anthropic's Messages API for Claude models (claude-*), not %q", Name, req.Model)
+			return call{}, core.BadRequest("model", "provider %s serves Anthropic's Messages API for Claude models (claude-*), not %q", Name, req.Model)
 		}
 		pass, method = passAnthropic, "rawPredict"
 		count := req.Endpoint == core.EndpointMessagesCount
@@ -157,26 +206,12 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 			method = "streamRawPredict"
 		}
 	default:
-		return nil, core.BadRequest("model", "provider %s serves Google's Gemini models (gemini-*, publisher google) and Anthropic's Claude models (claude-*, publisher anthropic), not %q", Name, req.Model)
+		return call{}, core.BadRequest("model", "provider %s serves Google's Gemini models (gemini-*, publisher google) and Anthropic's Claude models (claude-*, publisher anthropic), not %q", Name, req.Model)
 	}
 	if err != nil {
-		return nil, err
+		return call{}, err
 	}
-	token := t.APIKey
-	if s.ServiceAccountJSON != "" {
-		if token, err = p.accessToken(ctx, s.ServiceAccountJSON); err != nil {
-			return nil, err
-		}
-	}
-	u := Endpoint(t.BaseURL, s, pub, model, method) + query
-	hr, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(body))
-	if err != nil {
-		return nil, core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host: %v", err)
-	}
-	core.UpstreamHeader(hr.Header, req, t, pass)
-	hr.Header.Set("Content-Type", "application/json") // the body is the gateway's own
-	hr.Header.Set("Authorization", "Bearer "+token)
-	return hr, nil
+	return call{method: http.MethodPost, url: Endpoint(base, s, pub, model, method) + query, body: body, pass: pass}, nil
 }
 
 // Endpoint is the URL of method on model of publisher in the project and
@@ -184,14 +219,72 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 // empty). Its parts must have been checked: s with core.CheckVertex, model
 // as one path segment.
 func Endpoint(base string, s core.VertexSettings, publisher, model, method string) string {
-	if base == "" {
-		base = "https://" + s.Region + "-aiplatform.googleapis.com"
-		if s.Region == core.VertexGlobal {
-			base = "https://aiplatform.googleapis.com"
+	return host(base, s) + "/v1" + location(s) + "/publishers/" + publisher + "/models/" + url.PathEscape(model) + ":" + method
+}
+
+// host is base without a trailing slash, or Vertex AI's own host for the
+// region of s when base is empty: https://{region}-aiplatform.googleapis.com,
+// https://aiplatform.googleapis.com for region global.
+func host(base string, s core.VertexSettings) string {
+	switch {
+	case base != "":
+		return strings.TrimRight(base, "/")
+	case s.Region == core.VertexGlobal:
+		return "https://aiplatform.googleapis.com"
+	}
+	return "https://" + s.Region + "-aiplatform.googleapis.com"
+}
+
+// location is the resource name of the project and region of s:
+// /projects/{project}/locations/{region}.
+func location(s core.VertexSettings) string {
+	return "/projects/" + s.ProjectID + "/locations/" + s.Region
+}
+
+// proxyURL is the URL of a proxied request's path (as the client escaped
+// it) and query, on base (see host), under /v1 and the project and region
+// of s: /v1/projects/{project}/locations/{region}{path}. A path that
+// names them already (/projects/{project}/locations/{region}, then the
+// end, '/' or ':') goes under /v1 as it is. A path that begins with
+// /projects/ but names another project or region, or that holds a "." or
+// ".." segment (escaped or not), is a 400 naming path: the target's token
+// is sent to its own project and region only.
+func proxyURL(base string, s core.VertexSettings, path, rawQuery string) (string, error) {
+	loc := location(s)
+	if err := checkPath(path); err != nil {
+		return "", err
+	}
+	switch rest, ok := strings.CutPrefix(path, loc); {
+	case ok && (rest == "" || rest[0] == '/' || rest[0] == ':'):
+	case path == "/projects" || strings.HasPrefix(path, "/projects/"):
+		return "", core.BadRequest("path", "path /v1%s does not name the target's project and region: provider %s sends the proxy under %s only (a path that does not begin with /projects/ is put under it)", path, Name, loc)
+	default:
+		path = loc + path
+	}
+	u := host(base, s) + "/v1" + path
+	if rawQuery != "" {
+		u += "?" + rawQuery
+	}
+	return u, nil
+}
+
+// checkPath refuses, with a 400 naming path, a proxied path that does not
+// begin with '/' or unescape, or that has a "." or ".." segment once
+// unescaped.
+func checkPath(path string) error {
+	if path != "" && path[0] != '/' {
+		return core.BadRequest("path", "path %q does not begin with '/'", path)
+	}
+	p, err := url.PathUnescape(path)
+	if err != nil {
+		return core.BadRequest("path", "path /v1%s: %v", path, err)
+	}
+	for _, seg := range strings.Split(p, "/") {
+		if seg == "." || seg == ".." {
+			return core.BadRequest("path", "path /v1%s: provider %s takes no \".\" or \"..\" path segments", path, Name)
 		}
 	}
-	return strings.TrimRight(base, "/") + "/v1/projects/" + s.ProjectID + "/locations/" + s.Region +
-		"/publishers/" + publisher + "/models/" + url.PathEscape(model) + ":" + method
+	return nil
 }
 
 // checkModel refuses a Claude model name that would reach outside its path
@@ -223,10 +316,14 @@ func settings(t *core.Target) (core.VertexSettings, error) {
 
 // TranslateResponse turns a chat completion's answer into the OpenAI
 // shape with the translator of the model's publisher, and an embeddings
-// answer into OpenAI's list.
+// answer into OpenAI's list. Other answers (Messages, the proxy's) are
+// left as they are.
 func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) error {
-	if req.Endpoint == core.EndpointEmbed {
+	switch {
+	case req.Endpoint == core.EndpointEmbed:
 		return translateEmbedResponse(req, resp)
+	case req.Endpoint != core.EndpointChatComplete:
+		return nil
 	}
 	switch publisher(req.Model) {
 	case publisherGoogle:
@@ -238,8 +335,12 @@ func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) err
 }
 
 // TranslateStream turns a chat completion's event stream into OpenAI
-// chunk events with the translator of the model's publisher.
+// chunk events with the translator of the model's publisher. Other streams
+// (Messages, the proxy's) are left as they are.
 func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
+	if req.Endpoint != core.EndpointChatComplete {
+		return
+	}
 	switch publisher(req.Model) {
 	case publisherGoogle:
 		p.gemini.TranslateStream(req, resp)

@@ -104,7 +104,7 @@ func TestBuildRequest(t *testing.T) {
 		if !ok || ce.Status != 400 || ce.Param != tc.param {
 			t.Errorf("%s: %v", tc.name, err)
 		}
-		if tc.name == "rerank" && !strings.Contains(ce.Message, "chat completions, embeddings and") {
+		if tc.name == "rerank" && !strings.Contains(ce.Message, "chat completions, embeddings, (for Claude models) messages and the proxy") {
 			t.Errorf("%s: %s", tc.name, ce.Message)
 		}
 	}
@@ -156,8 +156,8 @@ func TestAnthropicBeta(t *testing.T) {
 	}
 }
 
-// TestSupports: chat completions, embeddings and Anthropic's Messages API
-// (and its token counting); nothing else.
+// TestSupports: chat completions, embeddings, Anthropic's Messages API
+// (and its token counting) and the proxy; nothing else.
 func TestSupports(t *testing.T) {
 	p := New()
 	for _, tc := range []struct {
@@ -178,7 +178,7 @@ func TestSupports(t *testing.T) {
 		{core.EndpointResponses, false},
 		{core.EndpointResponseItems, false},
 		{core.EndpointRerank, false},
-		{core.EndpointProxy, false},
+		{core.EndpointProxy, true},
 	} {
 		if got := p.Supports(tc.e); got != tc.want {
 			t.Errorf("Supports(%s) = %v, want %v", tc.e, got, tc.want)

@@ -46,11 +46,20 @@ type Usage struct {
 	CompletionTokens    int           `json:"completion_tokens"`
 	TotalTokens         int           `json:"total_tokens"`
 	PromptTokensDetails PromptDetails `json:"prompt_tokens_details"`
+	// CompletionTokensDetails is left out when the provider reports none.
+	CompletionTokensDetails *CompletionDetails `json:"completion_tokens_details,omitempty"`
 }
 
 // PromptDetails break the prompt tokens down.
 type PromptDetails struct {
 	CachedTokens int `json:"cached_tokens"`
+}
+
+// CompletionDetails break the completion tokens down: ReasoningTokens are
+// those of the model's reasoning (thoughts), which the completion tokens
+// include.
+type CompletionDetails struct {
+	ReasoningTokens int `json:"reasoning_tokens"`
 }
 
 // UsageOf is the usage of an API whose input count leaves out the tokens

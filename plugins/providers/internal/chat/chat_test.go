@@ -1,6 +1,8 @@
 package chat
 
 import (
+	"encoding/json"
+	"strings"
 	"testing"
 
 	"github.com/llm-gateway/gateway/core"
@@ -70,6 +72,28 @@ func TestParseToolChoice(t *testing.T) {
 		}
 		if ce, ok := err.(*core.Error); err != nil && (!ok || ce.Param != "tool_choice") {
 			t.Errorf("%s: error %v", tc.in, err)
+		}
+	}
+}
+
+// TestChunkUsage: a chunk's usage is written as Usage marshals: with
+// completion_tokens_details (reasoning_tokens) only when it is set.
+func TestChunkUsage(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		u    Usage
+		want string
+	}{
+		{"no details", Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7, PromptTokensDetails: PromptDetails{CachedTokens: 1}},
+			`{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":1}}`},
+		{"reasoning tokens", Usage{PromptTokens: 3, CompletionTokens: 9, TotalTokens: 12, CompletionTokensDetails: &CompletionDetails{ReasoningTokens: 5}},
+			`{"prompt_tokens":3,"completion_tokens":9,"total_tokens":12,"prompt_tokens_details":{"cached_tokens":0},"completion_tokens_details":{"reasoning_tokens":5}}`},
+	} {
+		c := Chunks{ID: "c", Model: "m"}
+		out := string(c.Append(nil, nil, "", &tc.u))
+		marshalled, _ := json.Marshal(tc.u)
+		if !strings.HasSuffix(out, `,"usage":`+tc.want+"}\n\n") || string(marshalled) != tc.want {
+			t.Errorf("%s: chunk %s, marshalled %s, want usage %s", tc.name, out, marshalled, tc.want)
 		}
 	}
 }

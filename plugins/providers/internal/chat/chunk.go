@@ -95,6 +95,10 @@ func (c *Chunks) Append(out, delta []byte, finish string, u *Usage) []byte {
 		b = strconv.AppendInt(b, int64(u.TotalTokens), 10)
 		b = append(b, `,"prompt_tokens_details":{"cached_tokens":`...)
 		b = strconv.AppendInt(b, int64(u.PromptTokensDetails.CachedTokens), 10)
+		if d := u.CompletionTokensDetails; d != nil {
+			b = append(b, `},"completion_tokens_details":{"reasoning_tokens":`...)
+			b = strconv.AppendInt(b, int64(d.ReasoningTokens), 10)
+		}
 		b = append(b, "}}"...)
 	}
 	return append(b, "}\n\n"...)

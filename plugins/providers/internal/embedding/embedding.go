@@ -22,6 +22,26 @@ type Request struct {
 	Dimensions     *int            `json:"dimensions"`
 }
 
+// Parse reads an OpenAI embeddings body (validated as one already) and the
+// texts of its input (see Texts); a body that does not read is a 400.
+func Parse(body []byte, provider string) (Request, []string, error) {
+	var in Request
+	if err := json.Unmarshal(body, &in); err != nil {
+		return in, nil, core.BadRequest("", "the request body cannot be translated for %s: %v", provider, err)
+	}
+	texts, err := Texts(in.Input, provider)
+	return in, texts, err
+}
+
+// CheckCount refuses, with a 400 naming input, no texts or more than most
+// for model.
+func CheckCount(texts []string, most int, model, provider string) error {
+	if len(texts) == 0 || len(texts) > most {
+		return core.BadRequest("input", "input: %s takes 1 to %d texts per request on provider %s, got %d", model, most, provider, len(texts))
+	}
+	return nil
+}
+
 // Texts is input as a list of texts: a string, or an array of strings.
 // Token ids are a 400 naming input: provider's models take text.
 func Texts(input json.RawMessage, provider string) ([]string, error) {

@@ -4,6 +4,8 @@ import (
 	"encoding/json"
 	"strings"
 	"testing"
+
+	"github.com/llm-gateway/gateway/core"
 )
 
 func TestAnswer(t *testing.T) {
@@ -30,5 +32,44 @@ func TestAnswer(t *testing.T) {
 				t.Fatalf("%s %v", out, err)
 			}
 		})
+	}
+}
+
+// TestParse: a body's texts, from a string or strings; token ids and a
+// body that does not read are a 400 naming the field; CheckCount refuses
+// no texts and more than the most, naming input.
+func TestParse(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		most       int
+		texts      int
+		param      string // of the 400, when refused
+	}{
+		{"a string", `{"model":"m","input":"a"}`, 1, 1, ""},
+		{"strings", `{"model":"m","input":["a","b"]}`, 2, 2, ""},
+		{"too many", `{"model":"m","input":["a","b"]}`, 1, 0, "input"},
+		{"none", `{"model":"m","input":[]}`, 1, 0, "input"},
+		{"token ids", `{"model":"m","input":[1,2]}`, 1, 0, "input"},
+		{"not an object", `[1]`, 1, 0, ""},
+	} {
+		in, texts, err := Parse([]byte(tc.body), "p")
+		if err == nil {
+			err = CheckCount(texts, tc.most, in.Model, "p")
+		}
+		if tc.name == "not an object" {
+			if ce, ok := err.(*core.Error); !ok || ce.Status != 400 {
+				t.Errorf("%s: %v", tc.name, err)
+			}
+			continue
+		}
+		if tc.param != "" {
+			if ce, ok := err.(*core.Error); !ok || ce.Status != 400 || ce.Param != tc.param {
+				t.Errorf("%s: %v, want a 400 naming %s", tc.name, err, tc.param)
+			}
+			continue
+		}
+		if err != nil || len(texts) != tc.texts || in.Model != "m" {
+			t.Errorf("%s: %q %v", tc.name, texts, err)
+		}
 	}
 }
