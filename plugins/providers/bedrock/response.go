@@ -74,8 +74,8 @@ func requestID(resp *core.Response) string {
 // embedding model's InvokeModel answer into an embeddings list, a Rerank
 // answer into a rerank list (rerank.go), and a
 // Bedrock error body into the gateway's error body with the same status.
-// Error bodies of another shape, and proxied answers, are left as they
-// are.
+// A /v1/messages answer (Anthropic's shape already), error bodies of
+// another shape, and proxied answers are left as they are.
 func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) error {
 	var translate func(*core.Request, *core.Response) ([]byte, error)
 	switch req.Endpoint {
@@ -87,6 +87,7 @@ func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) err
 		translate = translateEmbedAnswer
 	case core.EndpointRerank:
 		translate = translateRerankAnswer
+	case core.EndpointMessages: // InvokeModel answers in Anthropic's shape: its errors only are translated
 	default:
 		return nil
 	}
@@ -94,6 +95,9 @@ func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) err
 		if b, ok := translateError(resp); ok {
 			chat.SetBody(resp, b)
 		}
+		return nil
+	}
+	if translate == nil {
 		return nil
 	}
 	b, err := translate(req, resp)

@@ -11,10 +11,19 @@ import (
 
 // TranslateStream replaces a chat completion's ConverseStream answer (AWS
 // event stream frames) with OpenAI chat.completion.chunk server-sent
-// events (see chunkStream), and its Content-Type with text/event-stream.
-// Streams of other endpoints are left as they are.
+// events (see chunkStream), and a /v1/messages InvokeModelWithResponseStream
+// answer with Anthropic's Messages events (see messagesStream); its
+// Content-Type becomes text/event-stream. Streams of other endpoints are
+// left as they are.
 func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
-	if req.Endpoint != core.EndpointChatComplete {
+	var s io.ReadCloser
+	switch req.Endpoint {
+	case core.EndpointChatComplete:
+		s = &chunkStream{Stream: chat.Stream{Src: resp.Stream}, frames: frameReader{r: resp.Stream}, includeUsage: chat.IncludeUsage(req),
+			chunks: chat.Chunks{ID: completionID(resp), Model: req.Model, Created: p.now().Unix()}}
+	case core.EndpointMessages:
+		s = &messagesStream{Stream: chat.Stream{Src: resp.Stream}, frames: frameReader{r: resp.Stream}}
+	default:
 		return
 	}
 	resp.Header = resp.Header.Clone()
@@ -24,8 +33,7 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 	resp.Header.Set("Content-Type", "text/event-stream")
 	resp.Header.Del("Content-Length")
 	resp.SSE = true
-	resp.Stream = &chunkStream{Stream: chat.Stream{Src: resp.Stream}, frames: frameReader{r: resp.Stream}, includeUsage: chat.IncludeUsage(req),
-		chunks: chat.Chunks{ID: completionID(resp), Model: req.Model, Created: p.now().Unix()}}
+	resp.Stream = s
 }
 
 // chunkStream reads ConverseStream's frames and hands out the same answer
@@ -100,7 +108,6 @@ type streamEvent struct {
 	} `json:"delta"`
 	StopReason string `json:"stopReason"`
 	Usage      usage  `json:"usage"`
-	Message    string `json:"message"`
 }
 
 // StreamError is an exception or error frame of Bedrock's stream.
@@ -108,22 +115,34 @@ type StreamError struct{ Type, Message string }
 
 func (e *StreamError) Error() string { return "Bedrock sent an error: " + e.Type + ": " + e.Message }
 
+// failure is the error of an exception or error frame (a StreamError) or
+// of a frame of another message type; nil for an event frame.
+func (f *frame) failure() error {
+	switch f.MessageType {
+	case "event":
+		return nil
+	case "exception":
+		var e struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(f.Payload, &e) // a payload of another shape leaves the message out
+		return &StreamError{Type: f.ExceptionType, Message: e.Message}
+	case "error":
+		return &StreamError{Type: f.ErrorCode, Message: f.ErrorMessage}
+	}
+	return fmt.Errorf("Bedrock's stream sent a frame of message type %q", f.MessageType)
+}
+
 // translate appends to Out the chunks of one frame; io.EOF ends the
 // stream cleanly (metadata after messageStop).
 func (s *chunkStream) translate(f *frame) error {
+	if err := f.failure(); err != nil {
+		return err
+	}
 	ev := &s.ev
 	*ev = streamEvent{}
-	if err := json.Unmarshal(f.Payload, ev); err != nil && f.MessageType == "event" {
+	if err := json.Unmarshal(f.Payload, ev); err != nil {
 		return fmt.Errorf("an event of Bedrock's stream is not JSON: %w", err)
-	}
-	switch f.MessageType {
-	case "event":
-	case "exception":
-		return &StreamError{Type: f.ExceptionType, Message: ev.Message}
-	case "error":
-		return &StreamError{Type: f.ErrorCode, Message: f.ErrorMessage}
-	default:
-		return fmt.Errorf("Bedrock's stream sent a frame of message type %q", f.MessageType)
 	}
 	switch f.EventType {
 	case "messageStart":
