@@ -72,6 +72,10 @@ func fakeBedrock(t *testing.T) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(string(body), `"additionalModelRequestFields":{"thinking"`) {
+			io.WriteString(w, `{"output":{"message":{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"Hmm.","signature":"sig-1"}}},{"text":"Hello"}]}},"stopReason":"end_turn","usage":{"inputTokens":6,"outputTokens":2,"totalTokens":8}}`)
+			return
+		}
 		io.WriteString(w, `{"output":{"message":{"role":"assistant","content":[{"text":"Hello"}]}},"stopReason":"max_tokens","usage":{"inputTokens":6,"outputTokens":2,"totalTokens":8}}`)
 	})
 }
@@ -205,6 +209,22 @@ func TestBedrockEndToEnd(t *testing.T) {
 		}
 		if rec := g.logs.one(t, "bedrock-stream"); rec.Usage != (core.Usage{PromptTokens: 6, CompletionTokens: 2, TotalTokens: 8}) || !rec.Stream || rec.Error != "" {
 			t.Errorf("log record %+v", rec)
+		}
+	})
+
+	t.Run("thinking", func(t *testing.T) {
+		// strict_open_ai_compliance false lets thinking in and the
+		// reasoning out, as content_blocks; the thinking block goes back
+		// as reasoningContent.
+		r := g.do(t, "POST", "/v1/chat/completions", []byte(`{"model":"anthropic.claude-v2:1","strict_open_ai_compliance":false,"thinking":{"type":"enabled","budget_tokens":1024},`+
+			`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"Hmm.","signature":"sig-0"},{"type":"text","text":"Hi"}]},{"role":"user","content":"again"}]}`), aws...)
+		if r.status != 200 || !strings.Contains(string(r.body), `"content":"Hello"`) ||
+			!strings.Contains(string(r.body), `"content_blocks":[{"type":"thinking","thinking":"Hmm.","signature":"sig-1"},{"type":"text","text":"Hello"}]`) {
+			t.Fatalf("status %d: %s", r.status, r.body)
+		}
+		if up := g.up.last(t); !jsonSame(t, up.Body, `{"additionalModelRequestFields":{"thinking":{"type":"enabled","budget_tokens":1024}},"messages":[{"role":"user","content":[{"text":"hi"}]},`+
+			`{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"Hmm.","signature":"sig-0"}}},{"text":"Hi"}]},{"role":"user","content":[{"text":"again"}]}]}`) {
+			t.Errorf("upstream got %s", up.Body)
 		}
 	})
 

@@ -272,7 +272,7 @@ func textBlock(text string) block { return block{Type: "text", Text: text} }
 // assistant's refusal) as text, image_url as an image; never nil, so a
 // turn's content is always a JSON list.
 func contentBlocks(at string, content json.RawMessage) ([]block, error) {
-	return chat.AppendBlocks([]block{}, at, content, Name, textBlock, imageURLBlock)
+	return chat.AppendBlocks([]block{}, at, content, Name, textBlock, imageURLBlock, nil)
 }
 
 // imageURLBlock is an image_url part as an image block.

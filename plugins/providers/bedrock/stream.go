@@ -20,7 +20,7 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 	switch req.Endpoint {
 	case core.EndpointChatComplete:
 		s = &chunkStream{Stream: chat.Stream{Src: resp.Stream}, frames: frameReader{r: resp.Stream}, includeUsage: chat.IncludeUsage(req),
-			chunks: chat.Chunks{ID: completionID(resp), Model: req.Model, Created: p.now().Unix()}}
+			blocks: !req.StrictCompliance, chunks: chat.Chunks{ID: completionID(resp), Model: req.Model, Created: p.now().Unix()}}
 	case core.EndpointMessages:
 		s = &messagesStream{Stream: chat.Stream{Src: resp.Stream}, frames: frameReader{r: resp.Stream}}
 	default:
@@ -45,8 +45,11 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 //   - contentBlockStart of a toolUse: a tool_calls delta with the call's
 //     index (counting tool calls from 0), id, type and name, and empty
 //     arguments; contentBlockDelta toolUse.input: that call's arguments
-//     piece; text: a content delta. Reasoning deltas, contentBlockStop
-//     and unknown events are dropped.
+//     piece; text: a content delta; reasoningContent text, signature or
+//     redactedContent, when strict reference compliance is off (blocks),
+//     a content_blocks delta of the block's index with thinking,
+//     signature or data (dropped when it is on). contentBlockStop and
+//     unknown events are dropped.
 //   - messageStop: its stopReason is kept; metadata (which follows it)
 //     then gives the chunk with finish_reason, carrying the usage unless
 //     the client asked for stream_options.include_usage, which adds the
@@ -61,6 +64,7 @@ type chunkStream struct {
 	chat.Stream
 	frames       frameReader // reads Src
 	includeUsage bool
+	blocks       bool // reasoning deltas are handed on as content_blocks
 	chunks       chat.Chunks
 
 	stopped bool // messageStop was read
@@ -105,6 +109,11 @@ type streamEvent struct {
 		ToolUse struct {
 			Input string `json:"input"`
 		} `json:"toolUse"`
+		ReasoningContent struct {
+			Text            string `json:"text"`
+			Signature       string `json:"signature"`
+			RedactedContent string `json:"redactedContent"`
+		} `json:"reasoningContent"`
 	} `json:"delta"`
 	StopReason string `json:"stopReason"`
 	Usage      usage  `json:"usage"`
@@ -166,6 +175,13 @@ func (s *chunkStream) translate(f *frame) error {
 				return fmt.Errorf("Bedrock's stream sent tool input for block %d, which is not a toolUse block", ev.ContentBlockIndex)
 			}
 			s.chunk(s.chunks.ToolArguments(call, d.ToolUse.Input), "", false)
+		case !s.blocks: // strict: reasoning is dropped
+		case d.ReasoningContent.Text != "":
+			s.chunk(s.chunks.ContentBlock(ev.ContentBlockIndex, "thinking", d.ReasoningContent.Text), "", false)
+		case d.ReasoningContent.Signature != "":
+			s.chunk(s.chunks.ContentBlock(ev.ContentBlockIndex, "signature", d.ReasoningContent.Signature), "", false)
+		case d.ReasoningContent.RedactedContent != "":
+			s.chunk(s.chunks.ContentBlock(ev.ContentBlockIndex, "data", d.ReasoningContent.RedactedContent), "", false)
 		}
 	case "messageStop":
 		s.stopped, s.stop = true, ev.StopReason
