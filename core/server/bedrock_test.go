@@ -2,6 +2,7 @@ package server_test
 
 import (
 	"context"
+	"encoding/base64"
 	"encoding/binary"
 	"hash/crc32"
 	"io"
@@ -71,13 +72,31 @@ func fakeBedrock(t *testing.T) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
+		if strings.Contains(string(body), `"additionalModelRequestFields":{"thinking"`) {
+			io.WriteString(w, `{"output":{"message":{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"Hmm.","signature":"sig-1"}}},{"text":"Hello"}]}},"stopReason":"end_turn","usage":{"inputTokens":6,"outputTokens":2,"totalTokens":8}}`)
+			return
+		}
 		io.WriteString(w, `{"output":{"message":{"role":"assistant","content":[{"text":"Hello"}]}},"stopReason":"max_tokens","usage":{"inputTokens":6,"outputTokens":2,"totalTokens":8}}`)
 	})
 }
 
+// bedrockEvents are the Anthropic stream events (type, JSON) of the
+// chunks fakeBedrock streams for invoke-with-response-stream.
+var bedrockEvents = [][2]string{
+	{"message_start", `{"type":"message_start","message":{"id":"msg_1","type":"message","role":"assistant","content":[],"usage":{"input_tokens":3,"output_tokens":1}}}`},
+	{"content_block_delta", `{"type":"content_block_delta","index":0,"delta":{"type":"text_delta","text":"Hi"}}`},
+	{"message_delta", `{"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":2}}`},
+	{"message_stop", `{"type":"message_stop","amazon-bedrock-invocationMetrics":{"inputTokenCount":3,"outputTokenCount":2}}`},
+}
+
 // bedrockFrames are the frames fakeBedrock streams for
-// invoke-with-response-stream.
-var bedrockFrames = [][2]string{{"chunk", `{"bytes":"eyJhIjoxfQ=="}`}, {"chunk", `{"bytes":"eyJiIjoyfQ=="}`}}
+// invoke-with-response-stream: a chunk of each of bedrockEvents.
+var bedrockFrames = func() (fs [][2]string) {
+	for _, ev := range bedrockEvents {
+		fs = append(fs, [2]string{"chunk", `{"bytes":"` + base64.StdEncoding.EncodeToString([]byte(ev[1])) + `","p":"abc"}`})
+	}
+	return fs
+}()
 
 // answerInvoke answers InvokeModel like Bedrock: an embedding of a Titan
 // model (its token count in the body) or of a Cohere one (in the header),
@@ -190,6 +209,22 @@ func TestBedrockEndToEnd(t *testing.T) {
 		}
 		if rec := g.logs.one(t, "bedrock-stream"); rec.Usage != (core.Usage{PromptTokens: 6, CompletionTokens: 2, TotalTokens: 8}) || !rec.Stream || rec.Error != "" {
 			t.Errorf("log record %+v", rec)
+		}
+	})
+
+	t.Run("thinking", func(t *testing.T) {
+		// strict_open_ai_compliance false lets thinking in and the
+		// reasoning out, as content_blocks; the thinking block goes back
+		// as reasoningContent.
+		r := g.do(t, "POST", "/v1/chat/completions", []byte(`{"model":"anthropic.claude-v2:1","strict_open_ai_compliance":false,"thinking":{"type":"enabled","budget_tokens":1024},`+
+			`"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"thinking","thinking":"Hmm.","signature":"sig-0"},{"type":"text","text":"Hi"}]},{"role":"user","content":"again"}]}`), aws...)
+		if r.status != 200 || !strings.Contains(string(r.body), `"content":"Hello"`) ||
+			!strings.Contains(string(r.body), `"content_blocks":[{"type":"thinking","thinking":"Hmm.","signature":"sig-1"},{"type":"text","text":"Hello"}]`) {
+			t.Fatalf("status %d: %s", r.status, r.body)
+		}
+		if up := g.up.last(t); !jsonSame(t, up.Body, `{"additionalModelRequestFields":{"thinking":{"type":"enabled","budget_tokens":1024}},"messages":[{"role":"user","content":[{"text":"hi"}]},`+
+			`{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"Hmm.","signature":"sig-0"}}},{"text":"Hi"}]},{"role":"user","content":[{"text":"again"}]}]}`) {
+			t.Errorf("upstream got %s", up.Body)
 		}
 	})
 
@@ -330,4 +365,55 @@ func TestBedrockEmbeddingsAndProxy(t *testing.T) {
 			t.Errorf("status %d headers %v: %q", r.status, r.header, r.body)
 		}
 	})
+}
+
+// TestBedrockMessages: Anthropic's Messages API through the server reaches
+// the fake Bedrock as a signed InvokeModel call of the body less model and
+// stream and with anthropic_version; the answer comes back as it is, the
+// stream (invoke-with-response-stream) as Anthropic's server-sent events
+// with the tokens counted in the log, and Bedrock's error in the gateway's
+// shape. A model that is not Anthropic's is a 400 before any call.
+func TestBedrockMessages(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, fakeBedrock(t))
+	aws := []string{"x-gateway-provider", "bedrock", "x-gateway-custom-host", g.up.URL, "Authorization", "",
+		"x-gateway-aws-region", "eu-west-1", "x-gateway-aws-access-key-id", "AKIDBEDROCK", "x-gateway-aws-secret-access-key", "bedrock-secret"}
+	const msgs = `"max_tokens":8,"messages":[{"role":"user","content":"hi"}]`
+	const sent = `{"anthropic_version":"bedrock-2023-05-31",` + msgs + `}`
+
+	r := g.do(t, "POST", "/v1/messages", []byte(`{"model":"anthropic.claude-v2:1",`+msgs+`}`), aws...)
+	if r.status != 200 || !jsonSame(t, r.body, `{"echo":`+sent+`}`) || r.header.Get("X-Raw") != "1" {
+		t.Fatalf("status %d headers %v: %s", r.status, r.header, r.body)
+	}
+	if up := g.up.last(t); up.RawPath != "/model/anthropic.claude-v2%3A1/invoke" || !jsonSame(t, up.Body, sent) {
+		t.Errorf("upstream got %s %s", up.RawPath, up.Body)
+	}
+
+	r = g.do(t, "POST", "/v1/messages", []byte(`{"model":"anthropic.claude-v2:1","stream":true,`+msgs+`}`),
+		append([]string{"x-gateway-trace-id", "bedrock-messages-stream"}, aws...)...)
+	var want []string
+	for _, ev := range bedrockEvents {
+		want = append(want, "event: "+ev[0]+"\ndata: "+ev[1])
+	}
+	if got := sseEvents(r.body); r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") || strings.Join(got, "\n\n") != strings.Join(want, "\n\n") {
+		t.Fatalf("status %d headers %v: %q", r.status, r.header, got)
+	}
+	if up := g.up.last(t); up.RawPath != "/model/anthropic.claude-v2%3A1/invoke-with-response-stream" || !jsonSame(t, up.Body, sent) ||
+		up.Header.Get("Accept") != core.ContentTypeAWSEventStream {
+		t.Errorf("upstream got %s %v %s", up.RawPath, up.Header, up.Body)
+	}
+	if rec := g.logs.one(t, "bedrock-messages-stream"); rec.Usage != (core.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}) || !rec.Stream || rec.Error != "" {
+		t.Errorf("log record %+v", rec)
+	}
+
+	r = g.do(t, "POST", "/v1/messages", []byte(`{"model":"anthropic.claude-v2:1","max_tokens":8,"messages":[{"role":"user","content":[{"type":"text","text":"fail"}]}]}`), aws...)
+	if e := errorOf(t, r); r.status != 400 || e.Type != "ValidationException" {
+		t.Errorf("status %d error %+v", r.status, e)
+	}
+
+	before := g.up.hits()
+	r = g.do(t, "POST", "/v1/messages", []byte(`{"model":"meta.llama3-8b-instruct-v1:0",`+msgs+`}`), aws...)
+	if e := errorOf(t, r); r.status != 400 || deref(e.Param) != "model" || g.up.hits() != before {
+		t.Errorf("status %d error %+v", r.status, e)
+	}
 }

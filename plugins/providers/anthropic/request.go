@@ -106,6 +106,30 @@ func TranslateVertexRequest(body []byte) (model string, out []byte, err error) {
 // but for counting, without the model (the URL names it). A body that is
 // not a JSON object with a string model is a 400.
 func VertexMessages(body []byte, count bool) (model string, out []byte, err error) {
+	if count {
+		return platformMessages(body, VertexVersion)
+	}
+	return platformMessages(body, VertexVersion, "model")
+}
+
+// BedrockVersion is the anthropic_version a Messages request to AWS
+// Bedrock (InvokeModel) carries in its body.
+const BedrockVersion = "bedrock-2023-05-31"
+
+// BedrockMessages is a native Messages body (of /v1/messages) for AWS
+// Bedrock's InvokeModel: the model it names, and the body without model
+// and stream (the URL names both) and with anthropic_version
+// BedrockVersion when it has none. A body that is not a JSON object with a
+// string model is a 400.
+func BedrockMessages(body []byte) (model string, out []byte, err error) {
+	return platformMessages(body, BedrockVersion, "model", "stream")
+}
+
+// platformMessages is a native Messages body for a cloud platform that
+// takes the API version in the body: the model it names, and the body
+// without the fields drop and with anthropic_version version when it has
+// none.
+func platformMessages(body []byte, version string, drop ...string) (model string, out []byte, err error) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(body, &m) != nil || m == nil {
 		return "", nil, core.BadRequest("", "the request body must be a JSON object (an Anthropic Messages request)")
@@ -113,11 +137,11 @@ func VertexMessages(body []byte, count bool) (model string, out []byte, err erro
 	if json.Unmarshal(m["model"], &model) != nil || model == "" {
 		return "", nil, core.BadRequest("model", "model is required: a Claude model name")
 	}
-	if !count {
-		delete(m, "model")
+	for _, f := range drop {
+		delete(m, f)
 	}
 	if _, ok := m["anthropic_version"]; !ok {
-		m["anthropic_version"] = json.RawMessage(`"` + VertexVersion + `"`)
+		m["anthropic_version"] = json.RawMessage(`"` + version + `"`)
 	}
 	out, err = json.Marshal(m)
 	return model, out, err
@@ -248,7 +272,7 @@ func textBlock(text string) block { return block{Type: "text", Text: text} }
 // assistant's refusal) as text, image_url as an image; never nil, so a
 // turn's content is always a JSON list.
 func contentBlocks(at string, content json.RawMessage) ([]block, error) {
-	return chat.AppendBlocks([]block{}, at, content, Name, textBlock, imageURLBlock)
+	return chat.AppendBlocks([]block{}, at, content, Name, textBlock, imageURLBlock, nil)
 }
 
 // imageURLBlock is an image_url part as an image block.

@@ -201,3 +201,40 @@ func TestBuildRequest(t *testing.T) {
 		t.Error("n=3 accepted")
 	}
 }
+
+// TestPlatformMessages: a native Messages body for Vertex AI keeps stream
+// (and the model when counting); for Bedrock it loses model and stream;
+// both get the platform's anthropic_version unless the body has one; a
+// body that is not an object with a model is a 400.
+func TestPlatformMessages(t *testing.T) {
+	const msgs = `"max_tokens":8,"messages":[{"role":"user","content":"hi"}]`
+	for _, tc := range []struct {
+		name, in, want, param string
+		build                 func([]byte) (string, []byte, error)
+	}{
+		{"bedrock", `{"model":"anthropic.claude-v2:1","stream":true,` + msgs + `}`,
+			`{"anthropic_version":"bedrock-2023-05-31",` + msgs + `}`, "", BedrockMessages},
+		{"bedrock keeps a version", `{"model":"anthropic.claude-v2:1","anthropic_version":"v0",` + msgs + `}`,
+			`{"anthropic_version":"v0",` + msgs + `}`, "", BedrockMessages},
+		{"bedrock without model", `{` + msgs + `}`, "", "model", BedrockMessages},
+		{"bedrock not an object", `[1]`, "", "", BedrockMessages},
+		{"vertex", `{"model":"claude-x","stream":true,` + msgs + `}`,
+			`{"anthropic_version":"vertex-2023-10-16","stream":true,` + msgs + `}`, "", func(b []byte) (string, []byte, error) { return VertexMessages(b, false) }},
+		{"vertex count", `{"model":"claude-x",` + msgs + `}`,
+			`{"model":"claude-x","anthropic_version":"vertex-2023-10-16",` + msgs + `}`, "", func(b []byte) (string, []byte, error) { return VertexMessages(b, true) }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			model, out, err := tc.build([]byte(tc.in))
+			if tc.want == "" {
+				var ce *core.Error
+				if !errors.As(err, &ce) || ce.Status != 400 || ce.Param != tc.param {
+					t.Fatalf("%v, want a 400 naming %q", err, tc.param)
+				}
+				return
+			}
+			if err != nil || !jsonEqual(t, out, []byte(tc.want)) || model == "" || !bytes.Contains([]byte(tc.in), []byte(`"`+model+`"`)) {
+				t.Fatalf("%q %s %v, want %s", model, out, err, tc.want)
+			}
+		})
+	}
+}

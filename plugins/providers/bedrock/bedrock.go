@@ -1,7 +1,8 @@
 // Package bedrock is the provider plugin for AWS Bedrock: chat completions
 // translated into Bedrock's Converse API (request.go), its answers
 // (response.go) and its event streams (eventstream.go, stream.go) back
-// into the OpenAI shape. Requests are signed with SigV4 (core/awsauth)
+// into the OpenAI shape; Anthropic's Messages API sent to Claude models'
+// InvokeModel (messages.go). Requests are signed with SigV4 (core/awsauth)
 // with the target's AWS credentials, or carry a Bedrock API key as a
 // bearer token.
 package bedrock
@@ -41,10 +42,15 @@ func New() *Provider { return &Provider{now: time.Now} }
 func (p *Provider) Name() string { return Name }
 
 // Supports reports whether the provider serves endpoint e: chat
-// completions, embeddings and rerank (translated) and the proxy (any other
-// Bedrock runtime path, signed and sent as it is).
+// completions, embeddings and rerank (translated), Anthropic's Messages
+// API (for Claude models) and the proxy (any other Bedrock runtime path,
+// signed and sent as it is).
 func (p *Provider) Supports(e core.Endpoint) bool {
-	return e == core.EndpointChatComplete || e == core.EndpointEmbed || e == core.EndpointRerank || e == core.EndpointProxy
+	switch e {
+	case core.EndpointChatComplete, core.EndpointEmbed, core.EndpointRerank, core.EndpointMessages, core.EndpointProxy:
+		return true
+	}
+	return false
 }
 
 // BaseURL is the default base URL's shape (the region is the target's).
@@ -57,6 +63,11 @@ func (p *Provider) BaseURL() string { return "https://bedrock-runtime.{region}.a
 //     {base}/model/{model id}/converse (converse-stream for a stream);
 //   - embeddings translated into an InvokeModel request of the model's
 //     family (embed.go), POSTed to {base}/model/{model id}/invoke;
+//   - Anthropic's Messages API (/v1/messages) for a Claude model (an id
+//     holding "anthropic."): the body without model and stream and with
+//     anthropic_version (messages.go), POSTed to
+//     {base}/model/{model id}/invoke (invoke-with-response-stream for a
+//     stream);
 //   - a rerank translated into a Rerank request (rerank.go), POSTed to
 //     https://bedrock-agent-runtime.{region}.amazonaws.com/rerank (or the
 //     custom host's /rerank);
@@ -90,6 +101,15 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 			return nil, err
 		}
 		path, body = "/model/"+awsauth.Escape(model)+"/invoke", b
+	case core.EndpointMessages:
+		model, b, err := messagesRequest(req.Body)
+		if err != nil {
+			return nil, err
+		}
+		path, body = "/model/"+awsauth.Escape(model)+"/invoke", b
+		if req.Stream {
+			path, accept = path+"-with-response-stream", core.ContentTypeAWSEventStream
+		}
 	case core.EndpointRerank:
 		b, err := translateRerankRequest(req.Body, s.Region)
 		if err != nil {

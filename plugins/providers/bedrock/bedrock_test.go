@@ -6,6 +6,7 @@ import (
 	"encoding/binary"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"net/http"
@@ -59,6 +60,17 @@ func TestTranslateRequest(t *testing.T) {
 		{"tool_choice auto and named",
 			`{"model":"m","tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":{"type":"function","function":{"name":"f"}},"messages":[` + user + `]}`,
 			`{"messages":[` + userTurn + `],"toolConfig":{"tools":[{"toolSpec":{"name":"f","inputSchema":{"json":{"type":"object","properties":{}}}}}],"toolChoice":{"tool":{"name":"f"}}}}`},
+		{"thinking to additionalModelRequestFields",
+			`{"model":"m","thinking":{"type":"enabled","budget_tokens":1024},"max_tokens":2048,"messages":[` + user + `]}`,
+			`{"inferenceConfig":{"maxTokens":2048},"additionalModelRequestFields":{"thinking":{"type":"enabled","budget_tokens":1024}},"messages":[` + userTurn + `]}`},
+		{"an assistant's thinking parts to reasoningContent, in order, before text and toolUse",
+			`{"model":"m","tools":[{"type":"function","function":{"name":"f"}}],"messages":[` + user + `,{"role":"assistant","content":[{"type":"text","text":"calling"},` +
+				`{"type":"thinking","thinking":"first","signature":"sig1"},{"type":"redacted_thinking","data":"ZW5j"},{"type":"thinking","thinking":"unsigned"}],` +
+				`"tool_calls":[{"id":"c1","type":"function","function":{"name":"f","arguments":"{}"}}]},{"role":"tool","tool_call_id":"c1","content":"ok"}]}`,
+			`{"messages":[` + userTurn + `,{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"first","signature":"sig1"}}},{"reasoningContent":{"redactedContent":"ZW5j"}},` +
+				`{"reasoningContent":{"reasoningText":{"text":"unsigned"}}},{"text":"calling"},{"toolUse":{"toolUseId":"c1","name":"f","input":{}}}]},` +
+				`{"role":"user","content":[{"toolResult":{"toolUseId":"c1","content":[{"text":"ok"}]}}]}],` +
+				`"toolConfig":{"tools":[{"toolSpec":{"name":"f","inputSchema":{"json":{"type":"object","properties":{}}}}}]}}`},
 		{"tool_choice none sends no tools",
 			`{"model":"m","tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none","messages":[` + user + `]}`,
 			`{"messages":[` + userTurn + `]}`},
@@ -91,6 +103,9 @@ func TestTranslateRequestRefused(t *testing.T) {
 		{`{"model":"m","tools":[{"type":"web_search"}],"messages":[` + user + `]}`, "tools[0].type"},
 		{`{"model":"m","messages":[{"role":"function","content":"x"}]}`, "messages[0].role"},
 		{`{"model":"","messages":[` + user + `]}`, "model"},
+		{`{"model":"m","thinking":true,"messages":[` + user + `]}`, "thinking"},
+		{`{"model":"m","messages":[{"role":"user","content":[{"type":"thinking","thinking":"x"}]}]}`, "messages[0].content[0].type"},
+		{`{"model":"m","messages":[` + user + `,{"role":"assistant","content":[{"type":"redacted_thinking"}]}]}`, "messages[1].content[0].data"},
 	} {
 		_, _, err := translateRequest([]byte(tc.in))
 		var ce *core.Error
@@ -234,6 +249,45 @@ func TestTranslateResponse(t *testing.T) {
 	}
 	if err := p.TranslateResponse(req, &core.Response{Status: 200, Body: []byte(`{"output":{}}`)}); err == nil {
 		t.Fatal("an answer without a message was read")
+	}
+}
+
+// TestTranslateResponseReasoning: with strict reference compliance off,
+// an answer's reasoningContent blocks become content_blocks thinking (with
+// the signature) and redacted_thinking entries, in order among its text
+// blocks, content staying the text only; with it on (and for an answer
+// without reasoning) the answer is as before.
+func TestTranslateResponseReasoning(t *testing.T) {
+	p := New()
+	p.now = func() time.Time { return time.Unix(1700000000, 0) }
+	const reasoned = `{"output":{"message":{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"Let me think.","signature":"sig-1"}}},` +
+		`{"reasoningContent":{"redactedContent":"ZW5jcnlwdGVk"}},{"text":"Hel"},{"text":"lo"},{"toolUse":{"toolUseId":"t1","name":"now","input":{}}}]}},` +
+		`"stopReason":"tool_use","usage":{"inputTokens":5,"outputTokens":2}}`
+	const plain = `{"output":{"message":{"role":"assistant","content":[{"text":"Hello"}]}},"stopReason":"end_turn","usage":{"inputTokens":5,"outputTokens":2}}`
+	const head = `{"id":"chatcmpl-r-1","object":"chat.completion","created":1700000000,"model":"m","choices":[{"index":0,"message":{"role":"assistant",`
+	const calls = `"tool_calls":[{"id":"t1","type":"function","function":{"name":"now","arguments":"{}"}}]`
+	const tail = `"logprobs":null,"finish_reason":%q}],"usage":{"prompt_tokens":5,"completion_tokens":2,"total_tokens":7,"prompt_tokens_details":{"cached_tokens":0}}}`
+	for _, tc := range []struct {
+		name   string
+		strict bool
+		body   string
+		want   string
+	}{
+		{"not strict", false, reasoned, head + `"content":"Hello","refusal":null,` + calls + `,"content_blocks":[{"type":"thinking","thinking":"Let me think.","signature":"sig-1"},` +
+			`{"type":"redacted_thinking","data":"ZW5jcnlwdGVk"},{"type":"text","text":"Hel"},{"type":"text","text":"lo"}]},` + fmt.Sprintf(tail, "tool_calls")},
+		{"strict", true, reasoned, head + `"content":"Hello","refusal":null,` + calls + `},` + fmt.Sprintf(tail, "tool_calls")},
+		{"not strict, no reasoning", false, plain, head + `"content":"Hello","refusal":null},` + fmt.Sprintf(tail, "stop")},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &core.Request{Endpoint: core.EndpointChatComplete, Model: "m", StrictCompliance: tc.strict}
+			resp := &core.Response{Status: 200, Header: http.Header{"X-Amzn-Requestid": {"r-1"}}, Body: []byte(tc.body)}
+			if err := p.TranslateResponse(req, resp); err != nil {
+				t.Fatal(err)
+			}
+			if !jsonEqual(t, resp.Body, []byte(tc.want)) {
+				t.Fatalf("body\n got %s\nwant %s", resp.Body, tc.want)
+			}
+		})
 	}
 }
 

@@ -44,3 +44,26 @@ func BenchmarkTranslateStream(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkTranslateMessagesStream: a /v1/messages stream of six chunk
+// frames decoded into Anthropic's server-sent events.
+func BenchmarkTranslateMessagesStream(b *testing.B) {
+	p := New()
+	var frames []byte
+	for _, ev := range messagesEvents {
+		frames = append(frames, chunk(ev.in)...)
+	}
+	req := &core.Request{Endpoint: core.EndpointMessages, Model: "anthropic.claude-v2:1"}
+	buf := make([]byte, 32<<10)
+	b.SetBytes(int64(len(frames)))
+	b.ReportAllocs()
+	for b.Loop() {
+		resp := &core.Response{Status: 200, Header: http.Header{}, Stream: io.NopCloser(bytes.NewReader(frames))}
+		p.TranslateStream(req, resp)
+		for {
+			if _, err := resp.Stream.Read(buf); err != nil {
+				break
+			}
+		}
+	}
+}

@@ -143,9 +143,12 @@ func (f *frame) readHeaders(h []byte) error {
 	return nil
 }
 
-// knownTypes are the message and event types every stream repeats.
+// knownTypes are the message and event types every stream repeats:
+// ConverseStream's, InvokeModelWithResponseStream's chunk, and the types of
+// the Anthropic events chunks carry.
 var knownTypes = [...]string{"event", "exception", "error", "messageStart", "contentBlockStart",
-	"contentBlockDelta", "contentBlockStop", "messageStop", "metadata"}
+	"contentBlockDelta", "contentBlockStop", "messageStop", "metadata", "chunk",
+	"content_block_delta", "message_start", "content_block_start", "content_block_stop", "message_delta", "message_stop", "ping"}
 
 // known is v as a string, without allocating when it is one of knownTypes.
 func known(v []byte) string {

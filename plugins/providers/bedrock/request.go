@@ -3,6 +3,7 @@ package bedrock
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/llm-gateway/gateway/core"
@@ -16,6 +17,14 @@ type converseRequest struct {
 	System          []textBlock      `json:"system,omitempty"`
 	InferenceConfig *inferenceConfig `json:"inferenceConfig,omitempty"`
 	ToolConfig      *toolConfig      `json:"toolConfig,omitempty"`
+	// AdditionalModelRequestFields are the model's own fields.
+	AdditionalModelRequestFields *modelFields `json:"additionalModelRequestFields,omitempty"`
+}
+
+// modelFields are the additionalModelRequestFields sent: Anthropic's
+// thinking.
+type modelFields struct {
+	Thinking json.RawMessage `json:"thinking,omitempty"`
 }
 
 type inferenceConfig struct {
@@ -32,10 +41,24 @@ type turn struct {
 
 // block is one content block: exactly one of its fields is set.
 type block struct {
-	Text       string      `json:"text,omitempty"`
-	Image      *image      `json:"image,omitempty"`
-	ToolUse    *toolUse    `json:"toolUse,omitempty"`
-	ToolResult *toolResult `json:"toolResult,omitempty"`
+	Text             string            `json:"text,omitempty"`
+	Image            *image            `json:"image,omitempty"`
+	ToolUse          *toolUse          `json:"toolUse,omitempty"`
+	ToolResult       *toolResult       `json:"toolResult,omitempty"`
+	ReasoningContent *reasoningContent `json:"reasoningContent,omitempty"`
+}
+
+// reasoningContent is a model's reasoning, in an answer and sent back in
+// an assistant turn: its text and signature, or its redacted content
+// (base64).
+type reasoningContent struct {
+	ReasoningText   *reasoningText `json:"reasoningText,omitempty"`
+	RedactedContent string         `json:"redactedContent,omitempty"`
+}
+
+type reasoningText struct {
+	Text      string `json:"text"`
+	Signature string `json:"signature,omitempty"`
 }
 
 type textBlock struct {
@@ -95,9 +118,11 @@ var imageFormats = map[string]string{"image/png": "png", "image/jpeg": "jpeg", "
 // and a Converse request body. The body has been validated as a chat
 // completion; what Converse cannot take is refused with a 400 naming the
 // field (see Refuse, plus http image URLs and tool_choice none with tool
-// calls in the conversation). Dropped: top_k and thinking (model-specific
-// in Bedrock), user, parallel_tool_calls, stream_options (read by the
-// stream translation) and the fields chat.Request drops.
+// calls in the conversation). thinking (allowed by the gateway when strict
+// reference compliance is off) is sent as
+// additionalModelRequestFields.thinking, Anthropic's field. Dropped: top_k
+// (model-specific in Bedrock), user, parallel_tool_calls, stream_options
+// (read by the stream translation) and the fields chat.Request drops.
 func translateRequest(body []byte) (model string, out []byte, err error) {
 	var in chat.Request
 	if err := in.Parse(body, Name); err != nil {
@@ -120,6 +145,12 @@ func translateRequest(body []byte) (model string, out []byte, err error) {
 	}
 	if ic.MaxTokens != nil || ic.Temperature != nil || ic.TopP != nil || len(ic.StopSequences) > 0 {
 		cr.InferenceConfig = &ic
+	}
+	if th := chat.Present(in.Thinking); th != nil {
+		if th[0] != '{' {
+			return "", nil, core.BadRequest("thinking", "thinking must be an object: {\"type\": \"enabled\", \"budget_tokens\": n} or {\"type\": \"disabled\"}")
+		}
+		cr.AdditionalModelRequestFields = &modelFields{Thinking: th}
 	}
 	var toolTurns bool
 	if cr.System, cr.Messages, toolTurns, err = translateMessages(in.Messages); err != nil {
@@ -173,9 +204,11 @@ func translateTools(in *chat.Request, toolTurns bool) (*toolConfig, error) {
 
 // translateMessages turns OpenAI messages into Converse's system blocks
 // (every system and developer message, in order) and turns: user and
-// assistant messages, tool messages as toolResult blocks of a user turn;
-// consecutive turns of one role are merged into one, as Converse wants
-// the roles to alternate. toolTurns reports tool calls or results.
+// assistant messages (an assistant's thinking and redacted_thinking parts
+// as reasoningContent blocks, in order, before its text and toolUse
+// blocks), tool messages as toolResult blocks of a user turn; consecutive
+// turns of one role are merged into one, as Converse wants the roles to
+// alternate. toolTurns reports tool calls or results.
 func translateMessages(msgs []chat.Message) (system []textBlock, turns []turn, toolTurns bool, err error) {
 	add := func(role string, blocks []block) {
 		if n := len(turns); n > 0 && turns[n-1].Role == role {
@@ -193,7 +226,7 @@ func translateMessages(msgs []chat.Message) (system []textBlock, turns []turn, t
 				return nil, nil, false, err
 			}
 		case "user", "assistant":
-			blocks, err := contentBlocks(at, m.Content)
+			blocks, err := contentBlocks(at, m.Content, m.Role == "assistant")
 			if err != nil {
 				return nil, nil, false, err
 			}
@@ -226,10 +259,37 @@ func translateMessages(msgs []chat.Message) (system []textBlock, turns []turn, t
 func newTextBlock(text string) textBlock { return textBlock{Text: text} }
 
 // contentBlocks is user or assistant content as blocks: text (and an
-// assistant's refusal) as text, a base64 data: URL image_url as an image.
+// assistant's refusal) as text, a base64 data: URL image_url as an image,
+// and, when assistant, thinking and redacted_thinking parts as
+// reasoningContent blocks, moved before the others in their order.
 // Converse takes image bytes only: an http(s) URL is refused.
-func contentBlocks(at string, content json.RawMessage) ([]block, error) {
-	return chat.AppendBlocks([]block{}, at, content, Name, func(t string) block { return block{Text: t} }, imageURLBlock)
+func contentBlocks(at string, content json.RawMessage, assistant bool) ([]block, error) {
+	var reasoning func(chat.Part) block
+	if assistant {
+		reasoning = reasoningBlock
+	}
+	blocks, err := chat.AppendBlocks([]block{}, at, content, Name, func(t string) block { return block{Text: t} }, imageURLBlock, reasoning)
+	if assistant && err == nil {
+		slices.SortStableFunc(blocks, func(a, b block) int { return isReasoning(b) - isReasoning(a) })
+	}
+	return blocks, err
+}
+
+// reasoningBlock is a thinking part (its thinking and signature) or a
+// redacted_thinking part (its data) as a reasoningContent block.
+func reasoningBlock(p chat.Part) block {
+	if p.Type == "redacted_thinking" {
+		return block{ReasoningContent: &reasoningContent{RedactedContent: p.Data}}
+	}
+	return block{ReasoningContent: &reasoningContent{ReasoningText: &reasoningText{Text: p.Thinking, Signature: p.Signature}}}
+}
+
+// isReasoning is 1 for a reasoningContent block, else 0.
+func isReasoning(b block) int {
+	if b.ReasoningContent != nil {
+		return 1
+	}
+	return 0
 }
 
 // imageURLBlock is an image_url part as an image block.

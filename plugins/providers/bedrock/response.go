@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/llm-gateway/gateway/core"
@@ -11,22 +12,27 @@ import (
 )
 
 // converseAnswer is Converse's answer, as much of it as is translated.
-// Content blocks other than text and toolUse (reasoning, ...) are dropped.
+// Content blocks other than text, toolUse and reasoningContent are
+// dropped.
 type converseAnswer struct {
 	Output struct {
 		Message *struct {
-			Content []struct {
-				Text    *string `json:"text"`
-				ToolUse *struct {
-					ToolUseID string          `json:"toolUseId"`
-					Name      string          `json:"name"`
-					Input     json.RawMessage `json:"input"`
-				} `json:"toolUse"`
-			} `json:"content"`
+			Content []answerBlock `json:"content"`
 		} `json:"message"`
 	} `json:"output"`
 	StopReason string `json:"stopReason"`
 	Usage      usage  `json:"usage"`
+}
+
+// answerBlock is one content block of a Converse answer.
+type answerBlock struct {
+	Text    *string `json:"text"`
+	ToolUse *struct {
+		ToolUseID string          `json:"toolUseId"`
+		Name      string          `json:"name"`
+		Input     json.RawMessage `json:"input"`
+	} `json:"toolUse"`
+	ReasoningContent *reasoningContent `json:"reasoningContent"`
 }
 
 // usage is Converse's token accounting. Its inputTokens leave out the
@@ -74,19 +80,20 @@ func requestID(resp *core.Response) string {
 // embedding model's InvokeModel answer into an embeddings list, a Rerank
 // answer into a rerank list (rerank.go), and a
 // Bedrock error body into the gateway's error body with the same status.
-// Error bodies of another shape, and proxied answers, are left as they
-// are.
+// A /v1/messages answer (Anthropic's shape already), error bodies of
+// another shape, and proxied answers are left as they are.
 func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) error {
 	var translate func(*core.Request, *core.Response) ([]byte, error)
 	switch req.Endpoint {
 	case core.EndpointChatComplete:
 		translate = func(req *core.Request, resp *core.Response) ([]byte, error) {
-			return translateAnswer(resp.Body, completionID(resp), req.Model, p.now().Unix())
+			return translateAnswer(resp.Body, completionID(resp), req.Model, p.now().Unix(), !req.StrictCompliance)
 		}
 	case core.EndpointEmbed:
 		translate = translateEmbedAnswer
 	case core.EndpointRerank:
 		translate = translateRerankAnswer
+	case core.EndpointMessages: // InvokeModel answers in Anthropic's shape: its errors only are translated
 	default:
 		return nil
 	}
@@ -94,6 +101,9 @@ func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) err
 		if b, ok := translateError(resp); ok {
 			chat.SetBody(resp, b)
 		}
+		return nil
+	}
+	if translate == nil {
 		return nil
 	}
 	b, err := translate(req, resp)
@@ -105,8 +115,12 @@ func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) err
 }
 
 // translateAnswer turns a Converse answer into a chat.completion with id,
-// model and created (Unix seconds).
-func translateAnswer(body []byte, id, model string, created int64) ([]byte, error) {
+// model and created (Unix seconds). content is the text only; when
+// withBlocks (strict reference compliance off), an answer holding
+// reasoningContent blocks also has content_blocks: its text and reasoning
+// blocks in order, as text, thinking (with the signature) and
+// redacted_thinking blocks.
+func translateAnswer(body []byte, id, model string, created int64, withBlocks bool) ([]byte, error) {
 	var a converseAnswer
 	if err := json.Unmarshal(body, &a); err != nil {
 		return nil, fmt.Errorf("reading the Converse answer: %w", err)
@@ -116,18 +130,33 @@ func translateAnswer(body []byte, id, model string, created int64) ([]byte, erro
 	}
 	var text []byte
 	var calls []chat.ToolCall
+	var blocks []chat.ContentBlock
 	hasText := false
-	for _, c := range a.Output.Message.Content {
+	content := a.Output.Message.Content
+	withBlocks = withBlocks && slices.ContainsFunc(content, func(c answerBlock) bool { return c.ReasoningContent != nil })
+	for _, c := range content {
 		switch {
 		case c.Text != nil:
 			text, hasText = append(text, *c.Text...), true
+			if withBlocks {
+				blocks = append(blocks, chat.TextBlock(*c.Text))
+			}
 		case c.ToolUse != nil:
 			calls = append(calls, chat.NewCall(c.ToolUse.ToolUseID, c.ToolUse.Name, c.ToolUse.Input))
+		case c.ReasoningContent != nil && withBlocks:
+			switch r := c.ReasoningContent; {
+			case r.ReasoningText != nil:
+				blocks = append(blocks, chat.ThinkingBlock(r.ReasoningText.Text, r.ReasoningText.Signature))
+			case r.RedactedContent != "":
+				blocks = append(blocks, chat.RedactedThinkingBlock(r.RedactedContent))
+			}
 		}
 	}
+	ans := chat.AnswerOf(text, hasText, calls)
+	ans.ContentBlocks = blocks
 	finish := finishReason(a.StopReason)
 	return json.Marshal(chat.Completion{ID: id, Object: "chat.completion", Created: created, Model: model,
-		Choices: []chat.Choice{{Message: chat.AnswerOf(text, hasText, calls), FinishReason: &finish}}, Usage: a.Usage.chat()})
+		Choices: []chat.Choice{{Message: ans, FinishReason: &finish}}, Usage: a.Usage.chat()})
 }
 
 // translateError turns Bedrock's error body ({"message": ...}, with its

@@ -11,10 +11,19 @@ import (
 
 // TranslateStream replaces a chat completion's ConverseStream answer (AWS
 // event stream frames) with OpenAI chat.completion.chunk server-sent
-// events (see chunkStream), and its Content-Type with text/event-stream.
-// Streams of other endpoints are left as they are.
+// events (see chunkStream), and a /v1/messages InvokeModelWithResponseStream
+// answer with Anthropic's Messages events (see messagesStream); its
+// Content-Type becomes text/event-stream. Streams of other endpoints are
+// left as they are.
 func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
-	if req.Endpoint != core.EndpointChatComplete {
+	var s io.ReadCloser
+	switch req.Endpoint {
+	case core.EndpointChatComplete:
+		s = &chunkStream{Stream: chat.Stream{Src: resp.Stream}, frames: frameReader{r: resp.Stream}, includeUsage: chat.IncludeUsage(req),
+			blocks: !req.StrictCompliance, chunks: chat.Chunks{ID: completionID(resp), Model: req.Model, Created: p.now().Unix()}}
+	case core.EndpointMessages:
+		s = &messagesStream{Stream: chat.Stream{Src: resp.Stream}, frames: frameReader{r: resp.Stream}}
+	default:
 		return
 	}
 	resp.Header = resp.Header.Clone()
@@ -24,8 +33,7 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 	resp.Header.Set("Content-Type", "text/event-stream")
 	resp.Header.Del("Content-Length")
 	resp.SSE = true
-	resp.Stream = &chunkStream{Stream: chat.Stream{Src: resp.Stream}, frames: frameReader{r: resp.Stream}, includeUsage: chat.IncludeUsage(req),
-		chunks: chat.Chunks{ID: completionID(resp), Model: req.Model, Created: p.now().Unix()}}
+	resp.Stream = s
 }
 
 // chunkStream reads ConverseStream's frames and hands out the same answer
@@ -37,8 +45,11 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 //   - contentBlockStart of a toolUse: a tool_calls delta with the call's
 //     index (counting tool calls from 0), id, type and name, and empty
 //     arguments; contentBlockDelta toolUse.input: that call's arguments
-//     piece; text: a content delta. Reasoning deltas, contentBlockStop
-//     and unknown events are dropped.
+//     piece; text: a content delta; reasoningContent text, signature or
+//     redactedContent, when strict reference compliance is off (blocks),
+//     a content_blocks delta of the block's index with thinking,
+//     signature or data (dropped when it is on). contentBlockStop and
+//     unknown events are dropped.
 //   - messageStop: its stopReason is kept; metadata (which follows it)
 //     then gives the chunk with finish_reason, carrying the usage unless
 //     the client asked for stream_options.include_usage, which adds the
@@ -53,6 +64,7 @@ type chunkStream struct {
 	chat.Stream
 	frames       frameReader // reads Src
 	includeUsage bool
+	blocks       bool // reasoning deltas are handed on as content_blocks
 	chunks       chat.Chunks
 
 	stopped bool // messageStop was read
@@ -97,10 +109,14 @@ type streamEvent struct {
 		ToolUse struct {
 			Input string `json:"input"`
 		} `json:"toolUse"`
+		ReasoningContent struct {
+			Text            string `json:"text"`
+			Signature       string `json:"signature"`
+			RedactedContent string `json:"redactedContent"`
+		} `json:"reasoningContent"`
 	} `json:"delta"`
 	StopReason string `json:"stopReason"`
 	Usage      usage  `json:"usage"`
-	Message    string `json:"message"`
 }
 
 // StreamError is an exception or error frame of Bedrock's stream.
@@ -108,22 +124,34 @@ type StreamError struct{ Type, Message string }
 
 func (e *StreamError) Error() string { return "Bedrock sent an error: " + e.Type + ": " + e.Message }
 
+// failure is the error of an exception or error frame (a StreamError) or
+// of a frame of another message type; nil for an event frame.
+func (f *frame) failure() error {
+	switch f.MessageType {
+	case "event":
+		return nil
+	case "exception":
+		var e struct {
+			Message string `json:"message"`
+		}
+		_ = json.Unmarshal(f.Payload, &e) // a payload of another shape leaves the message out
+		return &StreamError{Type: f.ExceptionType, Message: e.Message}
+	case "error":
+		return &StreamError{Type: f.ErrorCode, Message: f.ErrorMessage}
+	}
+	return fmt.Errorf("Bedrock's stream sent a frame of message type %q", f.MessageType)
+}
+
 // translate appends to Out the chunks of one frame; io.EOF ends the
 // stream cleanly (metadata after messageStop).
 func (s *chunkStream) translate(f *frame) error {
+	if err := f.failure(); err != nil {
+		return err
+	}
 	ev := &s.ev
 	*ev = streamEvent{}
-	if err := json.Unmarshal(f.Payload, ev); err != nil && f.MessageType == "event" {
+	if err := json.Unmarshal(f.Payload, ev); err != nil {
 		return fmt.Errorf("an event of Bedrock's stream is not JSON: %w", err)
-	}
-	switch f.MessageType {
-	case "event":
-	case "exception":
-		return &StreamError{Type: f.ExceptionType, Message: ev.Message}
-	case "error":
-		return &StreamError{Type: f.ErrorCode, Message: f.ErrorMessage}
-	default:
-		return fmt.Errorf("Bedrock's stream sent a frame of message type %q", f.MessageType)
 	}
 	switch f.EventType {
 	case "messageStart":
@@ -147,6 +175,13 @@ func (s *chunkStream) translate(f *frame) error {
 				return fmt.Errorf("Bedrock's stream sent tool input for block %d, which is not a toolUse block", ev.ContentBlockIndex)
 			}
 			s.chunk(s.chunks.ToolArguments(call, d.ToolUse.Input), "", false)
+		case !s.blocks: // strict: reasoning is dropped
+		case d.ReasoningContent.Text != "":
+			s.chunk(s.chunks.ContentBlock(ev.ContentBlockIndex, "thinking", d.ReasoningContent.Text), "", false)
+		case d.ReasoningContent.Signature != "":
+			s.chunk(s.chunks.ContentBlock(ev.ContentBlockIndex, "signature", d.ReasoningContent.Signature), "", false)
+		case d.ReasoningContent.RedactedContent != "":
+			s.chunk(s.chunks.ContentBlock(ev.ContentBlockIndex, "data", d.ReasoningContent.RedactedContent), "", false)
 		}
 	case "messageStop":
 		s.stopped, s.stop = true, ev.StopReason

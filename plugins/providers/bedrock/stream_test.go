@@ -38,11 +38,18 @@ const chunkHead = `data: {"id":"chatcmpl-r-1","object":"chat.completion.chunk","
 // the given body.
 func translated(t *testing.T, reqBody string, body io.Reader) (*core.Response, io.ReadCloser) {
 	t.Helper()
+	return translatedStrict(t, reqBody, body, true)
+}
+
+// translatedStrict is translated with strict reference compliance on or
+// off.
+func translatedStrict(t *testing.T, reqBody string, body io.Reader, strict bool) (*core.Response, io.ReadCloser) {
+	t.Helper()
 	p := New()
 	p.now = func() time.Time { return time.Unix(1700000000, 0) }
 	resp := &core.Response{Status: 200, Header: http.Header{"Content-Type": {core.ContentTypeAWSEventStream}, "X-Amzn-Requestid": {"r-1"}},
 		Stream: io.NopCloser(body)}
-	p.TranslateStream(&core.Request{Endpoint: core.EndpointChatComplete, Model: "m", Stream: true, Body: []byte(reqBody)}, resp)
+	p.TranslateStream(&core.Request{Endpoint: core.EndpointChatComplete, Model: "m", Stream: true, Body: []byte(reqBody), StrictCompliance: strict}, resp)
 	if !resp.SSE || resp.Header.Get("Content-Type") != "text/event-stream" {
 		t.Fatalf("SSE %v, headers %v", resp.SSE, resp.Header)
 	}
@@ -129,5 +136,50 @@ func TestTranslateStreamEventByEvent(t *testing.T) {
 	rest, err := io.ReadAll(s)
 	if err != nil || !strings.Contains(string(rest), `"finish_reason":"stop"`) || !strings.HasSuffix(string(rest), "data: [DONE]\n\n") {
 		t.Fatalf("%v %s", err, rest)
+	}
+}
+
+// TestTranslateStreamReasoning: with strict reference compliance off,
+// reasoningContent deltas become content_blocks deltas of their block's
+// index (thinking, signature, data); with it on they are dropped. Text is
+// a content delta either way.
+func TestTranslateStreamReasoning(t *testing.T) {
+	var frames []byte
+	for _, f := range [][]byte{
+		event("messageStart", `{"role":"assistant"}`),
+		event("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":"Let me"}}}`),
+		event("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"reasoningContent":{"text":" think."}}}`),
+		event("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"reasoningContent":{"signature":"sig-1"}}}`),
+		event("contentBlockStop", `{"contentBlockIndex":0}`),
+		event("contentBlockDelta", `{"contentBlockIndex":1,"delta":{"reasoningContent":{"redactedContent":"ZW5j"}}}`),
+		event("contentBlockDelta", `{"contentBlockIndex":2,"delta":{"text":"Hi"}}`),
+		event("messageStop", `{"stopReason":"end_turn"}`),
+		event("metadata", `{"usage":{"inputTokens":5,"outputTokens":3}}`),
+	} {
+		frames = append(frames, f...)
+	}
+	chunk := func(delta string) string {
+		return chunkHead + delta + `,"logprobs":null,"finish_reason":null}]}` + "\n\n"
+	}
+	first := chunk(`{"role":"assistant","content":""}`)
+	last := chunk(`{"content":"Hi"}`) + chunkHead + `{},"logprobs":null,"finish_reason":"stop"}],"usage":{"prompt_tokens":5,"completion_tokens":3,"total_tokens":8,"prompt_tokens_details":{"cached_tokens":0}}}` +
+		"\n\ndata: [DONE]\n\n"
+	for _, tc := range []struct {
+		name   string
+		strict bool
+		want   string
+	}{
+		{"not strict", false, first + chunk(`{"content_blocks":[{"index":0,"delta":{"thinking":"Let me"}}]}`) +
+			chunk(`{"content_blocks":[{"index":0,"delta":{"thinking":" think."}}]}`) + chunk(`{"content_blocks":[{"index":0,"delta":{"signature":"sig-1"}}]}`) +
+			chunk(`{"content_blocks":[{"index":1,"delta":{"data":"ZW5j"}}]}`) + last},
+		{"strict", true, first + last},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			_, s := translatedStrict(t, `{"stream":true}`, bytes.NewReader(frames), tc.strict)
+			got, err := io.ReadAll(s)
+			if err != nil || string(got) != tc.want {
+				t.Fatalf("%v\n got %s\nwant %s", err, got, tc.want)
+			}
+		})
 	}
 }

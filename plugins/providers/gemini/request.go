@@ -274,7 +274,7 @@ func textPart(text string) part { return part{Text: text} }
 // assistant's refusal) as text, a base64 data: URL image_url as inline
 // data. Gemini takes no http(s) URL inline: those are refused.
 func contentParts(at string, c json.RawMessage) ([]part, error) {
-	return chat.AppendBlocks(nil, at, c, Name, textPart, inlineImagePart)
+	return chat.AppendBlocks(nil, at, c, Name, textPart, inlineImagePart, nil)
 }
 
 // inlineImagePart is an image_url part as an inlineData part: a base64

@@ -25,12 +25,40 @@ type Choice struct {
 	FinishReason *string   `json:"finish_reason"`
 }
 
-// Answer is the assistant message of a choice.
+// Answer is the assistant message of a choice. ContentBlocks, given only
+// when strict reference compliance is off and the answer holds reasoning,
+// are its text and reasoning in order.
 type Answer struct {
-	Role      string     `json:"role"`
-	Content   *string    `json:"content"`
-	Refusal   *string    `json:"refusal"`
-	ToolCalls []ToolCall `json:"tool_calls,omitempty"`
+	Role          string         `json:"role"`
+	Content       *string        `json:"content"`
+	Refusal       *string        `json:"refusal"`
+	ToolCalls     []ToolCall     `json:"tool_calls,omitempty"`
+	ContentBlocks []ContentBlock `json:"content_blocks,omitempty"`
+}
+
+// ContentBlock is one of an answer's content_blocks: text (Text), thinking
+// (Thinking and its Signature) or redacted_thinking (Data), as Anthropic's
+// content blocks are; a request's assistant message sends the thinking
+// ones back as content parts.
+type ContentBlock struct {
+	Type      string  `json:"type"`
+	Text      *string `json:"text,omitempty"`
+	Thinking  *string `json:"thinking,omitempty"`
+	Signature *string `json:"signature,omitempty"`
+	Data      *string `json:"data,omitempty"`
+}
+
+// TextBlock is the content block of text.
+func TextBlock(text string) ContentBlock { return ContentBlock{Type: "text", Text: &text} }
+
+// ThinkingBlock is the content block of thinking with its signature.
+func ThinkingBlock(thinking, sig string) ContentBlock {
+	return ContentBlock{Type: "thinking", Thinking: &thinking, Signature: &sig}
+}
+
+// RedactedThinkingBlock is the content block of redacted thinking's data.
+func RedactedThinkingBlock(data string) ContentBlock {
+	return ContentBlock{Type: "redacted_thinking", Data: &data}
 }
 
 // NewCall is a function call answered.

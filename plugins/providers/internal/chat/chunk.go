@@ -57,6 +57,15 @@ func (c *Chunks) toolDelta(i int) []byte {
 	return strconv.AppendInt(append(c.delta[:0], `{"tool_calls":[{"index":`...), int64(i), 10)
 }
 
+// ContentBlock is the content_blocks delta of a piece of content block i:
+// its key (thinking, signature or data) and value.
+func (c *Chunks) ContentBlock(i int, key, value string) []byte {
+	d := strconv.AppendInt(append(c.delta[:0], `{"content_blocks":[{"index":`...), int64(i), 10)
+	d = append(append(append(d, `,"delta":{"`...), key...), `":`...)
+	c.delta = append(jsonenc.AppendString(d, value), `}}]}`...)
+	return c.delta
+}
+
 // Content is the delta of a piece of text.
 func (c *Chunks) Content(text string) []byte {
 	c.delta = append(jsonenc.AppendString(append(c.delta[:0], `{"content":`...), text), '}')

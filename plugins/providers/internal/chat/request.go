@@ -107,7 +107,9 @@ func (c ToolCall) WithThoughtSignature(sig string) ToolCall {
 	return c
 }
 
-// Part is one content part of a message.
+// Part is one content part of a message. Thinking, Signature and Data
+// are those of an assistant's thinking and redacted_thinking parts (its
+// earlier reasoning, as content_blocks answered it).
 type Part struct {
 	Type     string `json:"type"`
 	Text     string `json:"text"`
@@ -115,6 +117,9 @@ type Part struct {
 	ImageURL *struct {
 		URL string `json:"url"`
 	} `json:"image_url"`
+	Thinking  string `json:"thinking"`
+	Signature string `json:"signature"`
+	Data      string `json:"data"`
 }
 
 // Tool is a tool the model may call.
@@ -244,9 +249,11 @@ func AppendTexts[B any](dst []B, at string, content json.RawMessage, block func(
 // AppendBlocks appends to dst the blocks of user or assistant content,
 // at being the message's path, for provider: each non-empty text (and an
 // assistant's refusal) made by text, each image_url part by image (whose
-// error is a 400 naming the part's url); another part type is a 400
-// naming it.
-func AppendBlocks[B any](dst []B, at string, content json.RawMessage, provider string, text func(string) B, image func(Part) (B, error)) ([]B, error) {
+// error is a 400 naming the part's url), each thinking and
+// redacted_thinking part by reasoning when it is not nil (a
+// redacted_thinking part without data is a 400 naming it); another part
+// type is a 400 naming it.
+func AppendBlocks[B any](dst []B, at string, content json.RawMessage, provider string, text func(string) B, image func(Part) (B, error), reasoning func(Part) B) ([]B, error) {
 	ps, err := Parts(at, content)
 	if err != nil {
 		return dst, err
@@ -264,11 +271,25 @@ func AppendBlocks[B any](dst []B, at string, content json.RawMessage, provider s
 				return dst, core.BadRequest(fmt.Sprintf("%s.content[%d].image_url.url", at, j), "%s.content[%d].image_url.url: %v", at, j, err)
 			}
 			dst = append(dst, b)
+		case "thinking", "redacted_thinking":
+			if reasoning == nil {
+				return dst, unsupportedPart(at, j, p.Type, provider)
+			}
+			if p.Type == "redacted_thinking" && p.Data == "" {
+				return dst, core.BadRequest(fmt.Sprintf("%s.content[%d].data", at, j), "%s.content[%d].data is required: the redacted thinking's data as it was answered", at, j)
+			}
+			dst = append(dst, reasoning(p))
 		default:
-			return dst, core.BadRequest(fmt.Sprintf("%s.content[%d].type", at, j), "content parts of type %q are not supported by provider %s", p.Type, provider)
+			return dst, unsupportedPart(at, j, p.Type, provider)
 		}
 	}
 	return dst, nil
+}
+
+// unsupportedPart is the 400 for part j, of type typ, of the content of
+// message at, which provider does not take.
+func unsupportedPart(at string, j int, typ, provider string) error {
+	return core.BadRequest(fmt.Sprintf("%s.content[%d].type", at, j), "content parts of type %q are not supported by provider %s", typ, provider)
 }
 
 // Input is tool call j's arguments (of message at) as a JSON object:

@@ -1,0 +1,128 @@
+package bedrock
+
+import (
+	"bytes"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/anthropic"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
+)
+
+// messagesRequest is the model id and the InvokeModel body of a
+// /v1/messages request: Anthropic's body without model and stream and with
+// anthropic_version bedrock-2023-05-31 when it has none. A model that is
+// not Anthropic's (its id, inference profile or ARN not holding
+// "anthropic.") is a 400 naming model.
+func messagesRequest(body []byte) (model string, out []byte, err error) {
+	if model, out, err = anthropic.BedrockMessages(body); err != nil {
+		return "", nil, err
+	}
+	if !strings.Contains(model, "anthropic.") {
+		return "", nil, core.BadRequest("model", "provider %s serves Anthropic's Messages API for Anthropic's models only (ids holding \"anthropic.\", e.g. anthropic.claude-3-5-sonnet-20240620-v1:0 or us.anthropic.claude-3-5-sonnet-20240620-v1:0), not %q", Name, model)
+	}
+	return model, out, nil
+}
+
+// messagesStream reads InvokeModelWithResponseStream's frames and hands
+// out Anthropic's Messages event stream as server-sent events, each frame
+// translated as soon as it has been read whole: a chunk event's bytes (the
+// base64 of one Anthropic stream event) become "event: {its type}" and
+// "data: {the event}". message_stop (or Anthropic's error event) ends the
+// stream; an exception or error frame fails it (StreamError), and so does
+// a stream that ends before then, inside a frame, or with a frame whose
+// CRC does not match, so the gateway ends the client's stream with its
+// error event.
+type messagesStream struct {
+	chat.Stream
+	frames  frameReader // reads Src
+	stopped bool        // message_stop or error was handed on
+
+	chunk struct {
+		Bytes b64 `json:"bytes"`
+	} // the frame's payload, reused
+	ev struct {
+		Type eventName `json:"type"`
+	} // the event's type, reused
+	compact bytes.Buffer // an event spread over lines, compacted
+}
+
+func (s *messagesStream) Read(p []byte) (int, error) { return s.ReadWith(p, s.fill) }
+
+// fill reads and translates the next frame.
+func (s *messagesStream) fill() {
+	f, err := s.frames.next()
+	switch {
+	case err == io.EOF && s.stopped:
+		s.Err = io.EOF
+	case err == io.EOF:
+		s.Err = fmt.Errorf("Bedrock's stream ended before message_stop: %w", io.ErrUnexpectedEOF)
+	case err != nil:
+		s.Err = err
+	default:
+		if err := s.translate(f); err != nil {
+			s.Err = err
+		}
+	}
+}
+
+// translate appends to Out the server-sent event of a chunk frame; other
+// event frames are dropped.
+func (s *messagesStream) translate(f *frame) error {
+	if err := f.failure(); err != nil {
+		return err
+	}
+	if f.EventType != "chunk" {
+		return nil
+	}
+	s.chunk.Bytes = s.chunk.Bytes[:0]
+	if err := json.Unmarshal(f.Payload, &s.chunk); err != nil {
+		return fmt.Errorf("a chunk of Bedrock's stream is not JSON with base64 bytes: %w", err)
+	}
+	data := []byte(s.chunk.Bytes)
+	s.ev.Type = ""
+	if err := json.Unmarshal(data, &s.ev); err != nil {
+		return fmt.Errorf("a chunk of Bedrock's stream is not an Anthropic stream event: %w", err)
+	}
+	typ := string(s.ev.Type)
+	if typ == "" || strings.ContainsAny(typ, "\r\n") {
+		return fmt.Errorf("a chunk of Bedrock's stream holds an event of type %q", typ)
+	}
+	if bytes.ContainsAny(data, "\r\n") {
+		s.compact.Reset()
+		_ = json.Compact(&s.compact, data) // valid: read above
+		data = s.compact.Bytes()
+	}
+	s.Out = append(append(append(append(append(s.Out, "event: "...), typ...), "\ndata: "...), data...), "\n\n"...)
+	s.stopped = typ == "message_stop" || typ == "error"
+	return nil
+}
+
+// b64 is a JSON base64 string decoded into a buffer reused from one value
+// to the next.
+type b64 []byte
+
+func (b *b64) UnmarshalJSON(v []byte) error {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' || bytes.IndexByte(v, '\\') >= 0 {
+		return json.Unmarshal(v, (*[]byte)(b)) // null, or escaped: rare
+	}
+	out, err := base64.StdEncoding.AppendDecode((*b)[:0], v[1:len(v)-1])
+	*b = out
+	return err
+}
+
+// eventName is a JSON string read without allocating when it is one of
+// knownTypes.
+type eventName string
+
+func (n *eventName) UnmarshalJSON(v []byte) error {
+	if len(v) < 2 || v[0] != '"' || v[len(v)-1] != '"' || bytes.IndexByte(v, '\\') >= 0 {
+		return json.Unmarshal(v, (*string)(n))
+	}
+	*n = eventName(known(v[1 : len(v)-1]))
+	return nil
+}
