@@ -238,3 +238,52 @@ func jsonSame(t *testing.T, got []byte, want string) bool {
 	wb, _ := json.Marshal(w)
 	return string(gb) == string(wb)
 }
+
+// TestAnthropicThinking: with strict compliance off (the header), an
+// answer that thought carries content_blocks, and a later turn sends the
+// blocks back to Anthropic as they were; with it on (the default) the
+// answer has none.
+func TestAnthropicThinking(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"id":"msg_t","type":"message","model":"claude-x","content":[{"type":"thinking","thinking":"2+2","signature":"sig=="},`+
+			`{"type":"text","text":"4"}],"stop_reason":"end_turn","usage":{"input_tokens":5,"output_tokens":9}}`)
+	}))
+	const first = `{"model":"claude-x","thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"2+2?"}]}`
+	r := g.do(t, "POST", "/v1/chat/completions", []byte(first), "x-gateway-provider", "anthropic", "x-gateway-strict-open-ai-compliance", "false")
+	var got struct {
+		Choices []struct {
+			Message struct {
+				Content       string
+				ContentBlocks json.RawMessage `json:"content_blocks"`
+			}
+		}
+	}
+	if err := json.Unmarshal(r.body, &got); r.status != 200 || err != nil || len(got.Choices) != 1 {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	blocks := got.Choices[0].Message.ContentBlocks
+	if got.Choices[0].Message.Content != "4" || !jsonSame(t, blocks, `[{"type":"thinking","thinking":"2+2","signature":"sig=="},{"type":"text","text":"4"}]`) {
+		t.Fatalf("answer %s", r.body)
+	}
+	if up := g.up.last(t); !strings.Contains(string(up.Body), `"thinking":{"type":"enabled","budget_tokens":1024}`) {
+		t.Errorf("upstream got %s", up.Body)
+	}
+
+	second := `{"model":"claude-x","thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"2+2?"},` +
+		`{"role":"assistant","content":` + string(blocks) + `},{"role":"user","content":"and 3+3?"}]}`
+	if r := g.do(t, "POST", "/v1/chat/completions", []byte(second), "x-gateway-provider", "anthropic", "x-gateway-strict-open-ai-compliance", "false"); r.status != 200 {
+		t.Fatalf("second turn: %d %s", r.status, r.body)
+	}
+	var sent struct{ Messages []json.RawMessage }
+	if up := g.up.last(t); json.Unmarshal(up.Body, &sent) != nil || len(sent.Messages) != 3 ||
+		!jsonSame(t, sent.Messages[1], `{"role":"assistant","content":[{"type":"thinking","thinking":"2+2","signature":"sig=="},{"type":"text","text":"4"}]}`) {
+		t.Errorf("second turn sent %s", up.Body)
+	}
+
+	r = g.do(t, "POST", "/v1/chat/completions", []byte(`{"model":"claude-x","messages":[{"role":"user","content":"2+2?"}]}`), "x-gateway-provider", "anthropic")
+	if r.status != 200 || strings.Contains(string(r.body), "content_blocks") || strings.Contains(string(r.body), "sig==") {
+		t.Errorf("strict answer: %d %s", r.status, r.body)
+	}
+}

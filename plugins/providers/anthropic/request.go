@@ -40,10 +40,14 @@ type turn struct {
 	Content []block `json:"content"`
 }
 
-// block is one content block: text, image, tool_use or tool_result.
+// block is one content block: text, image, tool_use, tool_result, or an
+// assistant's thinking (with its signature) or redacted_thinking (data).
 type block struct {
 	Type      string          `json:"type"`
 	Text      string          `json:"text,omitempty"`
+	Thinking  string          `json:"thinking,omitempty"`
+	Signature string          `json:"signature,omitempty"`
+	Data      string          `json:"data,omitempty"`
 	Source    *imageSource    `json:"source,omitempty"`
 	ID        string          `json:"id,omitempty"`
 	Name      string          `json:"name,omitempty"`
@@ -216,7 +220,7 @@ func translateMessages(msgs []chat.Message) (system any, turns []turn, err error
 			}
 			turns = append(turns, turn{Role: "user", Content: blocks})
 		case "assistant":
-			blocks, err := contentBlocks(at, m.Content)
+			blocks, err := assistantBlocks(at, m.Content)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -268,11 +272,26 @@ func textParts(at string, content json.RawMessage) ([]block, error) {
 
 func textBlock(text string) block { return block{Type: "text", Text: text} }
 
-// contentBlocks is user or assistant content as blocks: text (and an
-// assistant's refusal) as text, image_url as an image; never nil, so a
-// turn's content is always a JSON list.
+// contentBlocks is user content as blocks: text as text, image_url as an
+// image; never nil, so a turn's content is always a JSON list.
 func contentBlocks(at string, content json.RawMessage) ([]block, error) {
 	return chat.AppendBlocks([]block{}, at, content, Name, textBlock, imageURLBlock, nil)
+}
+
+// assistantBlocks is contentBlocks of an assistant's content, which may
+// also hold its earlier thinking and redacted_thinking (as content_blocks
+// answered them): sent back as the same blocks, in order, as Anthropic
+// needs them with the tool calls of a turn that thought.
+func assistantBlocks(at string, content json.RawMessage) ([]block, error) {
+	return chat.AppendBlocks([]block{}, at, content, Name, textBlock, imageURLBlock, thinkingBlock)
+}
+
+// thinkingBlock is a thinking or redacted_thinking part as its block.
+func thinkingBlock(p chat.Part) block {
+	if p.Type == "redacted_thinking" {
+		return block{Type: p.Type, Data: p.Data}
+	}
+	return block{Type: "thinking", Thinking: p.Thinking, Signature: p.Signature}
 }
 
 // imageURLBlock is an image_url part as an image block.

@@ -97,6 +97,11 @@ func TestTranslateRequest(t *testing.T) {
 		{"no parallel calls without tool_choice",
 			`{"model":"m","messages":[` + user + `],"parallel_tool_calls":false,"tools":[{"type":"function","function":{"name":"now"}}]}`,
 			`{"model":"m","max_tokens":4096,"messages":[` + userTurn + `],"tool_choice":{"type":"auto","disable_parallel_tool_use":true},"tools":[{"name":"now","input_schema":{"type":"object","properties":{}}}]}`},
+		{"an assistant's thinking is sent back, in order, before its tool_use",
+			`{"model":"m","messages":[` + user + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"redacted_thinking","data":"enc"},{"type":"text","text":"Checking."}],` +
+				`"tool_calls":[{"id":"t1","type":"function","function":{"name":"now","arguments":"{}"}}]},{"role":"tool","tool_call_id":"t1","content":"noon"}]}`,
+			`{"model":"m","max_tokens":4096,"messages":[` + userTurn + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"redacted_thinking","data":"enc"},` +
+				`{"type":"text","text":"Checking."},{"type":"tool_use","id":"t1","name":"now","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"noon"}]}]}`},
 		{"thinking passes through",
 			`{"model":"m","thinking":{"type":"enabled","budget_tokens":1024},"messages":[` + user + `]}`,
 			`{"model":"m","max_tokens":4096,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[` + userTurn + `]}`},
@@ -126,6 +131,8 @@ func TestTranslateRequestRefused(t *testing.T) {
 		{"audio", `{"model":"m","modalities":["text","audio"],"audio":{"voice":"alloy","format":"mp3"},` + msgs + `}`, "audio"},
 		{"function role", `{"model":"m","messages":[{"role":"function","name":"f","content":"x"}]}`, "messages[0].role"},
 		{"audio part", `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"x","format":"wav"}}]}]}`, "messages[0].content[0].type"},
+		{"thinking in a user message", `{"model":"m","messages":[{"role":"user","content":[{"type":"thinking","thinking":"x","signature":"s"}]}]}`, "messages[0].content[0].type"},
+		{"redacted thinking without data", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"redacted_thinking"}]}]}`, "messages[1].content[0].data"},
 		{"image in a system message", `{"model":"m","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"https://x.test/a.png"}}]},{"role":"user","content":"hi"}]}`, "messages[0].content[0].type"},
 		{"image URL scheme", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"ftp://x.test/a.png"}}]}]}`, "messages[0].content[0].image_url.url"},
 		{"data URL not base64", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png,abc"}}]}]}`, "messages[0].content[0].image_url.url"},

@@ -4,25 +4,33 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
 )
 
-// message is Anthropic's Messages answer, as much of it as is translated.
-// Thinking blocks (and any other block type) are dropped.
+// message is Anthropic's Messages answer, as much of it as is translated:
+// text, tool_use, thinking and redacted_thinking blocks (other block types
+// are dropped).
 type message struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Content []struct {
-		Type  string          `json:"type"`
-		Text  string          `json:"text"`
-		ID    string          `json:"id"`
-		Name  string          `json:"name"`
-		Input json.RawMessage `json:"input"`
-	} `json:"content"`
-	StopReason string `json:"stop_reason"`
-	Usage      usage  `json:"usage"`
+	ID         string         `json:"id"`
+	Model      string         `json:"model"`
+	Content    []contentBlock `json:"content"`
+	StopReason string         `json:"stop_reason"`
+	Usage      usage          `json:"usage"`
+}
+
+// contentBlock is one block of an answer's content.
+type contentBlock struct {
+	Type      string          `json:"type"`
+	Text      string          `json:"text"`
+	ID        string          `json:"id"`
+	Name      string          `json:"name"`
+	Input     json.RawMessage `json:"input"`
+	Thinking  string          `json:"thinking"`
+	Signature string          `json:"signature"`
+	Data      string          `json:"data"`
 }
 
 // usage is Anthropic's token accounting. Its input_tokens leave out the
@@ -66,7 +74,7 @@ func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) err
 		}
 		return nil
 	}
-	b, err := translateMessage(resp.Body, p.now().Unix())
+	b, err := translateMessage(resp.Body, p.now().Unix(), !req.StrictCompliance)
 	if err != nil {
 		return err
 	}
@@ -75,8 +83,11 @@ func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) err
 }
 
 // translateMessage turns a Messages answer into a chat.completion created
-// at created (Unix seconds).
-func translateMessage(body []byte, created int64) ([]byte, error) {
+// at created (Unix seconds). content is the text only; when withBlocks
+// (strict reference compliance off), an answer that thought also has
+// content_blocks: its text, thinking (with the signature) and
+// redacted_thinking blocks in order, to be sent back in a later turn.
+func translateMessage(body []byte, created int64, withBlocks bool) ([]byte, error) {
 	var m message
 	if err := json.Unmarshal(body, &m); err != nil {
 		return nil, fmt.Errorf("reading the Messages answer: %w", err)
@@ -86,18 +97,33 @@ func translateMessage(body []byte, created int64) ([]byte, error) {
 	}
 	var text []byte
 	var calls []chat.ToolCall
+	var blocks []chat.ContentBlock
 	hasText := false
+	withBlocks = withBlocks && slices.ContainsFunc(m.Content, func(c contentBlock) bool { return c.Type == "thinking" || c.Type == "redacted_thinking" })
 	for _, c := range m.Content {
 		switch c.Type {
 		case "text":
 			text, hasText = append(text, c.Text...), true
+			if withBlocks {
+				blocks = append(blocks, chat.TextBlock(c.Text))
+			}
 		case "tool_use":
 			calls = append(calls, chat.NewCall(c.ID, c.Name, c.Input))
+		case "thinking":
+			if withBlocks {
+				blocks = append(blocks, chat.ThinkingBlock(c.Thinking, c.Signature))
+			}
+		case "redacted_thinking":
+			if withBlocks {
+				blocks = append(blocks, chat.RedactedThinkingBlock(c.Data))
+			}
 		}
 	}
+	ans := chat.AnswerOf(text, hasText, calls)
+	ans.ContentBlocks = blocks
 	finish := finishReason(m.StopReason)
 	return json.Marshal(chat.Completion{ID: m.ID, Object: "chat.completion", Created: created, Model: m.Model,
-		Choices: []chat.Choice{{Message: chat.AnswerOf(text, hasText, calls), FinishReason: &finish}}, Usage: m.Usage.chat()})
+		Choices: []chat.Choice{{Message: ans, FinishReason: &finish}}, Usage: m.Usage.chat()})
 }
 
 // anthropicError is Anthropic's error body, also the data of its stream's

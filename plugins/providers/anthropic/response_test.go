@@ -1,6 +1,7 @@
 package anthropic
 
 import (
+	"encoding/json"
 	"net/http"
 	"testing"
 	"time"
@@ -64,7 +65,7 @@ func TestTranslateResponse(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			resp := &core.Response{Status: tc.status, Header: http.Header{"Content-Type": {"application/json"}, "Content-Length": {"123"}, "Request-Id": {"req_1"}}, Body: []byte(tc.in)}
-			if err := testProvider().TranslateResponse(&core.Request{Endpoint: tc.endpoint}, resp); err != nil {
+			if err := testProvider().TranslateResponse(&core.Request{Endpoint: tc.endpoint, StrictCompliance: true}, resp); err != nil {
 				t.Fatal(err)
 			}
 			if tc.in == tc.want {
@@ -86,5 +87,50 @@ func TestTranslateResponse(t *testing.T) {
 		if err := testProvider().TranslateResponse(&core.Request{Endpoint: core.EndpointChatComplete}, resp); err == nil {
 			t.Errorf("%s: translated to %s", bad, resp.Body)
 		}
+	}
+}
+
+// TestTranslateResponseThinking: with strict reference compliance off, an
+// answer that thought has content_blocks (thinking with its signature,
+// redacted thinking, text, in order) besides its text-only content; with
+// it on, or without thinking, the answer has none.
+func TestTranslateResponseThinking(t *testing.T) {
+	const usage = `"usage":{"input_tokens":10,"output_tokens":5}`
+	thought := `{"id":"msg_1","type":"message","model":"claude-x","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"redacted_thinking","data":"enc"},` +
+		`{"type":"text","text":"Let me check."},{"type":"tool_use","id":"toolu_1","name":"now","input":{}}],"stop_reason":"tool_use",` + usage + `}`
+	plain := `{"id":"msg_1","type":"message","model":"claude-x","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn",` + usage + `}`
+	const blocks = `[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"redacted_thinking","data":"enc"},{"type":"text","text":"Let me check."}]`
+	for _, tc := range []struct {
+		name    string
+		in      string
+		strict  bool
+		content string
+		blocks  string // "" for none
+	}{
+		{"thought, lax", thought, false, "Let me check.", blocks},
+		{"thought, strict", thought, true, "Let me check.", ""},
+		{"no thinking, lax", plain, false, "Hi", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := &core.Response{Status: 200, Header: http.Header{}, Body: []byte(tc.in)}
+			if err := testProvider().TranslateResponse(&core.Request{Endpoint: core.EndpointChatComplete, StrictCompliance: tc.strict}, resp); err != nil {
+				t.Fatal(err)
+			}
+			var got struct {
+				Choices []struct {
+					Message struct {
+						Content       string
+						ContentBlocks json.RawMessage `json:"content_blocks"`
+					}
+				}
+			}
+			if err := json.Unmarshal(resp.Body, &got); err != nil || len(got.Choices) != 1 {
+				t.Fatalf("%v: %s", err, resp.Body)
+			}
+			m := got.Choices[0].Message
+			if m.Content != tc.content || string(m.ContentBlocks) != tc.blocks {
+				t.Errorf("content %q blocks %s, want %q %s", m.Content, m.ContentBlocks, tc.content, tc.blocks)
+			}
+		})
 	}
 }

@@ -17,7 +17,7 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 		return
 	}
 	resp.Stream = &chunkStream{Stream: chat.Stream{Src: resp.Stream}, events: chat.Events{Src: resp.Stream, Name: "Anthropic"}, includeUsage: chat.IncludeUsage(req),
-		chunks: chat.Chunks{Created: p.now().Unix()}, tools: map[int]int{}}
+		blocks: !req.StrictCompliance, chunks: chat.Chunks{Created: p.now().Unix()}, tools: map[int]int{}}
 }
 
 // chunkStream reads Anthropic's Messages event stream and hands out the
@@ -29,8 +29,12 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 //   - content_block_start of a tool_use block: a tool_calls delta with the
 //     call's index (counting tool calls from 0), id, type and name, and
 //     empty arguments; content_block_delta input_json_delta: that call's
-//     arguments piece; text_delta: a content delta. Thinking blocks and
-//     unknown events are dropped; ping too.
+//     arguments piece; text_delta: a content delta. With strict reference
+//     compliance off, thinking is handed on as content_blocks deltas of
+//     the block's index: thinking_delta as {thinking}, signature_delta as
+//     {signature}, a redacted_thinking block's start as {data}; with it on
+//     (the default) thinking is dropped. Unknown events are dropped; ping
+//     too.
 //   - message_delta: a chunk with finish_reason. It carries the usage
 //     unless the client asked for stream_options.include_usage, which adds
 //     the usage chunk (choices [], usage) at message_stop instead: either
@@ -45,6 +49,7 @@ type chunkStream struct {
 	chat.Stream
 	events       chat.Events // reads Src
 	includeUsage bool
+	blocks       bool        // thinking is handed on as content_blocks
 	chunks       chat.Chunks // id, model and created of the chunks
 
 	usage usage
@@ -81,16 +86,21 @@ type streamEvent struct {
 	} `json:"message"`
 	Index        int `json:"index"`
 	ContentBlock struct {
-		Type string `json:"type"`
-		Text string `json:"text"`
-		ID   string `json:"id"`
-		Name string `json:"name"`
+		Type      string `json:"type"`
+		Text      string `json:"text"`
+		ID        string `json:"id"`
+		Name      string `json:"name"`
+		Thinking  string `json:"thinking"`
+		Signature string `json:"signature"`
+		Data      string `json:"data"`
 	} `json:"content_block"`
 	Delta struct {
 		Type        string `json:"type"`
 		Text        string `json:"text"`
 		PartialJSON string `json:"partial_json"`
 		StopReason  string `json:"stop_reason"`
+		Thinking    string `json:"thinking"`
+		Signature   string `json:"signature"`
 	} `json:"delta"`
 	Usage usage `json:"usage"`
 	Error struct {
@@ -124,6 +134,11 @@ func (s *chunkStream) translate(data []byte) error {
 			s.chunk(s.chunks.ToolStart(call, b.ID, b.Name), "", false)
 		case b.Type == "text" && b.Text != "":
 			s.chunk(s.chunks.Content(b.Text), "", false)
+		case !s.blocks:
+		case b.Type == "thinking" && b.Thinking != "":
+			s.chunk(s.chunks.ContentBlock(ev.Index, "thinking", b.Thinking), "", false)
+		case b.Type == "redacted_thinking":
+			s.chunk(s.chunks.ContentBlock(ev.Index, "data", b.Data), "", false)
 		}
 	case "content_block_delta":
 		switch d := &ev.Delta; {
@@ -135,6 +150,11 @@ func (s *chunkStream) translate(data []byte) error {
 				return fmt.Errorf("Anthropic's stream sent input for block %d, which is not a tool_use block", ev.Index)
 			}
 			s.chunk(s.chunks.ToolArguments(call, d.PartialJSON), "", false)
+		case !s.blocks:
+		case d.Type == "thinking_delta" && d.Thinking != "":
+			s.chunk(s.chunks.ContentBlock(ev.Index, "thinking", d.Thinking), "", false)
+		case d.Type == "signature_delta" && d.Signature != "":
+			s.chunk(s.chunks.ContentBlock(ev.Index, "signature", d.Signature), "", false)
 		}
 	case "message_delta":
 		// message_delta's counts are cumulative; those it leaves out stay

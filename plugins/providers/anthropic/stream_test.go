@@ -76,6 +76,48 @@ func TestTranslateStream(t *testing.T) {
 	}
 }
 
+// thinkingStream is a recorded Messages stream that thinks (a thinking
+// block with its signature, a redacted_thinking block) before its text.
+const thinkingStream = "event: message_start\n" +
+	`data: {"type":"message_start","message":{"id":"msg_3","model":"claude-x","usage":{"input_tokens":10,"output_tokens":1}}}` + "\n\n" +
+	"event: content_block_start\n" + `data: {"type":"content_block_start","index":0,"content_block":{"type":"thinking","thinking":"","signature":""}}` + "\n\n" +
+	"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"thinking_delta","thinking":"Let me \"think\""}}` + "\n\n" +
+	"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":0,"delta":{"type":"signature_delta","signature":"EqQB"}}` + "\n\n" +
+	"event: content_block_stop\n" + `data: {"type":"content_block_stop","index":0}` + "\n\n" +
+	"event: content_block_start\n" + `data: {"type":"content_block_start","index":1,"content_block":{"type":"redacted_thinking","data":"enc=="}}` + "\n\n" +
+	"event: content_block_stop\n" + `data: {"type":"content_block_stop","index":1}` + "\n\n" +
+	"event: content_block_start\n" + `data: {"type":"content_block_start","index":2,"content_block":{"type":"text","text":""}}` + "\n\n" +
+	"event: content_block_delta\n" + `data: {"type":"content_block_delta","index":2,"delta":{"type":"text_delta","text":"42"}}` + "\n\n" +
+	"event: message_delta\n" + `data: {"type":"message_delta","delta":{"stop_reason":"end_turn"},"usage":{"output_tokens":20}}` + "\n\n" +
+	"event: message_stop\n" + `data: {"type":"message_stop"}` + "\n\n"
+
+// TestTranslateStreamThinking: with strict reference compliance off,
+// thinking, its signature and redacted thinking are content_blocks deltas
+// of their block's index; with it on they are dropped.
+func TestTranslateStreamThinking(t *testing.T) {
+	const usage = `{"prompt_tokens":10,"completion_tokens":20,"total_tokens":30,"prompt_tokens_details":{"cached_tokens":0}}`
+	start := chunk("msg_3", `{"role":"assistant","content":""}`, "null", "")
+	end := chunk("msg_3", `{"content":"42"}`, "null", "") + chunk("msg_3", `{}`, `"stop"`, usage) + "data: [DONE]\n\n"
+	for _, tc := range []struct {
+		name   string
+		strict bool
+		want   string
+	}{
+		{"strict compliance off", false, start +
+			chunk("msg_3", `{"content_blocks":[{"index":0,"delta":{"thinking":"Let me \"think\""}}]}`, "null", "") +
+			chunk("msg_3", `{"content_blocks":[{"index":0,"delta":{"signature":"EqQB"}}]}`, "null", "") +
+			chunk("msg_3", `{"content_blocks":[{"index":1,"delta":{"data":"enc=="}}]}`, "null", "") + end},
+		{"strict compliance on", true, start + end},
+	} {
+		chattest.ReadsAs(t, tc.name, thinkingStream, tc.want, func(src io.Reader) io.ReadCloser {
+			req := &core.Request{Endpoint: core.EndpointChatComplete, StrictCompliance: tc.strict}
+			resp := &core.Response{Status: 200, Header: http.Header{}, Stream: io.NopCloser(src), SSE: true}
+			testProvider().TranslateStream(req, resp)
+			return resp.Stream
+		})
+	}
+}
+
 // translated is the chunk stream of src, as TranslateStream makes it.
 func translated(src io.Reader, includeUsage bool) io.ReadCloser {
 	return translatedBy(testProvider(), src, includeUsage)
