@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
@@ -111,9 +112,9 @@ func TranslateVertexRequest(body []byte) (model string, out []byte, err error) {
 // not a JSON object with a string model is a 400.
 func VertexMessages(body []byte, count bool) (model string, out []byte, err error) {
 	if count {
-		return platformMessages(body, VertexVersion)
+		return platformMessages(body, VertexVersion, nil)
 	}
-	return platformMessages(body, VertexVersion, "model")
+	return platformMessages(body, VertexVersion, nil, "model")
 }
 
 // BedrockVersion is the anthropic_version a Messages request to AWS
@@ -122,18 +123,33 @@ const BedrockVersion = "bedrock-2023-05-31"
 
 // BedrockMessages is a native Messages body (of /v1/messages) for AWS
 // Bedrock's InvokeModel: the model it names, and the body without model
-// and stream (the URL names both) and with anthropic_version
-// BedrockVersion when it has none. A body that is not a JSON object with a
-// string model is a 400.
-func BedrockMessages(body []byte) (model string, out []byte, err error) {
-	return platformMessages(body, BedrockVersion, "model", "stream")
+// and stream (the URL names both), with anthropic_version BedrockVersion
+// when it has none and anthropic_beta the client's anthropic-beta header
+// values when it has none (Bedrock takes beta features in the body only).
+// A body that is not a JSON object with a string model is a 400.
+func BedrockMessages(body []byte, beta []string) (model string, out []byte, err error) {
+	return platformMessages(body, BedrockVersion, betaFeatures(beta), "model", "stream")
+}
+
+// betaFeatures is the beta feature names of anthropic-beta header values
+// (each a comma-separated list).
+func betaFeatures(values []string) []string {
+	var names []string
+	for _, v := range values {
+		for n := range strings.SplitSeq(v, ",") {
+			if n = strings.TrimSpace(n); n != "" {
+				names = append(names, n)
+			}
+		}
+	}
+	return names
 }
 
 // platformMessages is a native Messages body for a cloud platform that
 // takes the API version in the body: the model it names, and the body
-// without the fields drop and with anthropic_version version when it has
-// none.
-func platformMessages(body []byte, version string, drop ...string) (model string, out []byte, err error) {
+// without the fields drop, with anthropic_version version when it has
+// none and anthropic_beta beta when it has none and beta is not empty.
+func platformMessages(body []byte, version string, beta []string, drop ...string) (model string, out []byte, err error) {
 	var m map[string]json.RawMessage
 	if json.Unmarshal(body, &m) != nil || m == nil {
 		return "", nil, core.BadRequest("", "the request body must be a JSON object (an Anthropic Messages request)")
@@ -146,6 +162,11 @@ func platformMessages(body []byte, version string, drop ...string) (model string
 	}
 	if _, ok := m["anthropic_version"]; !ok {
 		m["anthropic_version"] = json.RawMessage(`"` + version + `"`)
+	}
+	if _, ok := m["anthropic_beta"]; !ok && len(beta) > 0 {
+		if m["anthropic_beta"], err = json.Marshal(beta); err != nil {
+			return "", nil, err
+		}
 	}
 	out, err = json.Marshal(m)
 	return model, out, err

@@ -210,21 +210,29 @@ func TestBuildRequest(t *testing.T) {
 }
 
 // TestPlatformMessages: a native Messages body for Vertex AI keeps stream
-// (and the model when counting); for Bedrock it loses model and stream;
-// both get the platform's anthropic_version unless the body has one; a
-// body that is not an object with a model is a 400.
+// (and the model when counting); for Bedrock it loses model and stream and
+// takes the anthropic-beta header's features as anthropic_beta; both get
+// the platform's anthropic_version unless the body has one; a body that is
+// not an object with a model is a 400.
 func TestPlatformMessages(t *testing.T) {
+	bedrock := func(beta ...string) func([]byte) (string, []byte, error) {
+		return func(b []byte) (string, []byte, error) { return BedrockMessages(b, beta) }
+	}
 	const msgs = `"max_tokens":8,"messages":[{"role":"user","content":"hi"}]`
 	for _, tc := range []struct {
 		name, in, want, param string
 		build                 func([]byte) (string, []byte, error)
 	}{
 		{"bedrock", `{"model":"anthropic.claude-v2:1","stream":true,` + msgs + `}`,
-			`{"anthropic_version":"bedrock-2023-05-31",` + msgs + `}`, "", BedrockMessages},
+			`{"anthropic_version":"bedrock-2023-05-31",` + msgs + `}`, "", bedrock()},
 		{"bedrock keeps a version", `{"model":"anthropic.claude-v2:1","anthropic_version":"v0",` + msgs + `}`,
-			`{"anthropic_version":"v0",` + msgs + `}`, "", BedrockMessages},
-		{"bedrock without model", `{` + msgs + `}`, "", "model", BedrockMessages},
-		{"bedrock not an object", `[1]`, "", "", BedrockMessages},
+			`{"anthropic_version":"v0",` + msgs + `}`, "", bedrock()},
+		{"bedrock takes anthropic-beta into the body", `{"model":"anthropic.claude-v2:1",` + msgs + `}`,
+			`{"anthropic_version":"bedrock-2023-05-31","anthropic_beta":["a-1","b-2","c-3"],` + msgs + `}`, "", bedrock("a-1, b-2", " c-3,")},
+		{"bedrock keeps the body's anthropic_beta", `{"model":"anthropic.claude-v2:1","anthropic_beta":["x"],` + msgs + `}`,
+			`{"anthropic_version":"bedrock-2023-05-31","anthropic_beta":["x"],` + msgs + `}`, "", bedrock("a-1")},
+		{"bedrock without model", `{` + msgs + `}`, "", "model", bedrock()},
+		{"bedrock not an object", `[1]`, "", "", bedrock()},
 		{"vertex", `{"model":"claude-x","stream":true,` + msgs + `}`,
 			`{"anthropic_version":"vertex-2023-10-16","stream":true,` + msgs + `}`, "", func(b []byte) (string, []byte, error) { return VertexMessages(b, false) }},
 		{"vertex count", `{"model":"claude-x",` + msgs + `}`,

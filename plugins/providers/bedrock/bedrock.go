@@ -102,7 +102,7 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 		}
 		path, body = "/model/"+awsauth.Escape(model)+"/invoke", b
 	case core.EndpointMessages:
-		model, b, err := messagesRequest(req.Body)
+		model, b, err := messagesRequest(req)
 		if err != nil {
 			return nil, err
 		}

@@ -15,11 +15,12 @@ import (
 
 // messagesRequest is the model id and the InvokeModel body of a
 // /v1/messages request: Anthropic's body without model and stream and with
-// anthropic_version bedrock-2023-05-31 when it has none. A model that is
-// not Anthropic's (its id, inference profile or ARN not holding
-// "anthropic.") is a 400 naming model.
-func messagesRequest(body []byte) (model string, out []byte, err error) {
-	if model, out, err = anthropic.BedrockMessages(body); err != nil {
+// anthropic_version bedrock-2023-05-31 when it has none, and the client's
+// anthropic-beta header as anthropic_beta (see anthropic.BedrockMessages).
+// A model that is not Anthropic's (its id, inference profile or ARN not
+// holding "anthropic.") is a 400 naming model.
+func messagesRequest(req *core.Request) (model string, out []byte, err error) {
+	if model, out, err = anthropic.BedrockMessages(req.Body, req.Header.Values("anthropic-beta")); err != nil {
 		return "", nil, err
 	}
 	if !strings.Contains(model, "anthropic.") {
