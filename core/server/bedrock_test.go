@@ -4,6 +4,8 @@ import (
 	"context"
 	"encoding/base64"
 	"encoding/binary"
+	"encoding/json"
+	"fmt"
 	"hash/crc32"
 	"io"
 	"net/http"
@@ -108,6 +110,14 @@ func answerInvoke(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	case p == "/rerank":
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"results":[{"index":1,"relevanceScore":0.9},{"index":0,"relevanceScore":0.125}]}`)
+	case strings.HasSuffix(p, "/count-tokens"):
+		// The count is the length of the InvokeModel body counted.
+		var c struct {
+			Input struct{ InvokeModel struct{ Body []byte } }
+		}
+		json.Unmarshal(body, &c)
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"inputTokens":%d}`, len(c.Input.InvokeModel.Body))
 	case strings.HasSuffix(p, "/invoke-with-response-stream"):
 		w.Header().Set("Content-Type", core.ContentTypeAWSEventStream)
 		for _, f := range bedrockFrames {
@@ -415,5 +425,16 @@ func TestBedrockMessages(t *testing.T) {
 	r = g.do(t, "POST", "/v1/messages", []byte(`{"model":"meta.llama3-8b-instruct-v1:0",`+msgs+`}`), aws...)
 	if e := errorOf(t, r); r.status != 400 || deref(e.Param) != "model" || g.up.hits() != before {
 		t.Errorf("status %d error %+v", r.status, e)
+	}
+
+	// count_tokens: CountTokens of the InvokeModel body (max_tokens added),
+	// answered as Anthropic's count.
+	counted := `{"anthropic_version":"bedrock-2023-05-31","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`
+	r = g.do(t, "POST", "/v1/messages/count_tokens", []byte(`{"model":"anthropic.claude-v2:1","messages":[{"role":"user","content":"hi"}]}`), aws...)
+	if want := fmt.Sprintf(`{"input_tokens":%d}`, len(counted)); r.status != 200 || string(r.body) != want {
+		t.Fatalf("count_tokens: status %d: %s, want %s", r.status, r.body, want)
+	}
+	if up := g.up.last(t); up.RawPath != "/model/anthropic.claude-v2%3A1/count-tokens" {
+		t.Errorf("upstream got %s %s", up.RawPath, up.Body)
 	}
 }

@@ -43,11 +43,11 @@ func (p *Provider) Name() string { return Name }
 
 // Supports reports whether the provider serves endpoint e: chat
 // completions, embeddings and rerank (translated), Anthropic's Messages
-// API (for Claude models) and the proxy (any other Bedrock runtime path,
-// signed and sent as it is).
+// API and its token counting (for Claude models) and the proxy (any other
+// Bedrock runtime path, signed and sent as it is).
 func (p *Provider) Supports(e core.Endpoint) bool {
 	switch e {
-	case core.EndpointChatComplete, core.EndpointEmbed, core.EndpointRerank, core.EndpointMessages, core.EndpointProxy:
+	case core.EndpointChatComplete, core.EndpointEmbed, core.EndpointRerank, core.EndpointMessages, core.EndpointMessagesCount, core.EndpointProxy:
 		return true
 	}
 	return false
@@ -110,6 +110,12 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 		if req.Stream {
 			path, accept = path+"-with-response-stream", core.ContentTypeAWSEventStream
 		}
+	case core.EndpointMessagesCount:
+		model, b, err := countTokensRequest(req)
+		if err != nil {
+			return nil, err
+		}
+		path, body = "/model/"+awsauth.Escape(model)+"/count-tokens", b
 	case core.EndpointRerank:
 		b, err := translateRerankRequest(req.Body, s.Region)
 		if err != nil {

@@ -29,6 +29,50 @@ func messagesRequest(req *core.Request) (model string, out []byte, err error) {
 	return model, out, nil
 }
 
+// countTokensRequest is the model id and the CountTokens body of a
+// /v1/messages/count_tokens request: {"input": {"invokeModel": {"body":
+// the base64 of the InvokeModel body messagesRequest makes}}}, with
+// max_tokens 1 when the body has none (counting needs none; InvokeModel's
+// body requires it).
+func countTokensRequest(req *core.Request) (model string, out []byte, err error) {
+	model, body, err := messagesRequest(req)
+	if err != nil {
+		return "", nil, err
+	}
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(body, &m); err != nil {
+		return "", nil, err
+	}
+	if _, ok := m["max_tokens"]; !ok {
+		m["max_tokens"] = json.RawMessage("1")
+		if body, err = json.Marshal(m); err != nil {
+			return "", nil, err
+		}
+	}
+	var count struct {
+		Input struct {
+			InvokeModel struct {
+				Body []byte `json:"body"` // encoded as base64
+			} `json:"invokeModel"`
+		} `json:"input"`
+	}
+	count.Input.InvokeModel.Body = body
+	out, err = json.Marshal(&count)
+	return model, out, err
+}
+
+// translateCountTokensAnswer turns CountTokens' {"inputTokens": n} into
+// Anthropic's {"input_tokens": n}.
+func translateCountTokensAnswer(_ *core.Request, resp *core.Response) ([]byte, error) {
+	var a struct {
+		InputTokens *int `json:"inputTokens"`
+	}
+	if err := json.Unmarshal(resp.Body, &a); err != nil || a.InputTokens == nil {
+		return nil, fmt.Errorf("reading the CountTokens answer: it is not {\"inputTokens\": n}: %.200s", resp.Body)
+	}
+	return json.Marshal(map[string]int{"input_tokens": *a.InputTokens})
+}
+
 // messagesStream reads InvokeModelWithResponseStream's frames and hands
 // out Anthropic's Messages event stream as server-sent events, each frame
 // translated as soon as it has been read whole: a chunk event's bytes (the

@@ -214,3 +214,27 @@ func TestTranslateMessagesStreamEventByEvent(t *testing.T) {
 		t.Fatalf("%v %q", err, rest)
 	}
 }
+
+// TestTranslateCountTokensAnswer: CountTokens' count becomes Anthropic's;
+// an answer without one is an error, not a zero count.
+func TestTranslateCountTokensAnswer(t *testing.T) {
+	req := &core.Request{Endpoint: core.EndpointMessagesCount, Model: "anthropic.claude-v2:1"}
+	for _, tc := range []struct{ in, want string }{
+		{`{"inputTokens":42}`, `{"input_tokens":42}`},
+		{`{"inputTokens":0}`, `{"input_tokens":0}`},
+		{`{}`, ""},
+		{`not json`, ""},
+	} {
+		resp := &core.Response{Status: 200, Header: http.Header{}, Body: []byte(tc.in)}
+		err := New().TranslateResponse(req, resp)
+		if tc.want == "" {
+			if err == nil {
+				t.Errorf("%s: translated to %s", tc.in, resp.Body)
+			}
+			continue
+		}
+		if err != nil || string(resp.Body) != tc.want {
+			t.Errorf("%s: %s %v, want %s", tc.in, resp.Body, err, tc.want)
+		}
+	}
+}

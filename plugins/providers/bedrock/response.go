@@ -78,7 +78,8 @@ func requestID(resp *core.Response) string {
 // TranslateResponse turns the answers of the translated endpoints into
 // the OpenAI shape: a Converse answer into a chat.completion, an
 // embedding model's InvokeModel answer into an embeddings list, a Rerank
-// answer into a rerank list (rerank.go), and a
+// answer into a rerank list (rerank.go), a CountTokens answer into
+// Anthropic's count (messages.go), and a
 // Bedrock error body into the gateway's error body with the same status.
 // A /v1/messages answer (Anthropic's shape already), error bodies of
 // another shape, and proxied answers are left as they are.
@@ -94,6 +95,8 @@ func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) err
 	case core.EndpointRerank:
 		translate = translateRerankAnswer
 	case core.EndpointMessages: // InvokeModel answers in Anthropic's shape: its errors only are translated
+	case core.EndpointMessagesCount:
+		translate = translateCountTokensAnswer
 	default:
 		return nil
 	}
