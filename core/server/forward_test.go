@@ -28,7 +28,7 @@ func TestForwardEventsBoundsEventSize(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			w := bufio.NewWriter(&out)
-			_, err := forwardEvents(w, strings.NewReader(tc.upstream), nil)
+			_, err := forwardEvents(w, strings.NewReader(tc.upstream), nil, writeErrorEvent)
 			if (err != nil) != tc.wantError {
 				t.Fatalf("err = %v", err)
 			}
@@ -71,7 +71,7 @@ func TestForwardEventsAtTheCap(t *testing.T) {
 			for _, s := range tc.reads {
 				r.chunks = append(r.chunks, []byte(s))
 			}
-			_, err := forwardEvents(w, r, nil)
+			_, err := forwardEvents(w, r, nil, writeErrorEvent)
 			if (err != nil) != tc.wantError || strings.HasSuffix(out.String(), done) == tc.wantError {
 				t.Fatalf("err = %v, output ends %q", err, out.String()[max(0, out.Len()-40):])
 			}
@@ -113,7 +113,7 @@ func TestForwardEventsLineEnds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			w := bufio.NewWriter(&out)
-			got, err := forwardEvents(w, strings.NewReader(upstream), nil)
+			got, err := forwardEvents(w, strings.NewReader(upstream), nil, writeErrorEvent)
 			if err != nil || out.String() != upstream || got != tc.usage {
 				t.Errorf("in one read: err %v, usage %+v, forwarded %q", err, got, out.String())
 			}
@@ -126,7 +126,7 @@ func TestForwardEventsLineEnds(t *testing.T) {
 				events = events[:len(events)-1]
 			}
 			r := &flushChecker{t: t, r: iotest.OneByteReader(strings.NewReader(upstream)), out: &out, events: events}
-			got, err := forwardEvents(w, r, nil)
+			got, err := forwardEvents(w, r, nil, writeErrorEvent)
 			if err != nil || out.String() != upstream || got != tc.usage {
 				t.Errorf("err %v, usage %+v, forwarded %q", err, got, out.String())
 			}
@@ -207,7 +207,7 @@ func TestDropUsageChunk(t *testing.T) {
 	var out bytes.Buffer
 	w := bufio.NewWriter(&out)
 	stream := "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4,\"total_tokens\":7}}\n\ndata: [DONE]\n\n"
-	usage, err := forwardEvents(w, strings.NewReader(stream), dropUsageChunk)
+	usage, err := forwardEvents(w, strings.NewReader(stream), dropUsageChunk, writeErrorEvent)
 	w.Flush()
 	if err != nil || usage.TotalTokens != 7 || out.String() != "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\ndata: [DONE]\n\n" {
 		t.Errorf("forwarded %q, usage %+v, error %v", out.String(), usage, err)

@@ -463,7 +463,7 @@ func (s *Server) answerRemote(c *fiber.Ctx, k *remoteKind, req *core.Request, t 
 		if t.listFilter != nil {
 			rewrite = t.listFilter.Apply
 		}
-		_, err := forwardEvents(w, body, rewrite)
+		_, err := forwardEvents(w, body, rewrite, writeErrorEvent)
 		if err == nil {
 			err = statusErr
 		}

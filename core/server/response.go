@@ -16,6 +16,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/jsonenc"
 )
 
 // Routing response headers.
@@ -90,13 +91,13 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 		defer func() {
 			if p := recover(); p != nil {
 				s.log.Error("panic while streaming an answer", "trace_id", req.TraceID, "panic", p, "stack", string(debug.Stack()))
-				writeErrorEvent(w, core.Internal(fmt.Errorf("%v", p), "internal error; quote trace id %s when reporting it", req.TraceID))
+				errorEventFor(req)(w, core.Internal(fmt.Errorf("%v", p), "internal error; quote trace id %s when reporting it", req.TraceID))
 			}
 		}()
 		if resp.HookResults != nil && !req.StrictCompliance {
 			writeHookResultsEvent(w, resp.HookResults)
 		}
-		usage, err := forwardEvents(w, resp.Stream, usageChunkFilter(req))
+		usage, err := forwardEvents(w, resp.Stream, usageChunkFilter(req), errorEventFor(req))
 		if err == nil && resp.Status >= 400 {
 			// A provider's error answer streamed through: its body was
 			// not kept, so the log names the status.
@@ -132,17 +133,18 @@ var errClientGone = errors.New("client closed the connection")
 // forwardEvents copies server-sent events one by one, byte for byte,
 // flushing each as soon as its blank line arrives, and picks token usage out
 // of the events that carry it. An upstream that breaks mid-stream ends the
-// client's stream with an error event, never a clean finish. rewrite, when
-// not nil, may change or drop each complete event's data (see
-// rewriteEventData); a dropped event's usage is still counted.
-func forwardEvents(w *bufio.Writer, r io.Reader, rewrite func(data []byte) []byte) (core.Usage, error) {
+// client's stream with an error event (written by errorEvent), never a
+// clean finish. rewrite, when not nil, may change or drop each complete
+// event's data (see rewriteEventData); a dropped event's usage is still
+// counted.
+func forwardEvents(w *bufio.Writer, r io.Reader, rewrite func(data []byte) []byte, errorEvent func(*bufio.Writer, *core.Error)) (core.Usage, error) {
 	s := eventScanner{buf: make([]byte, 0, 4096)}
 	for {
 		err := s.fill(r)
 		wrote := false
 		for event := s.next(); event != nil; event = s.next() {
 			if len(event) > maxEventBytes {
-				return s.usage, eventTooLarge(w)
+				return s.usage, eventTooLarge(w, errorEvent)
 			}
 			if rewrite != nil {
 				if event = rewriteEventData(event, rewrite); event == nil {
@@ -155,7 +157,7 @@ func forwardEvents(w *bufio.Writer, r io.Reader, rewrite func(data []byte) []byt
 			wrote = true
 		}
 		if s.held() > maxEventBytes {
-			return s.usage, eventTooLarge(w)
+			return s.usage, eventTooLarge(w, errorEvent)
 		}
 		if err == io.EOF {
 			// An unfinished last event is forwarded as it is.
@@ -177,16 +179,16 @@ func forwardEvents(w *bufio.Writer, r io.Reader, rewrite func(data []byte) []byt
 		case err != nil:
 			// The upstream broke off: an incomplete event is dropped, not
 			// forwarded, so the error event stands on its own.
-			writeErrorEvent(w, core.Upstream(err, "the provider's stream broke off: %v", err))
+			errorEvent(w, core.Upstream(err, "the provider's stream broke off: %v", err))
 			return s.usage, err
 		}
 	}
 }
 
 // eventTooLarge ends a stream whose event is over maxEventBytes.
-func eventTooLarge(w *bufio.Writer) error {
+func eventTooLarge(w *bufio.Writer, errorEvent func(*bufio.Writer, *core.Error)) error {
 	err := fmt.Errorf("an event of the provider's stream is larger than %d bytes", maxEventBytes)
-	writeErrorEvent(w, core.Upstream(err, "%v", err))
+	errorEvent(w, core.Upstream(err, "%v", err))
 	return err
 }
 
@@ -353,12 +355,37 @@ func rewriteEventData(event []byte, rewrite func([]byte) []byte) []byte {
 // maxEventBytes bounds one server-sent event held in memory.
 const maxEventBytes = 8 << 20
 
-// writeErrorEvent ends a broken stream with an error the client can see.
+// writeErrorEvent ends a broken stream with an error the client can see:
+// data: and the gateway's error body.
 func writeErrorEvent(w *bufio.Writer, ce *core.Error) {
 	w.WriteString("data: ")
 	w.Write(ce.Body())
 	w.WriteString("\n\n")
 	w.Flush()
+}
+
+// writeAnthropicErrorEvent is writeErrorEvent for a stream of Anthropic's
+// Messages API: its error event (event: error, data: {"type": "error",
+// "error": {type, message}}), which Anthropic's clients raise as an error;
+// they would not see the gateway's.
+func writeAnthropicErrorEvent(w *bufio.Writer, ce *core.Error) {
+	typ := "api_error"
+	if ce.Status == http.StatusGatewayTimeout || ce.Status == http.StatusRequestTimeout {
+		typ = "timeout_error"
+	}
+	w.WriteString(`event: error` + "\n" + `data: {"type":"error","error":{"type":"` + typ + `","message":`)
+	w.Write(jsonenc.AppendString(nil, ce.Message))
+	w.WriteString("}}\n\n")
+	w.Flush()
+}
+
+// errorEventFor is the error event a broken stream of req ends with:
+// Anthropic's for the Messages API, the gateway's otherwise.
+func errorEventFor(req *core.Request) func(*bufio.Writer, *core.Error) {
+	if req.Endpoint == core.EndpointMessages {
+		return writeAnthropicErrorEvent
+	}
+	return writeErrorEvent
 }
 
 // announcedLength is the Content-Length a proxied answer is sent with: the

@@ -288,3 +288,46 @@ func TestStreamBareCR(t *testing.T) {
 		t.Errorf("log record usage %+v error %q", rec.Usage, rec.Error)
 	}
 }
+
+// TestBrokenStreamErrorEvent: an event stream whose upstream breaks off
+// ends with an error event the client's SDK raises: Anthropic's (event:
+// error) on /v1/messages, the gateway's data: {"error"} on chat
+// completions; never with a clean finish.
+func TestBrokenStreamErrorEvent(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		w.WriteHeader(200)
+		if r.URL.Path == "/v1/messages" {
+			io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":1}}}\n\n")
+		} else {
+			io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n")
+		}
+		w.(http.Flusher).Flush()
+		if err := breakConnection(w); err != nil {
+			panic(err)
+		}
+	}))
+	base := g.listen(t)
+	for _, tc := range []struct {
+		path, provider, body, last string
+	}{
+		{"/v1/messages", "anthropic", `{"model":"claude-x","max_tokens":8,"stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+			`event: error` + "\n" + `data: {"type":"error","error":{"type":"api_error","message":"the provider's stream broke off: `},
+		{"/v1/chat/completions", "openai", `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+			`data: {"error":{"message":"the provider's stream broke off: `},
+	} {
+		t.Run(tc.path, func(t *testing.T) {
+			resp, err := liveClient.Do(g.liveRequest(base, "POST", tc.path, []byte(tc.body), "x-gateway-provider", tc.provider))
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer resp.Body.Close()
+			b, _ := io.ReadAll(resp.Body)
+			events := strings.Split(strings.TrimSpace(string(b)), "\n\n")
+			if last := events[len(events)-1]; len(events) != 2 || !strings.HasPrefix(last, tc.last) {
+				t.Errorf("stream %q, want it to end with %q…", b, tc.last)
+			}
+		})
+	}
+}
