@@ -208,8 +208,8 @@ type modelsList struct {
 }
 
 // putIntegrationModels merges {models:[{slug*, enabled, is_custom,
-// pricing_config}]} into the integration's models by slug and sets
-// allow_all_models; at least one of the two is required.
+// pricing_config, base_model_slug}]} into the integration's models by slug
+// and sets allow_all_models; at least one of the two is required.
 func (s *Service) putIntegrationModels(c *fiber.Ctx) error {
 	caller := principal(c)
 	fields, cerr := decodeObject(c.Body())
@@ -239,7 +239,7 @@ func (s *Service) putIntegrationModels(c *fiber.Ctx) error {
 		}
 		for i, it := range items {
 			at := fmt.Sprintf("models[%d]", i)
-			unknownFields(it, at, []string{"slug", "enabled", "is_custom", "pricing_config"}, p)
+			unknownFields(it, at, []string{"slug", "enabled", "is_custom", "pricing_config", "base_model_slug"}, p)
 			m := store.IntegrationModel{Enabled: true}
 			if v, ok := it["slug"]; !ok || json.Unmarshal(v, &m.Slug) != nil || strings.TrimSpace(m.Slug) == "" || len(m.Slug) > 255 {
 				p.add(at+".slug", "is required: a model name of at most 255 characters")
@@ -256,6 +256,14 @@ func (s *Service) putIntegrationModels(c *fiber.Ctx) error {
 					p.add(at+".pricing_config", "must be an object")
 				} else {
 					m.PricingConfig = compactJSON(v)
+				}
+			}
+			if strInto(it, at, "base_model_slug", &m.BaseModelSlug, false, 255, p) && m.BaseModelSlug != "" {
+				switch {
+				case !m.IsCustom:
+					p.add(at+".base_model_slug", "is only for custom models (is_custom: true): a listed model is priced as itself")
+				case m.BaseModelSlug == m.Slug:
+					p.add(at+".base_model_slug", "must name another model than the custom model itself")
 				}
 			}
 			if j := slices.IndexFunc(rec.Models, func(x store.IntegrationModel) bool { return x.Slug == m.Slug }); j >= 0 {

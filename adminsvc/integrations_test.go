@@ -218,6 +218,22 @@ func TestIntegrationWorkspacesAndModels(t *testing.T) {
 		t.Fatalf("models page: %s", r.raw)
 	}
 	wantErr(t, m.do(http.MethodPut, "/v1/integrations/shared/models", adminKey, map[string]any{"models": []any{map[string]any{"pricing_config": 1}}}), http.StatusBadRequest, core.CodeValidation)
+	// base_model_slug: custom models only, another model than themselves.
+	m.ok(http.MethodPut, "/v1/integrations/shared/models", adminKey, map[string]any{"models": []any{map[string]any{"slug": "ft-2", "is_custom": true, "base_model_slug": "gpt-4o"}}})
+	if r := m.ok(http.MethodGet, "/v1/integrations/shared/models", adminKey, nil); !strings.Contains(string(r.raw), `"base_model_slug":"gpt-4o"`) {
+		t.Fatalf("base model not shown: %s", r.raw)
+	}
+	for _, bad := range []map[string]any{
+		{"slug": "gpt-4o", "base_model_slug": "gpt-4o-mini"},
+		{"slug": "ft-3", "is_custom": true, "base_model_slug": "ft-3"},
+		{"slug": "ft-3", "is_custom": true, "base_model_slug": 4},
+	} {
+		r := m.do(http.MethodPut, "/v1/integrations/shared/models", adminKey, map[string]any{"models": []any{bad}})
+		if wantErr(t, r, http.StatusBadRequest, core.CodeValidation); !strings.Contains(r.errField("message"), "models[0].base_model_slug") {
+			t.Errorf("%v: %s", bad, r.raw)
+		}
+	}
+	m.ok(http.MethodDelete, "/v1/integrations/shared/models?slugs=ft-2", adminKey, nil)
 	wantErr(t, m.do(http.MethodDelete, "/v1/integrations/shared/models?slugs=nope", adminKey, nil), http.StatusBadRequest, core.CodeValidation)
 	m.ok(http.MethodDelete, "/v1/integrations/shared/models?slugs=my-ft", adminKey, nil)
 	m.reopenManaged()

@@ -66,6 +66,9 @@ type IntegrationModel struct {
 	Enabled       bool            `json:"enabled"`
 	IsCustom      bool            `json:"is_custom"`
 	PricingConfig json.RawMessage `json:"pricing_config,omitempty"`
+	// BaseModelSlug is the model a custom model is priced as when it has
+	// no pricing_config of its own (a fine-tune of it, say).
+	BaseModelSlug string `json:"base_model_slug,omitempty"`
 }
 
 // Integration holds provider credentials for an organisation, or for one

@@ -101,8 +101,11 @@ func (f *LogFilter) Match(r *core.LogRecord) bool {
 type Prices map[string]map[string]pricing.Price
 
 // IntegrationPrices reads the pricing overrides of every integration's
-// models. It reads them all: callers look up one per record, so read them
-// once per query, not per record.
+// models: a model's pricing_config, else, for a custom model with a
+// base_model_slug, its base model's price (the base's pricing_config in
+// the same integration, else the list price of the integration's provider
+// for it). It reads them all: callers look up one per record, so read
+// them once per query, not per record.
 func IntegrationPrices(tx Tx) (Prices, error) {
 	integs, err := List[Integration](tx, BucketIntegrations)
 	if err != nil {
@@ -110,16 +113,31 @@ func IntegrationPrices(tx Tx) (Prices, error) {
 	}
 	prices := Prices{}
 	for _, in := range integs {
+		own := Prices{} // the pricing_configs alone: a base is priced as itself, never as its own base
 		for _, m := range in.Models {
 			if p, ok := pricing.Override(m.PricingConfig); ok {
-				if prices[in.ID] == nil {
-					prices[in.ID] = map[string]pricing.Price{}
-				}
-				prices[in.ID][m.Slug] = p
+				own.set(in.ID, m.Slug, p)
+				prices.set(in.ID, m.Slug, p)
+			}
+		}
+		for _, m := range in.Models {
+			if _, priced := own[in.ID][m.Slug]; priced || m.BaseModelSlug == "" {
+				continue
+			}
+			if p, ok := own.Price(pricing.Default(), in.ID, in.AIProviderID, m.BaseModelSlug); ok {
+				prices.set(in.ID, m.Slug, p)
 			}
 		}
 	}
 	return prices, nil
+}
+
+// set records p as the price of model in integration integ.
+func (ps Prices) set(integ, model string, p pricing.Price) {
+	if ps[integ] == nil {
+		ps[integ] = map[string]pricing.Price{}
+	}
+	ps[integ][model] = p
 }
 
 // LogCost is the cost of a record's usage in USD, priced as the limits

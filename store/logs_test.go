@@ -1,10 +1,12 @@
 package store
 
 import (
+	"encoding/json"
 	"testing"
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/pricing"
 )
 
 // TestScanLogsLimit checks that ScanLogs reads at most limit records of
@@ -85,5 +87,48 @@ func TestScanLogsLowerBound(t *testing.T) {
 	})
 	if err != nil || len(got) != 2 || got[0] != 201 || got[1] != 200 {
 		t.Fatalf("got %v err=%v, want [201 200]", got, err)
+	}
+}
+
+// TestIntegrationPricesBaseModel: a custom model with a base_model_slug and
+// no pricing_config of its own is priced as its base (the base's
+// pricing_config, else the provider's list price); its own pricing_config
+// wins; a base that is itself only a custom model's base is not followed.
+func TestIntegrationPricesBaseModel(t *testing.T) {
+	st, _ := openTemp(t)
+	defer st.Close()
+	list, ok := pricing.Default().Lookup("openai", "gpt-4o")
+	if !ok {
+		t.Fatal("no list price for openai gpt-4o")
+	}
+	in := Integration{ID: "integ-1", Slug: "oa", AIProviderID: "openai", Models: []IntegrationModel{
+		{Slug: "gpt-4o-mini", Enabled: true, PricingConfig: json.RawMessage(`{"input":1,"output":2}`)},
+		{Slug: "ft-mini", IsCustom: true, BaseModelSlug: "gpt-4o-mini"},
+		{Slug: "ft-4o", IsCustom: true, BaseModelSlug: "gpt-4o"},
+		{Slug: "ft-own", IsCustom: true, BaseModelSlug: "gpt-4o", PricingConfig: json.RawMessage(`{"input":9,"output":9}`)},
+		{Slug: "ft-of-ft", IsCustom: true, BaseModelSlug: "ft-unpriced"},
+		{Slug: "ft-unpriced", IsCustom: true},
+	}}
+	if err := st.Update(func(tx Tx) error { return tx.Put(BucketIntegrations, in.ID, in) }); err != nil {
+		t.Fatal(err)
+	}
+	var prices Prices
+	if err := st.View(func(tx Tx) (err error) { prices, err = IntegrationPrices(tx); return err }); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		model string
+		want  pricing.Price
+		ok    bool
+	}{
+		{"ft-mini", pricing.Price{Input: 1, Output: 2}, true},
+		{"ft-4o", list, true},
+		{"ft-own", pricing.Price{Input: 9, Output: 9}, true},
+		{"ft-of-ft", pricing.Price{}, false},
+	} {
+		got, ok := prices["integ-1"][tc.model]
+		if ok != tc.ok || got != tc.want {
+			t.Errorf("%s: %+v %v, want %+v %v", tc.model, got, ok, tc.want, tc.ok)
+		}
 	}
 }
