@@ -190,7 +190,7 @@ func TestHeaderValidation(t *testing.T) {
 		{"Authorization Bearer without token", "", []string{"Authorization", "Bearer"}, "authorization", nil},
 		{"provider missing", "", []string{"x-gateway-provider", ""}, "x-gateway-provider", []string{"x-gateway-provider", "openai", "groq", "anthropic"}},
 		{"provider unknown", "", []string{"x-gateway-provider", "no-such-ai"}, "x-gateway-provider", []string{"no-such-ai", "openai", "groq", "anthropic"}},
-		{"provider without messages", "/v1/messages", []string{"x-gateway-provider", "openai"}, "x-gateway-provider", []string{"openai", "messages"}},
+		{"provider without token counting", "/v1/messages/count_tokens", []string{"x-gateway-provider", "openai"}, "x-gateway-provider", []string{"openai", "messages"}},
 		{"config not an object", "", []string{"x-gateway-config", `{"strategy":`}, "config", []string{"config"}},
 		{"config unknown mode", "", []string{"x-gateway-config", `{"strategy":{"mode":"roundrobin"},"targets":[{"provider":"openai"}]}`}, "config.strategy.mode", []string{"roundrobin"}},
 		{"saved config without a source", "", []string{"x-portkey-config", "pc-abc"}, "x-gateway-config", []string{"pc-abc"}},

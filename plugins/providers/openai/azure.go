@@ -69,8 +69,21 @@ func (a *Azure) Name() string { return AzureName }
 // log record and the usage's cost; "" when it is not set.
 func (a *Azure) ModelOf(_ *core.Request, t *core.Target) string { return t.Azure.ModelName }
 
-// Supports reports whether Azure OpenAI serves endpoint e.
+// Supports reports whether Azure OpenAI serves endpoint e: Anthropic's
+// /messages too, through the deployment's chat completions.
 func (a *Azure) Supports(e core.Endpoint) bool { return a.p.Supports(e) }
+
+// TranslateResponse turns the answer of a /v1/messages request into
+// Anthropic's shape (see Provider.TranslateResponse).
+func (a *Azure) TranslateResponse(req *core.Request, resp *core.Response) error {
+	return a.p.TranslateResponse(req, resp)
+}
+
+// TranslateStream turns the stream of a /v1/messages request into
+// Anthropic's (see Provider.TranslateStream).
+func (a *Azure) TranslateStream(req *core.Request, resp *core.Response) {
+	a.p.TranslateStream(req, resp)
+}
 
 // BuildRequest sends the client's body unchanged to the target's Azure
 // deployment; a virtual key with a deploymentConfig sends it to the
@@ -105,16 +118,33 @@ func (a *Azure) BuildRequest(ctx context.Context, req *core.Request, t *core.Tar
 		}
 		base = "https://" + s.ResourceName + ".openai.azure.com"
 	}
+	version := s.APIVersion
+	if version == "" {
+		version = core.DefaultAzureAPIVersion
+	}
+	// stream_options came with api-version 2024-09-01-preview; dated
+	// versions compare as text. The client's own api-version wins.
+	sent := version
+	if v, ok := queryAPIVersion(req.RawQuery); ok {
+		sent = v
+	}
+	streamUsage := sent >= azureStreamUsageSince
 	path := req.Path
+	if req.Endpoint == core.EndpointMessages {
+		// Anthropic's /messages, through the deployment's chat completions.
+		body, err := messagesToChat(req.Body, AzureName, streamUsage)
+		if err != nil {
+			return nil, err
+		}
+		creq := *req
+		creq.Path, creq.Body, creq.JSON = "/chat/completions", body, nil
+		req, path = &creq, creq.Path
+	}
 	if req.Endpoint != core.EndpointProxy {
 		if s.DeploymentID == "" {
 			return nil, azureMissing(core.AzureDeploymentID, "")
 		}
 		path = "/openai/deployments/" + s.DeploymentID + req.Path
-	}
-	version := s.APIVersion
-	if version == "" {
-		version = core.DefaultAzureAPIVersion
 	}
 	var token string
 	if s.AuthMode == core.AzureAuthEntra || s.AuthMode == core.AzureAuthManaged {
@@ -123,13 +153,10 @@ func (a *Azure) BuildRequest(ctx context.Context, req *core.Request, t *core.Tar
 			return nil, err
 		}
 	}
-	// stream_options came with api-version 2024-09-01-preview; dated
-	// versions compare as text. The client's own api-version wins.
-	sent := version
-	if v, ok := queryAPIVersion(req.RawQuery); ok {
-		sent = v
+	hr, err := a.p.build(ctx, req, t, base, a.p.customBase(base), path, withAPIVersion(req.RawQuery, version), streamUsage)
+	if err == nil && req.Endpoint == core.EndpointMessages {
+		hr.Header.Set("Content-Type", "application/json") // the body is the gateway's own
 	}
-	hr, err := a.p.build(ctx, req, t, base, a.p.customBase(base), path, withAPIVersion(req.RawQuery, version), sent >= azureStreamUsageSince)
 	if err == nil && token != "" {
 		delete(hr.Header, "Api-Key")
 		hr.Header.Set("Authorization", "Bearer "+token)

@@ -101,12 +101,13 @@ func TestAzureBuildRequestRefused(t *testing.T) {
 	}
 }
 
-// TestAzureSupports: the deployment endpoints and the proxy, nothing else.
+// TestAzureSupports: the deployment endpoints, Anthropic's /messages
+// (through chat completions) and the proxy, nothing else.
 func TestAzureSupports(t *testing.T) {
 	a := NewAzure()
 	for e, want := range map[core.Endpoint]bool{
 		core.EndpointChatComplete: true, core.EndpointEmbed: true, core.EndpointCreateSpeech: true, core.EndpointProxy: true,
-		core.EndpointResponses: false, core.EndpointModeration: false, core.EndpointMessages: false, core.EndpointRerank: false,
+		core.EndpointResponses: false, core.EndpointModeration: false, core.EndpointMessages: true, core.EndpointMessagesCount: false, core.EndpointRerank: false,
 	} {
 		if a.Supports(e) != want {
 			t.Errorf("Supports(%s) = %v, want %v", e, !want, want)
@@ -122,7 +123,7 @@ func TestGoogle(t *testing.T) {
 		t.Fatal("provider google is not registered")
 	}
 	p := info.New().(core.Provider)
-	for e, want := range map[core.Endpoint]bool{core.EndpointChatComplete: true, core.EndpointEmbed: true, core.EndpointProxy: true, core.EndpointResponses: false, core.EndpointMessages: false} {
+	for e, want := range map[core.Endpoint]bool{core.EndpointChatComplete: true, core.EndpointEmbed: true, core.EndpointProxy: true, core.EndpointResponses: false, core.EndpointMessages: true} {
 		if p.Supports(e) != want {
 			t.Errorf("Supports(%s) = %v, want %v", e, !want, want)
 		}

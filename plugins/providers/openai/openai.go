@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/memo"
@@ -30,7 +31,8 @@ type Spec struct {
 	// PassHeaders are client headers forwarded by default.
 	PassHeaders []string
 	// Endpoints lists the supported endpoints; nil means every OpenAI-shaped
-	// endpoint (everything but Anthropic's /messages).
+	// endpoint, and Anthropic's /messages through chat completions (see
+	// messages.go).
 	Endpoints []core.Endpoint
 	// StreamUsage marks a provider that takes
 	// stream_options.include_usage: a chat or text completion stream whose
@@ -53,6 +55,10 @@ type Provider struct {
 	auth   string
 	// custom holds the custom hosts' base URLs parsed.
 	custom *memo.Map[string, *url.URL]
+	// messagesViaChat: the provider serves chat completions and not
+	// Anthropic's /messages of its own, so /messages is translated to
+	// chat completions and back.
+	messagesViaChat bool
 }
 
 type staticHeader struct{ name, value string }
@@ -67,6 +73,7 @@ func New(spec Spec) *Provider {
 	if spec.AuthHeader != "" {
 		p.auth = http.CanonicalHeaderKey(spec.AuthHeader)
 	}
+	p.messagesViaChat = p.lists(core.EndpointChatComplete) && !slices.Contains(spec.Endpoints, core.EndpointMessages)
 	return p
 }
 
@@ -78,26 +85,39 @@ func (p *Provider) BaseURL() string { return p.spec.BaseURL }
 
 // Supports reports whether the provider serves endpoint e.
 func (p *Provider) Supports(e core.Endpoint) bool {
-	if e == core.EndpointProxy {
-		return true
-	}
+	return e == core.EndpointProxy || e == core.EndpointMessages && p.messagesViaChat || p.lists(e)
+}
+
+// lists reports whether the spec's endpoints hold e (nil: every
+// OpenAI-shaped endpoint).
+func (p *Provider) lists(e core.Endpoint) bool {
 	if p.spec.Endpoints == nil {
 		return e != core.EndpointMessages && e != core.EndpointMessagesCount
 	}
-	for _, s := range p.spec.Endpoints {
-		if s == e {
-			return true
-		}
-	}
-	return false
+	return slices.Contains(p.spec.Endpoints, e)
 }
 
 // BuildRequest sends the client's body unchanged to the base URL plus the
-// request's provider-relative path, with the provider's authentication.
+// request's provider-relative path, with the provider's authentication;
+// Anthropic's /messages, which the provider does not serve itself, goes
+// to /chat/completions translated (messagesToChat).
 func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.Target) (*http.Request, error) {
 	base, parsed := p.spec.BaseURL, p.base
 	if t.BaseURL != "" {
 		base, parsed = t.BaseURL, p.customBase(t.BaseURL)
+	}
+	if req.Endpoint == core.EndpointMessages && p.messagesViaChat {
+		body, err := messagesToChat(req.Body, p.spec.Name, p.spec.StreamUsage)
+		if err != nil {
+			return nil, err
+		}
+		creq := *req
+		creq.Path, creq.Body, creq.JSON = "/chat/completions", body, nil
+		hr, err := p.build(ctx, &creq, t, base, parsed, creq.Path, req.RawQuery, false)
+		if err == nil {
+			hr.Header.Set("Content-Type", "application/json") // the body is the gateway's own
+		}
+		return hr, err
 	}
 	return p.build(ctx, req, t, base, parsed, req.Path, req.RawQuery, p.spec.StreamUsage)
 }

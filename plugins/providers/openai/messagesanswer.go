@@ -1,0 +1,182 @@
+package openai
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
+)
+
+// chatCompletion is the part of a chat completion that becomes a message.
+type chatCompletion struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Message struct {
+			Content   *string        `json:"content"`
+			Refusal   *string        `json:"refusal"`
+			ToolCalls []chatToolCall `json:"tool_calls"`
+		} `json:"message"`
+		FinishReason string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *chatUsage `json:"usage"`
+}
+
+type chatUsage struct {
+	PromptTokens        int `json:"prompt_tokens"`
+	CompletionTokens    int `json:"completion_tokens"`
+	PromptTokensDetails *struct {
+		CachedTokens int `json:"cached_tokens"`
+	} `json:"prompt_tokens_details"`
+}
+
+// messageUsage is Anthropic's usage of a chat completion's: input_tokens
+// leave out the tokens read from the prompt cache, as Anthropic's do.
+type messageUsage struct {
+	InputTokens          int `json:"input_tokens"`
+	OutputTokens         int `json:"output_tokens"`
+	CacheReadInputTokens int `json:"cache_read_input_tokens"`
+}
+
+func (u *chatUsage) messages() messageUsage {
+	if u == nil {
+		return messageUsage{}
+	}
+	cached := 0
+	if u.PromptTokensDetails != nil {
+		cached = u.PromptTokensDetails.CachedTokens
+	}
+	return messageUsage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens, CacheReadInputTokens: cached}
+}
+
+// messageBlock is one content block of a translated message.
+type messageBlock struct {
+	Type  string          `json:"type"`
+	Text  *string         `json:"text,omitempty"`
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
+}
+
+// message is the Messages answer a chat completion becomes.
+type message struct {
+	ID           string         `json:"id"`
+	Type         string         `json:"type"`
+	Role         string         `json:"role"`
+	Model        string         `json:"model"`
+	Content      []messageBlock `json:"content"`
+	StopReason   string         `json:"stop_reason"`
+	StopSequence *string        `json:"stop_sequence"`
+	Usage        messageUsage   `json:"usage"`
+}
+
+// stopReason maps a chat completion's finish_reason to Anthropic's.
+func stopReason(finish string) string {
+	switch finish {
+	case "length":
+		return "max_tokens"
+	case "tool_calls", "function_call":
+		return "tool_use"
+	case "content_filter":
+		return "refusal"
+	}
+	return "end_turn"
+}
+
+// chatToMessage turns a chat completion into a Messages answer: the first
+// choice's text (or refusal) as a text block, its tool calls as tool_use
+// blocks (arguments that are not a JSON object are an error: Anthropic's
+// input is one), the finish reason as stop_reason, the usage.
+func chatToMessage(body []byte) ([]byte, error) {
+	var c chatCompletion
+	if err := json.Unmarshal(body, &c); err != nil {
+		return nil, fmt.Errorf("reading the chat completion: %w", err)
+	}
+	if len(c.Choices) == 0 {
+		return nil, errors.New("reading the chat completion: it has no choices")
+	}
+	ch := &c.Choices[0]
+	m := message{ID: c.ID, Type: "message", Role: "assistant", Model: c.Model, Content: []messageBlock{},
+		StopReason: stopReason(ch.FinishReason), Usage: c.Usage.messages()}
+	for _, t := range []*string{ch.Message.Content, ch.Message.Refusal} {
+		if t != nil && *t != "" {
+			m.Content = append(m.Content, messageBlock{Type: "text", Text: t})
+		}
+	}
+	for _, call := range ch.Message.ToolCalls {
+		input, err := toolInput(call.Function.Arguments)
+		if err != nil {
+			return nil, fmt.Errorf("tool call %s: %w", call.ID, err)
+		}
+		m.Content = append(m.Content, messageBlock{Type: "tool_use", ID: call.ID, Name: call.Function.Name, Input: input})
+	}
+	return json.Marshal(&m)
+}
+
+// toolInput is a tool call's arguments as a tool_use block's input: a
+// JSON object ({} for none).
+func toolInput(args string) (json.RawMessage, error) {
+	if args == "" {
+		return json.RawMessage("{}"), nil
+	}
+	var obj map[string]json.RawMessage
+	if json.Unmarshal([]byte(args), &obj) != nil || obj == nil {
+		return nil, fmt.Errorf("its arguments are not a JSON object: %.100q", args)
+	}
+	return json.RawMessage(args), nil
+}
+
+// anthropicErrorTypes are Anthropic's error types by status.
+var anthropicErrorTypes = map[int]string{
+	http.StatusBadRequest: "invalid_request_error", http.StatusUnauthorized: "authentication_error",
+	http.StatusForbidden: "permission_error", http.StatusNotFound: "not_found_error",
+	http.StatusRequestEntityTooLarge: "request_too_large", http.StatusTooManyRequests: "rate_limit_error",
+	529: "overloaded_error", http.StatusServiceUnavailable: "overloaded_error",
+}
+
+// messagesError turns an OpenAI-shaped error body of status into
+// Anthropic's {"type":"error","error":{type,message}}, the type from the
+// status; ok is false for a body of another shape.
+func messagesError(status int, body []byte) ([]byte, bool) {
+	var e struct {
+		Error *struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	if json.Unmarshal(body, &e) != nil || e.Error == nil {
+		return nil, false
+	}
+	typ, ok := anthropicErrorTypes[status]
+	if !ok {
+		typ = "api_error"
+	}
+	b, err := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": e.Error.Message}})
+	return b, err == nil
+}
+
+// TranslateResponse turns the answer of a /v1/messages request served
+// through chat completions into Anthropic's shape: a chat completion into
+// a message, an error body into Anthropic's. Answers of other endpoints
+// are left as they are.
+func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) error {
+	if req.Endpoint != core.EndpointMessages || !p.messagesViaChat {
+		return nil
+	}
+	var b []byte
+	if resp.Status >= 300 {
+		var ok bool
+		if b, ok = messagesError(resp.Status, resp.Body); !ok {
+			return nil
+		}
+	} else {
+		var err error
+		if b, err = chatToMessage(resp.Body); err != nil {
+			return err
+		}
+	}
+	chat.SetBody(resp, b)
+	return nil
+}

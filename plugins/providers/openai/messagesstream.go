@@ -1,0 +1,188 @@
+package openai
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
+)
+
+// TranslateStream replaces the chunk stream of a /v1/messages request
+// served through chat completions with Anthropic's event stream (see
+// messagesStream). Streams of other endpoints are left as they are.
+func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
+	if req.Endpoint != core.EndpointMessages || !p.messagesViaChat {
+		return
+	}
+	resp.Stream = &messagesStream{Stream: chat.Stream{Src: resp.Stream}, events: chat.Events{Src: resp.Stream, Name: p.spec.Name},
+		open: -1, tools: map[int]int{}}
+}
+
+// messagesStream reads a chat completion's chunk stream and hands out the
+// same answer as Anthropic's Messages event stream, each chunk translated
+// as soon as it has been read:
+//
+//   - the first chunk: message_start (its id and model, usage zero);
+//   - content (and refusal) pieces: a text block's content_block_start
+//     when none is open, then text_delta;
+//   - a tool call's first piece (with its id): the open block's
+//     content_block_stop and a tool_use block's content_block_start; its
+//     arguments pieces: input_json_delta;
+//   - data: [DONE] (or the end of a stream that gave a finish_reason): the
+//     open block's content_block_stop, message_delta with the stop reason
+//     and the usage of the usage chunk, and message_stop.
+//
+// An error chunk, or an end before any finish_reason, fails the stream, so
+// the gateway ends the client's with Anthropic's error event.
+type messagesStream struct {
+	chat.Stream
+	events chat.Events // reads Src
+
+	started bool
+	finish  string
+	usage   *chatUsage
+	blocks  int         // content blocks started
+	open    int         // the open block's index, -1 for none
+	text    bool        // the open block is a text block
+	tools   map[int]int // a tool call's index → its block's index
+}
+
+func (s *messagesStream) Read(p []byte) (int, error) { return s.ReadWith(p, s.fill) }
+
+// fill translates the next whole chunk, reading the upstream when none is.
+func (s *messagesStream) fill() {
+	if data, ok := s.events.Next(); ok {
+		if err := s.translate(data); err != nil {
+			s.Err = err
+		}
+		return
+	}
+	switch err := s.events.Fill(); {
+	case err == io.EOF && s.finish != "":
+		s.end() // a server that sends no [DONE]
+		s.Err = io.EOF
+	case err == io.EOF:
+		s.Err = fmt.Errorf("the chat completion stream ended before its finish_reason: %w", io.ErrUnexpectedEOF)
+	case err != nil:
+		s.Err = err
+	}
+}
+
+// chatChunk is the part of a chat completion chunk that is translated.
+type chatChunk struct {
+	ID      string `json:"id"`
+	Model   string `json:"model"`
+	Choices []struct {
+		Delta struct {
+			Content   *string `json:"content"`
+			Refusal   *string `json:"refusal"`
+			ToolCalls []struct {
+				Index    int    `json:"index"`
+				ID       string `json:"id"`
+				Function struct {
+					Name      string `json:"name"`
+					Arguments string `json:"arguments"`
+				} `json:"function"`
+			} `json:"tool_calls"`
+		} `json:"delta"`
+		FinishReason *string `json:"finish_reason"`
+	} `json:"choices"`
+	Usage *chatUsage `json:"usage"`
+	Error *struct {
+		Message string `json:"message"`
+	} `json:"error"`
+}
+
+// translate appends the events of one chunk; io.EOF ends the stream
+// cleanly ([DONE]).
+func (s *messagesStream) translate(data []byte) error {
+	if string(data) == "[DONE]" {
+		s.end()
+		return io.EOF
+	}
+	var c chatChunk
+	if err := json.Unmarshal(data, &c); err != nil {
+		return fmt.Errorf("a chunk of the chat completion stream is not JSON: %w", err)
+	}
+	if c.Error != nil {
+		return fmt.Errorf("the provider sent an error: %s", c.Error.Message)
+	}
+	if !s.started {
+		s.started = true
+		s.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
+			"id": c.ID, "type": "message", "role": "assistant", "model": c.Model, "content": []any{},
+			"stop_reason": nil, "stop_sequence": nil, "usage": messageUsage{}}})
+	}
+	if c.Usage != nil {
+		s.usage = c.Usage
+	}
+	if len(c.Choices) == 0 {
+		return nil
+	}
+	ch := &c.Choices[0] // Anthropic's answers have one choice
+	for _, t := range []*string{ch.Delta.Content, ch.Delta.Refusal} {
+		if t != nil && *t != "" {
+			if s.open < 0 || !s.text {
+				s.start(map[string]any{"type": "text", "text": ""}, true)
+			}
+			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": s.open,
+				"delta": map[string]string{"type": "text_delta", "text": *t}})
+		}
+	}
+	for _, tc := range ch.Delta.ToolCalls {
+		block, known := s.tools[tc.Index]
+		if !known {
+			s.start(map[string]any{"type": "tool_use", "id": tc.ID, "name": tc.Function.Name, "input": map[string]any{}}, false)
+			block = s.open
+			s.tools[tc.Index] = block
+		}
+		if tc.Function.Arguments != "" {
+			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": block,
+				"delta": map[string]string{"type": "input_json_delta", "partial_json": tc.Function.Arguments}})
+		}
+	}
+	if ch.FinishReason != nil && *ch.FinishReason != "" {
+		s.finish = *ch.FinishReason
+	}
+	return nil
+}
+
+// start closes the open block and opens block, a text block when text.
+func (s *messagesStream) start(block map[string]any, text bool) {
+	s.stop()
+	s.open, s.text = s.blocks, text
+	s.blocks++
+	s.event("content_block_start", map[string]any{"type": "content_block_start", "index": s.open, "content_block": block})
+}
+
+// stop closes the open block, if any.
+func (s *messagesStream) stop() {
+	if s.open >= 0 {
+		s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": s.open})
+		s.open = -1
+	}
+}
+
+// end appends the stream's last events: the open block's stop,
+// message_delta (stop reason, usage) and message_stop.
+func (s *messagesStream) end() {
+	if !s.started {
+		return // nothing was said: an empty stream stays empty
+	}
+	s.stop()
+	s.event("message_delta", map[string]any{"type": "message_delta",
+		"delta": map[string]any{"stop_reason": stopReason(s.finish), "stop_sequence": nil}, "usage": s.usage.messages()})
+	s.event("message_stop", map[string]string{"type": "message_stop"})
+}
+
+// event appends one server-sent event of type typ with data v.
+func (s *messagesStream) event(typ string, v any) {
+	b, _ := json.Marshal(v) // maps of strings, numbers and plain structs: it cannot fail
+	s.Out = append(s.Out, "event: "...)
+	s.Out = append(s.Out, typ...)
+	s.Out = append(s.Out, "\ndata: "...)
+	s.Out = append(s.Out, b...)
+	s.Out = append(s.Out, "\n\n"...)
+}
