@@ -24,6 +24,7 @@ type call struct {
 	namespace string
 	workspace string // the caller's workspace; empty: no principal
 	refresh   bool
+	notStrict bool          // strict reference compliance off
 	advance   time.Duration // fake time to pass before the call
 	status    string        // x-gateway-cache-status
 	httpCode  int           // 0: 200
@@ -51,6 +52,12 @@ func TestSimpleCache(t *testing.T) {
 			{prompt: "p", status: "MISS", hits: 3},
 			{prompt: "p", namespace: "x", status: "HIT", body: `{"id":"a-1"}`, hits: 3},
 			{prompt: "p", namespace: "y", status: "HIT", body: `{"id":"a-2"}`, hits: 3},
+		}},
+		{name: "strict and not strict answers are separate", calls: []call{
+			{prompt: "p", status: "MISS", hits: 1},
+			{prompt: "p", notStrict: true, status: "MISS", body: `{"id":"a-2"}`, hits: 2},
+			{prompt: "p", status: "HIT", body: `{"id":"a-1"}`, hits: 2},
+			{prompt: "p", notStrict: true, status: "HIT", body: `{"id":"a-2"}`, hits: 2},
 		}},
 		{name: "force refresh stores the new answer", calls: []call{
 			{prompt: "p", status: "MISS", hits: 1},
@@ -89,7 +96,7 @@ func TestSimpleCache(t *testing.T) {
 			for i, c := range tc.calls {
 				e.clock.Advance(c.advance)
 				req := chat(c.prompt)
-				req.CacheNamespace, req.CacheForceRefresh = c.namespace, c.refresh
+				req.CacheNamespace, req.CacheForceRefresh, req.StrictCompliance = c.namespace, c.refresh, !c.notStrict
 				if c.workspace != "" {
 					req.Principal = core.NewPrincipal(core.Principal{KeyType: core.KeyTypeWorkspaceService, WorkspaceID: c.workspace}, nil)
 				}

@@ -187,8 +187,11 @@ func (w *walk) embedder(req *core.Request, l *config.Leaf) func(context.Context,
 }
 
 // cacheScope is the namespace a request's answers are cached under: its
-// workspace (or, for an organisation key, its organisation) and the
-// x-gateway-cache-namespace header. Workspaces never share answers.
+// workspace (or, for an organisation key, its organisation), the
+// x-gateway-cache-namespace header and, when strict reference compliance
+// is off, a mark of it: answers are cached translated, and a translation
+// may add fields then (Anthropic's content_blocks). Workspaces never share
+// answers.
 func cacheScope(req *core.Request) string {
 	scope := ""
 	if p := req.Principal; p != nil {
@@ -197,6 +200,9 @@ func cacheScope(req *core.Request) string {
 		} else {
 			scope = "org:" + p.OrganisationID
 		}
+	}
+	if !req.StrictCompliance {
+		scope += "\nnot strict"
 	}
 	return scope + "\n" + req.CacheNamespace
 }
