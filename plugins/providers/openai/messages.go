@@ -1,12 +1,12 @@
 package openai
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"strings"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
 )
 
 // An OpenAI-shaped provider serves Anthropic's Messages API (/v1/messages)
@@ -87,17 +87,17 @@ type chatRequest struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options,omitempty"`
-	Tools             []chatTool `json:"tools,omitempty"`
-	ToolChoice        any        `json:"tool_choice,omitempty"`
-	ParallelToolCalls *bool      `json:"parallel_tool_calls,omitempty"`
-	User              string     `json:"user,omitempty"`
+	Tools             []chat.Tool `json:"tools,omitempty"`
+	ToolChoice        any         `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool       `json:"parallel_tool_calls,omitempty"`
+	User              string      `json:"user,omitempty"`
 }
 
 type chatMessage struct {
-	Role       string         `json:"role"`
-	Content    any            `json:"content"` // a string, parts, or nil
-	ToolCalls  []chatToolCall `json:"tool_calls,omitempty"`
-	ToolCallID string         `json:"tool_call_id,omitempty"`
+	Role       string          `json:"role"`
+	Content    any             `json:"content"` // a string, parts, or nil
+	ToolCalls  []chat.ToolCall `json:"tool_calls,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
 }
 
 type chatPart struct {
@@ -106,24 +106,6 @@ type chatPart struct {
 	ImageURL *struct {
 		URL string `json:"url"`
 	} `json:"image_url,omitempty"`
-}
-
-type chatToolCall struct {
-	ID       string `json:"id"`
-	Type     string `json:"type"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
-}
-
-type chatTool struct {
-	Type     string `json:"type"`
-	Function struct {
-		Name        string          `json:"name"`
-		Description string          `json:"description,omitempty"`
-		Parameters  json.RawMessage `json:"parameters,omitempty"`
-	} `json:"function"`
 }
 
 // messagesToChat turns a Messages request body into a chat completion
@@ -176,7 +158,7 @@ func messagesToChat(body []byte, provider string, streamUsage bool) ([]byte, err
 		if t.Type != "" && t.Type != "custom" {
 			return nil, core.BadRequest(fmt.Sprintf("tools[%d].type", i), "tools[%d]: Anthropic's server tool %q has no counterpart on provider %s; only client tools (with input_schema) are translated", i, t.Type, provider)
 		}
-		var ct chatTool
+		var ct chat.Tool
 		ct.Type, ct.Function.Name, ct.Function.Description, ct.Function.Parameters = "function", t.Name, t.Description, t.InputSchema
 		out.Tools = append(out.Tools, ct)
 	}
@@ -214,7 +196,7 @@ func chatMessages(at string, t messagesTurn) ([]chatMessage, error) {
 	}
 	var out []chatMessage
 	var parts []chatPart
-	var calls []chatToolCall
+	var calls []chat.ToolCall
 	for j, b := range blocks {
 		bat := fmt.Sprintf("%s.content[%d]", at, j)
 		switch {
@@ -236,13 +218,10 @@ func chatMessages(at string, t messagesTurn) ([]chatMessage, error) {
 			}
 			out = append(out, chatMessage{Role: "tool", ToolCallID: b.ToolUseID, Content: text})
 		case b.Type == "tool_use" && t.Role == "assistant":
-			input := bytes.TrimSpace(b.Input)
-			if len(input) == 0 || string(input) == "null" {
-				input = []byte("{}")
+			if string(b.Input) == "null" {
+				b.Input = nil
 			}
-			var c chatToolCall
-			c.ID, c.Type, c.Function.Name, c.Function.Arguments = b.ID, "function", b.Name, string(input)
-			calls = append(calls, c)
+			calls = append(calls, chat.NewCall(b.ID, b.Name, b.Input))
 		case (b.Type == "thinking" || b.Type == "redacted_thinking") && t.Role == "assistant":
 			// An Anthropic model's reasoning: no other model reads it.
 		default:

@@ -16,9 +16,9 @@ type chatCompletion struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Message struct {
-			Content   *string        `json:"content"`
-			Refusal   *string        `json:"refusal"`
-			ToolCalls []chatToolCall `json:"tool_calls"`
+			Content   *string         `json:"content"`
+			Refusal   *string         `json:"refusal"`
+			ToolCalls []chat.ToolCall `json:"tool_calls"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`

@@ -127,8 +127,8 @@ type Tool struct {
 	Type     string `json:"type"`
 	Function struct {
 		Name        string          `json:"name"`
-		Description string          `json:"description"`
-		Parameters  json.RawMessage `json:"parameters"`
+		Description string          `json:"description,omitempty"`
+		Parameters  json.RawMessage `json:"parameters,omitempty"`
 	} `json:"function"`
 }
 
