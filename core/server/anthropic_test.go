@@ -271,8 +271,10 @@ func TestAnthropicThinking(t *testing.T) {
 		t.Errorf("upstream got %s", up.Body)
 	}
 
+	// The answer's message sent back as it came: its content_blocks, not
+	// its content, are the turn.
 	second := `{"model":"claude-x","thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"2+2?"},` +
-		`{"role":"assistant","content":` + string(blocks) + `},{"role":"user","content":"and 3+3?"}]}`
+		`{"role":"assistant","content":"4","content_blocks":` + string(blocks) + `},{"role":"user","content":"and 3+3?"}]}`
 	if r := g.do(t, "POST", "/v1/chat/completions", []byte(second), "x-gateway-provider", "anthropic", "x-gateway-strict-open-ai-compliance", "false"); r.status != 200 {
 		t.Fatalf("second turn: %d %s", r.status, r.body)
 	}

@@ -241,7 +241,7 @@ func translateMessages(msgs []chat.Message) (system any, turns []turn, err error
 			}
 			turns = append(turns, turn{Role: "user", Content: blocks})
 		case "assistant":
-			blocks, err := assistantBlocks(at, m.Content)
+			blocks, err := assistantBlocks(at, &m)
 			if err != nil {
 				return nil, nil, err
 			}
@@ -299,12 +299,14 @@ func contentBlocks(at string, content json.RawMessage) ([]block, error) {
 	return chat.AppendBlocks([]block{}, at, content, Name, textBlock, imageURLBlock, nil)
 }
 
-// assistantBlocks is contentBlocks of an assistant's content, which may
-// also hold its earlier thinking and redacted_thinking (as content_blocks
-// answered them): sent back as the same blocks, in order, as Anthropic
-// needs them with the tool calls of a turn that thought.
-func assistantBlocks(at string, content json.RawMessage) ([]block, error) {
-	return chat.AppendBlocks([]block{}, at, content, Name, textBlock, imageURLBlock, thinkingBlock)
+// assistantBlocks is contentBlocks of an assistant message m's content
+// (its content_blocks when it has them, see chat.Message.AssistantContent),
+// which may also hold its earlier thinking and redacted_thinking (as
+// content_blocks answered them): sent back as the same blocks, in order,
+// as Anthropic needs them with the tool calls of a turn that thought.
+func assistantBlocks(at string, m *chat.Message) ([]block, error) {
+	field, content := m.AssistantContent()
+	return chat.AppendBlocksIn([]block{}, at+"."+field, content, Name, textBlock, imageURLBlock, thinkingBlock)
 }
 
 // thinkingBlock is a thinking or redacted_thinking part as its block.

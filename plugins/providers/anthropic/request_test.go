@@ -102,6 +102,9 @@ func TestTranslateRequest(t *testing.T) {
 				`"tool_calls":[{"id":"t1","type":"function","function":{"name":"now","arguments":"{}"}}]},{"role":"tool","tool_call_id":"t1","content":"noon"}]}`,
 			`{"model":"m","max_tokens":4096,"messages":[` + userTurn + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"redacted_thinking","data":"enc"},` +
 				`{"type":"text","text":"Checking."},{"type":"tool_use","id":"t1","name":"now","input":{}}]},{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"noon"}]}]}`},
+		{"an assistant's content_blocks are its turn, not its content",
+			`{"model":"m","messages":[` + user + `,{"role":"assistant","content":"4","content_blocks":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"text","text":"4"}]}]}`,
+			`{"model":"m","max_tokens":4096,"messages":[` + userTurn + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"text","text":"4"}]}]}`},
 		{"thinking passes through",
 			`{"model":"m","thinking":{"type":"enabled","budget_tokens":1024},"messages":[` + user + `]}`,
 			`{"model":"m","max_tokens":4096,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[` + userTurn + `]}`},
@@ -133,6 +136,8 @@ func TestTranslateRequestRefused(t *testing.T) {
 		{"audio part", `{"model":"m","messages":[{"role":"user","content":[{"type":"input_audio","input_audio":{"data":"x","format":"wav"}}]}]}`, "messages[0].content[0].type"},
 		{"thinking in a user message", `{"model":"m","messages":[{"role":"user","content":[{"type":"thinking","thinking":"x","signature":"s"}]}]}`, "messages[0].content[0].type"},
 		{"redacted thinking without data", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"redacted_thinking"}]}]}`, "messages[1].content[0].data"},
+		{"content_blocks part", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content_blocks":[{"type":"input_audio"}]}]}`, "messages[1].content_blocks[0].type"},
+		{"content_blocks not a list", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content_blocks":3}]}`, "messages[1].content_blocks"},
 		{"image in a system message", `{"model":"m","messages":[{"role":"system","content":[{"type":"image_url","image_url":{"url":"https://x.test/a.png"}}]},{"role":"user","content":"hi"}]}`, "messages[0].content[0].type"},
 		{"image URL scheme", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"ftp://x.test/a.png"}}]}]}`, "messages[0].content[0].image_url.url"},
 		{"data URL not base64", `{"model":"m","messages":[{"role":"user","content":[{"type":"image_url","image_url":{"url":"data:image/png,abc"}}]}]}`, "messages[0].content[0].image_url.url"},

@@ -226,7 +226,7 @@ func translateMessages(msgs []chat.Message) (system []textBlock, turns []turn, t
 				return nil, nil, false, err
 			}
 		case "user", "assistant":
-			blocks, err := contentBlocks(at, m.Content, m.Role == "assistant")
+			blocks, err := contentBlocks(at, m)
 			if err != nil {
 				return nil, nil, false, err
 			}
@@ -258,17 +258,22 @@ func translateMessages(msgs []chat.Message) (system []textBlock, turns []turn, t
 
 func newTextBlock(text string) textBlock { return textBlock{Text: text} }
 
-// contentBlocks is user or assistant content as blocks: text (and an
-// assistant's refusal) as text, a base64 data: URL image_url as an image,
-// and, when assistant, thinking and redacted_thinking parts as
-// reasoningContent blocks, moved before the others in their order.
-// Converse takes image bytes only: an http(s) URL is refused.
-func contentBlocks(at string, content json.RawMessage, assistant bool) ([]block, error) {
+// contentBlocks is a user or assistant message's content as blocks: text
+// (and an assistant's refusal) as text, a base64 data: URL image_url as an
+// image, and, when assistant, thinking and redacted_thinking parts as
+// reasoningContent blocks, moved before the others in their order (an
+// assistant's content_blocks are its content when it has them, see
+// chat.Message.AssistantContent). Converse takes image bytes only: an
+// http(s) URL is refused.
+func contentBlocks(at string, m *chat.Message) ([]block, error) {
 	var reasoning func(chat.Part) block
+	field, content := "content", m.Content
+	assistant := m.Role == "assistant"
 	if assistant {
 		reasoning = reasoningBlock
+		field, content = m.AssistantContent()
 	}
-	blocks, err := chat.AppendBlocks([]block{}, at, content, Name, func(t string) block { return block{Text: t} }, imageURLBlock, reasoning)
+	blocks, err := chat.AppendBlocksIn([]block{}, at+"."+field, content, Name, func(t string) block { return block{Text: t} }, imageURLBlock, reasoning)
 	if assistant && err == nil {
 		slices.SortStableFunc(blocks, func(a, b block) int { return isReasoning(b) - isReasoning(a) })
 	}

@@ -57,10 +57,13 @@ type ResponseFormat struct {
 
 // Message is one message of the conversation.
 type Message struct {
-	Role       string          `json:"role"`
-	Content    json.RawMessage `json:"content"`
-	ToolCalls  []ToolCall      `json:"tool_calls"`
-	ToolCallID string          `json:"tool_call_id"`
+	Role    string          `json:"role"`
+	Content json.RawMessage `json:"content"`
+	// ContentBlocks are an assistant's content as a translated answer's
+	// content_blocks gave it (see AssistantContent).
+	ContentBlocks json.RawMessage `json:"content_blocks"`
+	ToolCalls     []ToolCall      `json:"tool_calls"`
+	ToolCallID    string          `json:"tool_call_id"`
 }
 
 // ToolCall is an assistant message's call of a function, in a request's
@@ -210,6 +213,11 @@ func Present(v json.RawMessage) json.RawMessage {
 // Parts decodes message content, at being the message's path
 // ("messages[2]"): a string is one text part, null none.
 func Parts(at string, content json.RawMessage) ([]Part, error) {
+	return partsIn(at+".content", content)
+}
+
+// partsIn is Parts of the content at path at ("messages[2].content").
+func partsIn(at string, content json.RawMessage) ([]Part, error) {
 	content = Present(content)
 	if content == nil {
 		return nil, nil
@@ -217,15 +225,26 @@ func Parts(at string, content json.RawMessage) ([]Part, error) {
 	if content[0] == '"' {
 		var s string
 		if err := json.Unmarshal(content, &s); err != nil {
-			return nil, core.BadRequest(at+".content", "%s.content: %v", at, err)
+			return nil, core.BadRequest(at, "%s: %v", at, err)
 		}
 		return []Part{{Type: "text", Text: s}}, nil
 	}
 	var ps []Part
 	if err := json.Unmarshal(content, &ps); err != nil {
-		return nil, core.BadRequest(at+".content", "%s.content must be a string or a list of content parts", at)
+		return nil, core.BadRequest(at, "%s must be a string or a list of content parts", at)
 	}
 	return ps, nil
+}
+
+// AssistantContent is what of an assistant message m is its content, and
+// the field that holds it: its content_blocks when it has them (an
+// answer's content_blocks sent back as they came: its text and thinking,
+// in order), else its content.
+func (m *Message) AssistantContent() (field string, content json.RawMessage) {
+	if Present(m.ContentBlocks) != nil {
+		return "content_blocks", m.ContentBlocks
+	}
+	return "content", m.Content
 }
 
 // AppendTexts appends to dst, made by block, the non-empty texts of
@@ -254,7 +273,14 @@ func AppendTexts[B any](dst []B, at string, content json.RawMessage, block func(
 // redacted_thinking part without data is a 400 naming it); another part
 // type is a 400 naming it.
 func AppendBlocks[B any](dst []B, at string, content json.RawMessage, provider string, text func(string) B, image func(Part) (B, error), reasoning func(Part) B) ([]B, error) {
-	ps, err := Parts(at, content)
+	return AppendBlocksIn(dst, at+".content", content, provider, text, image, reasoning)
+}
+
+// AppendBlocksIn is AppendBlocks of the content at path at (a message's
+// "messages[2].content", or its "messages[2].content_blocks": see
+// AssistantContent).
+func AppendBlocksIn[B any](dst []B, at string, content json.RawMessage, provider string, text func(string) B, image func(Part) (B, error), reasoning func(Part) B) ([]B, error) {
+	ps, err := partsIn(at, content)
 	if err != nil {
 		return dst, err
 	}
@@ -268,7 +294,7 @@ func AppendBlocks[B any](dst []B, at string, content json.RawMessage, provider s
 		case "image_url":
 			b, err := image(p)
 			if err != nil {
-				return dst, core.BadRequest(fmt.Sprintf("%s.content[%d].image_url.url", at, j), "%s.content[%d].image_url.url: %v", at, j, err)
+				return dst, core.BadRequest(fmt.Sprintf("%s[%d].image_url.url", at, j), "%s[%d].image_url.url: %v", at, j, err)
 			}
 			dst = append(dst, b)
 		case "thinking", "redacted_thinking":
@@ -276,7 +302,7 @@ func AppendBlocks[B any](dst []B, at string, content json.RawMessage, provider s
 				return dst, unsupportedPart(at, j, p.Type, provider)
 			}
 			if p.Type == "redacted_thinking" && p.Data == "" {
-				return dst, core.BadRequest(fmt.Sprintf("%s.content[%d].data", at, j), "%s.content[%d].data is required: the redacted thinking's data as it was answered", at, j)
+				return dst, core.BadRequest(fmt.Sprintf("%s[%d].data", at, j), "%s[%d].data is required: the redacted thinking's data as it was answered", at, j)
 			}
 			dst = append(dst, reasoning(p))
 		default:
@@ -286,10 +312,10 @@ func AppendBlocks[B any](dst []B, at string, content json.RawMessage, provider s
 	return dst, nil
 }
 
-// unsupportedPart is the 400 for part j, of type typ, of the content of
-// message at, which provider does not take.
+// unsupportedPart is the 400 for part j, of type typ, of the content at
+// at, which provider does not take.
 func unsupportedPart(at string, j int, typ, provider string) error {
-	return core.BadRequest(fmt.Sprintf("%s.content[%d].type", at, j), "content parts of type %q are not supported by provider %s", typ, provider)
+	return core.BadRequest(fmt.Sprintf("%s[%d].type", at, j), "content parts of type %q are not supported by provider %s", typ, provider)
 }
 
 // Input is tool call j's arguments (of message at) as a JSON object:
