@@ -71,6 +71,9 @@ func TestTranslateRequest(t *testing.T) {
 				`{"reasoningContent":{"reasoningText":{"text":"unsigned"}}},{"text":"calling"},{"toolUse":{"toolUseId":"c1","name":"f","input":{}}}]},` +
 				`{"role":"user","content":[{"toolResult":{"toolUseId":"c1","content":[{"text":"ok"}]}}]}],` +
 				`"toolConfig":{"tools":[{"toolSpec":{"name":"f","inputSchema":{"json":{"type":"object","properties":{}}}}}]}}`},
+		{"an assistant's content_blocks are its content",
+			`{"model":"m","messages":[` + user + `,{"role":"assistant","content":"4","content_blocks":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"4"}]}]}`,
+			`{"messages":[` + userTurn + `,{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"hm","signature":"s"}}},{"text":"4"}]}]}`},
 		{"tool_choice none sends no tools",
 			`{"model":"m","tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"none","messages":[` + user + `]}`,
 			`{"messages":[` + userTurn + `]}`},
