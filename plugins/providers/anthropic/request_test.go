@@ -105,6 +105,11 @@ func TestTranslateRequest(t *testing.T) {
 		{"an assistant's content_blocks are its turn, not its content",
 			`{"model":"m","messages":[` + user + `,{"role":"assistant","content":"4","content_blocks":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"text","text":"4"}]}]}`,
 			`{"model":"m","max_tokens":4096,"messages":[` + userTurn + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"text","text":"4"}]}]}`},
+		{"content_blocks from a stream (thinking only) are followed by the content's text",
+			`{"model":"m","messages":[` + user + `,{"role":"assistant","content":"4","content_blocks":[{"type":"thinking","thinking":"hm","signature":"sig"}],` +
+				`"tool_calls":[{"id":"t1","type":"function","function":{"name":"now","arguments":"{}"}}]}]}`,
+			`{"model":"m","max_tokens":4096,"messages":[` + userTurn + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"text","text":"4"},` +
+				`{"type":"tool_use","id":"t1","name":"now","input":{}}]}]}`},
 		{"thinking passes through",
 			`{"model":"m","thinking":{"type":"enabled","budget_tokens":1024},"messages":[` + user + `]}`,
 			`{"model":"m","max_tokens":4096,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[` + userTurn + `]}`},

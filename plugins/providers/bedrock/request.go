@@ -263,17 +263,18 @@ func newTextBlock(text string) textBlock { return textBlock{Text: text} }
 // image, and, when assistant, thinking and redacted_thinking parts as
 // reasoningContent blocks, moved before the others in their order (an
 // assistant's content_blocks are its content when it has them, see
-// chat.Message.AssistantContent). Converse takes image bytes only: an
+// chat.AppendAssistantBlocks). Converse takes image bytes only: an
 // http(s) URL is refused.
 func contentBlocks(at string, m *chat.Message) ([]block, error) {
-	var reasoning func(chat.Part) block
-	field, content := "content", m.Content
+	text := func(t string) block { return block{Text: t} }
 	assistant := m.Role == "assistant"
+	var blocks []block
+	var err error
 	if assistant {
-		reasoning = reasoningBlock
-		field, content = m.AssistantContent()
+		blocks, err = chat.AppendAssistantBlocks([]block{}, at, m, Name, text, imageURLBlock, reasoningBlock)
+	} else {
+		blocks, err = chat.AppendBlocks([]block{}, at, m.Content, Name, text, imageURLBlock, nil)
 	}
-	blocks, err := chat.AppendBlocksIn([]block{}, at+"."+field, content, Name, func(t string) block { return block{Text: t} }, imageURLBlock, reasoning)
 	if assistant && err == nil {
 		slices.SortStableFunc(blocks, func(a, b block) int { return isReasoning(b) - isReasoning(a) })
 	}

@@ -236,17 +236,6 @@ func partsIn(at string, content json.RawMessage) ([]Part, error) {
 	return ps, nil
 }
 
-// AssistantContent is what of an assistant message m is its content, and
-// the field that holds it: its content_blocks when it has them (an
-// answer's content_blocks sent back as they came: its text and thinking,
-// in order), else its content.
-func (m *Message) AssistantContent() (field string, content json.RawMessage) {
-	if Present(m.ContentBlocks) != nil {
-		return "content_blocks", m.ContentBlocks
-	}
-	return "content", m.Content
-}
-
 // AppendTexts appends to dst, made by block, the non-empty texts of
 // content that may hold text only (system, developer and tool messages).
 func AppendTexts[B any](dst []B, at string, content json.RawMessage, block func(text string) B) ([]B, error) {
@@ -273,17 +262,38 @@ func AppendTexts[B any](dst []B, at string, content json.RawMessage, block func(
 // redacted_thinking part without data is a 400 naming it); another part
 // type is a 400 naming it.
 func AppendBlocks[B any](dst []B, at string, content json.RawMessage, provider string, text func(string) B, image func(Part) (B, error), reasoning func(Part) B) ([]B, error) {
-	return AppendBlocksIn(dst, at+".content", content, provider, text, image, reasoning)
-}
-
-// AppendBlocksIn is AppendBlocks of the content at path at (a message's
-// "messages[2].content", or its "messages[2].content_blocks": see
-// AssistantContent).
-func AppendBlocksIn[B any](dst []B, at string, content json.RawMessage, provider string, text func(string) B, image func(Part) (B, error), reasoning func(Part) B) ([]B, error) {
-	ps, err := partsIn(at, content)
+	ps, err := Parts(at, content)
 	if err != nil {
 		return dst, err
 	}
+	return appendParts(dst, at+".content", ps, provider, text, image, reasoning)
+}
+
+// AppendAssistantBlocks is AppendBlocks of an assistant message m at:
+// its content_blocks when it has them (an answer's content_blocks sent
+// back as they came: its text and thinking, in order), followed by its
+// content's text when those blocks hold none (content_blocks gathered
+// from a stream carry the thinking only); else its content.
+func AppendAssistantBlocks[B any](dst []B, at string, m *Message, provider string, text func(string) B, image func(Part) (B, error), reasoning func(Part) B) ([]B, error) {
+	if Present(m.ContentBlocks) == nil {
+		return AppendBlocks(dst, at, m.Content, provider, text, image, reasoning)
+	}
+	ps, err := partsIn(at+".content_blocks", m.ContentBlocks)
+	if err != nil {
+		return dst, err
+	}
+	if dst, err = appendParts(dst, at+".content_blocks", ps, provider, text, image, reasoning); err != nil {
+		return dst, err
+	}
+	if slices.ContainsFunc(ps, func(p Part) bool { return p.Type == "text" }) {
+		return dst, nil
+	}
+	return AppendBlocks(dst, at, m.Content, provider, text, image, reasoning)
+}
+
+// appendParts is AppendBlocks of the parts ps of the content at path at
+// ("messages[2].content").
+func appendParts[B any](dst []B, at string, ps []Part, provider string, text func(string) B, image func(Part) (B, error), reasoning func(Part) B) ([]B, error) {
 	dst = slices.Grow(dst, len(ps))
 	for j, p := range ps {
 		switch p.Type {
