@@ -310,17 +310,32 @@ func (s *eventScanner) find(at *int, c byte) int {
 // event without data, or whose data rewrite leaves as it is, is returned
 // unchanged; nil when rewrite answers nil (the event is dropped).
 func rewriteEventData(event []byte, rewrite func([]byte) []byte) []byte {
-	lines := bytes.FieldsFunc(event, func(r rune) bool { return r == '\n' || r == '\r' })
-	var data [][]byte
-	for _, line := range lines {
-		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			data = append(data, bytes.TrimPrefix(v, []byte(" ")))
+	// The data, read without allocating for the usual event of one data
+	// line: every event of a stream passes here, few are rewritten.
+	var joined []byte
+	dataLines := 0
+	for i := 0; i < len(event); {
+		j := i
+		for j < len(event) && event[j] != '\n' && event[j] != '\r' {
+			j++
 		}
+		if v, ok := bytes.CutPrefix(event[i:j], []byte("data:")); ok {
+			v = bytes.TrimPrefix(v, []byte(" "))
+			switch dataLines {
+			case 0:
+				joined = v // a part of event: not appended to
+			case 1:
+				joined = append(append(bytes.Clone(joined), '\n'), v...)
+			default:
+				joined = append(append(joined, '\n'), v...)
+			}
+			dataLines++
+		}
+		i = j + 1
 	}
-	if data == nil {
+	if dataLines == 0 {
 		return event
 	}
-	joined := bytes.Join(data, []byte("\n"))
 	out := rewrite(joined)
 	if out == nil {
 		return nil
@@ -328,6 +343,7 @@ func rewriteEventData(event []byte, rewrite func([]byte) []byte) []byte {
 	if bytes.Equal(out, joined) {
 		return event
 	}
+	lines := bytes.FieldsFunc(event, func(r rune) bool { return r == '\n' || r == '\r' })
 	var b bytes.Buffer
 	wroteData := false
 	for _, line := range lines {
