@@ -83,6 +83,36 @@ func (e *Error) Body() []byte {
 	return b
 }
 
+// anthropicErrorTypes are Anthropic's error types by status; any other
+// status is an api_error.
+var anthropicErrorTypes = map[int]string{
+	http.StatusBadRequest: TypeInvalidRequest, http.StatusUnauthorized: TypeAuthentication,
+	http.StatusForbidden: TypePermission, http.StatusNotFound: TypeNotFound,
+	http.StatusRequestTimeout: TypeTimeout, http.StatusGatewayTimeout: TypeTimeout,
+	http.StatusRequestEntityTooLarge: "request_too_large", http.StatusTooManyRequests: "rate_limit_error",
+	http.StatusServiceUnavailable: "overloaded_error", 529: "overloaded_error",
+}
+
+// AnthropicErrorBody is the error body of Anthropic's Messages API,
+// {"type":"error","error":{"type","message"}}, for an error of status
+// with message: what its clients raise, on /v1/messages answers and as the
+// data of a stream's error event.
+func AnthropicErrorBody(status int, message string) []byte {
+	typ, ok := anthropicErrorTypes[status]
+	if !ok {
+		typ = TypeAPI
+	}
+	type fields struct {
+		Type    string `json:"type"`
+		Message string `json:"message"`
+	}
+	b, _ := json.Marshal(struct {
+		Type  string `json:"type"`
+		Error fields `json:"error"`
+	}{"error", fields{typ, message}}) // strings: it cannot fail
+	return b
+}
+
 // BadRequest is a 400 invalid_request_error naming the offending field.
 func BadRequest(param, format string, args ...any) *Error {
 	return &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest, Param: param, Message: fmt.Sprintf(format, args...)}

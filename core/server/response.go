@@ -16,7 +16,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/llm-gateway/gateway/core"
-	"github.com/llm-gateway/gateway/core/jsonenc"
 )
 
 // Routing response headers.
@@ -385,13 +384,9 @@ func writeErrorEvent(w *bufio.Writer, ce *core.Error) {
 // "error": {type, message}}), which Anthropic's clients raise as an error;
 // they would not see the gateway's.
 func writeAnthropicErrorEvent(w *bufio.Writer, ce *core.Error) {
-	typ := "api_error"
-	if ce.Status == http.StatusGatewayTimeout || ce.Status == http.StatusRequestTimeout {
-		typ = "timeout_error"
-	}
-	w.WriteString(`event: error` + "\n" + `data: {"type":"error","error":{"type":"` + typ + `","message":`)
-	w.Write(jsonenc.AppendString(nil, ce.Message))
-	w.WriteString("}}\n\n")
+	w.WriteString("event: error\ndata: ")
+	w.Write(core.AnthropicErrorBody(ce.Status, ce.Message))
+	w.WriteString("\n\n")
 	w.Flush()
 }
 

@@ -4,7 +4,6 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"net/http"
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
@@ -129,17 +128,9 @@ func toolInput(args string) (json.RawMessage, error) {
 	return json.RawMessage(args), nil
 }
 
-// anthropicErrorTypes are Anthropic's error types by status.
-var anthropicErrorTypes = map[int]string{
-	http.StatusBadRequest: "invalid_request_error", http.StatusUnauthorized: "authentication_error",
-	http.StatusForbidden: "permission_error", http.StatusNotFound: "not_found_error",
-	http.StatusRequestEntityTooLarge: "request_too_large", http.StatusTooManyRequests: "rate_limit_error",
-	529: "overloaded_error", http.StatusServiceUnavailable: "overloaded_error",
-}
-
 // messagesError turns an OpenAI-shaped error body of status into
-// Anthropic's {"type":"error","error":{type,message}}, the type from the
-// status; ok is false for a body of another shape.
+// Anthropic's (core.AnthropicErrorBody); ok is false for a body of another
+// shape.
 func messagesError(status int, body []byte) ([]byte, bool) {
 	var e struct {
 		Error *struct {
@@ -149,12 +140,7 @@ func messagesError(status int, body []byte) ([]byte, bool) {
 	if json.Unmarshal(body, &e) != nil || e.Error == nil {
 		return nil, false
 	}
-	typ, ok := anthropicErrorTypes[status]
-	if !ok {
-		typ = "api_error"
-	}
-	b, err := json.Marshal(map[string]any{"type": "error", "error": map[string]string{"type": typ, "message": e.Error.Message}})
-	return b, err == nil
+	return core.AnthropicErrorBody(status, e.Error.Message), true
 }
 
 // TranslateResponse turns the answer of a /v1/messages request served
