@@ -172,32 +172,26 @@ func (r *retexter) choices(ev map[string]json.RawMessage, raw json.RawMessage) (
 // delta rewrites an Anthropic text delta or a Responses API output text
 // delta (both of choice 0); empty when the event is to be dropped.
 func (r *retexter) delta(ev map[string]json.RawMessage, typ string) (changed, empty bool) {
+	var d map[string]json.RawMessage // Anthropic's delta object
 	if typ == "content_block_delta" {
-		var d map[string]json.RawMessage
 		var dt string
 		if json.Unmarshal(ev["delta"], &d) != nil || d == nil || json.Unmarshal(d["type"], &dt) != nil || dt != "text_delta" {
 			return false, false
 		}
-		text, send, ok := r.next(0)
-		if !ok {
-			return false, false
-		}
-		if !send {
-			return true, true
-		}
-		d["text"] = mustJSON(text)
-		ev["delta"] = mustJSON(d)
-		return true, false
 	}
 	text, send, ok := r.next(0)
-	if !ok {
+	switch {
+	case !ok:
 		return false, false
-	}
-	if !send {
+	case !send:
 		return true, true
+	case d != nil:
+		d["text"] = mustJSON(text)
+		ev["delta"] = mustJSON(d)
+	default:
+		ev["delta"] = mustJSON(text)
+		delete(ev, "logprobs")
 	}
-	ev["delta"] = mustJSON(text)
-	delete(ev, "logprobs")
 	return true, false
 }
 
