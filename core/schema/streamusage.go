@@ -15,32 +15,18 @@ import (
 // body that is not one JSON object, or whose stream_options is neither an
 // object nor null.
 func AskStreamUsage(body []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	tok, err := dec.Token()
+	trimmed, off, err := jsonObject(body)
 	if err != nil {
-		return nil, fmt.Errorf("request body is not valid JSON: %s", describeJSONError(err))
+		return nil, err
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("request body must be a JSON object")
-	}
-	open := int(dec.InputOffset()) // just after '{'
+	open := off + 1 // just after '{'
 	members := 0
-	for dec.More() {
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("request body is not valid JSON: %s", describeJSONError(err))
-		}
-		members++
-		key, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("request body is not valid JSON: %s", describeJSONError(err))
-		}
-		if key != "stream_options" {
+	for ms := (memberScan{b: trimmed, i: 1}); ms.next(); members++ {
+		if _, ok := wanted(ms.key, []string{"stream_options"}); !ok {
 			continue
 		}
-		end := int(dec.InputOffset())
-		start := end - len(raw)
+		start, end := off+ms.valueStart, off+ms.valueEnd
+		raw := body[start:end]
 		options := map[string]json.RawMessage{}
 		if !bytes.Equal(raw, []byte("null")) {
 			if err := json.Unmarshal(raw, &options); err != nil || options == nil {
@@ -59,4 +45,23 @@ func AskStreamUsage(body []byte) ([]byte, error) {
 		added += ","
 	}
 	return bytes.Join([][]byte{body[:open], []byte(added), body[open:]}, nil), nil
+}
+
+// jsonObject checks that body is one JSON object (what memberScan walks)
+// and returns it from its '{', at offset off of body; the error says what
+// is wrong otherwise.
+func jsonObject(body []byte) (obj []byte, off int, err error) {
+	if !json.Valid(body) {
+		dec := json.NewDecoder(bytes.NewReader(body))
+		var v any
+		if err := dec.Decode(&v); err != nil {
+			return nil, 0, fmt.Errorf("request body is not valid JSON: %s", describeJSONError(err))
+		}
+		return nil, 0, errors.New("request body is not valid JSON: unexpected data after the top-level value")
+	}
+	obj = bytes.TrimLeft(body, " \t\r\n")
+	if obj[0] != '{' {
+		return nil, 0, errors.New("request body must be a JSON object")
+	}
+	return obj, len(body) - len(obj), nil
 }

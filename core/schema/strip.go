@@ -1,12 +1,6 @@
 package schema
 
-import (
-	"bytes"
-	"encoding/json"
-	"errors"
-	"fmt"
-	"io"
-)
+import "bytes"
 
 // StripGatewayFields removes the gateway-only fields strict_reference_compliance
 // and strict_open_ai_compliance (every occurrence) from a JSON object body.
@@ -14,43 +8,24 @@ import (
 // spacing and number spelling. A body without those fields is returned
 // unchanged (the same slice). It fails on a body that is not one JSON object.
 func StripGatewayFields(body []byte) ([]byte, error) {
-	dec := json.NewDecoder(bytes.NewReader(body))
-	tok, err := dec.Token()
+	obj, off, err := jsonObject(body)
 	if err != nil {
-		return nil, fmt.Errorf("request body is not valid JSON: %s", describeJSONError(err))
+		return nil, err
 	}
-	if d, ok := tok.(json.Delim); !ok || d != '{' {
-		return nil, errors.New("request body must be a JSON object")
-	}
-	open := int(dec.InputOffset()) // just after '{'
+	open := off + 1 // just after '{'
 	type span struct{ start, end int }
 	var keep []span
 	removed := false
 	lastEnd := open // end of the last member, kept or not
-	for dec.More() {
-		start := lastEnd // just after '{' or the previous value (More skips spacing)
-		tok, err := dec.Token()
-		if err != nil {
-			return nil, fmt.Errorf("request body is not valid JSON: %s", describeJSONError(err))
-		}
-		key, _ := tok.(string)
-		var raw json.RawMessage
-		if err := dec.Decode(&raw); err != nil {
-			return nil, fmt.Errorf("request body is not valid JSON: %s", describeJSONError(err))
-		}
-		end := int(dec.InputOffset())
+	for ms := (memberScan{b: obj, i: 1}); ms.next(); {
+		start := lastEnd // just after '{' or the previous value
+		end := off + ms.valueEnd
 		lastEnd = end
-		if key == fieldStrict || key == fieldStrictAlias {
+		if _, ok := wanted(ms.key, []string{fieldStrict, fieldStrictAlias}); ok {
 			removed = true
 			continue
 		}
 		keep = append(keep, span{start, end})
-	}
-	if _, err := dec.Token(); err != nil { // the closing '}'
-		return nil, fmt.Errorf("request body is not valid JSON: %s", describeJSONError(err))
-	}
-	if _, err := dec.Token(); err != io.EOF {
-		return nil, errors.New("request body is not valid JSON: unexpected data after the top-level value")
 	}
 	if !removed {
 		return body, nil

@@ -18,17 +18,9 @@ func topLevel(body []byte, keys ...string) (map[string]any, bool) {
 		return nil, false
 	}
 	m := make(map[string]any, len(keys))
-	i := skipSpace(trimmed, 1)
-	for i < len(trimmed) && trimmed[i] != '}' {
-		keyStart := i
-		i = skipString(trimmed, i)
-		key := trimmed[keyStart:i]
-		i = skipSpace(trimmed, i) + 1 // the colon
-		i = skipSpace(trimmed, i)
-		valueStart := i
-		i = skipValue(trimmed, i)
-		if name, ok := wanted(key, keys); ok {
-			raw := trimmed[valueStart:i]
+	for ms := (memberScan{b: trimmed, i: 1}); ms.next(); {
+		if name, ok := wanted(ms.key, keys); ok {
+			raw := trimmed[ms.valueStart:ms.valueEnd]
 			var v any
 			if c := raw[0]; c == '-' || c >= '0' && c <= '9' {
 				v = json.Number(raw) // as UseNumber decodes it
@@ -37,11 +29,38 @@ func topLevel(body []byte, keys ...string) (map[string]any, bool) {
 			}
 			m[name] = v // a repeated member: the last wins, as in encoding/json
 		}
-		if i = skipSpace(trimmed, i); i < len(trimmed) && trimmed[i] == ',' {
-			i = skipSpace(trimmed, i+1)
-		}
 	}
 	return m, true
+}
+
+// memberScan walks the members of the JSON object b (from its '{', which
+// json.Valid accepted), starting at offset i, just past the '{': next
+// finds the next member's quoted key and the offsets of its value in b,
+// without allocating.
+type memberScan struct {
+	b                    []byte
+	i                    int
+	key                  []byte
+	valueStart, valueEnd int
+}
+
+func (m *memberScan) next() bool {
+	b := m.b
+	i := skipSpace(b, m.i)
+	if i < len(b) && b[i] == ',' {
+		i = skipSpace(b, i+1)
+	}
+	if i >= len(b) || b[i] != '"' {
+		return false // the closing '}'
+	}
+	keyStart := i
+	i = skipString(b, i)
+	m.key = b[keyStart:i]
+	i = skipSpace(b, i) + 1 // the colon
+	m.valueStart = skipSpace(b, i)
+	m.valueEnd = skipValue(b, m.valueStart)
+	m.i = m.valueEnd
+	return true
 }
 
 // wanted reports which of keys the quoted member name key is, decoding
