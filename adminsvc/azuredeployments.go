@@ -5,7 +5,6 @@ import (
 	"fmt"
 
 	"github.com/llm-gateway/gateway/core"
-	"github.com/llm-gateway/gateway/plugins/providers/openai"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -71,8 +70,8 @@ func parseDeploymentConfig(raw json.RawMessage, param string, p *problems) []cor
 func checkDeploymentUse(deps []core.AzureDeployment, provider string, cfg store.ProviderConfig, p *problems) {
 	switch {
 	case len(deps) == 0:
-	case provider != openai.AzureName:
-		p.add("deploymentConfig", "is only for provider %s", openai.AzureName)
+	case provider != core.AzureProvider:
+		p.add("deploymentConfig", "is only for provider %s", core.AzureProvider)
 	case cfg.AzureDeploymentID != "":
 		p.add("deploymentConfig", "cannot be combined with configurations.azure_deployment_id; list that deployment in deploymentConfig instead")
 	}

@@ -2,6 +2,9 @@ package core
 
 import "strings"
 
+// AzureProvider is the azure-openai provider's x-gateway-provider name.
+const AzureProvider = "azure-openai"
+
 // AzureSettings locate an Azure OpenAI deployment (provider azure-openai).
 // They come from the x-gateway-azure-* headers, a config target's azure_*
 // fields and a managed integration's configurations; each source is

@@ -15,7 +15,7 @@ import (
 )
 
 // AzureName is the azure-openai provider's x-gateway-provider name.
-const AzureName = "azure-openai"
+const AzureName = core.AzureProvider
 
 // azureEndpoints are the unified endpoints Azure OpenAI serves under a
 // deployment. (The Responses API, moderations and rerank are not
