@@ -184,15 +184,15 @@ func TestAnalyticsGroups(t *testing.T) {
 		{"workspace", adminKey, "workspace", 2, []row{{"workspace": e.wsID, "requests": 4}, {"workspace": ws2, "requests": 1}}},
 		{"config: records carry none", adminKey, "config", 1, []row{{"config": nil, "requests": 5}}},
 		{"prompt: records carry none", adminKey, "prompt", 1, []row{{"prompt": nil, "requests": 5}}},
-		{"every column, groups of 3, 1 and 1", adminKey, "model?columns=" + everyColumn, 3, []row{
-			{"model": "gpt-4o-mini", "requests": 3, "cost": miniCost(100, 50) + miniCost(200, 100) + miniCost(1000, 1000), "unpriced_requests": 0,
+		{"every column, groups of 3, 1 and 1 (cache hits cost nothing)", adminKey, "model?columns=" + everyColumn, 3, []row{
+			{"model": "gpt-4o-mini", "requests": 3, "cost": miniCost(200, 100) + miniCost(1000, 1000), "unpriced_requests": 0,
 				"total_tokens": 2450, "avg_tokens": 2450.0 / 3, "avg_input_tokens": 1300.0 / 3, "avg_output_tokens": 1150.0 / 3,
 				"avg_latency": 1400.0 / 3, "p95_latency": 1000.0, "p99_latency": 1000.0, "success_rate": 1.0, "error_count": 0,
 				"cache_hit_rate": 1.0 / 3, "last_seen": at(4), "first_seen": at(0)},
 			{"model": "gpt-4o", "requests": 1, "cost": 0.0, "unpriced_requests": 0, "total_tokens": 0, "avg_tokens": 0.0,
 				"avg_input_tokens": 0.0, "avg_output_tokens": 0.0, "avg_latency": 50.0, "p95_latency": 50.0, "p99_latency": 50.0,
 				"success_rate": 0.0, "error_count": 1, "cache_hit_rate": 0.0, "last_seen": at(2), "first_seen": at(2)},
-			{"model": "mystery", "requests": 1, "cost": 0.0, "unpriced_requests": 1, "total_tokens": 10, "avg_tokens": 10.0,
+			{"model": "mystery", "requests": 1, "cost": 0.0, "unpriced_requests": 0, "total_tokens": 10, "avg_tokens": 10.0,
 				"avg_input_tokens": 10.0, "avg_output_tokens": 0.0, "avg_latency": 20.0, "p95_latency": 20.0, "p99_latency": 20.0,
 				"success_rate": 0.0, "error_count": 1, "cache_hit_rate": 1.0, "last_seen": at(3), "first_seen": at(3)}}},
 		{"columns on a group of 2", wsKey, "api_key?columns=p95_latency,avg_latency,error_count,success_rate&api_key_ids=kA", 1, []row{
@@ -213,7 +213,7 @@ func TestAnalyticsGroups(t *testing.T) {
 		{"status_code filter", adminKey, "model?status_code=500,429", 2, []row{{"model": "gpt-4o", "requests": 1}, {"model": "mystery", "requests": 1}}},
 		{"metadata filter: every pair", adminKey, "model?metadata=" + url.QueryEscape(`{"env":"prod","team":"x"}`), 1, []row{{"model": "gpt-4o-mini", "requests": 1}}},
 		{"cost range", adminKey, "model?cost_min=0.00005&cost_max=0.0001", 1, []row{{"model": "gpt-4o-mini", "requests": 1}}},
-		{"cost_min 0 leaves out the unpriced", adminKey, "model?cost_min=0", 2, []row{{"model": "gpt-4o-mini", "requests": 3}, {"model": "gpt-4o", "requests": 1}}},
+		{"cost_min 0 takes the cache hits, priced or not", adminKey, "model?cost_min=0", 3, []row{{"model": "gpt-4o-mini", "requests": 3}, {"model": "gpt-4o", "requests": 1}, {"model": "mystery", "requests": 1}}},
 		{"ai_org_model", adminKey, "model?ai_org_model=acme__mystery,openai__gpt-4o", 2, []row{{"model": "gpt-4o", "requests": 1}, {"model": "mystery", "requests": 1}}},
 		{"trace_id", adminKey, "model?trace_id=tr1", 2, []row{{"model": "gpt-4o", "requests": 1}, {"model": "gpt-4o-mini", "requests": 1}}},
 		{"configs match nothing yet", adminKey, "model?configs=c1", 0, []row{}},
@@ -370,7 +370,7 @@ func TestListLogsReferenceFilters(t *testing.T) {
 		{"metadata=" + url.QueryEscape(`{"env":"prod","team":"y"}`), nil},
 		{"metadata=" + url.QueryEscape(`{}`), []int{4, 3, 2, 1, 0, 5}},
 		{"cost_min=0.0001", []int{4}},
-		{"cost_max=0.00005", []int{2, 0, 5}},
+		{"cost_max=0.00005", []int{3, 2, 0, 5}}, // 3: a cache hit costs nothing, priced or not
 		{"ai_org_model=openai__gpt-4o", []int{2}},
 		{"configs=c1", nil},
 		{"prompt_slug=p", nil},

@@ -35,6 +35,13 @@ type graphStats struct {
 	// hitLatencySum their and the semantic hits' latencies.
 	simpleHits    int
 	hitLatencySum float64
+	// savings is what the priced hits saved (store.LogSavings),
+	// unpricedHits counts the hits without a price.
+	savings      float64
+	unpricedHits int
+	// rescued counts the 2xx records whose failures were mended
+	// (LogRecord.Rescued): by a retry, by a fallback (a record may be both).
+	rescued, rescuedByRetry, rescuedByFallback int
 	// users counts the requests of each core.MetadataUser value.
 	users map[string]int
 	// errorCodes counts the failed records of each status.
@@ -50,6 +57,20 @@ func (g *graphStats) add(r *core.LogRecord, keepLatencies bool, prices store.Pri
 	}
 	if status.Hit() {
 		g.hitLatencySum += r.LatencyMs
+		if saved, ok := store.LogSavings(r, prices); ok {
+			g.savings += saved
+		} else {
+			g.unpricedHits++
+		}
+	}
+	if r.Rescued() {
+		g.rescued++
+		if r.RetryCount > 0 {
+			g.rescuedByRetry++
+		}
+		if r.FallbackCount > 0 {
+			g.rescuedByFallback++
+		}
 	}
 	if user := r.Metadata[core.MetadataUser]; user != "" {
 		if g.users == nil {
@@ -100,6 +121,9 @@ type graphKind struct {
 // graphKinds are the kinds of GET /v1/analytics/graphs/{kind}.
 var graphKinds = map[string]graphKind{
 	"requests": {point: func(g *graphStats) map[string]any { return map[string]any{"total": g.requests} }},
+	"requests/rescued": {point: func(g *graphStats) map[string]any {
+		return map[string]any{"total": g.rescued, "retries": g.rescuedByRetry, "fallbacks": g.rescuedByFallback, "rate": g.per(float64(g.rescued))}
+	}},
 	"cost": {withCost: true, point: func(g *graphStats) map[string]any {
 		priced := g.requests - g.unpriced
 		return map[string]any{"total": g.cost, "avg": ratio(g.cost, float64(priced)), "unpriced_requests": g.unpriced}
@@ -134,11 +158,13 @@ var graphKinds = map[string]graphKind{
 		},
 	},
 	"cache/hit-rate": {
+		withCost: true,
 		point: func(g *graphStats) map[string]any {
-			return map[string]any{"simple_hits": g.simpleHits, "semantic_hits": g.hits - g.simpleHits, "rate": g.per(float64(g.hits))}
+			return map[string]any{"simple_hits": g.simpleHits, "semantic_hits": g.hits - g.simpleHits, "rate": g.per(float64(g.hits)),
+				"cost_savings": g.savings, "unpriced_hits": g.unpricedHits}
 		},
 		summary: func(g *graphStats) map[string]any {
-			return map[string]any{"total": g.hits, "rate": g.per(float64(g.hits))}
+			return map[string]any{"total": g.hits, "rate": g.per(float64(g.hits)), "cost_savings": g.savings, "unpriced_hits": g.unpricedHits}
 		},
 	},
 	"cache/latency": {point: func(g *graphStats) map[string]any {

@@ -11,7 +11,9 @@ import (
 
 // graphLogs are the records the graph tests draw, in t0's hours: three at
 // 09:xx, none at 10:xx in workspace ws (one in ws2), three at 11:xx, one at
-// 12:00 (t0, the range's inclusive end) and one 40 days old.
+// 12:00 (t0, the range's inclusive end) and one 40 days old. Two of the
+// 2xx answers were rescued (by a retry; by a retry and a fallback), one of
+// the failures retried in vain; the hit at 09:10 saved its priced usage.
 func graphLogs(ws, ws2 string) []*core.LogRecord {
 	at := func(h, m int) time.Time { return time.Date(2026, 3, 1, h, m, 0, 0, time.UTC) }
 	return []*core.LogRecord{
@@ -19,18 +21,18 @@ func graphLogs(ws, ws2 string) []*core.LogRecord {
 			Usage: core.Usage{PromptTokens: 100, CompletionTokens: 50, TotalTokens: 150}, LatencyMs: 100, CacheStatus: "HIT",
 			Metadata: map[string]string{"_user": "alice", "env": "prod"}},
 		{CreatedAt: at(9, 20), WorkspaceID: ws, APIKeyID: "kA", Provider: "openai", Model: "gpt-4o-mini", Status: 200, ConfigID: "cfg-a",
-			Usage: core.Usage{PromptTokens: 200, CompletionTokens: 100, TotalTokens: 300}, LatencyMs: 300, CacheStatus: "MISS",
+			Usage: core.Usage{PromptTokens: 200, CompletionTokens: 100, TotalTokens: 300}, LatencyMs: 300, CacheStatus: "MISS", RetryCount: 1,
 			Metadata: map[string]string{"_user": "bob"}},
-		{CreatedAt: at(9, 30), WorkspaceID: ws, APIKeyID: "kA", Provider: "openai", Model: "gpt-4o", Status: 500, LatencyMs: 50,
+		{CreatedAt: at(9, 30), WorkspaceID: ws, APIKeyID: "kA", Provider: "openai", Model: "unpriced-model", Status: 500, LatencyMs: 50,
 			Metadata: map[string]string{"_user": "alice"}},
 		{CreatedAt: at(10, 30), WorkspaceID: ws2, APIKeyID: "kC", Provider: "openai", Model: "gpt-4o-mini", Status: 200, LatencyMs: 5},
 		{CreatedAt: at(11, 5), WorkspaceID: ws, APIKeyID: "kB", Provider: "acme", Model: "mystery", Status: 429,
 			Usage: core.Usage{PromptTokens: 10, TotalTokens: 10}, LatencyMs: 20, CacheStatus: "SEMANTIC HIT"},
 		{CreatedAt: at(11, 40), WorkspaceID: ws, APIKeyID: "kB", Provider: "openai", Model: "gpt-4o-mini", Status: 200, TraceID: "tr1",
-			Usage: core.Usage{PromptTokens: 1000, CompletionTokens: 1000, TotalTokens: 2000}, LatencyMs: 1000,
+			Usage: core.Usage{PromptTokens: 1000, CompletionTokens: 1000, TotalTokens: 2000}, LatencyMs: 1000, RetryCount: 1, FallbackCount: 1,
 			Metadata: map[string]string{"_user": "carol", "env": "prod"}},
 		{CreatedAt: at(11, 50), WorkspaceID: ws, APIKeyID: "kB", Provider: "openai", Model: "gpt-4o-mini", Status: 500, PromptSlug: "support",
-			LatencyMs: 40},
+			LatencyMs: 40, RetryCount: 2},
 		{CreatedAt: at(12, 0), WorkspaceID: ws, APIKeyID: "kB", Provider: "openai", Model: "gpt-4o-mini", Status: 200, LatencyMs: 200,
 			CacheStatus: "HIT", Metadata: map[string]string{"_user": "bob"}},
 		{CreatedAt: t0.Add(-40 * 24 * time.Hour), WorkspaceID: ws, APIKeyID: "kA", Provider: "openai", Model: "gpt-4o-mini", Status: 200},
@@ -80,12 +82,16 @@ func TestAnalyticsGraphs(t *testing.T) {
 	}{
 		{"requests", wsKey, "requests?" + hours, "hour", row{"total": 7},
 			hourly(row{"total": 3}, zero, row{"total": 3}, row{"total": 1})},
-		{"cost: avg over the priced requests", wsKey, "cost?" + hours, "hour",
-			row{"total": mini(100, 50) + mini(200, 100) + mini(1000, 1000), "avg": (mini(100, 50) + mini(200, 100) + mini(1000, 1000)) / 6, "unpriced_requests": 1},
-			hourly(row{"total": mini(100, 50) + mini(200, 100), "avg": (mini(100, 50) + mini(200, 100)) / 3, "unpriced_requests": 0},
+		{"cost: avg over the priced requests, cache hits cost nothing", wsKey, "cost?" + hours, "hour",
+			row{"total": mini(200, 100) + mini(1000, 1000), "avg": (mini(200, 100) + mini(1000, 1000)) / 6, "unpriced_requests": 1},
+			hourly(row{"total": mini(200, 100), "avg": mini(200, 100) / 2, "unpriced_requests": 1},
 				row{"total": 0.0, "avg": 0.0, "unpriced_requests": 0},
-				row{"total": mini(1000, 1000), "avg": mini(1000, 1000) / 2, "unpriced_requests": 1},
+				row{"total": mini(1000, 1000), "avg": mini(1000, 1000) / 3, "unpriced_requests": 0},
 				row{"total": 0.0, "avg": 0.0, "unpriced_requests": 0})},
+		{"requests/rescued: by retries and fallbacks", wsKey, "requests/rescued?" + hours, "hour",
+			row{"total": 2, "retries": 2, "fallbacks": 1, "rate": 2.0 / 7},
+			hourly(row{"total": 1, "retries": 1, "fallbacks": 0, "rate": 1.0 / 3}, row{"total": 0, "retries": 0, "fallbacks": 0, "rate": 0.0},
+				row{"total": 1, "retries": 1, "fallbacks": 1, "rate": 1.0 / 3}, row{"total": 0, "retries": 0, "fallbacks": 0, "rate": 0.0})},
 		{"latency: mean and nearest-rank percentiles", wsKey, "latency?" + hours, "hour",
 			row{"avg": 1710.0 / 7, "p50": 100.0, "p90": 1000.0, "p99": 1000.0},
 			hourly(row{"avg": 150.0, "p50": 100.0, "p90": 300.0, "p99": 300.0},
@@ -110,9 +116,12 @@ func TestAnalyticsGraphs(t *testing.T) {
 		{"errors/status-codes: per status, most first", wsKey, "errors/status-codes?" + hours, "hour",
 			row{"total_errors": 3, "unique_error_codes": 2},
 			[]row{{"status_code": 500, "count": 2}, {"status_code": 429, "count": 1}}},
-		{"cache/hit-rate", wsKey, "cache/hit-rate?" + hours, "hour", row{"total": 3, "rate": 3.0 / 7},
-			hourly(row{"simple_hits": 1, "semantic_hits": 0, "rate": 1.0 / 3}, row{"simple_hits": 0, "semantic_hits": 0, "rate": 0.0},
-				row{"simple_hits": 0, "semantic_hits": 1, "rate": 1.0 / 3}, row{"simple_hits": 1, "semantic_hits": 0, "rate": 1.0})},
+		{"cache/hit-rate: with what the priced hits saved", wsKey, "cache/hit-rate?" + hours, "hour",
+			row{"total": 3, "rate": 3.0 / 7, "cost_savings": mini(100, 50), "unpriced_hits": 1},
+			hourly(row{"simple_hits": 1, "semantic_hits": 0, "rate": 1.0 / 3, "cost_savings": mini(100, 50), "unpriced_hits": 0},
+				row{"simple_hits": 0, "semantic_hits": 0, "rate": 0.0, "cost_savings": 0.0, "unpriced_hits": 0},
+				row{"simple_hits": 0, "semantic_hits": 1, "rate": 1.0 / 3, "cost_savings": 0.0, "unpriced_hits": 1},
+				row{"simple_hits": 1, "semantic_hits": 0, "rate": 1.0, "cost_savings": 0.0, "unpriced_hits": 0})},
 		{"cache/latency: mean latency of hits", wsKey, "cache/latency?" + hours, "hour", row{"avg": 320.0 / 3},
 			hourly(row{"avg": 100.0}, row{"avg": 0.0}, row{"avg": 20.0}, row{"avg": 200.0})},
 		{"no records: zero everywhere", wsKey, "latency?trace_id=none&" + hours, "hour", row{"avg": 0.0, "p50": 0.0, "p90": 0.0, "p99": 0.0},
@@ -125,8 +134,8 @@ func TestAnalyticsGraphs(t *testing.T) {
 		{"metadata", wsKey, "requests?" + hours + "&metadata=" + url.QueryEscape(`{"env":"prod"}`), "hour", row{"total": 2},
 			hourly(row{"total": 1}, zero, row{"total": 1}, zero)},
 		{"cost_min", wsKey, "requests?cost_min=0.0001&" + hours, "hour", row{"total": 1}, hourly(zero, zero, row{"total": 1}, zero)},
-		{"cost_max leaves out the unpriced", wsKey, "requests?cost_max=0.00005&" + hours, "hour", row{"total": 4},
-			hourly(row{"total": 2}, zero, row{"total": 1}, row{"total": 1})},
+		{"cost_max leaves out the unpriced, takes the hits", wsKey, "requests?cost_max=0.00005&" + hours, "hour", row{"total": 4},
+			hourly(row{"total": 1}, zero, row{"total": 2}, row{"total": 1})},
 		{"ai_org_model", wsKey, "errors?ai_org_model=acme__mystery&" + hours, "hour", row{"total": 1}, hourly(zero, zero, row{"total": 1}, zero)},
 		{"trace_id", wsKey, "tokens?trace_id=tr1&" + hours, "hour", row{"total": 2150, "avg": 1075.0},
 			hourly(row{"total": 150, "avg": 150.0}, row{"total": 0, "avg": 0.0}, row{"total": 2000, "avg": 2000.0}, row{"total": 0, "avg": 0.0})},

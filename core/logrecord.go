@@ -63,10 +63,12 @@ type LogRecord struct {
 	Usage      Usage    `json:"usage"`
 	Error      string   `json:"error,omitempty"`
 	// Routing outcome: the config path of the target that answered, the
-	// retries it took (-1: every attempt failed) and the cache status.
-	OptionPath  string `json:"last_used_option_index,omitempty"`
-	RetryCount  int    `json:"retry_attempt_count,omitempty"`
-	CacheStatus string `json:"cache_status,omitempty"`
+	// retries it took (-1: every attempt failed), the targets passed over
+	// before it (core.Response.Fallbacks) and the cache status.
+	OptionPath    string `json:"last_used_option_index,omitempty"`
+	RetryCount    int    `json:"retry_attempt_count,omitempty"`
+	FallbackCount int    `json:"fallback_count,omitempty"`
+	CacheStatus   string `json:"cache_status,omitempty"`
 	// Source is LogSourceCustom for a record inserted through POST
 	// /v1/logs, empty for a request the gateway served.
 	Source string `json:"source,omitempty"`
@@ -76,6 +78,17 @@ type LogRecord struct {
 	// --log-bodies, and no headers.
 	Request  *LogMessage `json:"request,omitempty"`
 	Response *LogMessage `json:"response,omitempty"`
+}
+
+// CacheHit reports whether the record's answer came from the response
+// cache.
+func (r *LogRecord) CacheHit() bool { return CacheStatus(r.CacheStatus).Hit() }
+
+// Rescued reports whether a failure was mended on the way to the record's
+// 2xx answer: a retry on the target that answered, or a fallback past
+// targets that failed.
+func (r *LogRecord) Rescued() bool {
+	return r.Status >= 200 && r.Status < 300 && (r.RetryCount > 0 || r.FallbackCount > 0)
 }
 
 // LogSourceCustom is the Source of a record inserted through POST /v1/logs.
@@ -153,6 +166,10 @@ func (r *LogRecord) AppendJSON(b []byte) ([]byte, error) {
 	if r.RetryCount != 0 {
 		b = append(b, `,"retry_attempt_count":`...)
 		b = strconv.AppendInt(b, int64(r.RetryCount), 10)
+	}
+	if r.FallbackCount != 0 {
+		b = append(b, `,"fallback_count":`...)
+		b = strconv.AppendInt(b, int64(r.FallbackCount), 10)
 	}
 	b = appendOmitEmpty(b, `,"cache_status":`, r.CacheStatus)
 	b = appendOmitEmpty(b, `,"source":`, r.Source)

@@ -161,8 +161,11 @@ type Response struct {
 	// OptionPath is the config path of the target that answered
 	// ("config.targets[1]"), RetryCount the retries made on it (-1 when
 	// every attempt failed), CacheStatus HIT, MISS, ... or DISABLED.
+	// Fallbacks counts the targets whose answers a strategy passed over
+	// (a fallback's failed targets) before the one that answered.
 	OptionPath  string
 	RetryCount  int
+	Fallbacks   int
 	CacheStatus string
 	// HookResults, when hooks ran, are returned as "hook_results" (a JSON
 	// value: before_request_hooks and after_request_hooks).

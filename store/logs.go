@@ -143,8 +143,28 @@ func (ps Prices) set(integ, model string, p pricing.Price) {
 // LogCost is the cost of a record's usage in USD, priced as the limits
 // engine prices it: its integration's pricing_config for the model when
 // prices hold one, else the list price of its provider and model
-// (pricing.Default()); ok is false when neither has a price.
+// (pricing.Default()); ok is false when neither has a price. A cache hit
+// costs nothing (no provider was called): its usage priced is what the
+// cache saved (LogSavings).
 func LogCost(r *core.LogRecord, prices Prices) (cost float64, ok bool) {
+	if r.CacheHit() {
+		return 0, true
+	}
+	return usageCost(r, prices)
+}
+
+// LogSavings is what a cache hit saved in USD: its usage priced as
+// LogCost prices a provider's answer. ok is false for a record that is not
+// a cache hit or has no price.
+func LogSavings(r *core.LogRecord, prices Prices) (saved float64, ok bool) {
+	if !r.CacheHit() {
+		return 0, false
+	}
+	return usageCost(r, prices)
+}
+
+// usageCost prices r's usage (see LogCost).
+func usageCost(r *core.LogRecord, prices Prices) (float64, bool) {
 	p, ok := prices.Price(pricing.Default(), r.IntegrationID, r.Provider, r.Model)
 	if !ok {
 		return 0, false

@@ -145,7 +145,7 @@ func (p *Pipeline) DoRoute(ctx context.Context, req *core.Request, root *config.
 		return nil, &RouteError{Err: res.err, OptionPath: res.path, RetryCount: res.retries, HookResults: results}
 	}
 	resp := res.resp
-	resp.OptionPath, resp.RetryCount = res.path, res.retries
+	resp.OptionPath, resp.RetryCount, resp.Fallbacks = res.path, res.retries, w.passedOver
 	if results != nil {
 		resp.HookResults = results
 		if w.softFail && resp.Status >= 200 && resp.Status < 300 {

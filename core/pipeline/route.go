@@ -26,6 +26,10 @@ type walk struct {
 	before, after []hooks.HookResult
 	softFail      bool
 
+	// passedOver counts the answers a strategy moved on from to try
+	// another target (core.Response.Fallbacks).
+	passedOver int
+
 	// in is what strategies plan with, made on the walk's first group.
 	in routing.Input
 
@@ -152,6 +156,7 @@ func (w *walk) route(ctx context.Context, n *config.Node) result {
 		}
 		if answered {
 			last.release()
+			w.passedOver++
 		}
 		last, answered = res, true
 		if plan.MoveOn == nil || !plan.MoveOn(res.status(), res.failed()) {

@@ -42,6 +42,8 @@ func TestStrategies(t *testing.T) {
 		path     string
 		hits     [3]int64 // A, B, C
 		noAnswer bool
+		// passedOver is the answer's Fallbacks: the targets moved on from.
+		passedOver int
 	}{
 		{name: "single uses the first target", config: `{"strategy":{"mode":"single"},"targets":[{"custom_host":"$A"},{"custom_host":"$B"}]}`,
 			status: 200, from: "a", path: "config.targets[0]", hits: [3]int64{1, 0, 0}},
@@ -57,25 +59,25 @@ func TestStrategies(t *testing.T) {
 			status: 200, from: "a", path: "config.targets[0]", hits: [3]int64{1, 0, 0}},
 		{name: "fallback moves on from a 500", a: fail(500),
 			config: `{"strategy":{"mode":"fallback"},"targets":[{"custom_host":"$A"},{"custom_host":"$B"},{"custom_host":"$C"}]}`,
-			status: 200, from: "b", path: "config.targets[1]", hits: [3]int64{1, 1, 0}},
+			status: 200, from: "b", path: "config.targets[1]", hits: [3]int64{1, 1, 0}, passedOver: 1},
 		{name: "fallback moves on from a 400 by default", a: fail(400),
 			config: `{"strategy":{"mode":"fallback"},"targets":[{"custom_host":"$A"},{"custom_host":"$B"}]}`,
-			status: 200, from: "b", path: "config.targets[1]", hits: [3]int64{1, 1, 0}},
+			status: 200, from: "b", path: "config.targets[1]", hits: [3]int64{1, 1, 0}, passedOver: 1},
 		{name: "fallback on_status_codes [429] keeps a 500", a: fail(500),
 			config: `{"strategy":{"mode":"fallback","on_status_codes":[429]},"targets":[{"custom_host":"$A"},{"custom_host":"$B"}]}`,
 			status: 500, path: "config.targets[0]", hits: [3]int64{1, 0, 0}},
 		{name: "fallback on_status_codes [429] moves on from a 429", a: fail(429),
 			config: `{"strategy":{"mode":"fallback","on_status_codes":[429]},"targets":[{"custom_host":"$A"},{"custom_host":"$B"}]}`,
-			status: 200, from: "b", path: "config.targets[1]", hits: [3]int64{1, 1, 0}},
+			status: 200, from: "b", path: "config.targets[1]", hits: [3]int64{1, 1, 0}, passedOver: 1},
 		{name: "fallback on_status_codes still moves on from a failed call",
 			config: `{"strategy":{"mode":"fallback","on_status_codes":[429]},"targets":[{"custom_host":"$DEAD"},{"custom_host":"$B"}]}`,
-			status: 200, from: "b", path: "config.targets[1]", hits: [3]int64{0, 1, 0}},
+			status: 200, from: "b", path: "config.targets[1]", hits: [3]int64{0, 1, 0}, passedOver: 1},
 		{name: "fallback over connection refused",
 			config: `{"strategy":{"mode":"fallback"},"targets":[{"custom_host":"$DEAD"},{"custom_host":"$DEAD"},{"custom_host":"$C"}]}`,
-			status: 200, from: "c", path: "config.targets[2]", hits: [3]int64{0, 0, 1}},
+			status: 200, from: "c", path: "config.targets[2]", hits: [3]int64{0, 0, 1}, passedOver: 2},
 		{name: "fallback: the last target's failure when all fail", a: fail(500), b: fail(503),
 			config: `{"strategy":{"mode":"fallback"},"targets":[{"custom_host":"$A"},{"custom_host":"$B"}]}`,
-			status: 503, path: "config.targets[1]", hits: [3]int64{1, 1, 0}},
+			status: 503, path: "config.targets[1]", hits: [3]int64{1, 1, 0}, passedOver: 1},
 		{name: "fallback: a refused last target is the outcome", a: fail(500),
 			config:  `{"strategy":{"mode":"fallback"},"targets":[{"custom_host":"$A"},{"custom_host":"$DEAD"}]}`,
 			errCode: 502, hits: [3]int64{1, 0, 0}},
@@ -134,8 +136,8 @@ func TestStrategies(t *testing.T) {
 			case tc.errCode == 0 && ce != nil:
 				t.Fatalf("got error %d %s, want a %d answer", ce.Status, ce.Message, tc.status)
 			case tc.errCode == 0:
-				if resp.Status != tc.status || resp.OptionPath != tc.path {
-					t.Errorf("got %d from %s, want %d from %s", resp.Status, resp.OptionPath, tc.status, tc.path)
+				if resp.Status != tc.status || resp.OptionPath != tc.path || resp.Fallbacks != tc.passedOver {
+					t.Errorf("got %d from %s after %d passed over, want %d from %s after %d", resp.Status, resp.OptionPath, resp.Fallbacks, tc.status, tc.path, tc.passedOver)
 				}
 				if tc.from != "" && answeredBy(string(resp.Body)) != tc.from {
 					t.Errorf("answer %s, want one from upstream %s", resp.Body, tc.from)

@@ -26,6 +26,7 @@ import (
 	"github.com/llm-gateway/gateway/core/transport"
 	"github.com/llm-gateway/gateway/hooks"
 	_ "github.com/llm-gateway/gateway/plugins/all"
+	"github.com/llm-gateway/gateway/plugins/cache"
 )
 
 // Gateway keys known to fakeAuth.
@@ -224,6 +225,8 @@ type gatewayConfig struct {
 	remoteTimeout, remoteIdle time.Duration
 	// logBodies keeps bodies in the log records.
 	logBodies bool
+	// cache is the response cache configs may turn on (nil: none).
+	cache cache.Store
 }
 
 // loopbackOnly refuses every destination that is not a literal 127/8 or ::1
@@ -262,7 +265,7 @@ func newGateway(t testing.TB, h http.Handler, opts ...func(*gatewayConfig)) *gat
 	guardedTr := policy.NewTransport()
 	guardedTr.DialContext = loopbackOnly(guardedTr.DialContext)
 	pipe, err := pipeline.New(pipeline.Options{Client: &http.Client{Transport: transport.New(tr)}, GuardedClient: &http.Client{Transport: transport.New(guardedTr)}, Managed: cfg.managed,
-		Hooks: &hooks.Runner{Registry: cfg.hooks}})
+		Hooks: &hooks.Runner{Registry: cfg.hooks}, Cache: cfg.cache})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -14,6 +14,7 @@ import (
 	"github.com/llm-gateway/gateway/core/a2a/a2atest"
 	"github.com/llm-gateway/gateway/core/mcp"
 	"github.com/llm-gateway/gateway/core/mcp/mcptest"
+	"github.com/llm-gateway/gateway/plugins/cache"
 )
 
 // fakeLimiter admits the first `allow` requests, then refuses with a 429
@@ -242,6 +243,58 @@ func TestStreamUsageCountedUnasked(t *testing.T) {
 			defer mu.Unlock()
 			if len(usages) != i+1 || usages[i].TotalTokens != 7 || !askedUpstream[i] {
 				t.Errorf("limits counted %v; the provider was asked for the usage: %v", usages, askedUpstream)
+			}
+		})
+	}
+}
+
+// A cached answer spends nothing: the limits engine is told no usage for
+// it (no provider was called), while its log record keeps the tokens the
+// answer carries. Whole answers and streams alike.
+func TestLimiterCacheHitSpendsNothing(t *testing.T) {
+	for _, tc := range []struct {
+		name, body string
+		answer     func(w http.ResponseWriter)
+	}{
+		{"whole", chatBody, func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "application/json")
+			w.Write([]byte(`{"id":"x","object":"chat.completion","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}`))
+		}},
+		{"stream", `{"model":"gpt-4o-mini","stream":true,"stream_options":{"include_usage":true},"messages":[{"role":"user","content":"hi"}]}`, func(w http.ResponseWriter) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			writeSSE(w, `{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}]}`)
+			writeSSE(w, `{"id":"x","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}`)
+			writeSSE(w, `[DONE]`)
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			store, err := cache.OpenBolt(t.TempDir()+"/c.db", cache.BoltOptions{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			t.Cleanup(func() { store.Close() })
+			lim := &fakeLimiter{allow: 10}
+			g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tc.answer(w) }),
+				func(c *gatewayConfig) { c.limiter, c.cache = lim, store })
+			config := `{"provider":"openai","custom_host":"` + g.host + `","cache":{"mode":"simple"}}`
+			var statuses []string
+			for range 2 {
+				r := g.do(t, http.MethodPost, "/v1/chat/completions", []byte(tc.body), "x-gateway-config", config)
+				if r.status != http.StatusOK {
+					t.Fatalf("%d %s", r.status, r.body)
+				}
+				rec := g.logs.one(t, r.trace())
+				if rec.Usage.TotalTokens != 12 {
+					t.Errorf("%s record usage %+v, want the answer's 12 tokens", rec.CacheStatus, rec.Usage)
+				}
+				statuses = append(statuses, rec.CacheStatus)
+			}
+			if !slices.Equal(statuses, []string{"MISS", "HIT"}) {
+				t.Fatalf("cache statuses %v", statuses)
+			}
+			usages, _ := lim.dones()
+			if len(usages) != 2 || usages[0].TotalTokens != 12 || usages[1] != (core.Usage{}) {
+				t.Fatalf("Done got %+v, want the miss's 12 tokens then nothing for the hit", usages)
 			}
 		})
 	}

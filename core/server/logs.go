@@ -42,7 +42,7 @@ func (s *Server) record(req *core.Request, resp *core.Response, status int, usag
 		LatencyMs: float64(now.Sub(req.ReceivedAt).Microseconds()) / 1000, Usage: usage,
 	}
 	if resp != nil {
-		rec.OptionPath, rec.RetryCount, rec.CacheStatus = resp.OptionPath, resp.RetryCount, resp.CacheStatus
+		rec.OptionPath, rec.RetryCount, rec.FallbackCount, rec.CacheStatus = resp.OptionPath, resp.RetryCount, resp.Fallbacks, resp.CacheStatus
 		if resp.Provider != "" {
 			// The provider that answered: a config may route away from
 			// the headers' choice (a fallback to another provider).

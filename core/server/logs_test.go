@@ -4,6 +4,7 @@ import (
 	"context"
 	"net/http"
 	"strings"
+	"sync/atomic"
 	"testing"
 
 	"github.com/llm-gateway/gateway/core"
@@ -217,5 +218,56 @@ func TestRecordPromptMetadata(t *testing.T) {
 		if rec := g.logs.one(t, r.trace()); rec.PromptSlug != tc.slug || rec.PromptID != "" {
 			t.Errorf("%s: prompt %q/%q, want slug %q", tc.metadata, rec.PromptID, rec.PromptSlug, tc.slug)
 		}
+	}
+}
+
+// A record says how its answer was reached: the target that answered, the
+// retries made on it and the targets a fallback passed over before it, so
+// analytics can count the requests the routing rescued.
+func TestRecordRoutingOutcome(t *testing.T) {
+	t.Parallel()
+	var flaky atomic.Int32
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		// Under /v1/down every call fails; under /v1/flaky every other one.
+		if strings.HasPrefix(r.URL.Path, "/v1/down/") || strings.HasPrefix(r.URL.Path, "/v1/flaky/") && flaky.Add(1)%2 == 1 {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusServiceUnavailable)
+			w.Write([]byte(`{"error":{"message":"overloaded"}}`))
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"c1","object":"chat.completion","choices":[]}`))
+	}))
+	host := func(path string) string { return `{"custom_host":"` + g.host + path + `"}` }
+	cases := []struct {
+		name              string
+		config            string
+		status            int
+		path              string
+		retries, fallback int
+	}{
+		{"the first target", `{"strategy":{"mode":"fallback"},"targets":[` + host("") + `,` + host("") + `]}`,
+			200, "config.targets[0]", 0, 0},
+		{"after a fallback", `{"strategy":{"mode":"fallback"},"targets":[` + host("/down") + `,` + host("") + `]}`,
+			200, "config.targets[1]", 0, 1},
+		{"after two", `{"strategy":{"mode":"fallback"},"targets":[` + host("/down") + `,` + host("/down") + `,` + host("") + `]}`,
+			200, "config.targets[2]", 0, 2},
+		{"after a retry", `{"retry":{"attempts":1,"on_status_codes":[503]},"custom_host":"` + g.host + `/flaky"}`,
+			200, "config", 1, 0},
+		{"every target failed", `{"strategy":{"mode":"fallback"},"targets":[` + host("/down") + `,` + host("/down") + `]}`,
+			503, "config.targets[1]", 0, 1},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := g.do(t, http.MethodPost, "/v1/chat/completions", []byte(chatBody), "x-gateway-config", tc.config)
+			rec := g.logs.one(t, r.trace())
+			if r.status != tc.status || rec.OptionPath != tc.path || rec.RetryCount != tc.retries || rec.FallbackCount != tc.fallback {
+				t.Fatalf("%d: record at %q after %d retries and %d fallbacks, want %d at %q after %d and %d: %s",
+					r.status, rec.OptionPath, rec.RetryCount, rec.FallbackCount, tc.status, tc.path, tc.retries, tc.fallback, r.body)
+			}
+			if rescued := tc.status == 200 && tc.retries+tc.fallback > 0; rec.Rescued() != rescued {
+				t.Fatalf("Rescued() = %v", !rescued)
+			}
+		})
 	}
 }

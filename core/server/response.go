@@ -63,10 +63,7 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 		if resp.Status < 300 {
 			usage = parseUsage(resp.Body)
 		}
-		s.record(req, resp, resp.Status, usage, upstreamErr(resp))
-		if adm != nil {
-			adm.Done(usage, resp.Provider, answeredModel(req, resp))
-		}
+		s.settle(req, resp, adm, usage, upstreamErr(resp))
 		if resp.HookResults != nil {
 			sendWithHookResults(c, resp.Body, resp.HookResults)
 			return nil
@@ -102,12 +99,24 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 			// not kept, so the log names the status.
 			err = errors.New(http.StatusText(resp.Status))
 		}
-		if adm != nil {
-			adm.Done(usage, resp.Provider, answeredModel(req, resp))
-		}
-		s.record(req, resp, resp.Status, usage, err)
+		s.settle(req, resp, adm, usage, err)
 	})
 	return nil
+}
+
+// settle ends a request answered by the pipeline: the limits engine counts
+// its usage against the tokens and usage limits that apply (none for a
+// cached answer: no provider was called, so nothing was spent), and its
+// log record, with the usage the answer carried, is queued.
+func (s *Server) settle(req *core.Request, resp *core.Response, adm core.Admission, usage core.Usage, err error) {
+	if adm != nil {
+		spent := usage
+		if core.CacheStatus(resp.CacheStatus).Hit() {
+			spent = core.Usage{}
+		}
+		adm.Done(spent, resp.Provider, answeredModel(req, resp))
+	}
+	s.record(req, resp, resp.Status, usage, err)
 }
 
 // upstreamErr describes a provider's error answer for the log.
@@ -454,10 +463,7 @@ func (b *proxiedBody) Close() error {
 		// kept, so the log names the status.
 		err = errors.New(http.StatusText(b.resp.Status))
 	}
-	if b.adm != nil {
-		b.adm.Done(core.Usage{}, b.resp.Provider, answeredModel(b.req, b.resp))
-	}
-	b.s.record(b.req, b.resp, b.resp.Status, core.Usage{}, err)
+	b.s.settle(b.req, b.resp, b.adm, core.Usage{}, err)
 	return nil
 }
 

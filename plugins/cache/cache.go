@@ -82,21 +82,19 @@ type Store interface {
 	Close() error
 }
 
-// Status is the value of the x-gateway-cache-status response header.
-type Status string
+// Status is the value of the x-gateway-cache-status response header (see
+// core.CacheStatus, whose Hit reports a cached answer served).
+type Status = core.CacheStatus
 
 // Cache statuses.
 const (
-	StatusHit          Status = "HIT"
-	StatusMiss         Status = "MISS"
-	StatusRefresh      Status = "REFRESH"
-	StatusDisabled     Status = "DISABLED"
-	StatusSemanticHit  Status = "SEMANTIC HIT"
-	StatusSemanticMiss Status = "SEMANTIC MISS"
+	StatusHit          = core.CacheHit
+	StatusMiss         = core.CacheMiss
+	StatusRefresh      = core.CacheRefresh
+	StatusDisabled     = core.CacheDisabled
+	StatusSemanticHit  = core.CacheSemanticHit
+	StatusSemanticMiss = core.CacheSemanticMiss
 )
-
-// Hit reports whether s means a cached answer was found.
-func (s Status) Hit() bool { return s == StatusHit || s == StatusSemanticHit }
 
 // Mode is a cache mode plugin ("cache.simple", "cache.semantic").
 //
