@@ -223,7 +223,7 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 		stop()
 		cancel(nil)
 		res.resp = cs.hit
-		res.resp.Provider, res.resp.Model = prov.Name(), answeringModel(prov, &lreq)
+		res.resp.Provider, res.resp.Model = prov.Name(), targetModel(prov, &lreq)
 		return res
 	}
 
@@ -261,7 +261,7 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 		done(breaker.IsFailure(*l.CircuitBreaker, hresp.StatusCode, nil))
 	}
 
-	resp := &core.Response{Status: hresp.StatusCode, Header: hresp.Header, Provider: prov.Name(), Model: answeringModel(prov, &lreq), CacheStatus: cs.status}
+	resp := &core.Response{Status: hresp.StatusCode, Header: hresp.Header, Provider: prov.Name(), Model: targetModel(prov, &lreq), CacheStatus: cs.status}
 	// An AWS event stream is a stream for a provider that translates
 	// streams (bedrock), which makes it server-sent events; a proxied one
 	// reaches the client as it came.
@@ -392,10 +392,11 @@ func readBody(r *http.Response) ([]byte, error) {
 	return io.ReadAll(r.Body)
 }
 
-// answeringModel is the model req (as sent to its target, after the
-// target's override_params) is answered by: the one prov names, if it is a
-// core.ModelNamer that names one, else req's.
-func answeringModel(prov core.Provider, req *core.Request) string {
+// targetModel is the model req's target answers it with (req as sent to
+// the target, after its override_params): the one prov names, if it is a
+// core.ModelNamer that names one, else req's. The server's answeredModel
+// reads it back from the response.
+func targetModel(prov core.Provider, req *core.Request) string {
 	if n, ok := prov.(core.ModelNamer); ok {
 		if m := n.ModelOf(req, &req.Target); m != "" {
 			return m
