@@ -7,7 +7,6 @@
 package mcp
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -21,6 +20,7 @@ import (
 	"strings"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/sse"
 )
 
 // Header names and values of the Streamable HTTP transport.
@@ -394,21 +394,23 @@ func readResponse(resp *http.Response, id int) (json.RawMessage, error) {
 	}
 }
 
-// EventReader reads server-sent events.
+// EventReader reads server-sent events (as package sse splits them).
 type EventReader struct {
-	r *bufio.Reader
-	// max bounds an event's data (0: no bound; the caller bounds the
-	// stream).
+	r    io.Reader
+	scan sse.Scanner
+	// max bounds an event (0: no bound; the caller bounds the stream).
 	max int
+	// err is r's error, returned once the events read before it are.
+	err error
 }
 
 // NewEventReader reads events from r.
-func NewEventReader(r io.Reader) *EventReader { return &EventReader{r: bufio.NewReader(r)} }
+func NewEventReader(r io.Reader) *EventReader { return &EventReader{r: r} }
 
-// newBoundedEventReader reads events from r, each of at most max bytes of
-// data: a longer one is an error.
+// newBoundedEventReader reads events from r, each of at most max bytes: a
+// longer one is an error.
 func newBoundedEventReader(r io.Reader, max int) *EventReader {
-	return &EventReader{r: bufio.NewReader(r), max: max}
+	return &EventReader{r: r, max: max, scan: sse.Scanner{Max: max}}
 }
 
 // Next returns the data of the next event that has any (its data lines
@@ -419,53 +421,30 @@ func (e *EventReader) Next() ([]byte, error) {
 }
 
 // NextEvent returns the name (its event field, "" when it has none) and
-// the data of the next event that has data, or io.EOF.
+// the data of the next event that has data, or io.EOF. An unfinished last
+// event counts.
 func (e *EventReader) NextEvent() (string, []byte, error) {
-	var data []byte
-	name, has := "", false
 	for {
-		line, err := e.readLine()
-		trimmed := strings.TrimRight(line, "\r\n")
-		if trimmed == "" && (err == nil || line != "") {
-			if has {
-				return name, data, nil
+		event := e.scan.Next()
+		if event == nil && e.err != nil {
+			if event = e.scan.Rest(); len(event) == 0 {
+				return "", nil, e.err
 			}
-			name = ""
-		} else if v, ok := strings.CutPrefix(trimmed, "data:"); ok {
-			if has {
-				data = append(data, '\n')
-			}
-			data, has = append(data, strings.TrimPrefix(v, " ")...), true
-			if e.max > 0 && len(data) > e.max {
-				return "", nil, fmt.Errorf("an event of the server's stream is larger than %d bytes", e.max)
-			}
-		} else if v, ok := strings.CutPrefix(trimmed, "event:"); ok {
-			name = strings.TrimPrefix(v, " ")
 		}
-		if err != nil {
-			if has {
-				return name, data, nil
-			}
-			return "", nil, err
+		held := len(event)
+		if event == nil {
+			held = e.scan.Held() // the unfinished event: the others are handed out
 		}
-	}
-}
-
-// readLine reads one line, ending with its "\n" (none at the stream's end),
-// of at most max bytes when max is set.
-func (e *EventReader) readLine() (string, error) {
-	if e.max == 0 {
-		return e.r.ReadString('\n')
-	}
-	var line []byte
-	for {
-		part, err := e.r.ReadSlice('\n')
-		line = append(line, part...)
-		if len(line) > e.max+2 {
-			return "", fmt.Errorf("a line of the server's event stream is longer than %d bytes", e.max)
+		if e.max > 0 && held > e.max {
+			return "", nil, fmt.Errorf("an event of the server's stream is larger than %d bytes", e.max)
 		}
-		if err != bufio.ErrBufferFull {
-			return string(line), err
+		if event == nil {
+			_, e.err = e.scan.Fill(e.r)
+			continue
+		}
+		if data, ok := sse.Data(event); ok {
+			name, _ := sse.Field(event, "event")
+			return string(name), bytes.Clone(data), nil
 		}
 	}
 }

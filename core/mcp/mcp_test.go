@@ -86,6 +86,7 @@ func TestEventReader(t *testing.T) {
 		{"multi-line", "data: a\ndata: b\n\n", []string{"a\nb"}},
 		{"comment only", ": keep-alive\n\ndata:x\n\n", []string{"x"}},
 		{"no final blank line", "data: a", []string{"a"}},
+		{"bare cr", "event: message\rdata: a\r\rdata: b\r\r", []string{"a", "b"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			r := mcp.NewEventReader(strings.NewReader(tc.in))

@@ -7,6 +7,7 @@ import (
 	"sort"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/sse"
 )
 
 // maxHeldStream bounds a stream held for the afterResponseHook hooks.
@@ -121,64 +122,12 @@ func streamAnswer(stream []byte) []byte {
 	return b
 }
 
-// heldEvent is one server-sent event of a held stream: its lines other
-// than data (event:, id:, comments), in order, and its data (its data
-// lines' values joined by newlines; hasData false when it has none).
-type heldEvent struct {
-	other   [][]byte
-	data    []byte
-	hasData bool
-}
-
-// splitEvents is the server-sent events of stream; lines may end in "\n",
-// "\r\n" or "\r".
-func splitEvents(stream []byte) []heldEvent {
-	var events []heldEvent
-	var ev heldEvent
-	started := false
-	end := func() {
-		if started {
-			events = append(events, ev)
-		}
-		ev, started = heldEvent{}, false
-	}
-	for len(stream) > 0 {
-		i := bytes.IndexAny(stream, "\r\n")
-		line := stream
-		if i < 0 {
-			stream = nil
-		} else {
-			line = stream[:i]
-			if stream[i] == '\r' && i+1 < len(stream) && stream[i+1] == '\n' {
-				i++
-			}
-			stream = stream[i+1:]
-		}
-		if len(line) == 0 {
-			end()
-			continue
-		}
-		started = true
-		if v, ok := bytes.CutPrefix(line, []byte("data:")); ok {
-			if ev.hasData {
-				ev.data = append(ev.data, '\n')
-			}
-			ev.data = append(ev.data, bytes.TrimPrefix(v, []byte(" "))...)
-			ev.hasData = true
-		} else {
-			ev.other = append(ev.other, line)
-		}
-	}
-	end()
-	return events
-}
-
 // eventData is the data of each server-sent event of stream that has any.
 func eventData(stream []byte) [][]byte {
 	var out [][]byte
-	for _, ev := range splitEvents(stream) {
-		if ev.hasData {
-			out = append(out, ev.data)
+	for event := range sse.Events(stream) {
+		if data, ok := sse.Data(event); ok {
+			out = append(out, data)
 		}
 	}
 	return out

@@ -3,6 +3,8 @@ package pipeline
 import (
 	"bytes"
 	"encoding/json"
+
+	"github.com/llm-gateway/gateway/core/sse"
 )
 
 // answerTexts is each choice's message content in a chat completion (the
@@ -38,30 +40,18 @@ func answerTexts(answer []byte) (map[int]string, bool) {
 // the whole text, get the new one); other events pass unchanged.
 func retextStream(held []byte, texts map[int]string) []byte {
 	r := retexter{texts: texts, started: map[int]bool{}}
-	var out bytes.Buffer
-	out.Grow(len(held))
-	for _, ev := range splitEvents(held) {
-		data := ev.data
-		if ev.hasData {
-			var keep bool
-			if data, keep = r.event(ev.data); !keep {
-				continue
-			}
+	out := make([]byte, 0, len(held))
+	for event := range sse.Events(held) {
+		data, ok := sse.Data(event)
+		if !ok {
+			out = append(out, event...)
+			continue
 		}
-		for _, l := range ev.other {
-			out.Write(l)
-			out.WriteByte('\n')
+		if data, ok = r.event(data); ok {
+			out = sse.AppendWithData(out, event, data)
 		}
-		if ev.hasData {
-			for _, l := range bytes.Split(data, []byte("\n")) {
-				out.WriteString("data: ")
-				out.Write(l)
-				out.WriteByte('\n')
-			}
-		}
-		out.WriteByte('\n')
 	}
-	return out.Bytes()
+	return out
 }
 
 // retexter rewrites a held stream's events in order; started says which

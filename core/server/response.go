@@ -9,13 +9,13 @@ import (
 	"io"
 	"net/http"
 	"runtime/debug"
-	"slices"
 	"strconv"
 
 	"github.com/gofiber/fiber/v2"
 	"github.com/valyala/fasthttp"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/sse"
 )
 
 // Routing response headers.
@@ -146,13 +146,15 @@ var errClientGone = errors.New("client closed the connection")
 // event's data (see rewriteEventData); a dropped event's usage is still
 // counted.
 func forwardEvents(w *bufio.Writer, r io.Reader, rewrite func(data []byte) []byte, errorEvent func(*bufio.Writer, *core.Error)) (core.Usage, error) {
-	s := eventScanner{buf: make([]byte, 0, 4096)}
+	var usage core.Usage // of the events read
+	s := sse.Scanner{Max: maxEventBytes}
 	for {
-		err := s.fill(r)
+		_, err := s.Fill(r)
 		wrote := false
-		for event := s.next(); event != nil; event = s.next() {
+		for event := s.Next(); event != nil; event = s.Next() {
+			eventUsage(event, &usage)
 			if len(event) > maxEventBytes {
-				return s.usage, eventTooLarge(w, errorEvent)
+				return usage, eventTooLarge(w, errorEvent)
 			}
 			if rewrite != nil {
 				if event = rewriteEventData(event, rewrite); event == nil {
@@ -160,35 +162,37 @@ func forwardEvents(w *bufio.Writer, r io.Reader, rewrite func(data []byte) []byt
 				}
 			}
 			if _, werr := w.Write(event); werr != nil {
-				return s.usage, errClientGone
+				return usage, errClientGone
 			}
 			wrote = true
 		}
-		if s.held() > maxEventBytes {
-			return s.usage, eventTooLarge(w, errorEvent)
+		if s.Held() > maxEventBytes {
+			return usage, eventTooLarge(w, errorEvent)
 		}
 		if err == io.EOF {
 			// An unfinished last event is forwarded as it is.
-			if rest := s.rest(); len(rest) > 0 {
+			rest := s.Rest()
+			eventUsage(rest, &usage)
+			if len(rest) > 0 {
 				if _, werr := w.Write(rest); werr != nil {
-					return s.usage, errClientGone
+					return usage, errClientGone
 				}
 				wrote = true
 			}
 		}
 		if wrote {
 			if werr := w.Flush(); werr != nil {
-				return s.usage, errClientGone
+				return usage, errClientGone
 			}
 		}
 		switch {
 		case err == io.EOF:
-			return s.usage, nil
+			return usage, nil
 		case err != nil:
 			// The upstream broke off: an incomplete event is dropped, not
 			// forwarded, so the error event stands on its own.
 			errorEvent(w, core.Upstream(err, "the provider's stream broke off: %v", err))
-			return s.usage, err
+			return usage, err
 		}
 	}
 }
@@ -200,180 +204,26 @@ func eventTooLarge(w *bufio.Writer, errorEvent func(*bufio.Writer, *core.Error))
 	return err
 }
 
-// eventScanner splits a server-sent event stream into its events, each
-// the bytes as received. A line ends in "\r\n", "\n" or a bare "\r"; an
-// event ends with a blank line. A "\r" that ends one read and a "\n" that
-// starts the next are one line end: the event that "\r" ends is handed out
-// at once, and the "\n" on its own when it is read (so it never counts
-// toward the next event's size).
-type eventScanner struct {
-	buf       []byte // bytes read; buf[start:] are not handed out yet
-	start     int    // where the event being read starts
-	lineStart int    // where the line being read starts
-	pos       int    // where the search for the next line end resumes
-	afterCR   bool   // the last line end was a "\r" at the end of buf
-	// cr and lf are where the next "\r" and "\n" at or after pos are
-	// (len(buf): none); below pos (fill sets -1) they are searched for
-	// again. Each byte is searched once however far apart the two kinds
-	// of line end are (a bare-CR stream searched to the buffer's end for
-	// a "\n" at every line).
-	cr, lf  int
-	pending core.Usage
-	usage   core.Usage // from the events handed out; pending adds the current event's lines
-}
-
-// fill reads more of the stream, after dropping the events handed out.
-func (s *eventScanner) fill(r io.Reader) error {
-	if s.start > 0 {
-		n := copy(s.buf, s.buf[s.start:])
-		s.buf = s.buf[:n]
-		s.lineStart -= s.start
-		s.pos -= s.start
-		s.start = 0
-	}
-	if len(s.buf) == cap(s.buf) {
-		// The event fills the buffer: room for one up to the limit, plus
-		// a byte to tell that it is over.
-		s.buf = slices.Grow(s.buf, max(1, min(len(s.buf), maxEventBytes+1-len(s.buf))))
-	}
-	n, err := r.Read(s.buf[len(s.buf):cap(s.buf)])
-	s.buf = s.buf[:len(s.buf)+n]
-	s.cr, s.lf = -1, -1 // a "none" found before does not cover the new bytes
-	return err
-}
-
-// next returns the next complete event read, or nil when there is none.
-func (s *eventScanner) next() []byte {
-	for s.pos < len(s.buf) {
-		if s.afterCR {
-			s.afterCR = false
-			if s.buf[s.pos] == '\n' { // the rest of a "\r\n"
-				s.pos++
-				s.lineStart = s.pos
-				if s.start == s.pos-1 {
-					// The "\r" ended an event, handed out already: the
-					// "\n" is that event's last byte, not the next one's.
-					end := s.buf[s.start:s.pos]
-					s.start = s.pos
-					return end
-				}
-				continue
-			}
-		}
-		eol := min(s.find(&s.cr, '\r'), s.find(&s.lf, '\n'))
-		if eol == len(s.buf) {
-			s.pos = len(s.buf)
-			return nil
-		}
-		line := s.buf[s.lineStart:eol]
-		s.pos = eol + 1
-		if s.buf[eol] == '\r' {
-			switch {
-			case s.pos == len(s.buf):
-				s.afterCR = true
-			case s.buf[s.pos] == '\n':
-				s.pos++
-			}
-		}
-		s.lineStart = s.pos
-		if len(line) > 0 {
-			lineUsage(line, &s.pending)
-			continue
-		}
-		event := s.buf[s.start:s.pos]
-		s.start = s.pos
-		s.usage = s.pending
-		return event
-	}
-	return nil
-}
-
-// held is the size of the event being read.
-func (s *eventScanner) held() int { return len(s.buf) - s.start }
-
-// rest hands out the bytes after the last complete event, at the stream's end.
-func (s *eventScanner) rest() []byte {
-	lineUsage(s.buf[s.lineStart:], &s.pending)
-	s.usage = s.pending
-	rest := s.buf[s.start:]
-	s.start, s.lineStart, s.pos = len(s.buf), len(s.buf), len(s.buf)
-	return rest
-}
-
-// find is the index of the next c at or after s.pos (len(s.buf): none),
-// kept in *at so it is searched for again only once passed.
-func (s *eventScanner) find(at *int, c byte) int {
-	if *at < s.pos {
-		*at = len(s.buf)
-		if i := bytes.IndexByte(s.buf[s.pos:], c); i >= 0 {
-			*at = s.pos + i
-		}
-	}
-	return *at
-}
-
 // rewriteEventData is event with its data (its data lines' values joined
 // by newlines) replaced by rewrite(data), written as data lines (one per
 // line of it) where the first was; the other lines stay as they were. An
 // event without data, or whose data rewrite leaves as it is, is returned
 // unchanged; nil when rewrite answers nil (the event is dropped).
 func rewriteEventData(event []byte, rewrite func([]byte) []byte) []byte {
-	// The data, read without allocating for the usual event of one data
-	// line: every event of a stream passes here, few are rewritten.
-	var joined []byte
-	dataLines := 0
-	for i := 0; i < len(event); {
-		j := i
-		for j < len(event) && event[j] != '\n' && event[j] != '\r' {
-			j++
-		}
-		if v, ok := bytes.CutPrefix(event[i:j], []byte("data:")); ok {
-			v = bytes.TrimPrefix(v, []byte(" "))
-			switch dataLines {
-			case 0:
-				joined = v // a part of event: not appended to
-			case 1:
-				joined = append(append(bytes.Clone(joined), '\n'), v...)
-			default:
-				joined = append(append(joined, '\n'), v...)
-			}
-			dataLines++
-		}
-		i = j + 1
-	}
-	if dataLines == 0 {
+	// Every event of a stream passes here, few are rewritten: sse.Data
+	// reads the usual event of one data line without allocating.
+	data, ok := sse.Data(event)
+	if !ok {
 		return event
 	}
-	out := rewrite(joined)
-	if out == nil {
+	out := rewrite(data)
+	switch {
+	case out == nil:
 		return nil
-	}
-	if bytes.Equal(out, joined) {
+	case bytes.Equal(out, data):
 		return event
 	}
-	lines := bytes.FieldsFunc(event, func(r rune) bool { return r == '\n' || r == '\r' })
-	var b bytes.Buffer
-	wroteData := false
-	for _, line := range lines {
-		if bytes.HasPrefix(line, []byte("data:")) {
-			if wroteData {
-				continue
-			}
-			wroteData = true
-			for i, part := range bytes.Split(out, []byte("\n")) {
-				if i > 0 {
-					b.WriteByte('\n')
-				}
-				b.WriteString("data: ")
-				b.Write(part)
-			}
-		} else {
-			b.Write(line)
-		}
-		b.WriteByte('\n')
-	}
-	b.WriteByte('\n')
-	return b.Bytes()
+	return sse.AppendWithData(nil, event, out)
 }
 
 // maxEventBytes bounds one server-sent event held in memory.

@@ -7,6 +7,7 @@ import (
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/jsonenc"
+	"github.com/llm-gateway/gateway/core/sse"
 )
 
 // Usage comes in the shapes of OpenAI chat and completions (prompt /
@@ -245,10 +246,13 @@ func parseUsage(body []byte) core.Usage {
 	return u
 }
 
-// lineUsage updates u from one line of a server-sent event (without its
-// line end) when it is a data line that carries usage.
-func lineUsage(line []byte, u *core.Usage) {
-	if data, ok := bytes.CutPrefix(line, []byte("data:")); ok && bytes.Contains(data, usageKey) {
+// eventUsage updates u from a server-sent event's data when it carries
+// usage. Most events carry none: one search of the event tells.
+func eventUsage(event []byte, u *core.Usage) {
+	if !bytes.Contains(event, usageKey) {
+		return
+	}
+	if data, ok := sse.Data(event); ok {
 		addUsage(data, u)
 	}
 }

@@ -34,13 +34,12 @@ func TestParseUsage(t *testing.T) {
 		})
 	}
 	var u core.Usage
-	for _, line := range []string{
-		`event: message_start`,
-		`data: {"type":"message_start","message":{"usage":{"input_tokens":12,"output_tokens":1}}}`,
-		`event: message_delta`,
-		`data: {"type":"message_delta","usage":{"output_tokens":30}}`,
+	for _, event := range []string{
+		"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"usage\":{\"input_tokens\":12,\"output_tokens\":1}}}\n\n",
+		"event: ping\ndata: {\"type\":\"ping\"}\n\n",
+		"event: message_delta\r\ndata: {\"type\":\"message_delta\",\r\ndata: \"usage\":{\"output_tokens\":30}}\r\n\r\n",
 	} {
-		lineUsage([]byte(line), &u)
+		eventUsage([]byte(event), &u)
 	}
 	if u != (core.Usage{PromptTokens: 12, CompletionTokens: 30, TotalTokens: 42}) {
 		t.Fatalf("anthropic stream usage: %+v", u)
