@@ -33,12 +33,13 @@ func messagesRequest(req *core.Request) (model string, out []byte, err error) {
 // /v1/messages/count_tokens request: {"input": {"invokeModel": {"body":
 // the base64 of the InvokeModel body messagesRequest makes}}}, with
 // max_tokens 1 when the body has none (counting needs none; InvokeModel's
-// body requires it).
+// body requires it). The model is countTokensModel's.
 func countTokensRequest(req *core.Request) (model string, out []byte, err error) {
 	model, body, err := messagesRequest(req)
 	if err != nil {
 		return "", nil, err
 	}
+	model = countTokensModel(model)
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil {
 		return "", nil, err
@@ -59,6 +60,28 @@ func countTokensRequest(req *core.Request) (model string, out []byte, err error)
 	count.Input.InvokeModel.Body = body
 	out, err = json.Marshal(&count)
 	return model, out, err
+}
+
+// countTokensModel is the model CountTokens is asked about for model.
+// CountTokens takes foundation models only, not the cross-region inference
+// profiles InvokeModel also takes, so a system-defined profile's id
+// ("us.anthropic.claude-…") or ARN ("…:inference-profile/us.anthropic.
+// claude-…") becomes the id of the model it routes to
+// ("anthropic.claude-…"). Anything else (a model id, a foundation-model or
+// application inference profile ARN) is passed on as it is.
+func countTokensModel(model string) string {
+	id := model
+	if strings.HasPrefix(id, "arn:") {
+		var ok bool
+		if _, id, ok = strings.Cut(id, ":inference-profile/"); !ok {
+			return model
+		}
+	}
+	geo, routed, ok := strings.Cut(id, ".")
+	if !ok || geo == "" || strings.ContainsAny(geo, ":/") || !strings.HasPrefix(routed, "anthropic.") {
+		return model
+	}
+	return routed
 }
 
 // translateCountTokensAnswer turns CountTokens' {"inputTokens": n} into

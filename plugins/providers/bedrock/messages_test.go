@@ -2,6 +2,7 @@ package bedrock
 
 import (
 	"bytes"
+	"cmp"
 	"context"
 	"encoding/base64"
 	"errors"
@@ -26,24 +27,44 @@ func TestBuildMessagesRequest(t *testing.T) {
 	target := &core.Target{Provider: Name, AWS: core.AWSSettings{Region: "eu-west-3", AccessKeyID: "AKIDTEST", SecretAccessKey: "s3cr3t"}}
 	const msgs = `"max_tokens":8,"messages":[{"role":"user","content":"hi"}]`
 	const host = "https://bedrock-runtime.eu-west-3.amazonaws.com"
+	// counted is the CountTokens body of an InvokeModel body.
+	counted := func(body string) string {
+		return `{"input":{"invokeModel":{"body":"` + base64.StdEncoding.EncodeToString([]byte(body)) + `"}}}`
+	}
 	for _, tc := range []struct {
 		name, body string
 		stream     bool
 		url, sent  string
 		param      string // of the 400
+		endpoint   core.Endpoint
 	}{
 		{"invoke", `{"model":"anthropic.claude-v2:1",` + msgs + `}`, false,
-			host + "/model/anthropic.claude-v2%3A1/invoke", `{"anthropic_version":"bedrock-2023-05-31",` + msgs + `}`, ""},
+			host + "/model/anthropic.claude-v2%3A1/invoke", `{"anthropic_version":"bedrock-2023-05-31",` + msgs + `}`, "", ""},
 		{"stream, version kept", `{"model":"anthropic.claude-v2:1","stream":true,"anthropic_version":"bedrock-2023-05-31",` + msgs + `}`, true,
-			host + "/model/anthropic.claude-v2%3A1/invoke-with-response-stream", `{"anthropic_version":"bedrock-2023-05-31",` + msgs + `}`, ""},
+			host + "/model/anthropic.claude-v2%3A1/invoke-with-response-stream", `{"anthropic_version":"bedrock-2023-05-31",` + msgs + `}`, "", ""},
 		{"inference profile ARN", `{"model":"arn:aws:bedrock:eu-west-3:123:inference-profile/eu.anthropic.claude-3-5-sonnet-20240620-v1:0",` + msgs + `}`, false,
 			host + "/model/arn%3Aaws%3Abedrock%3Aeu-west-3%3A123%3Ainference-profile%2Feu.anthropic.claude-3-5-sonnet-20240620-v1%3A0/invoke",
-			`{"anthropic_version":"bedrock-2023-05-31",` + msgs + `}`, ""},
-		{"not an Anthropic model", `{"model":"meta.llama3-8b-instruct-v1:0",` + msgs + `}`, false, "", "", "model"},
-		{"no model", `{` + msgs + `}`, false, "", "", "model"},
+			`{"anthropic_version":"bedrock-2023-05-31",` + msgs + `}`, "", ""},
+		{"not an Anthropic model", `{"model":"meta.llama3-8b-instruct-v1:0",` + msgs + `}`, false, "", "", "model", ""},
+		{"no model", `{` + msgs + `}`, false, "", "", "model", ""},
+		// CountTokens counts for foundation models only: a cross-region
+		// profile is asked about as the model it routes to.
+		{"count_tokens", `{"model":"anthropic.claude-v2:1","messages":[{"role":"user","content":"hi"}]}`, false,
+			host + "/model/anthropic.claude-v2%3A1/count-tokens",
+			counted(`{"anthropic_version":"bedrock-2023-05-31","max_tokens":1,"messages":[{"role":"user","content":"hi"}]}`), "", core.EndpointMessagesCount},
+		{"count_tokens, inference profile", `{"model":"us.anthropic.claude-3-5-sonnet-20240620-v1:0",` + msgs + `}`, false,
+			host + "/model/anthropic.claude-3-5-sonnet-20240620-v1%3A0/count-tokens",
+			counted(`{"anthropic_version":"bedrock-2023-05-31",` + msgs + `}`), "", core.EndpointMessagesCount},
+		{"count_tokens, inference profile ARN", `{"model":"arn:aws:bedrock:eu-west-3:123:inference-profile/eu.anthropic.claude-3-5-sonnet-20240620-v1:0",` + msgs + `}`, false,
+			host + "/model/anthropic.claude-3-5-sonnet-20240620-v1%3A0/count-tokens",
+			counted(`{"anthropic_version":"bedrock-2023-05-31",` + msgs + `}`), "", core.EndpointMessagesCount},
+		{"count_tokens, application profile ARN as it is", `{"model":"arn:aws:bedrock:eu-west-3:123:application-inference-profile/anthropic.x",` + msgs + `}`, false,
+			host + "/model/arn%3Aaws%3Abedrock%3Aeu-west-3%3A123%3Aapplication-inference-profile%2Fanthropic.x/count-tokens",
+			counted(`{"anthropic_version":"bedrock-2023-05-31",` + msgs + `}`), "", core.EndpointMessagesCount},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			req := &core.Request{Endpoint: core.EndpointMessages, Method: "POST", Path: "/messages", Body: []byte(tc.body), Stream: tc.stream, Header: http.Header{}}
+			endpoint := cmp.Or(tc.endpoint, core.EndpointMessages)
+			req := &core.Request{Endpoint: endpoint, Method: "POST", Path: "/messages", Body: []byte(tc.body), Stream: tc.stream, Header: http.Header{}}
 			hr, err := p.BuildRequest(context.Background(), req, target)
 			if tc.param != "" {
 				var ce *core.Error
