@@ -421,10 +421,14 @@ func TestBedrockMessages(t *testing.T) {
 		t.Errorf("status %d error %+v", r.status, e)
 	}
 
-	before := g.up.hits()
+	// Another model's /v1/messages goes through its chat completions
+	// (Converse), and its answer comes back as a message.
 	r = g.do(t, "POST", "/v1/messages", []byte(`{"model":"meta.llama3-8b-instruct-v1:0",`+msgs+`}`), aws...)
-	if e := errorOf(t, r); r.status != 400 || deref(e.Param) != "model" || g.up.hits() != before {
-		t.Errorf("status %d error %+v", r.status, e)
+	if r.status != 200 || !strings.Contains(string(r.body), `"type":"message"`) || !strings.Contains(string(r.body), `"text":"Hello"`) {
+		t.Fatalf("meta on /v1/messages: %d %s", r.status, r.body)
+	}
+	if up := g.up.last(t); up.RawPath != "/model/meta.llama3-8b-instruct-v1%3A0/converse" {
+		t.Errorf("meta on /v1/messages: upstream got %s %s", up.RawPath, up.Body)
 	}
 
 	// count_tokens: CountTokens of the InvokeModel body (max_tokens added),

@@ -341,10 +341,14 @@ func TestVertexMessages(t *testing.T) {
 			}
 		})
 	}
-	before := g.up.hits()
+	// A Gemini model's /v1/messages goes through its chat completions
+	// (generateContent), and its answer comes back as a message.
 	r := g.do(t, "POST", "/v1/messages", []byte(`{"model":"gemini-2.5-flash",`+msgs+`}`), headers...)
-	if e := errorOf(t, r); r.status != 400 || deref(e.Param) != "model" || g.up.hits() != before {
-		t.Errorf("gemini on /v1/messages: %d %+v", r.status, e)
+	if r.status != 200 || !strings.Contains(string(r.body), `"type":"message"`) || !strings.Contains(string(r.body), `"stop_reason":"tool_use"`) {
+		t.Fatalf("gemini on /v1/messages: %d %s", r.status, r.body)
+	}
+	if up := g.up.last(t); up.Path != "/v1/projects/my-project-1/locations/us-east5/publishers/google/models/gemini-2.5-flash:generateContent" {
+		t.Errorf("gemini on /v1/messages: upstream got %s %s", up.Path, up.Body)
 	}
 }
 

@@ -17,6 +17,7 @@ import (
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/awsauth"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/messages"
 )
 
 // Name is the provider's x-gateway-provider name.
@@ -193,5 +194,9 @@ func missing(field int) *core.Error {
 }
 
 func init() {
-	core.Register(core.PluginInfo{ID: core.KindProviders + "." + Name, New: func() core.Plugin { return New() }})
+	core.Register(core.PluginInfo{ID: core.KindProviders + "." + Name, New: func() core.Plugin {
+		// Anthropic's models serve /messages themselves (InvokeModel);
+		// the others through their chat completions (Converse).
+		return messages.Wrap(New(), messages.Options{AskUsage: true, Native: func(req *core.Request) bool { return anthropicModel(req.Model) }})
+	}})
 }

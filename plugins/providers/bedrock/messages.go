@@ -23,11 +23,15 @@ func messagesRequest(req *core.Request) (model string, out []byte, err error) {
 	if model, out, err = anthropic.BedrockMessages(req.Body, req.Header.Values("anthropic-beta")); err != nil {
 		return "", nil, err
 	}
-	if !strings.Contains(model, "anthropic.") {
+	if !anthropicModel(model) {
 		return "", nil, core.BadRequest("model", "provider %s serves Anthropic's Messages API for Anthropic's models only (ids holding \"anthropic.\", e.g. anthropic.claude-3-5-sonnet-20240620-v1:0 or us.anthropic.claude-3-5-sonnet-20240620-v1:0), not %q", Name, model)
 	}
 	return model, out, nil
 }
+
+// anthropicModel reports whether a model id, inference profile or ARN
+// names one of Anthropic's models.
+func anthropicModel(model string) bool { return strings.Contains(model, "anthropic.") }
 
 // countTokensRequest is the model id and the CountTokens body of a
 // /v1/messages/count_tokens request: {"input": {"invokeModel": {"body":

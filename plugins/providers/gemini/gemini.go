@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/messages"
 	"github.com/llm-gateway/gateway/plugins/providers/openai"
 )
 
@@ -101,5 +102,5 @@ func modelName(model string) (string, error) {
 }
 
 func init() {
-	core.Register(core.PluginInfo{ID: core.KindProviders + "." + Name, New: func() core.Plugin { return New() }})
+	core.Register(core.PluginInfo{ID: core.KindProviders + "." + Name, New: func() core.Plugin { return messages.Wrap(New(), messages.Options{AskUsage: true}) }})
 }

@@ -12,6 +12,7 @@ import (
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/azureauth"
 	"github.com/llm-gateway/gateway/core/tokencache"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/messages"
 )
 
 // AzureName is the azure-openai provider's x-gateway-provider name.
@@ -69,21 +70,10 @@ func (a *Azure) Name() string { return AzureName }
 // log record and the usage's cost; "" when it is not set.
 func (a *Azure) ModelOf(_ *core.Request, t *core.Target) string { return t.Azure.ModelName }
 
-// Supports reports whether Azure OpenAI serves endpoint e: Anthropic's
-// /messages too, through the deployment's chat completions.
+// Supports reports whether Azure OpenAI serves endpoint e (Anthropic's
+// /messages is served through the deployment's chat completions, see
+// package messages).
 func (a *Azure) Supports(e core.Endpoint) bool { return a.p.Supports(e) }
-
-// TranslateResponse turns the answer of a /v1/messages request into
-// Anthropic's shape (see Provider.TranslateResponse).
-func (a *Azure) TranslateResponse(req *core.Request, resp *core.Response) error {
-	return a.p.TranslateResponse(req, resp)
-}
-
-// TranslateStream turns the stream of a /v1/messages request into
-// Anthropic's (see Provider.TranslateStream).
-func (a *Azure) TranslateStream(req *core.Request, resp *core.Response) {
-	a.p.TranslateStream(req, resp)
-}
 
 // BuildRequest sends the client's body unchanged to the target's Azure
 // deployment; a virtual key with a deploymentConfig sends it to the
@@ -130,16 +120,6 @@ func (a *Azure) BuildRequest(ctx context.Context, req *core.Request, t *core.Tar
 	}
 	streamUsage := sent >= azureStreamUsageSince
 	path := req.Path
-	if req.Endpoint == core.EndpointMessages {
-		// Anthropic's /messages, through the deployment's chat completions.
-		body, err := messagesToChat(req.Body, AzureName, streamUsage)
-		if err != nil {
-			return nil, err
-		}
-		creq := *req
-		creq.Path, creq.Body, creq.JSON = "/chat/completions", body, nil
-		req, path = &creq, creq.Path
-	}
 	if req.Endpoint != core.EndpointProxy {
 		if s.DeploymentID == "" {
 			return nil, azureMissing(core.AzureDeploymentID, "")
@@ -154,9 +134,6 @@ func (a *Azure) BuildRequest(ctx context.Context, req *core.Request, t *core.Tar
 		}
 	}
 	hr, err := a.p.build(ctx, req, t, base, a.p.customBase(base), path, withAPIVersion(req.RawQuery, version), streamUsage)
-	if err == nil && req.Endpoint == core.EndpointMessages {
-		hr.Header.Set("Content-Type", "application/json") // the body is the gateway's own
-	}
 	if err == nil && token != "" {
 		delete(hr.Header, "Api-Key")
 		hr.Header.Set("Authorization", "Bearer "+token)
@@ -248,5 +225,5 @@ func queryAPIVersion(rawQuery string) (string, bool) {
 }
 
 func init() {
-	core.Register(core.PluginInfo{ID: core.KindProviders + "." + AzureName, New: func() core.Plugin { return NewAzure() }})
+	core.Register(core.PluginInfo{ID: core.KindProviders + "." + AzureName, New: func() core.Plugin { return messages.Wrap(NewAzure(), messages.Options{}) }})
 }

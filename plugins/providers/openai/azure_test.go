@@ -104,7 +104,11 @@ func TestAzureBuildRequestRefused(t *testing.T) {
 // TestAzureSupports: the deployment endpoints, Anthropic's /messages
 // (through chat completions) and the proxy, nothing else.
 func TestAzureSupports(t *testing.T) {
-	a := NewAzure()
+	info, ok := core.LookupPlugin(core.KindProviders + "." + AzureName)
+	if !ok {
+		t.Fatal("azure-openai is not registered")
+	}
+	a := info.New().(core.Provider)
 	for e, want := range map[core.Endpoint]bool{
 		core.EndpointChatComplete: true, core.EndpointEmbed: true, core.EndpointCreateSpeech: true, core.EndpointProxy: true,
 		core.EndpointResponses: false, core.EndpointModeration: false, core.EndpointMessages: true, core.EndpointMessagesCount: false, core.EndpointRerank: false,

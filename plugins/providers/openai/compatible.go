@@ -22,10 +22,17 @@ func counted(s Spec) Spec {
 	return s
 }
 
+// reasoning marks s as taking max_completion_tokens only (see
+// Spec.MaxCompletionTokens).
+func reasoning(s Spec) Spec {
+	s.MaxCompletionTokens = true
+	return s
+}
+
 // Compatible is the table of providers that speak OpenAI's wire format, with
 // their default base URLs. x-gateway-custom-host replaces the base URL.
 var Compatible = []Spec{
-	counted(bearer("openai", "https://api.openai.com/v1", openAIPass...)),
+	reasoning(counted(bearer("openai", "https://api.openai.com/v1", openAIPass...))),
 	counted(bearer("groq", "https://api.groq.com/openai/v1")),
 	counted(bearer("together-ai", "https://api.together.xyz/v1")),
 	bearer("mistral-ai", "https://api.mistral.ai/v1"),

@@ -15,6 +15,7 @@ import (
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/memo"
 	"github.com/llm-gateway/gateway/core/schema"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/messages"
 )
 
 // Spec describes one provider that speaks a pass-through wire format.
@@ -31,8 +32,9 @@ type Spec struct {
 	// PassHeaders are client headers forwarded by default.
 	PassHeaders []string
 	// Endpoints lists the supported endpoints; nil means every OpenAI-shaped
-	// endpoint, and Anthropic's /messages through chat completions (see
-	// messages.go).
+	// endpoint. A provider with chat completions and without /messages
+	// serves /messages through its chat completions (package messages,
+	// see Register).
 	Endpoints []core.Endpoint
 	// StreamUsage marks a provider that takes
 	// stream_options.include_usage: a chat or text completion stream whose
@@ -41,6 +43,10 @@ type Spec struct {
 	// its way to the client. Without it, a stream's tokens are counted only
 	// when the provider sends them unasked.
 	StreamUsage bool
+	// MaxCompletionTokens marks a provider whose chat completions take
+	// max_completion_tokens only (OpenAI's reasoning models): a /messages
+	// request's max_tokens is sent as it.
+	MaxCompletionTokens bool
 }
 
 // Provider is a core.Provider built from a Spec.
@@ -55,10 +61,6 @@ type Provider struct {
 	auth   string
 	// custom holds the custom hosts' base URLs parsed.
 	custom *memo.Map[string, *url.URL]
-	// messagesViaChat: the provider serves chat completions and not
-	// Anthropic's /messages of its own, so /messages is translated to
-	// chat completions and back.
-	messagesViaChat bool
 }
 
 type staticHeader struct{ name, value string }
@@ -73,7 +75,6 @@ func New(spec Spec) *Provider {
 	if spec.AuthHeader != "" {
 		p.auth = http.CanonicalHeaderKey(spec.AuthHeader)
 	}
-	p.messagesViaChat = p.lists(core.EndpointChatComplete) && !slices.Contains(spec.Endpoints, core.EndpointMessages)
 	return p
 }
 
@@ -85,7 +86,7 @@ func (p *Provider) BaseURL() string { return p.spec.BaseURL }
 
 // Supports reports whether the provider serves endpoint e.
 func (p *Provider) Supports(e core.Endpoint) bool {
-	return e == core.EndpointProxy || e == core.EndpointMessages && p.messagesViaChat || p.lists(e)
+	return e == core.EndpointProxy || p.lists(e)
 }
 
 // lists reports whether the spec's endpoints hold e (nil: every
@@ -98,26 +99,11 @@ func (p *Provider) lists(e core.Endpoint) bool {
 }
 
 // BuildRequest sends the client's body unchanged to the base URL plus the
-// request's provider-relative path, with the provider's authentication;
-// Anthropic's /messages, which the provider does not serve itself, goes
-// to /chat/completions translated (messagesToChat).
+// request's provider-relative path, with the provider's authentication.
 func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.Target) (*http.Request, error) {
 	base, parsed := p.spec.BaseURL, p.base
 	if t.BaseURL != "" {
 		base, parsed = t.BaseURL, p.customBase(t.BaseURL)
-	}
-	if req.Endpoint == core.EndpointMessages && p.messagesViaChat {
-		body, err := messagesToChat(req.Body, p.spec.Name, p.spec.StreamUsage)
-		if err != nil {
-			return nil, err
-		}
-		creq := *req
-		creq.Path, creq.Body, creq.JSON = "/chat/completions", body, nil
-		hr, err := p.build(ctx, &creq, t, base, parsed, creq.Path, req.RawQuery, false)
-		if err == nil {
-			hr.Header.Set("Content-Type", "application/json") // the body is the gateway's own
-		}
-		return hr, err
 	}
 	return p.build(ctx, req, t, base, parsed, req.Path, req.RawQuery, p.spec.StreamUsage)
 }
@@ -182,8 +168,20 @@ func newBody(b []byte) *bodyReader {
 
 func (*bodyReader) Close() error { return nil }
 
+// Register registers the provider spec describes under its name: with
+// /messages served through its chat completions when it has them and no
+// /messages of its own.
+func Register(spec Spec) {
+	newProvider := func() core.Plugin { return New(spec) }
+	if p := New(spec); p.lists(core.EndpointChatComplete) && !p.lists(core.EndpointMessages) {
+		opts := messages.Options{MaxCompletionTokens: spec.MaxCompletionTokens}
+		newProvider = func() core.Plugin { return messages.Wrap(New(spec), opts) }
+	}
+	core.Register(core.PluginInfo{ID: core.KindProviders + "." + spec.Name, New: newProvider})
+}
+
 func init() {
 	for _, spec := range Compatible {
-		core.Register(core.PluginInfo{ID: core.KindProviders + "." + spec.Name, New: func() core.Plugin { return New(spec) }})
+		Register(spec)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/llm-gateway/gateway/core/tokencache"
 	"github.com/llm-gateway/gateway/plugins/providers/anthropic"
 	"github.com/llm-gateway/gateway/plugins/providers/gemini"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/messages"
 )
 
 // Name is the provider's x-gateway-provider name.
@@ -350,7 +351,12 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 }
 
 func init() {
-	core.Register(core.PluginInfo{ID: core.KindProviders + "." + Name, New: func() core.Plugin { return New() }})
+	core.Register(core.PluginInfo{ID: core.KindProviders + "." + Name, New: func() core.Plugin {
+		// Claude models serve /messages themselves; Gemini models through
+		// their chat completions.
+		claude := func(req *core.Request) bool { return publisher(req.Model) == publisherAnthropic }
+		return messages.Wrap(New(), messages.Options{AskUsage: true, Native: claude})
+	}})
 }
 
 // translatedAs says, in a refusal of the body by the translator of

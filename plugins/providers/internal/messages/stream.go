@@ -1,23 +1,18 @@
-package openai
+package messages
 
 import (
 	"encoding/json"
 	"fmt"
 	"io"
 
-	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
 )
 
-// TranslateStream replaces the chunk stream of a /v1/messages request
-// served through chat completions with Anthropic's event stream (see
-// messagesStream). Streams of other endpoints are left as they are.
-func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
-	if req.Endpoint != core.EndpointMessages || !p.messagesViaChat {
-		return
-	}
-	resp.Stream = &messagesStream{Stream: chat.Stream{Src: resp.Stream}, events: chat.Events{Src: resp.Stream, Name: p.spec.Name},
-		open: -1, tools: map[int]int{}}
+// newStream is Anthropic's event stream of the chunk stream src of a
+// /v1/messages request served through provider's chat completions (see
+// messagesStream).
+func newStream(src io.ReadCloser, provider string) io.ReadCloser {
+	return &messagesStream{Stream: chat.Stream{Src: src}, events: chat.Events{Src: src, Name: provider}, open: -1, tools: map[int]int{}}
 }
 
 // messagesStream reads a chat completion's chunk stream and hands out the

@@ -1,4 +1,4 @@
-package openai
+package messages
 
 import (
 	"encoding/json"
@@ -8,14 +8,6 @@ import (
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
 )
-
-// An OpenAI-shaped provider serves Anthropic's Messages API (/v1/messages)
-// by translating it: the Messages request into a chat completion request
-// (messagesToChat), the chat completion back into a message
-// (chatToMessage), a chunk stream into Anthropic's event stream
-// (messagesStream, messagestream.go), and an error body into Anthropic's.
-// Clients of Anthropic's API (its SDKs, coding agents) can so use any
-// OpenAI-compatible model through the gateway.
 
 // messagesRequest is the part of a Messages request that is translated.
 // Dropped: top_k, thinking, service_tier, container, mcp_servers, and any
@@ -113,25 +105,25 @@ type chatPart struct {
 // user turn's tool_result blocks as tool messages (before the rest of the
 // turn, as chat completions need them right after the assistant's calls);
 // text and images as content; an assistant's tool_use blocks as
-// tool_calls (its thinking dropped); tools, tool_choice, max_tokens
-// (max_completion_tokens for openai itself, whose reasoning models take no
-// other), stop_sequences, temperature, top_p, metadata.user_id as user. A
-// stream asks for the usage chunk when streamUsage. What cannot be
-// translated is a 400 naming the field.
-func messagesToChat(body []byte, provider string, streamUsage bool) ([]byte, error) {
+// tool_calls (its thinking dropped); tools, tool_choice, max_tokens (as
+// max_completion_tokens with opts.MaxCompletionTokens), stop_sequences,
+// temperature, top_p, metadata.user_id as user. A stream asks for the
+// usage chunk with opts.AskUsage. What cannot be translated is a 400
+// naming the field.
+func messagesToChat(body []byte, provider string, opts Options) ([]byte, error) {
 	var in messagesRequest
 	if err := json.Unmarshal(body, &in); err != nil {
 		return nil, core.BadRequest("", "the Messages request cannot be translated for provider %s: %v", provider, err)
 	}
 	out := chatRequest{Model: in.Model, Temperature: in.Temperature, TopP: in.TopP, Stream: in.Stream, Stop: in.StopSequences}
 	if in.MaxTokens != nil {
-		if provider == "openai" {
+		if opts.MaxCompletionTokens {
 			out.MaxCompletionTokens = in.MaxTokens
 		} else {
 			out.MaxTokens = in.MaxTokens
 		}
 	}
-	if in.Stream && streamUsage {
+	if in.Stream && opts.AskUsage {
 		out.StreamOptions = &struct {
 			IncludeUsage bool `json:"include_usage"`
 		}{true}

@@ -1,4 +1,4 @@
-package openai
+package messages
 
 import (
 	"encoding/json"
@@ -143,14 +143,10 @@ func messagesError(status int, body []byte) ([]byte, bool) {
 	return core.AnthropicErrorBody(status, e.Error.Message), true
 }
 
-// TranslateResponse turns the answer of a /v1/messages request served
+// translateAnswer turns the answer of a /v1/messages request served
 // through chat completions into Anthropic's shape: a chat completion into
-// a message, an error body into Anthropic's. Answers of other endpoints
-// are left as they are.
-func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) error {
-	if req.Endpoint != core.EndpointMessages || !p.messagesViaChat {
-		return nil
-	}
+// a message, an OpenAI-shaped error body into Anthropic's.
+func translateAnswer(resp *core.Response) error {
 	var b []byte
 	if resp.Status >= 300 {
 		var ok bool

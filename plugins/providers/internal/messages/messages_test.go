@@ -1,0 +1,203 @@
+package messages
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/plugins/providers/internal/chattest"
+)
+
+// chatOnly is a provider that serves chat completions in OpenAI's shape.
+type chatOnly struct{}
+
+func (chatOnly) Name() string                  { return "groq" }
+func (chatOnly) Supports(e core.Endpoint) bool { return e == core.EndpointChatComplete }
+func (chatOnly) BuildRequest(ctx context.Context, req *core.Request, _ *core.Target) (*http.Request, error) {
+	return http.NewRequestWithContext(ctx, req.Method, "https://chat.test/v1"+req.Path, strings.NewReader(string(req.Body)))
+}
+
+// sameJSON reports whether got and want hold the same JSON value.
+func sameJSON(t *testing.T, got []byte, want string) bool {
+	t.Helper()
+	var g, w any
+	if err := json.Unmarshal(got, &g); err != nil {
+		t.Fatalf("not JSON: %v: %s", err, got)
+	}
+	if err := json.Unmarshal([]byte(want), &w); err != nil {
+		t.Fatalf("the test's want is not JSON: %v: %s", err, want)
+	}
+	return reflect.DeepEqual(g, w)
+}
+
+// TestMessagesToChat: each mapping of a Messages request onto a chat
+// completion request, and the refusals, each naming its field.
+func TestMessagesToChat(t *testing.T) {
+	for _, tc := range []struct {
+		name, provider, in, want, param string
+		streamUsage                     bool
+	}{
+		{"minimal", "groq", `{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`,
+			`{"model":"m","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`, "", false},
+		{"openai takes max_completion_tokens", "openai", `{"model":"o3","max_tokens":64,"messages":[{"role":"user","content":"hi"}]}`,
+			`{"model":"o3","max_completion_tokens":64,"messages":[{"role":"user","content":"hi"}]}`, "", false},
+		{"system blocks, sampling, stop, user, stream with usage", "groq",
+			`{"model":"m","max_tokens":8,"system":[{"type":"text","text":"a"},{"type":"text","text":"b"}],"temperature":0.5,"top_p":0.9,"top_k":5,` +
+				`"stop_sequences":["X"],"metadata":{"user_id":"u1"},"stream":true,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"hi"}]}`,
+			`{"model":"m","max_tokens":8,"messages":[{"role":"system","content":"a\n\nb"},{"role":"user","content":"hi"}],"temperature":0.5,"top_p":0.9,` +
+				`"stop":["X"],"user":"u1","stream":true,"stream_options":{"include_usage":true}}`, "", true},
+		{"images, tool use and results", "groq",
+			`{"model":"m","max_tokens":8,"messages":[` +
+				`{"role":"user","content":[{"type":"text","text":"look"},{"type":"image","source":{"type":"base64","media_type":"image/png","data":"AAA="}},{"type":"image","source":{"type":"url","url":"https://x.test/a.png"}}]},` +
+				`{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"s"},{"type":"text","text":"Checking."},{"type":"tool_use","id":"t1","name":"now","input":{"tz":"UTC"}},{"type":"tool_use","id":"t2","name":"rand","input":{}}]},` +
+				`{"role":"user","content":[{"type":"tool_result","tool_use_id":"t1","content":"noon"},{"type":"tool_result","tool_use_id":"t2","is_error":true,"content":[{"type":"text","text":"no entropy"}]},{"type":"text","text":"and?"}]}]}`,
+			`{"model":"m","max_tokens":8,"messages":[` +
+				`{"role":"user","content":[{"type":"text","text":"look"},{"type":"image_url","image_url":{"url":"data:image/png;base64,AAA="}},{"type":"image_url","image_url":{"url":"https://x.test/a.png"}}]},` +
+				`{"role":"assistant","content":"Checking.","tool_calls":[{"id":"t1","type":"function","function":{"name":"now","arguments":"{\"tz\":\"UTC\"}"}},{"id":"t2","type":"function","function":{"name":"rand","arguments":"{}"}}]},` +
+				`{"role":"tool","tool_call_id":"t1","content":"noon"},{"role":"tool","tool_call_id":"t2","content":"Error: no entropy"},{"role":"user","content":[{"type":"text","text":"and?"}]}]}`, "", false},
+		{"assistant with tool calls only", "groq",
+			`{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":[{"type":"tool_use","id":"t1","name":"now","input":{}}]}]}`,
+			`{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"},{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"now","arguments":"{}"}}]}]}`, "", false},
+		{"tools and tool_choice", "groq",
+			`{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"now","description":"the time","input_schema":{"type":"object"}}],"tool_choice":{"type":"any","disable_parallel_tool_use":true}}`,
+			`{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"now","description":"the time","parameters":{"type":"object"}}}],"tool_choice":"required","parallel_tool_calls":false}`, "", false},
+		{"a named tool", "groq",
+			`{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"now","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"now"}}`,
+			`{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"now","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"now"}}}`, "", false},
+		{"role", "groq", `{"model":"m","messages":[{"role":"system","content":"hi"}]}`, "", "messages[0].role", false},
+		{"document block", "groq", `{"model":"m","messages":[{"role":"user","content":[{"type":"document","source":{}}]}]}`, "", "messages[0].content[0].type", false},
+		{"image source", "groq", `{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"type":"file"}}]}]}`, "", "messages[0].content[0].source", false},
+		{"image in a tool result", "groq", `{"model":"m","messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"image"}]}]}]}`, "", "messages[0].content[0].content[0].type", false},
+		{"server tool", "groq", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`, "", "tools[0].type", false},
+		{"tool_choice type", "groq", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tool_choice":{"type":"some"}}`, "", "tool_choice.type", false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			out, err := messagesToChat([]byte(tc.in), tc.provider, Options{MaxCompletionTokens: tc.provider == "openai", AskUsage: tc.streamUsage})
+			if tc.param != "" {
+				var ce *core.Error
+				if !errors.As(err, &ce) || ce.Status != 400 || ce.Param != tc.param {
+					t.Fatalf("%v %s, want a 400 naming %s", err, out, tc.param)
+				}
+				return
+			}
+			if err != nil || !sameJSON(t, out, tc.want) {
+				t.Fatalf("%v\ngot  %s\nwant %s", err, out, tc.want)
+			}
+		})
+	}
+}
+
+// TestMessagesAnswer: a chat completion becomes a message (text, refusal,
+// tool calls, stop reasons, usage without the cached tokens); an error
+// body becomes Anthropic's with the status's type; answers of other
+// endpoints are left alone.
+func TestMessagesAnswer(t *testing.T) {
+	p := Wrap(chatOnly{}, Options{})
+	for _, tc := range []struct {
+		name     string
+		endpoint core.Endpoint
+		status   int
+		in, want string
+	}{
+		{"text", core.EndpointMessages, 200,
+			`{"id":"c1","model":"m","choices":[{"message":{"role":"assistant","content":"Hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":10,"completion_tokens":2,"prompt_tokens_details":{"cached_tokens":4}}}`,
+			`{"id":"c1","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"Hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":6,"output_tokens":2,"cache_read_input_tokens":4}}`},
+		{"tool calls", core.EndpointMessages, 200,
+			`{"id":"c2","model":"m","choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"t1","type":"function","function":{"name":"now","arguments":"{\"tz\":\"UTC\"}"}},{"id":"t2","type":"function","function":{"name":"rand","arguments":""}}]},"finish_reason":"tool_calls"}]}`,
+			`{"id":"c2","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"t1","name":"now","input":{"tz":"UTC"}},{"type":"tool_use","id":"t2","name":"rand","input":{}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0}}`},
+		{"length, refusal", core.EndpointMessages, 200,
+			`{"id":"c3","model":"m","choices":[{"message":{"role":"assistant","content":null,"refusal":"No."},"finish_reason":"length"}]}`,
+			`{"id":"c3","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"No."}],"stop_reason":"max_tokens","stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0}}`},
+		{"error", core.EndpointMessages, 429, `{"error":{"message":"slow down","type":"rate_limit","code":null}}`,
+			`{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`},
+		{"error of another shape", core.EndpointMessages, 502, `<html>`, `<html>`},
+		{"chat completions pass through", core.EndpointChatComplete, 200, `{"id":"c1","choices":[]}`, `{"id":"c1","choices":[]}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := &core.Response{Status: tc.status, Header: http.Header{"Content-Length": {"99"}}, Body: []byte(tc.in)}
+			if err := p.TranslateResponse(&core.Request{Endpoint: tc.endpoint}, resp); err != nil {
+				t.Fatal(err)
+			}
+			if tc.in == tc.want {
+				if string(resp.Body) != tc.want {
+					t.Errorf("changed to %s", resp.Body)
+				}
+				return
+			}
+			if !sameJSON(t, resp.Body, tc.want) || resp.Header.Get("Content-Length") != "" {
+				t.Errorf("got  %s %v\nwant %s", resp.Body, resp.Header, tc.want)
+			}
+		})
+	}
+	for _, bad := range []string{`{"choices":[]}`, `not json`, `{"choices":[{"message":{"tool_calls":[{"id":"t","function":{"name":"f","arguments":"[1]"}}]}}]}`} {
+		resp := &core.Response{Status: 200, Header: http.Header{}, Body: []byte(bad)}
+		if err := p.TranslateResponse(&core.Request{Endpoint: core.EndpointMessages}, resp); err == nil {
+			t.Errorf("%s: translated to %s", bad, resp.Body)
+		}
+	}
+}
+
+// TestMessagesStream: a chunk stream becomes Anthropic's event stream,
+// read whole or a byte at a time.
+func TestMessagesStream(t *testing.T) {
+	chunk := func(delta, finish string) string {
+		return `data: {"id":"c1","model":"m","choices":[{"index":0,"delta":` + delta + `,"finish_reason":` + finish + `}]}` + "\n\n"
+	}
+	ev := func(typ, data string) string { return "event: " + typ + "\ndata: " + data + "\n\n" }
+	start := ev("message_start", `{"message":{"content":[],"id":"c1","model":"m","role":"assistant","stop_reason":null,"stop_sequence":null,"type":"message","usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0}},"type":"message_start"}`)
+	textStart := func(i string) string {
+		return ev("content_block_start", `{"content_block":{"text":"","type":"text"},"index":`+i+`,"type":"content_block_start"}`)
+	}
+	textDelta := func(i, text string) string {
+		return ev("content_block_delta", `{"delta":{"text":"`+text+`","type":"text_delta"},"index":`+i+`,"type":"content_block_delta"}`)
+	}
+	stop := func(i string) string { return ev("content_block_stop", `{"index":`+i+`,"type":"content_block_stop"}`) }
+	end := func(reason, usage string) string {
+		return ev("message_delta", `{"delta":{"stop_reason":"`+reason+`","stop_sequence":null},"type":"message_delta","usage":`+usage+`}`) +
+			ev("message_stop", `{"type":"message_stop"}`)
+	}
+	const noUsage = `{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0}`
+	for _, tc := range []struct{ name, in, want string }{
+		{"text with usage",
+			chunk(`{"role":"assistant","content":""}`, "null") + chunk(`{"content":"Hel"}`, "null") + chunk(`{"content":"lo"}`, "null") + chunk(`{}`, `"stop"`) +
+				`data: {"id":"c1","model":"m","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":2}}` + "\n\ndata: [DONE]\n\n",
+			start + textStart("0") + textDelta("0", "Hel") + textDelta("0", "lo") + stop("0") + end("end_turn", `{"input_tokens":9,"output_tokens":2,"cache_read_input_tokens":0}`)},
+		{"text then tool calls, CRLF, no [DONE]",
+			strings.ReplaceAll(chunk(`{"content":"Checking."}`, "null")+
+				chunk(`{"tool_calls":[{"index":0,"id":"t1","type":"function","function":{"name":"now","arguments":""}}]}`, "null")+
+				chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"{\"tz\":"}}]}`, "null")+
+				chunk(`{"tool_calls":[{"index":0,"function":{"arguments":"\"UTC\"}"}}]}`, "null")+
+				chunk(`{"tool_calls":[{"index":1,"id":"t2","type":"function","function":{"name":"rand","arguments":"{}"}}]}`, "null")+
+				chunk(`{}`, `"tool_calls"`), "\n", "\r\n"),
+			start + textStart("0") + textDelta("0", "Checking.") + stop("0") +
+				ev("content_block_start", `{"content_block":{"id":"t1","input":{},"name":"now","type":"tool_use"},"index":1,"type":"content_block_start"}`) +
+				ev("content_block_delta", `{"delta":{"partial_json":"{\"tz\":","type":"input_json_delta"},"index":1,"type":"content_block_delta"}`) +
+				ev("content_block_delta", `{"delta":{"partial_json":"\"UTC\"}","type":"input_json_delta"},"index":1,"type":"content_block_delta"}`) +
+				stop("1") +
+				ev("content_block_start", `{"content_block":{"id":"t2","input":{},"name":"rand","type":"tool_use"},"index":2,"type":"content_block_start"}`) +
+				ev("content_block_delta", `{"delta":{"partial_json":"{}","type":"input_json_delta"},"index":2,"type":"content_block_delta"}`) +
+				stop("2") + end("tool_use", noUsage)},
+	} {
+		chattest.ReadsAs(t, tc.name, tc.in, tc.want, func(src io.Reader) io.ReadCloser {
+			resp := &core.Response{Status: 200, Header: http.Header{}, Stream: io.NopCloser(src), SSE: true}
+			Wrap(chatOnly{}, Options{}).TranslateStream(&core.Request{Endpoint: core.EndpointMessages}, resp)
+			return resp.Stream
+		})
+	}
+	for _, bad := range []string{
+		chunk(`{"content":"Hel"}`, "null"), // ends before its finish_reason
+		chunk(`{"content":"Hel"}`, "null") + `data: {"error":{"message":"overloaded"}}` + "\n\n",
+	} {
+		resp := &core.Response{Status: 200, Header: http.Header{}, Stream: io.NopCloser(strings.NewReader(bad)), SSE: true}
+		Wrap(chatOnly{}, Options{}).TranslateStream(&core.Request{Endpoint: core.EndpointMessages}, resp)
+		if got, err := io.ReadAll(resp.Stream); err == nil || !strings.HasPrefix(string(got), start) {
+			t.Errorf("%q: read %q, %v; want what came before and an error", bad, got, err)
+		}
+	}
+}
