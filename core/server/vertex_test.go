@@ -350,6 +350,14 @@ func TestVertexMessages(t *testing.T) {
 	if up := g.up.last(t); up.Path != "/v1/projects/my-project-1/locations/us-east5/publishers/google/models/gemini-2.5-flash:generateContent" {
 		t.Errorf("gemini on /v1/messages: upstream got %s %s", up.Path, up.Body)
 	}
+	r = g.do(t, "POST", "/v1/messages", []byte(`{"model":"gemini-2.5-flash","stream":true,`+msgs+`}`), headers...)
+	if events := sseEvents(r.body); r.status != 200 || len(events) != 7 || !strings.HasPrefix(events[0], "event: message_start") ||
+		!strings.Contains(events[3], `"text":"lo"`) || !strings.Contains(events[5], `"output_tokens":2`) || !strings.HasPrefix(events[6], "event: message_stop") {
+		t.Errorf("gemini stream on /v1/messages: %d %q", r.status, events)
+	}
+	if up := g.up.last(t); up.Path != "/v1/projects/my-project-1/locations/us-east5/publishers/google/models/gemini-2.5-flash:streamGenerateContent" {
+		t.Errorf("gemini stream on /v1/messages: upstream got %s", up.Path)
+	}
 }
 
 // TestVertexProxy: any other path under /v1 goes to the project and region
