@@ -34,7 +34,7 @@ type Spec struct {
 	// Endpoints lists the supported endpoints; nil means every OpenAI-shaped
 	// endpoint. A provider with chat completions and without /messages
 	// serves /messages through its chat completions (package messages,
-	// see Register).
+	// see register).
 	Endpoints []core.Endpoint
 	// StreamUsage marks a provider that takes
 	// stream_options.include_usage: a chat or text completion stream whose
@@ -168,10 +168,10 @@ func newBody(b []byte) *bodyReader {
 
 func (*bodyReader) Close() error { return nil }
 
-// Register registers the provider spec describes under its name: with
+// register registers the provider spec describes under its name: with
 // /messages served through its chat completions when it has them and no
 // /messages of its own.
-func Register(spec Spec) {
+func register(spec Spec) {
 	newProvider := func() core.Plugin { return New(spec) }
 	if p := New(spec); p.lists(core.EndpointChatComplete) && !p.lists(core.EndpointMessages) {
 		opts := messages.Options{MaxCompletionTokens: spec.MaxCompletionTokens}
@@ -182,6 +182,6 @@ func Register(spec Spec) {
 
 func init() {
 	for _, spec := range Compatible {
-		Register(spec)
+		register(spec)
 	}
 }
