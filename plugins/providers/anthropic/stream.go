@@ -60,18 +60,12 @@ type chunkStream struct {
 func (s *chunkStream) Read(p []byte) (int, error) { return s.ReadWith(p, s.fill) }
 
 // fill translates the next whole event, reading the upstream when none is.
-func (s *chunkStream) fill() {
-	if data, ok := s.events.Next(); ok {
-		if err := s.translate(data); err != nil {
-			s.Err = err
-		}
-		return
-	}
-	if err := s.events.Fill(); err == io.EOF {
-		s.Err = fmt.Errorf("Anthropic's stream ended before message_stop: %w", io.ErrUnexpectedEOF)
-	} else if err != nil {
-		s.Err = err
-	}
+func (s *chunkStream) fill() { s.FillFrom(&s.events, s.translate, s.atEnd) }
+
+// atEnd breaks the stream: Anthropic's ends with message_stop, which
+// translate ends it at.
+func (*chunkStream) atEnd() error {
+	return fmt.Errorf("Anthropic's stream ended before message_stop: %w", io.ErrUnexpectedEOF)
 }
 
 // streamEvent is one Messages stream event, as much of it as is

@@ -59,22 +59,16 @@ type chunkStream struct {
 func (s *chunkStream) Read(p []byte) (int, error) { return s.ReadWith(p, s.fill) }
 
 // fill translates the next whole event, reading the upstream when none is.
-func (s *chunkStream) fill() {
-	if data, ok := s.events.Next(); ok {
-		if err := s.translate(data); err != nil {
-			s.Err = err
-		}
-		return
+func (s *chunkStream) fill() { s.FillFrom(&s.events, s.translate, s.atEnd) }
+
+// atEnd ends the stream at the upstream's end: cleanly after a
+// finishReason, else as broken.
+func (s *chunkStream) atEnd() error {
+	if s.finish == "" {
+		return fmt.Errorf("Gemini's stream ended before a finishReason: %w", io.ErrUnexpectedEOF)
 	}
-	switch err := s.events.Fill(); {
-	case err == io.EOF && s.finish != "":
-		s.end()
-		s.Err = io.EOF
-	case err == io.EOF:
-		s.Err = fmt.Errorf("Gemini's stream ended before a finishReason: %w", io.ErrUnexpectedEOF)
-	case err != nil:
-		s.Err = err
-	}
+	s.end()
+	return io.EOF
 }
 
 // StreamError is an error event of Gemini's stream.

@@ -27,5 +27,23 @@ func (s *Stream) ReadWith(p []byte, fill func()) (int, error) {
 	return n, nil
 }
 
+// FillFrom is a translation's fill for ReadWith: it translates the next
+// whole event of events, reading the upstream when none is whole yet. At
+// the upstream's end atEnd says how the stream ends: with io.EOF a clean
+// end (after appending the last of Out), with another error a broken one.
+func (s *Stream) FillFrom(events *Events, translate func(data []byte) error, atEnd func() error) {
+	if data, ok := events.Next(); ok {
+		if err := translate(data); err != nil {
+			s.Err = err
+		}
+		return
+	}
+	if err := events.Fill(); err == io.EOF {
+		s.Err = atEnd()
+	} else if err != nil {
+		s.Err = err
+	}
+}
+
 // Close closes Src.
 func (s *Stream) Close() error { return s.Src.Close() }

@@ -47,22 +47,16 @@ type messagesStream struct {
 func (s *messagesStream) Read(p []byte) (int, error) { return s.ReadWith(p, s.fill) }
 
 // fill translates the next whole chunk, reading the upstream when none is.
-func (s *messagesStream) fill() {
-	if data, ok := s.events.Next(); ok {
-		if err := s.translate(data); err != nil {
-			s.Err = err
-		}
-		return
+func (s *messagesStream) fill() { s.FillFrom(&s.events, s.translate, s.atEnd) }
+
+// atEnd ends the stream at the upstream's end: cleanly after a
+// finish_reason (a server that sends no [DONE]), else as broken.
+func (s *messagesStream) atEnd() error {
+	if s.finish == "" {
+		return fmt.Errorf("the chat completion stream ended before its finish_reason: %w", io.ErrUnexpectedEOF)
 	}
-	switch err := s.events.Fill(); {
-	case err == io.EOF && s.finish != "":
-		s.end() // a server that sends no [DONE]
-		s.Err = io.EOF
-	case err == io.EOF:
-		s.Err = fmt.Errorf("the chat completion stream ended before its finish_reason: %w", io.ErrUnexpectedEOF)
-	case err != nil:
-		s.Err = err
-	}
+	s.end()
+	return io.EOF
 }
 
 // chatChunk is the part of a chat completion chunk that is translated.
