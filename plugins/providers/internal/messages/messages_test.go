@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"reflect"
+	"strconv"
 	"strings"
 	"testing"
 
@@ -198,6 +199,44 @@ func TestMessagesStream(t *testing.T) {
 		Wrap(chatOnly{}, Options{}).TranslateStream(&core.Request{Endpoint: core.EndpointMessages}, resp)
 		if got, err := io.ReadAll(resp.Stream); err == nil || !strings.HasPrefix(string(got), start) {
 			t.Errorf("%q: read %q, %v; want what came before and an error", bad, got, err)
+		}
+	}
+}
+
+// TestDeltaEvent: the content_block_delta events written by hand are the
+// bytes json.Marshal makes of the same event, whatever the text holds.
+func TestDeltaEvent(t *testing.T) {
+	for _, text := range []string{"Hello", `quote " backslash \`, "<b>&amp;</b>", "line\nbreak\ttab\x01", "\u2028\u2029 é 🙂", "bad \xff utf-8", ""} {
+		for _, kind := range [][2]string{{"text_delta", "text"}, {"input_json_delta", "partial_json"}} {
+			var hand, marshalled messagesStream
+			hand.delta(3, kind[0], kind[1], text)
+			marshalled.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": 3,
+				"delta": map[string]string{"type": kind[0], kind[1]: text}})
+			if string(hand.Out) != string(marshalled.Out) {
+				t.Errorf("%s %q:\n got %q\nwant %q", kind[0], text, hand.Out, marshalled.Out)
+			}
+		}
+	}
+}
+
+// BenchmarkMessagesStream translates a chat completion stream of 200
+// content chunks and a usage chunk into Anthropic's events.
+func BenchmarkMessagesStream(b *testing.B) {
+	var in strings.Builder
+	for i := range 200 {
+		in.WriteString(`data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{"content":"word` + strconv.Itoa(i) + ` "},"finish_reason":null}]}` + "\n\n")
+	}
+	in.WriteString(`data: {"id":"c1","model":"m","choices":[{"index":0,"delta":{},"finish_reason":"stop"}]}` + "\n\n")
+	in.WriteString(`data: {"id":"c1","model":"m","choices":[],"usage":{"prompt_tokens":9,"completion_tokens":200}}` + "\n\ndata: [DONE]\n\n")
+	stream := in.String()
+	p := Wrap(chatOnly{}, Options{})
+	b.ReportAllocs()
+	b.SetBytes(int64(len(stream)))
+	for b.Loop() {
+		resp := &core.Response{Status: 200, Header: http.Header{}, Stream: io.NopCloser(strings.NewReader(stream)), SSE: true}
+		p.TranslateStream(&core.Request{Endpoint: core.EndpointMessages}, resp)
+		if _, err := io.Copy(io.Discard, resp.Stream); err != nil {
+			b.Fatal(err)
 		}
 	}
 }

@@ -4,7 +4,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"strconv"
 
+	"github.com/llm-gateway/gateway/core/jsonenc"
 	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
 )
 
@@ -116,8 +118,7 @@ func (s *messagesStream) translate(data []byte) error {
 			if s.open < 0 || !s.text {
 				s.start(map[string]any{"type": "text", "text": ""}, true)
 			}
-			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": s.open,
-				"delta": map[string]string{"type": "text_delta", "text": *t}})
+			s.delta(s.open, "text_delta", "text", *t)
 		}
 	}
 	for _, tc := range ch.Delta.ToolCalls {
@@ -128,8 +129,7 @@ func (s *messagesStream) translate(data []byte) error {
 			s.tools[tc.Index] = block
 		}
 		if tc.Function.Arguments != "" {
-			s.event("content_block_delta", map[string]any{"type": "content_block_delta", "index": block,
-				"delta": map[string]string{"type": "input_json_delta", "partial_json": tc.Function.Arguments}})
+			s.delta(block, "input_json_delta", "partial_json", tc.Function.Arguments)
 		}
 	}
 	if ch.FinishReason != nil && *ch.FinishReason != "" {
@@ -164,6 +164,22 @@ func (s *messagesStream) end() {
 	s.event("message_delta", map[string]any{"type": "message_delta",
 		"delta": map[string]any{"stop_reason": stopReason(s.finish), "stop_sequence": nil}, "usage": s.usage.messages()})
 	s.event("message_stop", map[string]string{"type": "message_stop"})
+}
+
+// delta appends the content_block_delta event of block index: a delta of
+// type typ whose field holds value. Most events of a stream are these, so
+// they are written without encoding a map (the bytes json.Marshal makes
+// of one, its keys in order).
+func (s *messagesStream) delta(index int, typ, field, value string) {
+	s.Out = append(s.Out, "event: content_block_delta\ndata: {\"delta\":{\""...)
+	s.Out = append(s.Out, field...)
+	s.Out = append(s.Out, "\":"...)
+	s.Out = jsonenc.AppendString(s.Out, value)
+	s.Out = append(s.Out, ",\"type\":\""...)
+	s.Out = append(s.Out, typ...)
+	s.Out = append(s.Out, "\"},\"index\":"...)
+	s.Out = strconv.AppendInt(s.Out, int64(index), 10)
+	s.Out = append(s.Out, ",\"type\":\"content_block_delta\"}\n\n"...)
 }
 
 // event appends one server-sent event of type typ with data v.
