@@ -32,7 +32,8 @@ func TestMessagesSupported(t *testing.T) {
 		}
 		target := &core.Target{APIKey: "k", Azure: core.AzureSettings{ResourceName: "res", DeploymentID: "dep"}}
 		hr, err := p.BuildRequest(context.Background(), &core.Request{Endpoint: core.EndpointMessages, Method: http.MethodPost, Path: "/messages", Model: "m",
-			Body: []byte(`{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`)}, target)
+			RawQuery: "beta=true", // Anthropic's SDKs add it; the chat request is the gateway's own
+			Body:     []byte(`{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`)}, target)
 		if err != nil {
 			t.Fatalf("%s: %v", tc.provider, err)
 		}
@@ -41,7 +42,7 @@ func TestMessagesSupported(t *testing.T) {
 		if tc.provider == "openai" {
 			maxField = `"max_completion_tokens":8`
 		}
-		if !strings.HasSuffix(hr.URL.Path, "/chat/completions") || hr.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(sent), maxField) {
+		if !strings.HasSuffix(hr.URL.Path, "/chat/completions") || hr.Header.Get("Content-Type") != "application/json" || !strings.Contains(string(sent), maxField) || strings.Contains(hr.URL.RawQuery, "beta") {
 			t.Errorf("%s: %s %v %s", tc.provider, hr.URL, hr.Header, sent)
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"strings"
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
@@ -128,36 +129,55 @@ func toolInput(args string) (json.RawMessage, error) {
 	return json.RawMessage(args), nil
 }
 
-// messagesError turns an OpenAI-shaped error body of status into
-// Anthropic's (core.AnthropicErrorBody); ok is false for a body of another
-// shape.
-func messagesError(status int, body []byte) ([]byte, bool) {
+// messagesError turns the error body of status into Anthropic's
+// (core.AnthropicErrorBody). A body in Anthropic's shape already is kept;
+// one with an error message (the gateway's and OpenAI's shape, which the
+// providers translate their own errors into, and Google's) keeps its
+// message; a body of another shape (an HTML page of a proxy, plain text)
+// becomes the message, cut to 200 characters, so Anthropic's clients
+// always read their own shape. kept reports a body kept as it is.
+func messagesError(provider string, status int, body []byte) (b []byte, kept bool) {
 	var e struct {
+		Type  string `json:"type"`
 		Error *struct {
+			Type    string `json:"type"`
 			Message string `json:"message"`
 		} `json:"error"`
 	}
-	if json.Unmarshal(body, &e) != nil || e.Error == nil {
-		return nil, false
+	if json.Unmarshal(body, &e) == nil && e.Error != nil {
+		switch {
+		case e.Type == "error" && e.Error.Type != "":
+			return body, true
+		case e.Error.Message != "":
+			return core.AnthropicErrorBody(status, e.Error.Message), false
+		}
 	}
-	return core.AnthropicErrorBody(status, e.Error.Message), true
+	msg := fmt.Sprintf("provider %s answered with status %d", provider, status)
+	if text := strings.TrimSpace(strings.ToValidUTF8(string(body), "")); text != "" {
+		msg += fmt.Sprintf(": %.200s", text)
+	}
+	return core.AnthropicErrorBody(status, msg), false
+}
+
+// translateError puts the error body of a Messages API answer into
+// Anthropic's shape (messagesError), when it is not in it already.
+func translateError(provider string, resp *core.Response) {
+	if b, kept := messagesError(provider, resp.Status, resp.Body); !kept {
+		chat.SetBody(resp, b)
+	}
 }
 
 // translateAnswer turns the answer of a /v1/messages request served
 // through chat completions into Anthropic's shape: a chat completion into
-// a message, an OpenAI-shaped error body into Anthropic's.
-func translateAnswer(resp *core.Response) error {
-	var b []byte
+// a message, an error body into Anthropic's.
+func translateAnswer(provider string, resp *core.Response) error {
 	if resp.Status >= 300 {
-		var ok bool
-		if b, ok = messagesError(resp.Status, resp.Body); !ok {
-			return nil
-		}
-	} else {
-		var err error
-		if b, err = chatToMessage(resp.Body); err != nil {
-			return err
-		}
+		translateError(provider, resp)
+		return nil
+	}
+	b, err := chatToMessage(resp.Body)
+	if err != nil {
+		return err
 	}
 	chat.SetBody(resp, b)
 	return nil

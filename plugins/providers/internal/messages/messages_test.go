@@ -76,6 +76,9 @@ func TestMessagesToChat(t *testing.T) {
 		{"image source", "groq", `{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"type":"file"}}]}]}`, "", "messages[0].content[0].source", false},
 		{"image in a tool result", "groq", `{"model":"m","messages":[{"role":"user","content":[{"type":"tool_result","tool_use_id":"t","content":[{"type":"image"}]}]}]}`, "", "messages[0].content[0].content[0].type", false},
 		{"server tool", "groq", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tools":[{"type":"web_search_20250305","name":"web_search"}]}`, "", "tools[0].type", false},
+		{"a field of the wrong type", "groq", `{"model":"m","stop_sequences":"X","messages":[]}`, "", "stop_sequences", false},
+		{"a nested field of the wrong type", "groq", `{"model":"m","messages":[{"role":1}]}`, "", "messages.role", false},
+		{"not an object", "groq", `[]`, "", "body", false},
 		{"tool_choice type", "groq", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tool_choice":{"type":"some"}}`, "", "tool_choice.type", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -96,7 +99,7 @@ func TestMessagesToChat(t *testing.T) {
 
 // TestMessagesAnswer: a chat completion becomes a message (text, refusal,
 // tool calls, stop reasons, usage without the cached tokens); an error
-// body becomes Anthropic's with the status's type; answers of other
+// body (of any shape) becomes Anthropic's with the status's type; answers of other
 // endpoints are left alone.
 func TestMessagesAnswer(t *testing.T) {
 	p := Wrap(chatOnly{}, Options{})
@@ -117,7 +120,10 @@ func TestMessagesAnswer(t *testing.T) {
 			`{"id":"c3","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"No."}],"stop_reason":"max_tokens","stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0}}`},
 		{"error", core.EndpointMessages, 429, `{"error":{"message":"slow down","type":"rate_limit","code":null}}`,
 			`{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`},
-		{"error of another shape", core.EndpointMessages, 502, `<html>`, `<html>`},
+		{"error of another shape", core.EndpointMessages, 502, "<html>Bad gateway</html>\n",
+			`{"type":"error","error":{"type":"api_error","message":"provider groq answered with status 502: <html>Bad gateway</html>"}}`},
+		{"error without a message", core.EndpointMessages, 400, `{"error":{"code":"x"}}`,
+			`{"type":"error","error":{"type":"invalid_request_error","message":"provider groq answered with status 400: {\"error\":{\"code\":\"x\"}}"}}`},
 		{"chat completions pass through", core.EndpointChatComplete, 200, `{"id":"c1","choices":[]}`, `{"id":"c1","choices":[]}`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -141,6 +147,39 @@ func TestMessagesAnswer(t *testing.T) {
 		if err := p.TranslateResponse(&core.Request{Endpoint: core.EndpointMessages}, resp); err == nil {
 			t.Errorf("%s: translated to %s", bad, resp.Body)
 		}
+	}
+}
+
+// TestNativeErrors: the error bodies of a provider's own Messages API
+// (and count_tokens) come back in Anthropic's shape, kept when they are in
+// it already; other endpoints' errors are left alone.
+func TestNativeErrors(t *testing.T) {
+	p := Wrap(chatOnly{}, Options{Native: func(*core.Request) bool { return true }})
+	for _, tc := range []struct {
+		name     string
+		endpoint core.Endpoint
+		status   int
+		in, want string
+	}{
+		{"Google's shape", core.EndpointMessages, 403, `{"error":{"code":403,"message":"denied","status":"PERMISSION_DENIED"}}`,
+			`{"type":"error","error":{"type":"permission_error","message":"denied"}}`},
+		{"the gateway's shape", core.EndpointMessagesCount, 400, `{"error":{"message":"bad","type":"ValidationException","param":null,"code":null}}`,
+			`{"type":"error","error":{"type":"invalid_request_error","message":"bad"}}`},
+		{"Anthropic's shape is kept", core.EndpointMessages, 529, `{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`,
+			`{"type":"error","error":{"type":"overloaded_error","message":"busy"}}`},
+		{"no body", core.EndpointMessages, 503, ``,
+			`{"type":"error","error":{"type":"overloaded_error","message":"provider groq answered with status 503"}}`},
+		{"chat completions are left alone", core.EndpointChatComplete, 500, `oops`, `oops`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := &core.Response{Status: tc.status, Header: http.Header{}, Body: []byte(tc.in)}
+			if err := p.TranslateResponse(&core.Request{Endpoint: tc.endpoint}, resp); err != nil {
+				t.Fatal(err)
+			}
+			if string(resp.Body) != tc.want && (tc.in == tc.want || !sameJSON(t, resp.Body, tc.want)) {
+				t.Errorf("got  %s\nwant %s", resp.Body, tc.want)
+			}
+		})
 	}
 }
 

@@ -63,7 +63,9 @@ func (p *Provider) chatRequest(req *core.Request) (*core.Request, error) {
 		return nil, err
 	}
 	creq := *req
-	creq.Endpoint, creq.Path, creq.Body, creq.JSON = core.EndpointChatComplete, "/chat/completions", body, nil
+	// The client's query is Anthropic's (its SDKs add ?beta=true): the
+	// chat completion request is the gateway's own and takes none.
+	creq.Endpoint, creq.Path, creq.RawQuery, creq.Body, creq.JSON = core.EndpointChatComplete, "/chat/completions", "", body, nil
 	creq.IncludeUsage = req.Stream && p.opts.AskUsage
 	return &creq, nil
 }
@@ -89,12 +91,18 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 // TranslateResponse turns the answer of a /v1/messages request served
 // through chat completions into Anthropic's shape, after the provider's
 // own translation of a chat completion; other answers get the provider's
-// translation, if any.
+// translation, if any, and the error bodies of the provider's own Messages
+// API (Bedrock's, Vertex's) are put into Anthropic's shape too.
 func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) error {
 	rt, translates := p.Provider.(core.ResponseTranslator)
 	if !p.viaChat(req) {
 		if translates {
-			return rt.TranslateResponse(req, resp)
+			if err := rt.TranslateResponse(req, resp); err != nil {
+				return err
+			}
+		}
+		if resp.Status >= 300 && (req.Endpoint == core.EndpointMessages || req.Endpoint == core.EndpointMessagesCount) {
+			translateError(p.Name(), resp) // the provider's own Messages API
 		}
 		return nil
 	}
@@ -107,7 +115,7 @@ func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) err
 			return err
 		}
 	}
-	return translateAnswer(resp)
+	return translateAnswer(p.Name(), resp)
 }
 
 // TranslateStream turns the stream of a /v1/messages request served
