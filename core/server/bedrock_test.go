@@ -423,23 +423,7 @@ func TestBedrockMessages(t *testing.T) {
 		t.Errorf("status %d: %s", r.status, r.body)
 	}
 
-	// Another model's /v1/messages goes through its chat completions
-	// (Converse), and its answer comes back as a message.
-	r = g.do(t, "POST", "/v1/messages", []byte(`{"model":"meta.llama3-8b-instruct-v1:0",`+msgs+`}`), aws...)
-	if r.status != 200 || !strings.Contains(string(r.body), `"type":"message"`) || !strings.Contains(string(r.body), `"text":"Hello"`) {
-		t.Fatalf("meta on /v1/messages: %d %s", r.status, r.body)
-	}
-	if up := g.up.last(t); up.RawPath != "/model/meta.llama3-8b-instruct-v1%3A0/converse" {
-		t.Errorf("meta on /v1/messages: upstream got %s %s", up.RawPath, up.Body)
-	}
-	r = g.do(t, "POST", "/v1/messages", []byte(`{"model":"meta.llama3-8b-instruct-v1:0","stream":true,`+msgs+`}`), aws...)
-	if events := sseEvents(r.body); r.status != 200 || len(events) < 4 || !strings.HasPrefix(events[0], "event: message_start") ||
-		!strings.HasPrefix(events[len(events)-1], "event: message_stop") || !strings.Contains(strings.Join(events, "\n"), `"type":"text_delta"`) {
-		t.Errorf("meta stream on /v1/messages: %d %q", r.status, events)
-	}
-	if up := g.up.last(t); up.RawPath != "/model/meta.llama3-8b-instruct-v1%3A0/converse-stream" {
-		t.Errorf("meta stream on /v1/messages: upstream got %s", up.RawPath)
-	}
+	// Other models' /v1/messages: TestMessagesThroughTranslatedChat.
 
 	// count_tokens: CountTokens of the InvokeModel body (max_tokens added),
 	// answered as Anthropic's count.

@@ -1,6 +1,7 @@
 package server_test
 
 import (
+	"bytes"
 	"encoding/json"
 	"io"
 	"net/http"
@@ -87,5 +88,154 @@ func TestMessagesThroughChatCompletions(t *testing.T) {
 	r = g.do(t, "POST", "/v1/messages", []byte(`{"model":"gpt-4o-mini","max_tokens":8,"messages":[{"role":"user","content":[{"type":"document","source":{}}]}]}`))
 	if e := errorOf(t, r); r.status != 400 || deref(e.Param) != "messages[0].content[0].type" || g.up.hits() != before {
 		t.Errorf("refused block: %d %+v", r.status, e)
+	}
+}
+
+// breakingStream wraps a Google upstream: a streamGenerateContent request
+// whose system instruction is "break" gets one text event, then Gemini's
+// error event.
+func breakingStream(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		body, _ := io.ReadAll(r.Body)
+		if !strings.HasSuffix(r.URL.Path, ":streamGenerateContent") || !strings.Contains(string(body), `"systemInstruction":{"parts":[{"text":"break"}]}`) {
+			r.Body = io.NopCloser(bytes.NewReader(body))
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		io.WriteString(w, `data: {"candidates":[{"content":{"parts":[{"text":"Hel"}],"role":"model"},"index":0}],"modelVersion":"gemini-2.5-flash","responseId":"r3"}`+"\r\n\r\n")
+		io.WriteString(w, `data: {"error":{"code":503,"message":"The model is overloaded.","status":"UNAVAILABLE"}}`+"\r\n\r\n")
+	})
+}
+
+// TestMessagesThroughTranslatedChat: POST /v1/messages to a provider whose
+// chat completions are translated into its own API (gemini, vertex-ai's
+// Gemini models, bedrock's models that are not Anthropic's) goes to that
+// API as a chat completion would (the client's Messages query dropped),
+// and the client gets Anthropic's shapes: the message, the event stream
+// (the tokens counted in the log), the provider's error in Anthropic's
+// error body, a stream broken by an error event ended with Anthropic's
+// error event; token counting stays unserved, a 400 naming the header or
+// field before any call.
+func TestMessagesThroughTranslatedChat(t *testing.T) {
+	t.Parallel()
+	const google = "/v1/projects/my-project-1/locations/us-central1/publishers/google/models/gemini-2.5-flash:"
+	for _, tc := range []struct {
+		name             string
+		upstream         func(t *testing.T) http.Handler
+		headers          func(g *gateway) []string
+		model            string
+		path, streamPath string // the upstream's (escaped), for the answer and the stream
+		sent             string // the upstream body of the answer
+		answer           string
+		usage            core.Usage // the answer's; the stream's is streamUsage
+		streamUsage      core.Usage
+		errAnswer        string
+		breaks           bool   // the upstream breaks a stream whose system prompt is "break"
+		countParam       string // of count_tokens' 400
+	}{
+		{name: "gemini", upstream: func(*testing.T) http.Handler { return breakingStream(fakeGemini()) },
+			headers: func(g *gateway) []string {
+				return []string{"x-gateway-provider", "gemini", "x-gateway-custom-host", g.up.URL + "/v1beta"}
+			},
+			model: "gemini-2.5-flash", path: "/v1beta/models/gemini-2.5-flash:generateContent", streamPath: "/v1beta/models/gemini-2.5-flash:streamGenerateContent",
+			sent: `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"systemInstruction":{"parts":[{"text":"be brief"}]},"generationConfig":{"maxOutputTokens":64}}`,
+			answer: `{"id":"chatcmpl-r1","type":"message","role":"assistant","model":"gemini-2.5-flash","content":[{"type":"text","text":"Hello"},{"type":"tool_use","id":"fc-1","name":"now","input":{}}],` +
+				`"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":7,"output_tokens":2,"cache_read_input_tokens":0}}`,
+			usage: core.Usage{PromptTokens: 7, CompletionTokens: 2, TotalTokens: 9}, streamUsage: core.Usage{PromptTokens: 6, CompletionTokens: 2, TotalTokens: 8},
+			errAnswer: `{"type":"error","error":{"type":"invalid_request_error","message":"API key not valid. Please pass a valid API key."}}`,
+			breaks:    true, countParam: "x-gateway-provider"},
+		{name: "vertex-ai gemini", upstream: func(*testing.T) http.Handler { return breakingStream(fakeVertex()) },
+			headers: func(g *gateway) []string {
+				return []string{"x-gateway-provider", "vertex-ai", "x-gateway-custom-host", g.up.URL,
+					"x-gateway-vertex-project-id", "my-project-1", "x-gateway-vertex-region", "us-central1"}
+			},
+			model: "gemini-2.5-flash", path: google + "generateContent", streamPath: google + "streamGenerateContent",
+			sent: `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"systemInstruction":{"parts":[{"text":"be brief"}]},"generationConfig":{"maxOutputTokens":64}}`,
+			answer: `{"id":"chatcmpl-r1","type":"message","role":"assistant","model":"gemini-2.5-flash","content":[{"type":"text","text":"Hello"},{"type":"tool_use","id":"fc-1","name":"now","input":{}}],` +
+				`"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":7,"output_tokens":2,"cache_read_input_tokens":0}}`,
+			usage: core.Usage{PromptTokens: 7, CompletionTokens: 2, TotalTokens: 9}, streamUsage: core.Usage{PromptTokens: 6, CompletionTokens: 2, TotalTokens: 8},
+			errAnswer: `{"type":"error","error":{"type":"invalid_request_error","message":"API key not valid. Please pass a valid API key."}}`,
+			breaks:    true, countParam: "model"},
+		{name: "bedrock llama", upstream: fakeBedrock,
+			headers: func(g *gateway) []string {
+				return []string{"x-gateway-provider", "bedrock", "x-gateway-custom-host", g.up.URL, "Authorization", "",
+					"x-gateway-aws-region", "eu-west-1", "x-gateway-aws-access-key-id", "AKIDBEDROCK", "x-gateway-aws-secret-access-key", "bedrock-secret"}
+			},
+			model: "meta.llama3-8b-instruct-v1:0", path: "/model/meta.llama3-8b-instruct-v1%3A0/converse", streamPath: "/model/meta.llama3-8b-instruct-v1%3A0/converse-stream",
+			sent: `{"messages":[{"role":"user","content":[{"text":"hi"}]}],"system":[{"text":"be brief"}],"inferenceConfig":{"maxTokens":64}}`,
+			answer: `{"id":"chatcmpl-req-1","type":"message","role":"assistant","model":"meta.llama3-8b-instruct-v1:0","content":[{"type":"text","text":"Hello"}],` +
+				`"stop_reason":"max_tokens","stop_sequence":null,"usage":{"input_tokens":6,"output_tokens":2,"cache_read_input_tokens":0}}`,
+			usage: core.Usage{PromptTokens: 6, CompletionTokens: 2, TotalTokens: 8}, streamUsage: core.Usage{PromptTokens: 6, CompletionTokens: 2, TotalTokens: 8},
+			errAnswer:  `{"type":"error","error":{"type":"invalid_request_error","message":"A conversation must start with a user message."}}`,
+			countParam: "model"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			g := newGateway(t, tc.upstream(t))
+			hdr := append(tc.headers(g), "anthropic-version", "2023-06-01")
+			with := func(trace string) []string { return append([]string{"x-gateway-trace-id", trace}, hdr...) }
+			body := func(system string, stream bool) []byte {
+				s := ""
+				if stream {
+					s = `"stream":true,`
+				}
+				return []byte(`{"model":"` + tc.model + `",` + s + `"max_tokens":64,"system":"` + system + `","messages":[{"role":"user","content":"hi"}]}`)
+			}
+			trace := "mtc-" + strings.ReplaceAll(tc.name, " ", "-")
+
+			r := g.do(t, "POST", "/v1/messages?beta=true", body("be brief", false), with(trace)...)
+			if r.status != 200 || !strings.HasPrefix(r.header.Get("Content-Type"), "application/json") || !jsonSame(t, r.body, tc.answer) {
+				t.Fatalf("status %d headers %v: %s\nwant %s", r.status, r.header, r.body, tc.answer)
+			}
+			if up := g.up.last(t); up.RawPath != tc.path || up.RawQuery != "" || !jsonSame(t, up.Body, tc.sent) {
+				t.Errorf("upstream got %s?%s %s", up.RawPath, up.RawQuery, up.Body)
+			}
+			if rec := g.logs.one(t, trace); rec.Usage != tc.usage || rec.Status != 200 {
+				t.Errorf("log record %+v", rec)
+			}
+
+			r = g.do(t, "POST", "/v1/messages", body("be brief", true), with(trace+"-stream")...)
+			var types []string
+			events := sseEvents(r.body)
+			for _, e := range events {
+				types = append(types, strings.TrimPrefix(strings.SplitN(e, "\n", 2)[0], "event: "))
+			}
+			if want := "message_start content_block_start content_block_delta content_block_delta content_block_stop message_delta message_stop"; r.status != 200 ||
+				!strings.HasPrefix(r.header.Get("Content-Type"), "text/event-stream") || strings.Join(types, " ") != want ||
+				!strings.Contains(events[2], `"text":"Hel"`) || !strings.Contains(events[3], `"text":"lo"`) || !strings.Contains(events[5], `"stop_reason":"end_turn"`) {
+				t.Fatalf("status %d: events %q, want %s", r.status, events, want)
+			}
+			if up := g.up.last(t); up.RawPath != tc.streamPath {
+				t.Errorf("upstream got %s", up.RawPath)
+			}
+			if rec := g.logs.one(t, trace+"-stream"); rec.Usage != tc.streamUsage || !rec.Stream || rec.Error != "" {
+				t.Errorf("log record %+v", rec)
+			}
+
+			r = g.do(t, "POST", "/v1/messages", body("fail", false), hdr...)
+			if r.status != 400 || !jsonSame(t, r.body, tc.errAnswer) {
+				t.Errorf("error: %d %s", r.status, r.body)
+			}
+
+			if tc.breaks {
+				r = g.do(t, "POST", "/v1/messages", body("break", true), hdr...)
+				events := sseEvents(r.body)
+				if last := events[len(events)-1]; r.status != 200 || !strings.HasPrefix(events[0], "event: message_start") ||
+					!strings.HasPrefix(last, "event: error\ndata: {\"type\":\"error\",\"error\":{") || !strings.Contains(last, "The model is overloaded.") {
+					t.Errorf("broken stream: %d %q", r.status, events)
+				}
+			}
+
+			before := g.up.hits()
+			r = g.do(t, "POST", "/v1/messages", []byte(`{"model":"`+tc.model+`","max_tokens":8,"messages":[{"role":"user","content":[{"type":"document","source":{}}]}]}`), hdr...)
+			if e := errorOf(t, r); r.status != 400 || deref(e.Param) != "messages[0].content[0].type" {
+				t.Errorf("refused block: %d %+v", r.status, e)
+			}
+			r = g.do(t, "POST", "/v1/messages/count_tokens", []byte(`{"model":"`+tc.model+`","messages":[{"role":"user","content":"hi"}]}`), hdr...)
+			if e := errorOf(t, r); r.status != 400 || deref(e.Param) != tc.countParam || g.up.hits() != before {
+				t.Errorf("count_tokens: %d %+v", r.status, e)
+			}
+		})
 	}
 }

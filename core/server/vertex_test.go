@@ -341,23 +341,7 @@ func TestVertexMessages(t *testing.T) {
 			}
 		})
 	}
-	// A Gemini model's /v1/messages goes through its chat completions
-	// (generateContent), and its answer comes back as a message.
-	r := g.do(t, "POST", "/v1/messages", []byte(`{"model":"gemini-2.5-flash",`+msgs+`}`), headers...)
-	if r.status != 200 || !strings.Contains(string(r.body), `"type":"message"`) || !strings.Contains(string(r.body), `"stop_reason":"tool_use"`) {
-		t.Fatalf("gemini on /v1/messages: %d %s", r.status, r.body)
-	}
-	if up := g.up.last(t); up.Path != "/v1/projects/my-project-1/locations/us-east5/publishers/google/models/gemini-2.5-flash:generateContent" {
-		t.Errorf("gemini on /v1/messages: upstream got %s %s", up.Path, up.Body)
-	}
-	r = g.do(t, "POST", "/v1/messages", []byte(`{"model":"gemini-2.5-flash","stream":true,`+msgs+`}`), headers...)
-	if events := sseEvents(r.body); r.status != 200 || len(events) != 7 || !strings.HasPrefix(events[0], "event: message_start") ||
-		!strings.Contains(events[3], `"text":"lo"`) || !strings.Contains(events[5], `"output_tokens":2`) || !strings.HasPrefix(events[6], "event: message_stop") {
-		t.Errorf("gemini stream on /v1/messages: %d %q", r.status, events)
-	}
-	if up := g.up.last(t); up.Path != "/v1/projects/my-project-1/locations/us-east5/publishers/google/models/gemini-2.5-flash:streamGenerateContent" {
-		t.Errorf("gemini stream on /v1/messages: upstream got %s", up.Path)
-	}
+	// A Gemini model's /v1/messages: TestMessagesThroughTranslatedChat.
 }
 
 // TestVertexProxy: any other path under /v1 goes to the project and region
