@@ -128,8 +128,12 @@ func TestParseFlags(t *testing.T) {
 
 func TestProcReaders(t *testing.T) {
 	pid := os.Getpid()
-	if _, err := cpuTime(pid); err != nil {
+	user, system, err := cpuTime(pid)
+	if err != nil {
 		t.Skip("no /proc here:", err)
+	}
+	if user < 0 || system < 0 {
+		t.Fatalf("cpu time %v user, %v system", user, system)
 	}
 	m, err := memory(pid)
 	if err != nil || m.rss <= 0 || m.hwm < m.rss || m.anon <= 0 || m.anon > m.rss {

@@ -321,16 +321,21 @@ func (b *bench) warmUp(ctx context.Context) {
 	}
 }
 
-// measure runs f against c and adds its CPU time per answer to m under key.
+// measure runs f against c and adds its CPU time per answer to m under
+// key, its own code's part under key+"_user" and the kernel's under
+// key+"_sys".
 func measure(c *contender, slow bool, m map[string]float64, key string, f func() (answers int)) {
 	p := c.procFor(slow)
-	before, err1 := cpuTime(p.pid)
+	user0, sys0, err1 := cpuTime(p.pid)
 	n := f()
-	after, err2 := cpuTime(p.pid)
+	user1, sys1, err2 := cpuTime(p.pid)
 	if err1 == nil && err2 == nil && n > 0 {
-		m[key] = float64(after-before) / float64(time.Microsecond) / float64(n)
+		perAnswer := func(d time.Duration) float64 { return float64(d) / float64(time.Microsecond) / float64(n) }
+		m[key] = perAnswer(user1 - user0 + sys1 - sys0)
+		m[key+"_user"] = perAnswer(user1 - user0)
+		m[key+"_sys"] = perAnswer(sys1 - sys0)
 	} else {
-		m[key] = math.NaN()
+		m[key], m[key+"_user"], m[key+"_sys"] = math.NaN(), math.NaN(), math.NaN()
 	}
 }
 

@@ -139,29 +139,31 @@ func freeLoopbackPort() (int, error) {
 // clockTicks is USER_HZ, 100 on every Linux the harness runs on.
 const clockTicks = 100
 
-// cpuTime is the process's user + system time so far, from
-// /proc/<pid>/stat (all its threads, in clock ticks).
-func cpuTime(pid int) (time.Duration, error) {
+// cpuTime is the process's CPU time so far, from /proc/<pid>/stat (all
+// its threads, in clock ticks): user is its own code's, system the
+// kernel's on its behalf (system calls, and the loopback network stack
+// they run).
+func cpuTime(pid int) (user, system time.Duration, err error) {
 	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
 	if err != nil {
-		return 0, err
+		return 0, 0, err
 	}
 	s := string(raw)
 	i := strings.LastIndexByte(s, ')')
 	if i < 0 {
-		return 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
+		return 0, 0, fmt.Errorf("unexpected /proc/%d/stat", pid)
 	}
 	f := strings.Fields(s[i+1:])
 	// After the command: state(3) ... utime(14) stime(15).
 	if len(f) < 13 {
-		return 0, fmt.Errorf("short /proc/%d/stat", pid)
+		return 0, 0, fmt.Errorf("short /proc/%d/stat", pid)
 	}
 	ut, err1 := strconv.ParseInt(f[11], 10, 64)
 	st, err2 := strconv.ParseInt(f[12], 10, 64)
 	if err1 != nil || err2 != nil {
-		return 0, fmt.Errorf("bad /proc/%d/stat", pid)
+		return 0, 0, fmt.Errorf("bad /proc/%d/stat", pid)
 	}
-	return time.Duration(ut+st) * time.Second / clockTicks, nil
+	return time.Duration(ut) * time.Second / clockTicks, time.Duration(st) * time.Second / clockTicks, nil
 }
 
 // memStat is a process's memory from /proc/<pid>/status, in KiB: resident

@@ -264,7 +264,7 @@ func (b *bench) report() string {
 	w("*First chunk* is the time from sending the request to the arrival of the first event that carries `choices` (an event with only the gateway's `hook_results` does not count); *gap* is a stream's (last chunk − first chunk) ÷ (chunks − 1), median over the streams.\n\n")
 
 	w("## CPU time per request (µs, from /proc/<pid>/stat utime+stime)\n\n")
-	t = &table{head: []string{"contender", "c=1", "c=16", "c=64", "fixed rate", "per stream", "c=16 vs fasthttp", "vs net/http", "c=64 vs fasthttp", "vs net/http"}}
+	t = &table{head: []string{"contender", "c=1", "c=16", "c=16 user", "c=16 kernel", "c=64", "fixed rate", "per stream", "c=16 vs fasthttp", "vs net/http", "c=64 vs fasthttp", "vs net/http"}}
 	for _, c := range cs {
 		f16, n16 := b.ratios(c, "c16_cpu")
 		f64, n64 := b.ratios(c, "c64_cpu")
@@ -272,10 +272,11 @@ func (b *bench) report() string {
 		if c.key == "direct" {
 			name += " (the mock's own CPU)"
 		}
-		t.add(name, num(c.get("c1_cpu"), 1), num(c.get("c16_cpu"), 1), num(c.get("c64_cpu"), 1), num(c.get("fx_cpu"), 1), num(c.get("sse_cpu"), 0), f16, n16, f64, n64)
+		t.add(name, num(c.get("c1_cpu"), 1), num(c.get("c16_cpu"), 1), num(c.get("c16_cpu_user"), 1), num(c.get("c16_cpu_sys"), 1),
+			num(c.get("c64_cpu"), 1), num(c.get("fx_cpu"), 1), num(c.get("sse_cpu"), 0), f16, n16, f64, n64)
 	}
 	w("%s\n", t)
-	w("Only the contender's own process is counted (the mock's CPU is in the direct row). /proc counts in 10 ms ticks; each cell is total CPU over a phase ÷ answers in it, so *per stream* (%d streams a round) is coarse.\n\n", o.streams)
+	w("Only the contender's own process is counted (the mock's CPU is in the direct row). /proc counts in 10 ms ticks; each cell is total CPU over a phase ÷ answers in it, so *per stream* (%d streams a round) is coarse. *User* is the time in the contender's own code (Go runtime included), *kernel* the time the kernel spent on its behalf: its system calls, with the loopback network stack they run. Every proxy makes about the same system calls per request (read the request, write it upstream, read the answer, write it back), so the kernel column is what no proxy can save, and the user column is where the contenders differ.\n\n", o.streams)
 
 	w("## Memory (RSS, MiB)\n\n")
 	t = &table{head: []string{"contender", "idle (started, before load)", "peak under load (sampled every 100 ms)", "peak private (RssAnon)", "after %s cool-down", "kernel high-water (VmHWM)", "peak vs fasthttp", "vs net/http"}}
@@ -340,7 +341,7 @@ func (b *bench) report() string {
 	}
 	w("\n## Raw numbers per round\n\n")
 	w("Units: µs, req/s, %%, µs CPU per request. Rounds marked `dropped` are not in the medians.\n\n")
-	keys := []string{"c1_p50", "c1_p99", "c16_rps", "c64_rps", "c16_err_pct", "c64_err_pct", "fx_rps", "fx_ok_pct", "fx_p50", "fx_p99", "sse_ttfb", "sse_gap", "sse_ok_pct", "c1_cpu", "c16_cpu", "c64_cpu", "fx_cpu", "sse_cpu"}
+	keys := []string{"c1_p50", "c1_p99", "c16_rps", "c64_rps", "c16_err_pct", "c64_err_pct", "fx_rps", "fx_ok_pct", "fx_p50", "fx_p99", "sse_ttfb", "sse_gap", "sse_ok_pct", "c1_cpu", "c16_cpu", "c16_cpu_user", "c16_cpu_sys", "c64_cpu", "fx_cpu", "sse_cpu"}
 	t = &table{head: append([]string{"contender", "round"}, keys...)}
 	dropped := map[int]bool{}
 	for _, r := range b.droppedRounds {
