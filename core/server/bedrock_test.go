@@ -74,7 +74,7 @@ func fakeBedrock(t *testing.T) http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		if strings.Contains(string(body), `"additionalModelRequestFields":{"thinking"`) {
+		if strings.Contains(string(body), `"additionalModelRequestFields":{"thinking"`) || strings.Contains(r.URL.Path, "deepseek.r1") {
 			io.WriteString(w, `{"output":{"message":{"role":"assistant","content":[{"reasoningContent":{"reasoningText":{"text":"Hmm.","signature":"sig-1"}}},{"text":"Hello"}]}},"stopReason":"end_turn","usage":{"inputTokens":6,"outputTokens":2,"totalTokens":8}}`)
 			return
 		}
@@ -423,7 +423,15 @@ func TestBedrockMessages(t *testing.T) {
 		t.Errorf("status %d: %s", r.status, r.body)
 	}
 
-	// Other models' /v1/messages: TestMessagesThroughTranslatedChat.
+	// Other models' /v1/messages: TestMessagesThroughTranslatedChat. A
+	// model that reasons has its reasoning come back as a signed thinking
+	// block.
+	r = g.do(t, "POST", "/v1/messages", []byte(`{"model":"deepseek.r1-v1:0",`+msgs+`}`), aws...)
+	if r.status != 200 || !jsonSame(t, r.body, `{"id":"chatcmpl-req-1","type":"message","role":"assistant","model":"deepseek.r1-v1:0",`+
+		`"content":[{"type":"thinking","thinking":"Hmm.","signature":"sig-1"},{"type":"text","text":"Hello"}],"stop_reason":"end_turn","stop_sequence":null,`+
+		`"usage":{"input_tokens":6,"output_tokens":2,"cache_read_input_tokens":0}}`) {
+		t.Errorf("a reasoning model on /v1/messages: %d %s", r.status, r.body)
+	}
 
 	// count_tokens: CountTokens of the InvokeModel body (max_tokens added),
 	// answered as Anthropic's count.

@@ -19,6 +19,11 @@ type chatCompletion struct {
 			Content   *string         `json:"content"`
 			Refusal   *string         `json:"refusal"`
 			ToolCalls []chat.ToolCall `json:"tool_calls"`
+			reasoning
+			// ContentBlocks are the gateway's own blocks of an answer
+			// that thought (strict compliance off): text, thinking with
+			// its signature, redacted thinking, in order.
+			ContentBlocks []chat.ContentBlock `json:"content_blocks"`
 		} `json:"message"`
 		FinishReason string `json:"finish_reason"`
 	} `json:"choices"`
@@ -52,13 +57,40 @@ func (u *chatUsage) messages() messageUsage {
 	return messageUsage{InputTokens: u.PromptTokens - cached, OutputTokens: u.CompletionTokens, CacheReadInputTokens: cached}
 }
 
+// reasoning is the reasoning text OpenAI-shaped providers add to a
+// message or a delta: reasoning_content (DeepSeek's, Qwen's, xAI's, older
+// vLLM's) or reasoning (Groq's, OpenRouter's, newer vLLM's and Ollama's).
+type reasoning struct {
+	ReasoningContent *string `json:"reasoning_content"`
+	Reasoning        *string `json:"reasoning"`
+}
+
+// text is the reasoning text, "" for none.
+func (r *reasoning) text() string {
+	for _, t := range []*string{r.ReasoningContent, r.Reasoning} {
+		if t != nil && *t != "" {
+			return *t
+		}
+	}
+	return ""
+}
+
 // messageBlock is one content block of a translated message.
 type messageBlock struct {
-	Type  string          `json:"type"`
-	Text  *string         `json:"text,omitempty"`
-	ID    string          `json:"id,omitempty"`
-	Name  string          `json:"name,omitempty"`
-	Input json.RawMessage `json:"input,omitempty"`
+	Type      string          `json:"type"`
+	Text      *string         `json:"text,omitempty"`
+	Thinking  *string         `json:"thinking,omitempty"`
+	Signature *string         `json:"signature,omitempty"`
+	Data      *string         `json:"data,omitempty"`
+	ID        string          `json:"id,omitempty"`
+	Name      string          `json:"name,omitempty"`
+	Input     json.RawMessage `json:"input,omitempty"`
+}
+
+// thinkingBlock is a thinking block of text, with its signature ("" when
+// the provider signs none: Anthropic's clients require the field).
+func thinkingBlock(text, signature string) messageBlock {
+	return messageBlock{Type: "thinking", Thinking: &text, Signature: &signature}
 }
 
 // message is the Messages answer a chat completion becomes.
@@ -87,9 +119,11 @@ func stopReason(finish string) string {
 }
 
 // chatToMessage turns a chat completion into a Messages answer: the first
-// choice's text (or refusal) as a text block, its tool calls as tool_use
-// blocks (arguments that are not a JSON object are an error: Anthropic's
-// input is one), the finish reason as stop_reason, the usage.
+// choice's thinking as thinking blocks (the gateway's content_blocks, with
+// their signatures and redacted thinking, else the provider's reasoning
+// text), its text (or refusal) as a text block, its tool calls as
+// tool_use blocks (arguments that are not a JSON object are an error:
+// Anthropic's input is one), the finish reason as stop_reason, the usage.
 func chatToMessage(body []byte) ([]byte, error) {
 	var c chatCompletion
 	if err := json.Unmarshal(body, &c); err != nil {
@@ -101,8 +135,24 @@ func chatToMessage(body []byte) ([]byte, error) {
 	ch := &c.Choices[0]
 	m := message{ID: c.ID, Type: "message", Role: "assistant", Model: c.Model, Content: []messageBlock{},
 		StopReason: stopReason(ch.FinishReason), Usage: c.Usage.messages()}
+	hasText := false
+	for _, b := range ch.Message.ContentBlocks {
+		switch b.Type {
+		case "thinking":
+			m.Content = append(m.Content, thinkingBlock(deref(b.Thinking), deref(b.Signature)))
+		case "redacted_thinking":
+			m.Content = append(m.Content, messageBlock{Type: "redacted_thinking", Data: b.Data})
+		case "text":
+			if b.Text != nil && *b.Text != "" {
+				m.Content, hasText = append(m.Content, messageBlock{Type: "text", Text: b.Text}), true
+			}
+		}
+	}
+	if r := ch.Message.text(); r != "" && len(ch.Message.ContentBlocks) == 0 {
+		m.Content = append(m.Content, thinkingBlock(r, ""))
+	}
 	for _, t := range []*string{ch.Message.Content, ch.Message.Refusal} {
-		if t != nil && *t != "" {
+		if t != nil && *t != "" && (!hasText || t == ch.Message.Refusal) {
 			m.Content = append(m.Content, messageBlock{Type: "text", Text: t})
 		}
 	}
@@ -114,6 +164,14 @@ func chatToMessage(body []byte) ([]byte, error) {
 		m.Content = append(m.Content, messageBlock{Type: "tool_use", ID: call.ID, Name: call.Function.Name, Input: input})
 	}
 	return json.Marshal(&m)
+}
+
+// deref is *s, "" for nil.
+func deref(s *string) string {
+	if s == nil {
+		return ""
+	}
+	return *s
 }
 
 // toolInput is a tool call's arguments as a tool_use block's input: a

@@ -118,6 +118,18 @@ func TestMessagesAnswer(t *testing.T) {
 		{"length, refusal", core.EndpointMessages, 200,
 			`{"id":"c3","model":"m","choices":[{"message":{"role":"assistant","content":null,"refusal":"No."},"finish_reason":"length"}]}`,
 			`{"id":"c3","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"No."}],"stop_reason":"max_tokens","stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0}}`},
+		{"reasoning_content", core.EndpointMessages, 200,
+			`{"id":"c4","model":"m","choices":[{"message":{"role":"assistant","content":"42","reasoning_content":"Let me think."},"finish_reason":"stop"}]}`,
+			`{"id":"c4","type":"message","role":"assistant","model":"m","content":[{"type":"thinking","thinking":"Let me think.","signature":""},{"type":"text","text":"42"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0}}`},
+		{"reasoning", core.EndpointMessages, 200,
+			`{"id":"c5","model":"m","choices":[{"message":{"role":"assistant","content":"42","reasoning":"Hm."},"finish_reason":"stop"}]}`,
+			`{"id":"c5","type":"message","role":"assistant","model":"m","content":[{"type":"thinking","thinking":"Hm.","signature":""},{"type":"text","text":"42"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0}}`},
+		{"the gateway's content_blocks", core.EndpointMessages, 200,
+			`{"id":"c6","model":"m","choices":[{"message":{"role":"assistant","content":"Hi","content_blocks":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"redacted_thinking","data":"xyz"},{"type":"text","text":"Hi"}]},"finish_reason":"stop"}]}`,
+			`{"id":"c6","type":"message","role":"assistant","model":"m","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"redacted_thinking","data":"xyz"},{"type":"text","text":"Hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0}}`},
+		{"content_blocks without the text", core.EndpointMessages, 200,
+			`{"id":"c7","model":"m","choices":[{"message":{"role":"assistant","content":"Hi","content_blocks":[{"type":"thinking","thinking":"hm","signature":"sig"}]},"finish_reason":"stop"}]}`,
+			`{"id":"c7","type":"message","role":"assistant","model":"m","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"text","text":"Hi"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0}}`},
 		{"error", core.EndpointMessages, 429, `{"error":{"message":"slow down","type":"rate_limit","code":null}}`,
 			`{"type":"error","error":{"type":"rate_limit_error","message":"slow down"}}`},
 		{"error of another shape", core.EndpointMessages, 502, "<html>Bad gateway</html>\n",
@@ -197,6 +209,12 @@ func TestMessagesStream(t *testing.T) {
 	textDelta := func(i, text string) string {
 		return ev("content_block_delta", `{"delta":{"text":"`+text+`","type":"text_delta"},"index":`+i+`,"type":"content_block_delta"}`)
 	}
+	thinkingStart := func(i string) string {
+		return ev("content_block_start", `{"content_block":{"signature":"","thinking":"","type":"thinking"},"index":`+i+`,"type":"content_block_start"}`)
+	}
+	thinkingDelta := func(i, text string) string {
+		return ev("content_block_delta", `{"delta":{"thinking":"`+text+`","type":"thinking_delta"},"index":`+i+`,"type":"content_block_delta"}`)
+	}
 	stop := func(i string) string { return ev("content_block_stop", `{"index":`+i+`,"type":"content_block_stop"}`) }
 	end := func(reason, usage string) string {
 		return ev("message_delta", `{"delta":{"stop_reason":"`+reason+`","stop_sequence":null},"type":"message_delta","usage":`+usage+`}`) +
@@ -223,6 +241,20 @@ func TestMessagesStream(t *testing.T) {
 				ev("content_block_start", `{"content_block":{"id":"t2","input":{},"name":"rand","type":"tool_use"},"index":2,"type":"content_block_start"}`) +
 				ev("content_block_delta", `{"delta":{"partial_json":"{}","type":"input_json_delta"},"index":2,"type":"content_block_delta"}`) +
 				stop("2") + end("tool_use", noUsage)},
+		{"reasoning text, then text",
+			chunk(`{"role":"assistant","reasoning_content":"Let"}`, "null") + chunk(`{"reasoning":" me."}`, "null") + chunk(`{"content":"42"}`, `"stop"`) + "data: [DONE]\n\n",
+			start + thinkingStart("0") + thinkingDelta("0", "Let") + thinkingDelta("0", " me.") + stop("0") + textStart("1") + textDelta("1", "42") + stop("1") + end("end_turn", noUsage)},
+		{"the gateway's thinking blocks: two, signed, and redacted",
+			chunk(`{"content_blocks":[{"index":0,"delta":{"thinking":"a"}}]}`, "null") + chunk(`{"content_blocks":[{"index":0,"delta":{"thinking":"b"}}]}`, "null") +
+				chunk(`{"content_blocks":[{"index":0,"delta":{"signature":"s1"}}]}`, "null") +
+				chunk(`{"content_blocks":[{"index":1,"delta":{"thinking":"c"}}]}`, "null") +
+				chunk(`{"content_blocks":[{"index":2,"delta":{"data":"xyz"}}]}`, "null") +
+				chunk(`{"content":"Hi"}`, `"stop"`) + "data: [DONE]\n\n",
+			start + thinkingStart("0") + thinkingDelta("0", "a") + thinkingDelta("0", "b") +
+				ev("content_block_delta", `{"delta":{"signature":"s1","type":"signature_delta"},"index":0,"type":"content_block_delta"}`) + stop("0") +
+				thinkingStart("1") + thinkingDelta("1", "c") + stop("1") +
+				ev("content_block_start", `{"content_block":{"data":"xyz","type":"redacted_thinking"},"index":2,"type":"content_block_start"}`) + stop("2") +
+				textStart("3") + textDelta("3", "Hi") + stop("3") + end("end_turn", noUsage)},
 	} {
 		chattest.ReadsAs(t, tc.name, tc.in, tc.want, func(src io.Reader) io.ReadCloser {
 			resp := &core.Response{Status: 200, Header: http.Header{}, Stream: io.NopCloser(src), SSE: true}

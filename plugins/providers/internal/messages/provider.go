@@ -67,6 +67,9 @@ func (p *Provider) chatRequest(req *core.Request) (*core.Request, error) {
 	// chat completion request is the gateway's own and takes none.
 	creq.Endpoint, creq.Path, creq.RawQuery, creq.Body, creq.JSON = core.EndpointChatComplete, "/chat/completions", "", body, nil
 	creq.IncludeUsage = req.Stream && p.opts.AskUsage
+	// The provider's thinking blocks (content_blocks, strict compliance
+	// off) become Anthropic's: the client does not see the chat answer.
+	creq.StrictCompliance = false
 	return &creq, nil
 }
 

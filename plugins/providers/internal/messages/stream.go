@@ -22,6 +22,12 @@ func newStream(src io.ReadCloser, provider string) io.ReadCloser {
 // as soon as it has been read:
 //
 //   - the first chunk: message_start (its id and model, usage zero);
+//   - reasoning pieces (reasoning_content or reasoning, see reasoning)
+//     and the gateway's thinking content_blocks deltas: a thinking
+//     block's content_block_start when none is open (for content_blocks:
+//     none of that block), then thinking_delta, and signature_delta for a
+//     signature; redacted thinking: a redacted_thinking block, whole in
+//     its content_block_start;
 //   - content (and refusal) pieces: a text block's content_block_start
 //     when none is open, then text_delta;
 //   - a tool call's first piece (with its id): the open block's
@@ -42,7 +48,8 @@ type messagesStream struct {
 	usage   *chatUsage
 	blocks  int         // content blocks started
 	open    int         // the open block's index, -1 for none
-	text    bool        // the open block is a text block
+	kind    string      // the open block's type
+	from    int         // the open thinking block's index in the chunks' content_blocks, -1 for reasoning text
 	tools   map[int]int // a tool call's index → its block's index
 }
 
@@ -67,8 +74,17 @@ type chatChunk struct {
 	Model   string `json:"model"`
 	Choices []struct {
 		Delta struct {
-			Content   *string `json:"content"`
-			Refusal   *string `json:"refusal"`
+			Content *string `json:"content"`
+			Refusal *string `json:"refusal"`
+			reasoning
+			ContentBlocks []struct {
+				Index int `json:"index"`
+				Delta struct {
+					Thinking  *string `json:"thinking"`
+					Signature *string `json:"signature"`
+					Data      *string `json:"data"` // redacted thinking
+				} `json:"delta"`
+			} `json:"content_blocks"`
 			ToolCalls []struct {
 				Index    int    `json:"index"`
 				ID       string `json:"id"`
@@ -113,10 +129,27 @@ func (s *messagesStream) translate(data []byte) error {
 		return nil
 	}
 	ch := &c.Choices[0] // Anthropic's answers have one choice
+	if r := ch.Delta.text(); r != "" {
+		s.thinking(-1, r)
+	}
+	for _, b := range ch.Delta.ContentBlocks {
+		d := &b.Delta
+		switch {
+		case d.Thinking != nil:
+			s.thinking(b.Index, *d.Thinking)
+		case d.Signature != nil:
+			if s.kind != "thinking" || s.from != b.Index {
+				s.thinking(b.Index, "")
+			}
+			s.delta(s.open, "signature_delta", "signature", *d.Signature)
+		case d.Data != nil:
+			s.start(map[string]any{"type": "redacted_thinking", "data": *d.Data}, "redacted_thinking")
+		}
+	}
 	for _, t := range []*string{ch.Delta.Content, ch.Delta.Refusal} {
 		if t != nil && *t != "" {
-			if s.open < 0 || !s.text {
-				s.start(map[string]any{"type": "text", "text": ""}, true)
+			if s.kind != "text" {
+				s.start(map[string]any{"type": "text", "text": ""}, "text")
 			}
 			s.delta(s.open, "text_delta", "text", *t)
 		}
@@ -124,7 +157,7 @@ func (s *messagesStream) translate(data []byte) error {
 	for _, tc := range ch.Delta.ToolCalls {
 		block, known := s.tools[tc.Index]
 		if !known {
-			s.start(map[string]any{"type": "tool_use", "id": tc.ID, "name": tc.Function.Name, "input": map[string]any{}}, false)
+			s.start(map[string]any{"type": "tool_use", "id": tc.ID, "name": tc.Function.Name, "input": map[string]any{}}, "tool_use")
 			block = s.open
 			s.tools[tc.Index] = block
 		}
@@ -138,19 +171,32 @@ func (s *messagesStream) translate(data []byte) error {
 	return nil
 }
 
-// start closes the open block and opens block, a text block when text.
-func (s *messagesStream) start(block map[string]any, text bool) {
+// start closes the open block and opens block, of type kind.
+func (s *messagesStream) start(block map[string]any, kind string) {
 	s.stop()
-	s.open, s.text = s.blocks, text
+	s.open, s.kind = s.blocks, kind
 	s.blocks++
 	s.event("content_block_start", map[string]any{"type": "content_block_start", "index": s.open, "content_block": block})
+}
+
+// thinking appends a piece of thinking text of the chunks' content block
+// from (-1: reasoning text), in the open thinking block if it is that
+// block's, else in a new one.
+func (s *messagesStream) thinking(from int, text string) {
+	if s.kind != "thinking" || s.from != from {
+		s.start(map[string]any{"type": "thinking", "thinking": "", "signature": ""}, "thinking")
+		s.from = from
+	}
+	if text != "" {
+		s.delta(s.open, "thinking_delta", "thinking", text)
+	}
 }
 
 // stop closes the open block, if any.
 func (s *messagesStream) stop() {
 	if s.open >= 0 {
 		s.event("content_block_stop", map[string]any{"type": "content_block_stop", "index": s.open})
-		s.open = -1
+		s.open, s.kind = -1, ""
 	}
 }
 
