@@ -2,8 +2,11 @@ package core
 
 import (
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
+	"reflect"
+	"strings"
 )
 
 // Error types carried in the "type" field of the JSON error body.
@@ -116,6 +119,60 @@ func AnthropicErrorBody(status int, message string) []byte {
 // BadRequest is a 400 invalid_request_error naming the offending field.
 func BadRequest(param, format string, args ...any) *Error {
 	return &Error{Status: http.StatusBadRequest, Type: TypeInvalidRequest, Param: param, Message: fmt.Sprintf(format, args...)}
+}
+
+// TypeMismatch describes a JSON decoding error about a value of the wrong
+// type for the person who sent it: its field (the dotted path
+// encoding/json names, "" when the mismatch is the whole document) and
+// what the field must be ("must be a number, not a string"). ok is false
+// for other errors.
+func TypeMismatch(err error) (field, must string, ok bool) {
+	var te *json.UnmarshalTypeError
+	if !errors.As(err, &te) {
+		return "", "", false
+	}
+	return te.Field, "must be " + JSONKind(te.Type) + ", not " + article(te.Value), true
+}
+
+// UntranslatableBody is the 400 of a request body that does not decode
+// into what provider's translation reads: naming the field of a value of
+// the wrong type ("stop must be an array, not a number"), else the body.
+func UntranslatableBody(err error, provider string) *Error {
+	if field, must, ok := TypeMismatch(err); ok && field != "" {
+		return BadRequest(field, "%s %s", field, must)
+	}
+	return BadRequest("body", "the request body cannot be translated for %s: %v", provider, err)
+}
+
+// JSONKind names the JSON value a Go type decodes from: "a string", "a
+// number", "a boolean", "an array", "an object" or "a JSON value".
+func JSONKind(t reflect.Type) string {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return "a string"
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Slice, reflect.Array:
+		return "an array"
+	case reflect.Struct, reflect.Map:
+		return "an object"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64, reflect.Uint, reflect.Uint8,
+		reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
+		return "a number"
+	}
+	return "a JSON value"
+}
+
+// article is a JSON value's kind as encoding/json names it ("string",
+// "number 1.5", "array", "object") with its article.
+func article(kind string) string {
+	if kind != "" && strings.IndexByte("aeiou", kind[0]) >= 0 {
+		return "an " + kind
+	}
+	return "a " + kind
 }
 
 // ValidationError is a 400 with code AB01, used for admin and config validation.

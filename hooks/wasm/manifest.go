@@ -4,10 +4,12 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"reflect"
 	"regexp"
 	"sort"
-	"strings"
 	"time"
+
+	"github.com/llm-gateway/gateway/core"
 )
 
 // Manifest describes an uploaded guardrail plugin: its id, the functions its
@@ -101,7 +103,7 @@ func ParseManifest(raw []byte) (*Manifest, []string) {
 	if err := json.Unmarshal(raw, &m); err != nil {
 		var te *json.UnmarshalTypeError
 		if errors.As(err, &te) && te.Field != "" {
-			add(te.Field, "must be %s", jsonKind(te.Type.Kind().String()))
+			add(te.Field, "must be %s", manifestKind(te.Type))
 		} else {
 			add("manifest", "%v", err)
 		}
@@ -209,21 +211,14 @@ func unknownKeys(obj map[string]json.RawMessage, prefix string, known []string, 
 	}
 }
 
-func jsonKind(goKind string) string {
-	switch goKind {
-	case "string":
-		return "a string"
-	case "slice":
-		return "an array"
-	case "struct", "map":
-		return "an object"
-	case "bool":
-		return "a boolean"
+// manifestKind names the JSON value a manifest field of type t takes:
+// core.JSONKind's, with the manifest's numbers (counts and limits) as
+// non-negative integers.
+func manifestKind(t reflect.Type) string {
+	if k := core.JSONKind(t); k != "a number" {
+		return k
 	}
-	if strings.HasPrefix(goKind, "int") || strings.HasPrefix(goKind, "uint") || strings.HasPrefix(goKind, "float") {
-		return "a non-negative integer"
-	}
-	return "of another type"
+	return "a non-negative integer"
 }
 
 // function returns the manifest's function with the given id.

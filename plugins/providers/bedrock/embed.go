@@ -75,7 +75,7 @@ type cohereEmbedRequest struct {
 func translateEmbedRequest(body []byte) (model string, out []byte, err error) {
 	var in embedRequest
 	if err := json.Unmarshal(body, &in); err != nil {
-		return "", nil, core.BadRequest("", "the request body cannot be translated for %s: %v", Name, err)
+		return "", nil, core.UntranslatableBody(err, Name)
 	}
 	family := familyOf(in.Model)
 	if family == 0 {

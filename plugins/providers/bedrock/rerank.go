@@ -58,7 +58,7 @@ type rerankConfig struct {
 func translateRerankRequest(body []byte, region string) ([]byte, error) {
 	var in rerankRequest
 	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, core.BadRequest("", "the request body cannot be translated for %s: %v", Name, err)
+		return nil, core.UntranslatableBody(err, Name)
 	}
 	if in.MaxChunksPerDoc != nil {
 		return nil, core.BadRequest("max_chunks_per_doc", "max_chunks_per_doc is not supported by provider %s", Name)

@@ -139,7 +139,7 @@ type Tool struct {
 // provider into in.
 func (in *Request) Parse(body []byte, provider string) error {
 	if err := json.Unmarshal(body, in); err != nil {
-		return core.BadRequest("", "the request body cannot be translated for %s: %v", provider, err)
+		return core.UntranslatableBody(err, provider)
 	}
 	return nil
 }

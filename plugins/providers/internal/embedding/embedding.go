@@ -27,7 +27,7 @@ type Request struct {
 func Parse(body []byte, provider string) (Request, []string, error) {
 	var in Request
 	if err := json.Unmarshal(body, &in); err != nil {
-		return in, nil, core.BadRequest("", "the request body cannot be translated for %s: %v", provider, err)
+		return in, nil, core.UntranslatableBody(err, provider)
 	}
 	texts, err := Texts(in.Input, provider)
 	return in, texts, err

@@ -2,7 +2,6 @@ package messages
 
 import (
 	"encoding/json"
-	"errors"
 	"fmt"
 	"strings"
 
@@ -114,7 +113,7 @@ type chatPart struct {
 func messagesToChat(body []byte, provider string, opts Options) ([]byte, error) {
 	var in messagesRequest
 	if err := json.Unmarshal(body, &in); err != nil {
-		return nil, core.BadRequest(fieldOf(err), "the Messages request cannot be translated for provider %s: %v", provider, err)
+		return nil, core.UntranslatableBody(err, provider)
 	}
 	out := chatRequest{Model: in.Model, Temperature: in.Temperature, TopP: in.TopP, Stream: in.Stream, Stop: in.StopSequences}
 	if in.MaxTokens != nil {
@@ -172,17 +171,6 @@ func messagesToChat(body []byte, provider string, opts Options) ([]byte, error) 
 		}
 	}
 	return json.Marshal(&out)
-}
-
-// fieldOf names the field a body's decoding error is about: the field of
-// a value of the wrong type (stop_sequences, messages.role, ...), else
-// the body.
-func fieldOf(err error) string {
-	var te *json.UnmarshalTypeError
-	if errors.As(err, &te) && te.Field != "" {
-		return te.Field
-	}
-	return "body"
 }
 
 // chatMessages is the chat messages of one Messages turn at.
