@@ -17,6 +17,7 @@ import (
 
 	"github.com/tetratelabs/wazero/api"
 
+	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/hooks"
 	"github.com/llm-gateway/gateway/hooks/jsonschema"
 )
@@ -349,6 +350,9 @@ type transformSide struct {
 func parseOutput(b []byte, stage hooks.Stage) (hooks.CheckResult, error) {
 	var o guestOutput
 	if err := json.Unmarshal(b, &o); err != nil {
+		if field, must, ok := core.TypeMismatch(err); ok && field != "" {
+			return hooks.CheckResult{}, errors.New(field + ": " + must)
+		}
 		return hooks.CheckResult{}, errors.New(firstLine(err.Error()))
 	}
 	if o.Verdict == nil {

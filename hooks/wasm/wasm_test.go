@@ -891,8 +891,8 @@ func TestParseOutput(t *testing.T) {
 		{out: `{"verdict":true,"transformed":{"response":{"json":null}}}`, stage: "after"},
 		{out: `{"verdict":true,"transformed":{"request":{"json":"x"}}}`, err: "transformed.request.json: must be an object"},
 		{out: `{}`, err: `"verdict" (a boolean) is required`},
-		{out: `{"verdict":1}`, err: "cannot unmarshal"},
-		{out: `{"verdict":true,"reason":3}`, err: "cannot unmarshal"},
+		{out: `{"verdict":1}`, err: "verdict: must be a boolean, not a number"},
+		{out: `{"verdict":true,"reason":3}`, err: "reason: must be a string, not a number"},
 		{out: `{"verdict":true} x`, err: "invalid character"},
 		{out: ``, err: "unexpected end"},
 	}
