@@ -210,7 +210,7 @@ func BenchmarkForwardEvents(b *testing.B) {
 			b.SetBytes(int64(stream.size))
 			for b.Loop() {
 				w.Reset(io.Discard)
-				if _, err := forwardEvents(w, stream.reader(), nil, writeErrorEvent); err != nil {
+				if _, err := forwardEvents(w, stream.reader(), nil, appendErrorEvent); err != nil {
 					b.Fatal(err)
 				}
 			}

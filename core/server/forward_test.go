@@ -11,6 +11,24 @@ import (
 	"github.com/llm-gateway/gateway/core"
 )
 
+// forwardEvents reads the eventStream of r as fasthttp reads a body
+// stream (each read written to w as it came, and flushed, in 4 KiB reads)
+// and returns how it ended.
+func forwardEvents(w *bufio.Writer, r io.Reader, rewrite func([]byte) []byte, errorEvent errorEventFunc) (usage core.Usage, err error) {
+	events := newEventStream(r, nil, rewrite, errorEvent, func(u core.Usage, e error) { usage, err = u, e })
+	buf := make([]byte, 4096)
+	for {
+		n, rerr := events.Read(buf)
+		w.Write(buf[:n])
+		w.Flush()
+		if rerr != nil {
+			break
+		}
+	}
+	events.Close()
+	return usage, err
+}
+
 func TestForwardEventsBoundsEventSize(t *testing.T) {
 	cases := []struct {
 		name      string
@@ -28,7 +46,7 @@ func TestForwardEventsBoundsEventSize(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			w := bufio.NewWriter(&out)
-			_, err := forwardEvents(w, strings.NewReader(tc.upstream), nil, writeErrorEvent)
+			_, err := forwardEvents(w, strings.NewReader(tc.upstream), nil, appendErrorEvent)
 			if (err != nil) != tc.wantError {
 				t.Fatalf("err = %v", err)
 			}
@@ -71,7 +89,7 @@ func TestForwardEventsAtTheCap(t *testing.T) {
 			for _, s := range tc.reads {
 				r.chunks = append(r.chunks, []byte(s))
 			}
-			_, err := forwardEvents(w, r, nil, writeErrorEvent)
+			_, err := forwardEvents(w, r, nil, appendErrorEvent)
 			if (err != nil) != tc.wantError || strings.HasSuffix(out.String(), done) == tc.wantError {
 				t.Fatalf("err = %v, output ends %q", err, out.String()[max(0, out.Len()-40):])
 			}
@@ -113,7 +131,7 @@ func TestForwardEventsLineEnds(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			var out bytes.Buffer
 			w := bufio.NewWriter(&out)
-			got, err := forwardEvents(w, strings.NewReader(upstream), nil, writeErrorEvent)
+			got, err := forwardEvents(w, strings.NewReader(upstream), nil, appendErrorEvent)
 			if err != nil || out.String() != upstream || got != tc.usage {
 				t.Errorf("in one read: err %v, usage %+v, forwarded %q", err, got, out.String())
 			}
@@ -126,7 +144,7 @@ func TestForwardEventsLineEnds(t *testing.T) {
 				events = events[:len(events)-1]
 			}
 			r := &flushChecker{t: t, r: iotest.OneByteReader(strings.NewReader(upstream)), out: &out, events: events}
-			got, err := forwardEvents(w, r, nil, writeErrorEvent)
+			got, err := forwardEvents(w, r, nil, appendErrorEvent)
 			if err != nil || out.String() != upstream || got != tc.usage {
 				t.Errorf("err %v, usage %+v, forwarded %q", err, got, out.String())
 			}
@@ -207,9 +225,67 @@ func TestDropUsageChunk(t *testing.T) {
 	var out bytes.Buffer
 	w := bufio.NewWriter(&out)
 	stream := "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\ndata: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4,\"total_tokens\":7}}\n\ndata: [DONE]\n\n"
-	usage, err := forwardEvents(w, strings.NewReader(stream), dropUsageChunk, writeErrorEvent)
+	usage, err := forwardEvents(w, strings.NewReader(stream), dropUsageChunk, appendErrorEvent)
 	w.Flush()
 	if err != nil || usage.TotalTokens != 7 || out.String() != "data: {\"choices\":[{\"delta\":{\"content\":\"hi\"}}],\"usage\":null}\n\ndata: [DONE]\n\n" {
 		t.Errorf("forwarded %q, usage %+v, error %v", out.String(), usage, err)
 	}
 }
+
+// TestEventStreamEnds: how a stream ended reaches its end function once,
+// when it is closed: cleanly, given up by the client before its end, or
+// broken by a panic, which ends it with the error event panicked answers.
+// The gateway's first event comes before the upstream is read.
+func TestEventStreamEnds(t *testing.T) {
+	const upstream = "data: a\n\ndata: b\n\n"
+	for _, tc := range []struct {
+		name    string
+		reads   int // reads before Close; -1 to the end
+		rewrite func([]byte) []byte
+		want    string
+		err     error
+	}{
+		{"read to the end", -1, nil, "data: first\n\n" + upstream, nil},
+		{"given up", 1, nil, "data: first\n\n", errClientGone},
+		{"a panic", -1, func(b []byte) []byte { panic("boom") }, "data: first\n\n" + `data: {"error":{"message":"internal","type":"api_error","param":null,"code":"AB04"}}` + "\n\n", nil},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ended []error
+			src := &countingReader{r: strings.NewReader(upstream)}
+			events := newEventStream(src, []byte("data: first\n\n"), tc.rewrite, appendErrorEvent, func(_ core.Usage, err error) { ended = append(ended, err) })
+			events.panicked = func(any) *core.Error { return core.Internal(nil, "internal") }
+			var got []byte
+			buf := make([]byte, 4096)
+			for i := 0; tc.reads < 0 || i < tc.reads; i++ {
+				n, err := events.Read(buf)
+				got = append(got, buf[:n]...)
+				if i == 0 && src.n != 0 {
+					t.Error("the upstream was read before the first event was handed out")
+				}
+				if err != nil {
+					break
+				}
+			}
+			events.Close()
+			events.Close()
+			if string(got) != tc.want || len(ended) != 1 {
+				t.Fatalf("read %q, ended %v", got, ended)
+			}
+			if tc.rewrite != nil {
+				if ended[0] == nil || !strings.Contains(ended[0].Error(), "panic") {
+					t.Errorf("ended with %v, want the panic", ended[0])
+				}
+			} else if ended[0] != tc.err {
+				t.Errorf("ended with %v, want %v", ended[0], tc.err)
+			}
+		})
+	}
+}
+
+// countingReader counts the reads of r.
+type countingReader struct {
+	r io.Reader
+	n int
+}
+
+func (c *countingReader) Read(p []byte) (int, error) { c.n++; return c.r.Read(p) }

@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -451,23 +450,20 @@ func (s *Server) answerRemote(c *fiber.Ctx, k *remoteKind, req *core.Request, t 
 	if len(resp.Header.Values(fiber.HeaderCacheControl)) == 0 {
 		rh.Set(fiber.HeaderCacheControl, "no-cache")
 	}
-	body := call.stream(resp.Body, s.remoteIdle)
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		defer body.Close()
-		defer func() {
-			if p := recover(); p != nil {
-				s.log.Error("panic while streaming an answer", "kind", k.noun, "trace_id", req.TraceID, "panic", p, "stack", string(debug.Stack()))
-			}
-		}()
-		var rewrite func([]byte) []byte
-		if t.listFilter != nil {
-			rewrite = t.listFilter.Apply
-		}
-		_, err := forwardEvents(w, body, rewrite, writeErrorEvent)
+	var rewrite func([]byte) []byte
+	if t.listFilter != nil {
+		rewrite = t.listFilter.Apply
+	}
+	events := newEventStream(call.stream(resp.Body, s.remoteIdle), nil, rewrite, appendErrorEvent, func(_ core.Usage, err error) {
 		if err == nil {
 			err = statusErr
 		}
 		s.record(req, nil, resp.StatusCode, core.Usage{}, err)
 	})
+	events.panicked = func(p any) *core.Error {
+		s.log.Error("panic while streaming an answer", "kind", k.noun, "trace_id", req.TraceID, "panic", p, "stack", string(debug.Stack()))
+		return core.Internal(fmt.Errorf("%v", p), "internal error; quote trace id %s when reporting it", req.TraceID)
+	}
+	c.Context().SetBodyStream(events, -1)
 	return nil
 }

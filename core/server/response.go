@@ -1,7 +1,6 @@
 package server
 
 import (
-	"bufio"
 	"bytes"
 	"encoding/json"
 	"errors"
@@ -15,7 +14,6 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/llm-gateway/gateway/core"
-	"github.com/llm-gateway/gateway/core/sse"
 )
 
 // Routing response headers.
@@ -79,21 +77,14 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 	if len(resp.Header.Values(fiber.HeaderCacheControl)) == 0 {
 		rh.Set(fiber.HeaderCacheControl, "no-cache")
 	}
-	// The stream writer runs after this handler returns, in a goroutine of
-	// its own feeding the connection; a graceful shutdown waits for it. A
-	// panic there is outside the handler's recovery, so it has its own.
-	c.Context().SetBodyStreamWriter(func(w *bufio.Writer) {
-		defer resp.Stream.Close()
-		defer func() {
-			if p := recover(); p != nil {
-				s.log.Error("panic while streaming an answer", "trace_id", req.TraceID, "panic", p, "stack", string(debug.Stack()))
-				errorEventFor(req)(w, core.Internal(fmt.Errorf("%v", p), "internal error; quote trace id %s when reporting it", req.TraceID))
-			}
-		}()
-		if resp.HookResults != nil && !req.StrictCompliance {
-			writeHookResultsEvent(w, resp.HookResults)
-		}
-		usage, err := forwardEvents(w, resp.Stream, usageChunkFilter(req), errorEventFor(req))
+	// fasthttp reads the stream after this handler returns, on the
+	// connection's goroutine (see eventStream); a graceful shutdown waits
+	// for it.
+	var first []byte
+	if resp.HookResults != nil && !req.StrictCompliance {
+		first = hookResultsEvent(resp.HookResults)
+	}
+	events := newEventStream(resp.Stream, first, usageChunkFilter(req), errorEventFor(req), func(usage core.Usage, err error) {
 		if err == nil && resp.Status >= 400 {
 			// A provider's error answer streamed through: its body was
 			// not kept, so the log names the status.
@@ -101,6 +92,11 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 		}
 		s.settle(req, resp, adm, usage, err)
 	})
+	events.panicked = func(p any) *core.Error {
+		s.log.Error("panic while streaming an answer", "trace_id", req.TraceID, "panic", p, "stack", string(debug.Stack()))
+		return core.Internal(fmt.Errorf("%v", p), "internal error; quote trace id %s when reporting it", req.TraceID)
+	}
+	c.Context().SetBodyStream(events, -1)
 	return nil
 }
 
@@ -137,126 +133,6 @@ func upstreamErr(resp *core.Response) error {
 
 // errClientGone marks a stream abandoned because the client went away.
 var errClientGone = errors.New("client closed the connection")
-
-// forwardEvents copies server-sent events one by one, byte for byte,
-// flushing each as soon as its blank line arrives, and picks token usage out
-// of the events that carry it. An upstream that breaks mid-stream ends the
-// client's stream with an error event (written by errorEvent), never a
-// clean finish. rewrite, when not nil, may change or drop each complete
-// event's data (see rewriteEventData); a dropped event's usage is still
-// counted.
-func forwardEvents(w *bufio.Writer, r io.Reader, rewrite func(data []byte) []byte, errorEvent func(*bufio.Writer, *core.Error)) (core.Usage, error) {
-	var usage core.Usage // of the events read
-	s := sse.Scanner{Max: maxEventBytes}
-	for {
-		_, err := s.Fill(r)
-		wrote := false
-		for event := s.Next(); event != nil; event = s.Next() {
-			eventUsage(event, &usage)
-			if len(event) > maxEventBytes {
-				return usage, eventTooLarge(w, errorEvent)
-			}
-			if rewrite != nil {
-				if event = rewriteEventData(event, rewrite); event == nil {
-					continue // dropped
-				}
-			}
-			if _, werr := w.Write(event); werr != nil {
-				return usage, errClientGone
-			}
-			wrote = true
-		}
-		if s.Held() > maxEventBytes {
-			return usage, eventTooLarge(w, errorEvent)
-		}
-		if err == io.EOF {
-			// An unfinished last event is forwarded as it is.
-			rest := s.Rest()
-			eventUsage(rest, &usage)
-			if len(rest) > 0 {
-				if _, werr := w.Write(rest); werr != nil {
-					return usage, errClientGone
-				}
-				wrote = true
-			}
-		}
-		if wrote {
-			if werr := w.Flush(); werr != nil {
-				return usage, errClientGone
-			}
-		}
-		switch {
-		case err == io.EOF:
-			return usage, nil
-		case err != nil:
-			// The upstream broke off: an incomplete event is dropped, not
-			// forwarded, so the error event stands on its own.
-			errorEvent(w, core.Upstream(err, "the provider's stream broke off: %v", err))
-			return usage, err
-		}
-	}
-}
-
-// eventTooLarge ends a stream whose event is over maxEventBytes.
-func eventTooLarge(w *bufio.Writer, errorEvent func(*bufio.Writer, *core.Error)) error {
-	err := fmt.Errorf("an event of the provider's stream is larger than %d bytes", maxEventBytes)
-	errorEvent(w, core.Upstream(err, "%v", err))
-	return err
-}
-
-// rewriteEventData is event with its data (its data lines' values joined
-// by newlines) replaced by rewrite(data), written as data lines (one per
-// line of it) where the first was; the other lines stay as they were. An
-// event without data, or whose data rewrite leaves as it is, is returned
-// unchanged; nil when rewrite answers nil (the event is dropped).
-func rewriteEventData(event []byte, rewrite func([]byte) []byte) []byte {
-	// Every event of a stream passes here, few are rewritten: sse.Data
-	// reads the usual event of one data line without allocating.
-	data, ok := sse.Data(event)
-	if !ok {
-		return event
-	}
-	out := rewrite(data)
-	switch {
-	case out == nil:
-		return nil
-	case bytes.Equal(out, data):
-		return event
-	}
-	return sse.AppendWithData(nil, event, out)
-}
-
-// maxEventBytes bounds one server-sent event held in memory.
-const maxEventBytes = 8 << 20
-
-// writeErrorEvent ends a broken stream with an error the client can see:
-// data: and the gateway's error body.
-func writeErrorEvent(w *bufio.Writer, ce *core.Error) {
-	w.WriteString("data: ")
-	w.Write(ce.Body())
-	w.WriteString("\n\n")
-	w.Flush()
-}
-
-// writeAnthropicErrorEvent is writeErrorEvent for a stream of Anthropic's
-// Messages API: its error event (event: error, data: {"type": "error",
-// "error": {type, message}}), which Anthropic's clients raise as an error;
-// they would not see the gateway's.
-func writeAnthropicErrorEvent(w *bufio.Writer, ce *core.Error) {
-	w.WriteString("event: error\ndata: ")
-	w.Write(core.AnthropicErrorBody(ce.Status, ce.Message))
-	w.WriteString("\n\n")
-	w.Flush()
-}
-
-// errorEventFor is the error event a broken stream of req ends with:
-// Anthropic's for the Messages API, the gateway's otherwise.
-func errorEventFor(req *core.Request) func(*bufio.Writer, *core.Error) {
-	if req.Endpoint == core.EndpointMessages {
-		return writeAnthropicErrorEvent
-	}
-	return writeErrorEvent
-}
 
 // announcedLength is the Content-Length a proxied answer is sent with: the
 // upstream's (still true of the body: a transport that decodes a body drops
@@ -351,18 +227,6 @@ func sendWithHookResults(c *fiber.Ctx, body []byte, results any) {
 		out = append(buf[:0], body...)
 	}
 	r.SwapBody(out)
-}
-
-// writeHookResultsEvent starts a stream with the hooks' results.
-func writeHookResultsEvent(w *bufio.Writer, results any) {
-	hr, err := appendJSON(append(make([]byte, 0, 512), `{"hook_results":`...), results)
-	if err != nil {
-		return
-	}
-	w.WriteString("data: ")
-	w.Write(hr)
-	w.WriteString("}\n\n")
-	w.Flush()
 }
 
 // setLimitHeaders sets adm's x-ratelimit-* headers on rh (over any of the
