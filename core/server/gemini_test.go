@@ -18,8 +18,16 @@ func fakeGemini() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		var req struct {
 			SystemInstruction struct{ Parts []struct{ Text string } }
+			GenerationConfig  struct {
+				ThinkingConfig struct{ IncludeThoughts bool }
+			}
 		}
 		json.NewDecoder(r.Body).Decode(&req)
+		// Asked for them, the answer starts with a thought summary.
+		thought := ""
+		if req.GenerationConfig.ThinkingConfig.IncludeThoughts {
+			thought = `{"text":"Pondering.","thought":true},`
+		}
 		if p := req.SystemInstruction.Parts; len(p) > 0 && p[0].Text == "fail" {
 			w.Header().Set("Content-Type", "application/json")
 			w.WriteHeader(400)
@@ -29,7 +37,7 @@ func fakeGemini() http.Handler {
 		if strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
 			w.Header().Set("Content-Type", "text/event-stream")
 			for _, ev := range []string{
-				`{"candidates":[{"content":{"parts":[{"text":"Hel"}],"role":"model"},"index":0}],"modelVersion":"gemini-2.5-flash","responseId":"r2"}`,
+				`{"candidates":[{"content":{"parts":[` + thought + `{"text":"Hel"}],"role":"model"},"index":0}],"modelVersion":"gemini-2.5-flash","responseId":"r2"}`,
 				`{"candidates":[{"content":{"parts":[{"text":"lo"}],"role":"model"},"finishReason":"STOP","index":0}],"usageMetadata":{"promptTokenCount":6,"candidatesTokenCount":2,"totalTokenCount":8},"modelVersion":"gemini-2.5-flash","responseId":"r2"}`,
 			} {
 				fmt.Fprintf(w, "data: %s\r\n\r\n", ev)
@@ -38,7 +46,7 @@ func fakeGemini() http.Handler {
 			return
 		}
 		w.Header().Set("Content-Type", "application/json")
-		io.WriteString(w, `{"candidates":[{"content":{"parts":[{"text":"Hello"},{"functionCall":{"id":"fc-1","name":"now","args":{}}}],"role":"model"},"finishReason":"STOP","index":0}],`+
+		io.WriteString(w, `{"candidates":[{"content":{"parts":[`+thought+`{"text":"Hello"},{"functionCall":{"id":"fc-1","name":"now","args":{}}}],"role":"model"},"finishReason":"STOP","index":0}],`+
 			`"usageMetadata":{"promptTokenCount":7,"candidatesTokenCount":2,"totalTokenCount":9},"modelVersion":"gemini-2.5-flash","responseId":"r1"}`)
 	})
 }
@@ -158,5 +166,40 @@ func TestGeminiEmbeddings(t *testing.T) {
 	}
 	if g.up.hits() != before {
 		t.Error("token ids: the request was sent")
+	}
+}
+
+// TestGeminiThinking: thinking (strict compliance off) asks Gemini for its
+// thought summaries with the budget, and they come back as content_blocks
+// of chat completions, and as thinking blocks of /v1/messages, answered
+// or streamed.
+func TestGeminiThinking(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, fakeGemini())
+	hdr := []string{"x-gateway-provider", "gemini", "x-gateway-custom-host", g.up.URL + "/v1beta"}
+	const thinking = `"thinking":{"type":"enabled","budget_tokens":1024}`
+
+	r := g.do(t, "POST", "/v1/chat/completions", []byte(`{"model":"gemini-2.5-flash",`+thinking+`,"messages":[{"role":"user","content":"hi"}]}`),
+		append(hdr, "x-gateway-strict-open-ai-compliance", "false")...)
+	if r.status != 200 || !strings.Contains(string(r.body), `"content_blocks":[{"type":"thinking","thinking":"Pondering.","signature":""},{"type":"text","text":"Hello"}]`) {
+		t.Fatalf("chat completion: %d %s", r.status, r.body)
+	}
+	if up := g.up.last(t); !strings.Contains(string(up.Body), `"thinkingConfig":{"thinkingBudget":1024,"includeThoughts":true}`) {
+		t.Errorf("upstream got %s", up.Body)
+	}
+
+	r = g.do(t, "POST", "/v1/messages", []byte(`{"model":"gemini-2.5-flash","max_tokens":2048,`+thinking+`,"messages":[{"role":"user","content":"hi"}]}`), hdr...)
+	if r.status != 200 || !strings.Contains(string(r.body), `"content":[{"type":"thinking","thinking":"Pondering.","signature":""},{"type":"text","text":"Hello"}`) {
+		t.Fatalf("message: %d %s", r.status, r.body)
+	}
+	if up := g.up.last(t); !strings.Contains(string(up.Body), `"thinkingConfig":{"thinkingBudget":1024,"includeThoughts":true}`) {
+		t.Errorf("upstream got %s", up.Body)
+	}
+
+	r = g.do(t, "POST", "/v1/messages", []byte(`{"model":"gemini-2.5-flash","max_tokens":2048,"stream":true,`+thinking+`,"messages":[{"role":"user","content":"hi"}]}`), hdr...)
+	events := sseEvents(r.body)
+	if r.status != 200 || len(events) < 4 || !strings.Contains(events[1], `"content_block":{"signature":"","thinking":"","type":"thinking"}`) ||
+		!strings.Contains(events[2], `{"thinking":"Pondering.","type":"thinking_delta"}`) {
+		t.Fatalf("message stream: %d %q", r.status, events)
 	}
 }

@@ -88,12 +88,50 @@ type generationConfig struct {
 	FrequencyPenalty   json.RawMessage `json:"frequencyPenalty,omitempty"`
 	ResponseMimeType   string          `json:"responseMimeType,omitempty"`
 	ResponseJSONSchema json.RawMessage `json:"responseJsonSchema,omitempty"`
+	ThinkingConfig     *thinkingConfig `json:"thinkingConfig,omitempty"`
 }
 
 // empty reports whether c sets nothing, so it is left out.
 func (c *generationConfig) empty() bool {
 	return c.Temperature == nil && c.TopP == nil && c.TopK == nil && c.MaxOutputTokens == nil && len(c.StopSequences) == 0 &&
-		c.CandidateCount == nil && c.Seed == nil && c.PresencePenalty == nil && c.FrequencyPenalty == nil && c.ResponseMimeType == ""
+		c.CandidateCount == nil && c.Seed == nil && c.PresencePenalty == nil && c.FrequencyPenalty == nil && c.ResponseMimeType == "" &&
+		c.ThinkingConfig == nil
+}
+
+// thinkingConfig is Gemini's thinking: a budget of thinking tokens (0
+// turns it off), and whether the answer carries its thought summaries.
+type thinkingConfig struct {
+	ThinkingBudget  *int64 `json:"thinkingBudget,omitempty"`
+	IncludeThoughts bool   `json:"includeThoughts,omitempty"`
+}
+
+// thinkingOf is the thinkingConfig of a request's thinking (Anthropic's
+// shape, which the gateway takes with strict compliance off): enabled
+// with budget_tokens asks for that budget and the thought summaries,
+// disabled for a budget of 0. nil when the request has none.
+func thinkingOf(raw json.RawMessage) (*thinkingConfig, error) {
+	th := chat.Present(raw)
+	if th == nil {
+		return nil, nil
+	}
+	var t struct {
+		Type         string `json:"type"`
+		BudgetTokens *int64 `json:"budget_tokens"`
+	}
+	if json.Unmarshal(th, &t) != nil {
+		return nil, core.BadRequest("thinking", `thinking must be an object: {"type": "enabled", "budget_tokens": n} or {"type": "disabled"}`)
+	}
+	switch t.Type {
+	case "enabled":
+		if t.BudgetTokens == nil {
+			return nil, core.BadRequest("thinking.budget_tokens", "thinking.budget_tokens is required when thinking.type is enabled")
+		}
+		return &thinkingConfig{ThinkingBudget: t.BudgetTokens, IncludeThoughts: true}, nil
+	case "disabled":
+		off := int64(0)
+		return &thinkingConfig{ThinkingBudget: &off}, nil
+	}
+	return nil, core.BadRequest("thinking.type", "thinking.type must be enabled or disabled, got %q", t.Type)
 }
 
 type tool struct {
@@ -124,9 +162,10 @@ type functionCallingConfig struct {
 // a chat completion; what Gemini cannot take is refused with a 400 naming
 // the field: see chat.Request.Refuse (n and response_format are taken),
 // n > 1 in a stream, http(s) image URLs, content parts other than text and
-// image_url, tool results for no tool call. Dropped: user,
-// parallel_tool_calls, thinking, stream_options (read by the stream
-// translation) and the fields chat.Request drops.
+// image_url, tool results for no tool call. thinking becomes
+// generationConfig.thinkingConfig (see thinkingOf). Dropped: user,
+// parallel_tool_calls, stream_options (read by the stream translation)
+// and the fields chat.Request drops.
 func TranslateRequest(body []byte, stream bool) (model string, out []byte, err error) {
 	var in chat.Request
 	if err := in.Parse(body, Name); err != nil {
@@ -159,6 +198,9 @@ func TranslateRequest(body []byte, stream bool) (model string, out []byte, err e
 		if rf.JSONSchema != nil {
 			gc.ResponseJSONSchema = chat.Present(rf.JSONSchema.Schema)
 		}
+	}
+	if gc.ThinkingConfig, err = thinkingOf(in.Thinking); err != nil {
+		return "", nil, err
 	}
 	if !gc.empty() {
 		gr.GenerationConfig = &gc

@@ -35,8 +35,12 @@ func TestTranslateRequest(t *testing.T) {
 		{"models/ prefix", `{"model":"models/gemini-x","messages":[` + user + `]}`, `{"contents":[` + userTurn + `]}`, false},
 		{"generation config; dropped fields",
 			`{"model":"gemini-x","max_tokens":12,"max_completion_tokens":34,"temperature":0.5,"top_p":0.9,"top_k":4,"stop":"END","n":2,"seed":7,"presence_penalty":0.1,"frequency_penalty":0.2,` +
-				`"user":"u","parallel_tool_calls":false,"thinking":{"type":"enabled"},"logit_bias":{"1":2},"messages":[` + user + `]}`,
-			`{"generationConfig":{"maxOutputTokens":34,"temperature":0.5,"topP":0.9,"topK":4,"stopSequences":["END"],"candidateCount":2,"seed":7,"presencePenalty":0.1,"frequencyPenalty":0.2},"contents":[` + userTurn + `]}`, false},
+				`"user":"u","parallel_tool_calls":false,"thinking":{"type":"enabled","budget_tokens":1024},"logit_bias":{"1":2},"messages":[` + user + `]}`,
+			`{"generationConfig":{"maxOutputTokens":34,"temperature":0.5,"topP":0.9,"topK":4,"stopSequences":["END"],"candidateCount":2,"seed":7,"presencePenalty":0.1,"frequencyPenalty":0.2,` +
+				`"thinkingConfig":{"thinkingBudget":1024,"includeThoughts":true}},"contents":[` + userTurn + `]}`, false},
+		{"thinking off",
+			`{"model":"gemini-x","thinking":{"type":"disabled"},"messages":[` + user + `]}`,
+			`{"generationConfig":{"thinkingConfig":{"thinkingBudget":0}},"contents":[` + userTurn + `]}`, false},
 		{"max_tokens; stop list; stream with n 1",
 			`{"model":"gemini-x","max_tokens":12,"stop":["a","b"],"n":1,"stream":true,"stream_options":{"include_usage":true},"messages":[` + user + `]}`,
 			`{"generationConfig":{"maxOutputTokens":12,"stopSequences":["a","b"],"candidateCount":1},"contents":[` + userTurn + `]}`, true},
@@ -112,6 +116,9 @@ func TestTranslateRequestRefused(t *testing.T) {
 		{"non-function tool", `{"model":"m","tools":[{"type":"web_search"}],"messages":[` + user + `]}`, "tools[0].type", false},
 		{"bad tool_choice", `{"model":"m","tools":[{"type":"function","function":{"name":"f"}}],"tool_choice":"any","messages":[` + user + `]}`, "tool_choice", false},
 		{"bad stop", `{"model":"m","stop":1,"messages":[` + user + `]}`, "stop", false},
+		{"thinking without a budget", `{"model":"m","thinking":{"type":"enabled"},"messages":[` + user + `]}`, "thinking.budget_tokens", false},
+		{"thinking of another type", `{"model":"m","thinking":{"type":"auto"},"messages":[` + user + `]}`, "thinking.type", false},
+		{"thinking not an object", `{"model":"m","thinking":true,"messages":[` + user + `]}`, "thinking", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := TranslateRequest([]byte(tc.in), tc.stream)

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"slices"
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
@@ -12,7 +13,7 @@ import (
 
 // generateResponse is Gemini's GenerateContentResponse, the answer and
 // each event of a stream, as much of it as is translated. Parts other
-// than text and functionCall (thoughts, executable code, ...) are dropped.
+// than text, thoughts and functionCall (executable code, ...) are dropped.
 type generateResponse struct {
 	Candidates     []candidate `json:"candidates"`
 	PromptFeedback struct {
@@ -82,7 +83,7 @@ func finishReason(reason string, calls bool) string {
 func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) error {
 	switch req.Endpoint {
 	case core.EndpointChatComplete:
-		return TranslateBody(resp, func(body []byte) ([]byte, error) { return p.translateAnswer(body, req.Model) })
+		return TranslateBody(resp, func(body []byte) ([]byte, error) { return p.translateAnswer(body, req.Model, !req.StrictCompliance) })
 	case core.EndpointEmbed:
 		return TranslateBody(resp, func(body []byte) ([]byte, error) { return translateEmbedAnswer(req, body) })
 	}
@@ -111,8 +112,12 @@ func TranslateBody(resp *core.Response, translate func(body []byte) ([]byte, err
 // translateAnswer turns a GenerateContentResponse into a chat.completion
 // of one choice per candidate; model is the request's, used when the
 // answer names no modelVersion. A prompt blocked (no candidates, a
-// blockReason) is one empty choice finished by content_filter.
-func (p *Provider) translateAnswer(body []byte, model string) ([]byte, error) {
+// blockReason) is one empty choice finished by content_filter. content
+// is the text only; when withBlocks (strict reference compliance off), a
+// candidate with thought summaries also has content_blocks: its thoughts
+// and text in order, as thinking (with the part's thoughtSignature, if
+// any) and text blocks.
+func (p *Provider) translateAnswer(body []byte, model string, withBlocks bool) ([]byte, error) {
 	var a generateResponse
 	if err := json.Unmarshal(body, &a); err != nil {
 		return nil, fmt.Errorf("reading the generateContent answer: %w", err)
@@ -133,18 +138,28 @@ func (p *Provider) translateAnswer(body []byte, model string) ([]byte, error) {
 		cand := &a.Candidates[i]
 		var text []byte
 		var calls []chat.ToolCall
+		var blocks []chat.ContentBlock
 		hasText := false
+		thought := withBlocks && slices.ContainsFunc(cand.Content.Parts, func(pt part) bool { return pt.Thought })
 		for _, pt := range cand.Content.Parts {
 			switch {
 			case pt.Thought:
+				if thought && pt.Text != "" {
+					blocks = append(blocks, chat.ThinkingBlock(pt.Text, pt.ThoughtSignature))
+				}
 			case pt.FunctionCall != nil:
 				calls = append(calls, chat.NewCall(p.callID(pt.FunctionCall.ID), pt.FunctionCall.Name, pt.FunctionCall.Args).WithThoughtSignature(pt.ThoughtSignature))
 			case pt.Text != "":
 				text, hasText = append(text, pt.Text...), true
+				if thought {
+					blocks = append(blocks, chat.TextBlock(pt.Text))
+				}
 			}
 		}
 		finish := finishReason(cand.FinishReason, len(calls) > 0)
-		c.Choices = append(c.Choices, chat.Choice{Index: i, Message: chat.AnswerOf(text, hasText, calls), FinishReason: &finish})
+		ans := chat.AnswerOf(text, hasText, calls)
+		ans.ContentBlocks = blocks
+		c.Choices = append(c.Choices, chat.Choice{Index: i, Message: ans, FinishReason: &finish})
 	}
 	return json.Marshal(&c)
 }

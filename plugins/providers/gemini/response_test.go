@@ -66,7 +66,7 @@ func TestTranslateResponse(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			p := testProvider()
-			req := &core.Request{Endpoint: core.EndpointChatComplete, Model: "gemini-x"}
+			req := &core.Request{Endpoint: core.EndpointChatComplete, Model: "gemini-x", StrictCompliance: true}
 			resp := &core.Response{Status: tc.status, Header: http.Header{"Content-Type": {"application/json"}, "Content-Length": {"123"}}, Body: []byte(tc.in)}
 			if err := p.TranslateResponse(req, resp); err != nil {
 				t.Fatal(err)
@@ -100,5 +100,36 @@ func TestTranslateResponseUnreadable(t *testing.T) {
 	resp := &core.Response{Status: 200, Body: []byte(`{"models":[]}`)}
 	if err := p.TranslateResponse(&core.Request{Endpoint: core.EndpointProxy}, resp); err != nil || string(resp.Body) != `{"models":[]}` {
 		t.Errorf("proxy answer: %v %s", err, resp.Body)
+	}
+}
+
+// TestTranslateResponseThoughts: with strict compliance off, an answer
+// with thought summaries has content_blocks: thinking (with the part's
+// signature) and text in order; one without has none.
+func TestTranslateResponseThoughts(t *testing.T) {
+	const usage = `"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"thoughtsTokenCount":2,"totalTokenCount":17,"cachedContentTokenCount":4}`
+	const wantUsage = `"usage":{"prompt_tokens":10,"completion_tokens":7,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}`
+	const zeroUsage = `"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"prompt_tokens_details":{"cached_tokens":0}}`
+	head := func(id, model string) string {
+		return `{"id":"` + id + `","object":"chat.completion","created":1700000000,"model":"` + model + `","choices":[`
+	}
+	for _, tc := range []struct{ name, in, want string }{
+		{"thoughts as content_blocks with strict compliance off",
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"thinking","thought":true,"thoughtSignature":"c2ln"},{"text":"Hel"},{"text":"lo"}]},"finishReason":"STOP","index":0}],` + usage + `,"modelVersion":"gemini-2.5-flash-001","responseId":"r1"}`,
+			head("chatcmpl-r1", "gemini-2.5-flash-001") + `{"index":0,"message":{"role":"assistant","content":"Hello","refusal":null,"content_blocks":[` +
+				`{"type":"thinking","thinking":"thinking","signature":"c2ln"},{"type":"text","text":"Hel"},{"type":"text","text":"lo"}]},"logprobs":null,"finish_reason":"stop"}],` + wantUsage + `}`},
+		{"no thoughts: no content_blocks with strict compliance off",
+			`{"candidates":[{"content":{"parts":[{"text":"a"}]},"finishReason":"STOP"}],"responseId":"r6"}`,
+			head("chatcmpl-r6", "gemini-x") + `{"index":0,"message":{"role":"assistant","content":"a","refusal":null},"logprobs":null,"finish_reason":"stop"}],` + zeroUsage + `}`},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			resp := &core.Response{Status: 200, Header: http.Header{}, Body: []byte(tc.in)}
+			if err := testProvider().TranslateResponse(&core.Request{Endpoint: core.EndpointChatComplete, Model: "gemini-x"}, resp); err != nil {
+				t.Fatal(err)
+			}
+			if string(resp.Body) != tc.want {
+				t.Errorf("got  %s\nwant %s", resp.Body, tc.want)
+			}
+		})
 	}
 }

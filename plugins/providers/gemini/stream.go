@@ -17,7 +17,7 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 		return
 	}
 	resp.Stream = &chunkStream{Stream: chat.Stream{Src: resp.Stream}, p: p, events: chat.Events{Src: resp.Stream, Name: "Gemini"}, includeUsage: chat.IncludeUsage(req),
-		model: req.Model, chunks: chat.Chunks{Created: p.now().Unix()}}
+		model: req.Model, chunks: chat.Chunks{Created: p.now().Unix()}, thoughts: !req.StrictCompliance, thinking: -1}
 }
 
 // chunkStream reads Gemini's server-sent events, each a
@@ -32,7 +32,11 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 //     chunks' id and model (the request's model when it names none).
 //   - each text part: a content delta; each functionCall part: one
 //     tool_calls delta with the whole call (index counting tool calls
-//     from 0, id, type, name, arguments). Thought parts are dropped.
+//     from 0, id, type, name, arguments). A thought part (a thought
+//     summary): with strict compliance off, a content_blocks delta of
+//     its text as thinking, of the block's index (thoughts one after
+//     another are one block; a thoughtSignature follows as the block's
+//     signature); dropped otherwise.
 //   - finishReason (and a prompt's blockReason) and usageMetadata are
 //     kept, the last seen of each; when the upstream ends, the chunk with
 //     finish_reason follows, carrying the usage unless the client asked
@@ -48,6 +52,10 @@ type chunkStream struct {
 	includeUsage bool
 	model        string // the request's
 	chunks       chat.Chunks
+
+	thoughts bool // thought parts are handed on (strict compliance off)
+	thinking int  // the open thinking block's index, -1 for none
+	blocks   int  // thinking blocks started
 
 	started bool // the role chunk is out
 	finish  string
@@ -105,8 +113,23 @@ func (s *chunkStream) translate(data []byte) error {
 	}
 	cand := &ev.Candidates[0]
 	for i := range cand.Content.Parts {
-		switch pt := &cand.Content.Parts[i]; {
+		pt := &cand.Content.Parts[i]
+		if !pt.Thought {
+			s.thinking = -1 // a thought after this part is a new block
+		}
+		switch {
 		case pt.Thought:
+			if s.thoughts && (pt.Text != "" || pt.ThoughtSignature != "") {
+				if s.thinking < 0 {
+					s.thinking, s.blocks = s.blocks, s.blocks+1
+				}
+				if pt.Text != "" {
+					s.chunk(s.chunks.ContentBlock(s.thinking, "thinking", pt.Text), "", false)
+				}
+				if pt.ThoughtSignature != "" {
+					s.chunk(s.chunks.ContentBlock(s.thinking, "signature", pt.ThoughtSignature), "", false)
+				}
+			}
 		case pt.FunctionCall != nil:
 			c := pt.FunctionCall
 			s.chunk(s.chunks.SignedToolCall(s.calls, s.p.callID(c.ID), c.Name, chat.CompactArguments(c.Args), pt.ThoughtSignature), "", false)

@@ -60,9 +60,33 @@ func TestTranslateStream(t *testing.T) {
 	}
 }
 
+// TestTranslateStreamThoughts: with strict compliance off, thought
+// summaries are content_blocks deltas of thinking, thoughts one after
+// another one block, with a signature; a thought after other parts opens
+// the next block.
+func TestTranslateStreamThoughts(t *testing.T) {
+	in := `data: {"candidates": [{"content": {"parts": [{"text": "Let","thought": true}]},"index": 0}],"responseId": "r5","modelVersion": "gemini-2.5-flash"}` + "\n\n" +
+		`data: {"candidates": [{"content": {"parts": [{"text": " me.","thought": true,"thoughtSignature": "c2ln"},{"text": "Hi"},{"text": "Again","thought": true}]},"index": 0}],"responseId": "r5"}` + "\n\n" +
+		`data: {"candidates": [{"content": {"parts": [{"text": "!"}]},"finishReason": "STOP","index": 0}],"responseId": "r5"}` + "\n\n"
+	block := func(i, key, value string) string {
+		return chunk("chatcmpl-r5", `{"content_blocks":[{"index":`+i+`,"delta":{"`+key+`":"`+value+`"}}]}`, "null", "")
+	}
+	want := chunk("chatcmpl-r5", `{"role":"assistant","content":""}`, "null", "") +
+		block("0", "thinking", "Let") + block("0", "thinking", " me.") + block("0", "signature", "c2ln") +
+		chunk("chatcmpl-r5", `{"content":"Hi"}`, "null", "") + block("1", "thinking", "Again") +
+		chunk("chatcmpl-r5", `{"content":"!"}`, "null", "") +
+		chunk("chatcmpl-r5", `{}`, `"stop"`, `{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"prompt_tokens_details":{"cached_tokens":0}}`) + "data: [DONE]\n\n"
+	chattest.ReadsAs(t, "thoughts", in, want, func(src io.Reader) io.ReadCloser { return translatedWith(src, false, false) })
+}
+
 // translated is the chunk stream of src, as TranslateStream makes it.
 func translated(src io.Reader, includeUsage bool) io.ReadCloser {
-	req := &core.Request{Endpoint: core.EndpointChatComplete, Model: "gemini-x", JSON: map[string]any{}}
+	return translatedWith(src, includeUsage, true)
+}
+
+// translatedWith is translated with strict reference compliance on or off.
+func translatedWith(src io.Reader, includeUsage, strict bool) io.ReadCloser {
+	req := &core.Request{Endpoint: core.EndpointChatComplete, Model: "gemini-x", JSON: map[string]any{}, StrictCompliance: strict}
 	if includeUsage {
 		req.JSON["stream_options"] = map[string]any{"include_usage": true}
 	}

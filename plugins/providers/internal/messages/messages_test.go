@@ -97,6 +97,23 @@ func TestMessagesToChat(t *testing.T) {
 	}
 }
 
+// TestMessagesThinking: the request's thinking goes on only to providers
+// whose chat translation takes it.
+func TestMessagesThinking(t *testing.T) {
+	const in = `{"model":"m","max_tokens":8,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[{"role":"user","content":"hi"}]}`
+	for _, tc := range []struct {
+		opts Options
+		want string
+	}{
+		{Options{Thinking: true}, `{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}],"thinking":{"type":"enabled","budget_tokens":1024}}`},
+		{Options{}, `{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}]}`},
+	} {
+		if out, err := messagesToChat([]byte(in), "gemini", tc.opts); err != nil || !sameJSON(t, out, tc.want) {
+			t.Errorf("%+v: %v %s, want %s", tc.opts, err, out, tc.want)
+		}
+	}
+}
+
 // TestMessagesAnswer: a chat completion becomes a message (text, refusal,
 // tool calls, stop reasons, usage without the cached tokens); an error
 // body (of any shape) becomes Anthropic's with the status's type; answers of other

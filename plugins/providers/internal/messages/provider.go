@@ -28,6 +28,10 @@ type Options struct {
 	// and give the usage chunk only when it is asked for. OpenAI-shaped
 	// providers ask for it themselves where their target takes it.
 	AskUsage bool
+	// Thinking sends the request's thinking on in the chat request, for
+	// providers whose chat translation takes Anthropic's thinking
+	// (gemini's, as its thinkingConfig). Others would refuse the field.
+	Thinking bool
 	// Native reports whether the provider serves the /v1/messages request
 	// itself (the Anthropic models of vertex-ai and bedrock); nil: never.
 	Native func(req *core.Request) bool

@@ -10,8 +10,9 @@ import (
 )
 
 // messagesRequest is the part of a Messages request that is translated.
-// Dropped: top_k, thinking, service_tier, container, mcp_servers, and any
-// other field a chat completion has no place for.
+// Dropped: top_k, service_tier, container, mcp_servers, thinking (unless
+// Options.Thinking), and any other field a chat completion has no place
+// for.
 type messagesRequest struct {
 	Model         string            `json:"model"`
 	System        json.RawMessage   `json:"system"` // a string, or text blocks
@@ -24,6 +25,7 @@ type messagesRequest struct {
 	Tools         []messagesTool    `json:"tools"`
 	ToolChoice    *messagesChoice   `json:"tool_choice"`
 	Metadata      *messagesMetadata `json:"metadata"`
+	Thinking      json.RawMessage   `json:"thinking"`
 }
 
 type messagesTurn struct {
@@ -79,10 +81,11 @@ type chatRequest struct {
 	StreamOptions       *struct {
 		IncludeUsage bool `json:"include_usage"`
 	} `json:"stream_options,omitempty"`
-	Tools             []chat.Tool `json:"tools,omitempty"`
-	ToolChoice        any         `json:"tool_choice,omitempty"`
-	ParallelToolCalls *bool       `json:"parallel_tool_calls,omitempty"`
-	User              string      `json:"user,omitempty"`
+	Tools             []chat.Tool     `json:"tools,omitempty"`
+	ToolChoice        any             `json:"tool_choice,omitempty"`
+	ParallelToolCalls *bool           `json:"parallel_tool_calls,omitempty"`
+	User              string          `json:"user,omitempty"`
+	Thinking          json.RawMessage `json:"thinking,omitempty"`
 }
 
 type chatMessage struct {
@@ -130,6 +133,9 @@ func messagesToChat(body []byte, provider string, opts Options) ([]byte, error) 
 	}
 	if in.Metadata != nil {
 		out.User = in.Metadata.UserID
+	}
+	if opts.Thinking {
+		out.Thinking = chat.Present(in.Thinking)
 	}
 	if len(in.System) > 0 && string(in.System) != "null" {
 		text, err := blocksText("system", in.System)
