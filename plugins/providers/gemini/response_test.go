@@ -18,17 +18,23 @@ func testProvider() *Provider {
 	return p
 }
 
+// The usage of the answers of the response tests, Gemini's and
+// translated, and the head of a translated answer.
+const (
+	geminiUsage = `"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"thoughtsTokenCount":2,"totalTokenCount":17,"cachedContentTokenCount":4}`
+	wantUsage   = `"usage":{"prompt_tokens":10,"completion_tokens":7,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}`
+	zeroUsage   = `"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"prompt_tokens_details":{"cached_tokens":0}}`
+)
+
+func head(id, model string) string {
+	return `{"id":"` + id + `","object":"chat.completion","created":1700000000,"model":"` + model + `","choices":[`
+}
+
 // TestTranslateResponse: answers become chat.completions (one choice per
 // candidate; thoughts' tokens counted in completion_tokens and reported as
 // reasoning_tokens, only when there are some), errors the gateway's error
 // body with the status kept.
 func TestTranslateResponse(t *testing.T) {
-	const usage = `"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"thoughtsTokenCount":2,"totalTokenCount":17,"cachedContentTokenCount":4}`
-	const wantUsage = `"usage":{"prompt_tokens":10,"completion_tokens":7,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}`
-	const zeroUsage = `"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"prompt_tokens_details":{"cached_tokens":0}}`
-	head := func(id, model string) string {
-		return `{"id":"` + id + `","object":"chat.completion","created":1700000000,"model":"` + model + `","choices":[`
-	}
 	for _, tc := range []struct {
 		name   string
 		status int
@@ -36,7 +42,7 @@ func TestTranslateResponse(t *testing.T) {
 		want   string
 	}{
 		{"text; thoughts dropped", 200,
-			`{"candidates":[{"content":{"role":"model","parts":[{"text":"thinking","thought":true},{"text":"Hel"},{"text":"lo"}]},"finishReason":"STOP","index":0}],` + usage + `,"modelVersion":"gemini-2.5-flash-001","responseId":"r1"}`,
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"thinking","thought":true},{"text":"Hel"},{"text":"lo"}]},"finishReason":"STOP","index":0}],` + geminiUsage + `,"modelVersion":"gemini-2.5-flash-001","responseId":"r1"}`,
 			head("chatcmpl-r1", "gemini-2.5-flash-001") + `{"index":0,"message":{"role":"assistant","content":"Hello","refusal":null},"logprobs":null,"finish_reason":"stop"}],` + wantUsage + `}`},
 		{"function calls with and without ids, a thought signature in extra_content", 200,
 			`{"candidates":[{"content":{"role":"model","parts":[{"functionCall":{"name":"weather","args":{"city": "Paris"}},"thoughtSignature":"c2lnLTE="},{"functionCall":{"id":"fc-2","name":"now"}}]},"finishReason":"STOP"}]}`,
@@ -107,15 +113,9 @@ func TestTranslateResponseUnreadable(t *testing.T) {
 // with thought summaries has content_blocks: thinking (with the part's
 // signature) and text in order; one without has none.
 func TestTranslateResponseThoughts(t *testing.T) {
-	const usage = `"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"thoughtsTokenCount":2,"totalTokenCount":17,"cachedContentTokenCount":4}`
-	const wantUsage = `"usage":{"prompt_tokens":10,"completion_tokens":7,"total_tokens":17,"prompt_tokens_details":{"cached_tokens":4},"completion_tokens_details":{"reasoning_tokens":2}}`
-	const zeroUsage = `"usage":{"prompt_tokens":0,"completion_tokens":0,"total_tokens":0,"prompt_tokens_details":{"cached_tokens":0}}`
-	head := func(id, model string) string {
-		return `{"id":"` + id + `","object":"chat.completion","created":1700000000,"model":"` + model + `","choices":[`
-	}
 	for _, tc := range []struct{ name, in, want string }{
 		{"thoughts as content_blocks with strict compliance off",
-			`{"candidates":[{"content":{"role":"model","parts":[{"text":"thinking","thought":true,"thoughtSignature":"c2ln"},{"text":"Hel"},{"text":"lo"}]},"finishReason":"STOP","index":0}],` + usage + `,"modelVersion":"gemini-2.5-flash-001","responseId":"r1"}`,
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"thinking","thought":true,"thoughtSignature":"c2ln"},{"text":"Hel"},{"text":"lo"}]},"finishReason":"STOP","index":0}],` + geminiUsage + `,"modelVersion":"gemini-2.5-flash-001","responseId":"r1"}`,
 			head("chatcmpl-r1", "gemini-2.5-flash-001") + `{"index":0,"message":{"role":"assistant","content":"Hello","refusal":null,"content_blocks":[` +
 				`{"type":"thinking","thinking":"thinking","signature":"c2ln"},{"type":"text","text":"Hel"},{"type":"text","text":"lo"}]},"logprobs":null,"finish_reason":"stop"}],` + wantUsage + `}`},
 		{"no thoughts: no content_blocks with strict compliance off",
