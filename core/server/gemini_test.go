@@ -203,3 +203,33 @@ func TestGeminiThinking(t *testing.T) {
 		t.Fatalf("message stream: %d %q", r.status, events)
 	}
 }
+
+// TestGeminiMessagesThoughtSignature: a function call's thought signature
+// reaches an Anthropic client in the tool_use id, and goes back to Gemini
+// with the call when the client sends the turn back, as Gemini 3
+// requires.
+func TestGeminiMessagesThoughtSignature(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		io.WriteString(w, `{"candidates":[{"content":{"parts":[{"functionCall":{"id":"fc-1","name":"now","args":{}},"thoughtSignature":"c2lnLTE="}],"role":"model"},"finishReason":"STOP","index":0}],"responseId":"r7"}`)
+	}))
+	hdr := []string{"x-gateway-provider", "gemini", "x-gateway-custom-host", g.up.URL + "/v1beta"}
+	r := g.do(t, "POST", "/v1/messages", []byte(`{"model":"gemini-3-pro","max_tokens":64,"messages":[{"role":"user","content":"time?"}]}`), hdr...)
+	var msg struct {
+		Content []struct{ Type, ID, Name string }
+	}
+	json.Unmarshal(r.body, &msg)
+	if r.status != 200 || len(msg.Content) != 1 || msg.Content[0].Type != "tool_use" || !strings.HasPrefix(msg.Content[0].ID, "fc-1__sig_") {
+		t.Fatalf("status %d: %s", r.status, r.body)
+	}
+	id := msg.Content[0].ID
+	g.do(t, "POST", "/v1/messages", []byte(`{"model":"gemini-3-pro","max_tokens":64,"messages":[{"role":"user","content":"time?"},`+
+		`{"role":"assistant","content":[{"type":"tool_use","id":"`+id+`","name":"now","input":{}}]},`+
+		`{"role":"user","content":[{"type":"tool_result","tool_use_id":"`+id+`","content":"noon"}]}]}`), hdr...)
+	want := `{"contents":[{"role":"user","parts":[{"text":"time?"}]},{"role":"model","parts":[{"functionCall":{"id":"fc-1","name":"now","args":{}},"thoughtSignature":"c2lnLTE="}]},` +
+		`{"role":"user","parts":[{"functionResponse":{"id":"fc-1","name":"now","response":{"output":"noon"}}}]}],"generationConfig":{"maxOutputTokens":64}}`
+	if up := g.up.last(t); !jsonSame(t, up.Body, want) {
+		t.Errorf("upstream got %s\nwant %s", up.Body, want)
+	}
+}

@@ -102,5 +102,7 @@ func modelName(model string) (string, error) {
 }
 
 func init() {
-	core.Register(core.PluginInfo{ID: core.KindProviders + "." + Name, New: func() core.Plugin { return messages.Wrap(New(), messages.Options{AskUsage: true, Thinking: true}) }})
+	core.Register(core.PluginInfo{ID: core.KindProviders + "." + Name, New: func() core.Plugin {
+		return messages.Wrap(New(), messages.Options{AskUsage: true, Thinking: true, ThoughtSignatures: true})
+	}})
 }

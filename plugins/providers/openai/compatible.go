@@ -42,7 +42,7 @@ var Compatible = []Spec{
 		// the proxy. Provider "gemini" (plugins/providers/gemini) is the
 		// native API (generateContent), translated.
 		Name: "google", BaseURL: "https://generativelanguage.googleapis.com/v1beta/openai",
-		AuthHeader: "Authorization", AuthPrefix: "Bearer ",
+		AuthHeader: "Authorization", AuthPrefix: "Bearer ", ThoughtSignatures: true,
 		Endpoints: []core.Endpoint{core.EndpointChatComplete, core.EndpointEmbed},
 	},
 	counted(bearer("deepseek", "https://api.deepseek.com/v1")),

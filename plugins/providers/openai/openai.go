@@ -47,6 +47,10 @@ type Spec struct {
 	// max_completion_tokens only (OpenAI's reasoning models): a /messages
 	// request's max_tokens is sent as it.
 	MaxCompletionTokens bool
+	// ThoughtSignatures marks a provider that reads Gemini's thought
+	// signatures in tool calls' extra_content (Google's endpoint): the
+	// /messages translation sends them back (messages.Options).
+	ThoughtSignatures bool
 }
 
 // Provider is a core.Provider built from a Spec.
@@ -174,7 +178,7 @@ func (*bodyReader) Close() error { return nil }
 func register(spec Spec) {
 	newProvider := func() core.Plugin { return New(spec) }
 	if p := New(spec); p.lists(core.EndpointChatComplete) && !p.lists(core.EndpointMessages) {
-		opts := messages.Options{MaxCompletionTokens: spec.MaxCompletionTokens}
+		opts := messages.Options{MaxCompletionTokens: spec.MaxCompletionTokens, ThoughtSignatures: spec.ThoughtSignatures}
 		newProvider = func() core.Plugin { return messages.Wrap(New(spec), opts) }
 	}
 	core.Register(core.PluginInfo{ID: core.KindProviders + "." + spec.Name, New: newProvider})

@@ -355,7 +355,7 @@ func init() {
 		// Claude models serve /messages themselves; Gemini models through
 		// their chat completions.
 		claude := func(req *core.Request) bool { return publisher(req.Model) == publisherAnthropic }
-		return messages.Wrap(New(), messages.Options{AskUsage: true, Thinking: true, Native: claude})
+		return messages.Wrap(New(), messages.Options{AskUsage: true, Thinking: true, ThoughtSignatures: true, Native: claude})
 	}})
 }
 

@@ -161,7 +161,7 @@ func chatToMessage(body []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tool call %s: %w", call.ID, err)
 		}
-		m.Content = append(m.Content, messageBlock{Type: "tool_use", ID: call.ID, Name: call.Function.Name, Input: input})
+		m.Content = append(m.Content, messageBlock{Type: "tool_use", ID: toolUseID(call.ID, call.ThoughtSignature()), Name: call.Function.Name, Input: input})
 	}
 	return json.Marshal(&m)
 }

@@ -71,6 +71,16 @@ func TestMessagesToChat(t *testing.T) {
 		{"a named tool", "groq",
 			`{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}],"tools":[{"name":"now","input_schema":{"type":"object"}}],"tool_choice":{"type":"tool","name":"now"}}`,
 			`{"model":"m","max_tokens":8,"messages":[{"role":"user","content":"hi"}],"tools":[{"type":"function","function":{"name":"now","parameters":{"type":"object"}}}],"tool_choice":{"type":"function","function":{"name":"now"}}}`, "", false},
+		{"a thought signature in a tool_use id goes back with the call", "gemini",
+			`{"model":"m","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"fc-1__sig_YzJsbkxURT0","name":"now","input":{}}]},` +
+				`{"role":"user","content":[{"type":"tool_result","tool_use_id":"fc-1__sig_YzJsbkxURT0","content":"noon"}]}]}`,
+			`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"fc-1","type":"function","function":{"name":"now","arguments":"{}"},"extra_content":{"google":{"thought_signature":"c2lnLTE="}}}]},` +
+				`{"role":"tool","tool_call_id":"fc-1","content":"noon"}]}`, "", false},
+		{"a provider that reads no signatures gets the call's id only", "groq",
+			`{"model":"m","messages":[{"role":"assistant","content":[{"type":"tool_use","id":"fc-1__sig_YzJsbkxURT0","name":"now","input":{}}]},` +
+				`{"role":"user","content":[{"type":"tool_result","tool_use_id":"fc-1__sig_YzJsbkxURT0","content":"noon"}]}]}`,
+			`{"model":"m","messages":[{"role":"assistant","content":null,"tool_calls":[{"id":"fc-1","type":"function","function":{"name":"now","arguments":"{}"}}]},` +
+				`{"role":"tool","tool_call_id":"fc-1","content":"noon"}]}`, "", false},
 		{"role", "groq", `{"model":"m","messages":[{"role":"system","content":"hi"}]}`, "", "messages[0].role", false},
 		{"document block", "groq", `{"model":"m","messages":[{"role":"user","content":[{"type":"document","source":{}}]}]}`, "", "messages[0].content[0].type", false},
 		{"image source", "groq", `{"model":"m","messages":[{"role":"user","content":[{"type":"image","source":{"type":"file"}}]}]}`, "", "messages[0].content[0].source", false},
@@ -82,7 +92,7 @@ func TestMessagesToChat(t *testing.T) {
 		{"tool_choice type", "groq", `{"model":"m","messages":[{"role":"user","content":"hi"}],"tool_choice":{"type":"some"}}`, "", "tool_choice.type", false},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			out, err := messagesToChat([]byte(tc.in), tc.provider, Options{MaxCompletionTokens: tc.provider == "openai", AskUsage: tc.streamUsage})
+			out, err := messagesToChat([]byte(tc.in), tc.provider, Options{MaxCompletionTokens: tc.provider == "openai", AskUsage: tc.streamUsage, ThoughtSignatures: tc.provider == "gemini"})
 			if tc.param != "" {
 				var ce *core.Error
 				if !errors.As(err, &ce) || ce.Status != 400 || ce.Param != tc.param {
@@ -135,6 +145,9 @@ func TestMessagesAnswer(t *testing.T) {
 		{"length, refusal", core.EndpointMessages, 200,
 			`{"id":"c3","model":"m","choices":[{"message":{"role":"assistant","content":null,"refusal":"No."},"finish_reason":"length"}]}`,
 			`{"id":"c3","type":"message","role":"assistant","model":"m","content":[{"type":"text","text":"No."}],"stop_reason":"max_tokens","stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0}}`},
+		{"a tool call's thought signature in its tool_use id", core.EndpointMessages, 200,
+			`{"id":"c8","model":"m","choices":[{"message":{"role":"assistant","content":null,"tool_calls":[{"id":"fc-1","type":"function","function":{"name":"now","arguments":"{}"},"extra_content":{"google":{"thought_signature":"c2lnLTE="}}}]},"finish_reason":"tool_calls"}]}`,
+			`{"id":"c8","type":"message","role":"assistant","model":"m","content":[{"type":"tool_use","id":"fc-1__sig_YzJsbkxURT0","name":"now","input":{}}],"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0}}`},
 		{"reasoning_content", core.EndpointMessages, 200,
 			`{"id":"c4","model":"m","choices":[{"message":{"role":"assistant","content":"42","reasoning_content":"Let me think."},"finish_reason":"stop"}]}`,
 			`{"id":"c4","type":"message","role":"assistant","model":"m","content":[{"type":"thinking","thinking":"Let me think.","signature":""},{"type":"text","text":"42"}],"stop_reason":"end_turn","stop_sequence":null,"usage":{"input_tokens":0,"output_tokens":0,"cache_read_input_tokens":0}}`},
@@ -258,6 +271,10 @@ func TestMessagesStream(t *testing.T) {
 				ev("content_block_start", `{"content_block":{"id":"t2","input":{},"name":"rand","type":"tool_use"},"index":2,"type":"content_block_start"}`) +
 				ev("content_block_delta", `{"delta":{"partial_json":"{}","type":"input_json_delta"},"index":2,"type":"content_block_delta"}`) +
 				stop("2") + end("tool_use", noUsage)},
+		{"a signed tool call",
+			chunk(`{"tool_calls":[{"index":0,"id":"fc-1","type":"function","function":{"name":"now","arguments":"{}"},"extra_content":{"google":{"thought_signature":"c2lnLTE="}}}]}`, `"tool_calls"`) + "data: [DONE]\n\n",
+			start + ev("content_block_start", `{"content_block":{"id":"fc-1__sig_YzJsbkxURT0","input":{},"name":"now","type":"tool_use"},"index":0,"type":"content_block_start"}`) +
+				ev("content_block_delta", `{"delta":{"partial_json":"{}","type":"input_json_delta"},"index":0,"type":"content_block_delta"}`) + stop("0") + end("tool_use", noUsage)},
 		{"reasoning text, then text",
 			chunk(`{"role":"assistant","reasoning_content":"Let"}`, "null") + chunk(`{"reasoning":" me."}`, "null") + chunk(`{"content":"42"}`, `"stop"`) + "data: [DONE]\n\n",
 			start + thinkingStart("0") + thinkingDelta("0", "Let") + thinkingDelta("0", " me.") + stop("0") + textStart("1") + textDelta("1", "42") + stop("1") + end("end_turn", noUsage)},

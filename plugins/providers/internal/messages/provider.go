@@ -32,6 +32,12 @@ type Options struct {
 	// providers whose chat translation takes Anthropic's thinking
 	// (gemini's, as its thinkingConfig). Others would refuse the field.
 	Thinking bool
+	// ThoughtSignatures sends Gemini's thought signatures back with the
+	// tool calls they came with (extra_content, see signature.go), for
+	// providers that read them (gemini, vertex-ai, google); others would
+	// refuse the field, so a conversation that moves from Gemini to them
+	// drops the signatures.
+	ThoughtSignatures bool
 	// Native reports whether the provider serves the /v1/messages request
 	// itself (the Anthropic models of vertex-ai and bedrock); nil: never.
 	Native func(req *core.Request) bool

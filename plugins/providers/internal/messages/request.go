@@ -146,7 +146,7 @@ func messagesToChat(body []byte, provider string, opts Options) ([]byte, error) 
 	}
 	for i, t := range in.Messages {
 		at := fmt.Sprintf("messages[%d]", i)
-		msgs, err := chatMessages(at, t)
+		msgs, err := chatMessages(at, t, opts.ThoughtSignatures)
 		if err != nil {
 			return nil, err
 		}
@@ -179,8 +179,9 @@ func messagesToChat(body []byte, provider string, opts Options) ([]byte, error) 
 	return json.Marshal(&out)
 }
 
-// chatMessages is the chat messages of one Messages turn at.
-func chatMessages(at string, t messagesTurn) ([]chatMessage, error) {
+// chatMessages is the chat messages of one Messages turn at; signed: with
+// the thought signatures of tool calls (see Options.ThoughtSignatures).
+func chatMessages(at string, t messagesTurn, signed bool) ([]chatMessage, error) {
 	if t.Role != "user" && t.Role != "assistant" {
 		return nil, core.BadRequest(at+".role", "%s.role must be user or assistant, got %q", at, t.Role)
 	}
@@ -214,12 +215,13 @@ func chatMessages(at string, t messagesTurn) ([]chatMessage, error) {
 			if b.IsError && !strings.HasPrefix(text, "Error") {
 				text = "Error: " + text
 			}
-			out = append(out, chatMessage{Role: "tool", ToolCallID: b.ToolUseID, Content: text})
+			callID, _ := splitToolUseID(b.ToolUseID)
+			out = append(out, chatMessage{Role: "tool", ToolCallID: callID, Content: text})
 		case b.Type == "tool_use" && t.Role == "assistant":
 			if string(b.Input) == "null" {
 				b.Input = nil
 			}
-			calls = append(calls, chat.NewCall(b.ID, b.Name, b.Input))
+			calls = append(calls, chatCall(b, signed))
 		case (b.Type == "thinking" || b.Type == "redacted_thinking") && t.Role == "assistant":
 			// An Anthropic model's reasoning: no other model reads it.
 		default:

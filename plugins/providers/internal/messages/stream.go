@@ -92,6 +92,7 @@ type chatChunk struct {
 					Name      string `json:"name"`
 					Arguments string `json:"arguments"`
 				} `json:"function"`
+				ExtraContent *chat.ExtraContent `json:"extra_content"`
 			} `json:"tool_calls"`
 		} `json:"delta"`
 		FinishReason *string `json:"finish_reason"`
@@ -157,7 +158,8 @@ func (s *messagesStream) translate(data []byte) error {
 	for _, tc := range ch.Delta.ToolCalls {
 		block, known := s.tools[tc.Index]
 		if !known {
-			s.start(map[string]any{"type": "tool_use", "id": tc.ID, "name": tc.Function.Name, "input": map[string]any{}}, "tool_use")
+			call := chat.ToolCall{ExtraContent: tc.ExtraContent}
+			s.start(map[string]any{"type": "tool_use", "id": toolUseID(tc.ID, call.ThoughtSignature()), "name": tc.Function.Name, "input": map[string]any{}}, "tool_use")
 			block = s.open
 			s.tools[tc.Index] = block
 		}
