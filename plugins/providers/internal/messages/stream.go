@@ -51,6 +51,7 @@ type messagesStream struct {
 	kind    string      // the open block's type
 	from    int         // the open thinking block's index in the chunks' content_blocks, -1 for reasoning text
 	tools   map[int]int // a tool call's index → its block's index
+	chunk   chatChunk   // the chunk being translated, reused
 }
 
 func (s *messagesStream) Read(p []byte) (int, error) { return s.ReadWith(p, s.fill) }
@@ -68,39 +69,49 @@ func (s *messagesStream) atEnd() error {
 	return io.EOF
 }
 
-// chatChunk is the part of a chat completion chunk that is translated.
+// chatChunk is the part of a chat completion chunk that is translated
+// (its id and model are read from the first chunk only).
 type chatChunk struct {
-	ID      string `json:"id"`
-	Model   string `json:"model"`
-	Choices []struct {
-		Delta struct {
-			Content *string `json:"content"`
-			Refusal *string `json:"refusal"`
-			reasoning
-			ContentBlocks []struct {
-				Index int `json:"index"`
-				Delta struct {
-					Thinking  *string `json:"thinking"`
-					Signature *string `json:"signature"`
-					Data      *string `json:"data"` // redacted thinking
-				} `json:"delta"`
-			} `json:"content_blocks"`
-			ToolCalls []struct {
-				Index    int    `json:"index"`
-				ID       string `json:"id"`
-				Function struct {
-					Name      string `json:"name"`
-					Arguments string `json:"arguments"`
-				} `json:"function"`
-				ExtraContent *chat.ExtraContent `json:"extra_content"`
-			} `json:"tool_calls"`
-		} `json:"delta"`
-		FinishReason *string `json:"finish_reason"`
-	} `json:"choices"`
-	Usage *chatUsage `json:"usage"`
-	Error *struct {
+	Choices []chunkChoice `json:"choices"`
+	Usage   *chatUsage    `json:"usage"`
+	Error   *struct {
 		Message string `json:"message"`
 	} `json:"error"`
+}
+
+// reset empties c for the next chunk, keeping its choices' room:
+// encoding/json decodes into what a value holds, so every choice that may
+// be reused is zeroed.
+func (c *chatChunk) reset() {
+	choices := c.Choices[:cap(c.Choices)]
+	clear(choices)
+	*c = chatChunk{Choices: choices[:0]}
+}
+
+type chunkChoice struct {
+	Delta struct {
+		Content *string `json:"content"`
+		Refusal *string `json:"refusal"`
+		reasoning
+		ContentBlocks []struct {
+			Index int `json:"index"`
+			Delta struct {
+				Thinking  *string `json:"thinking"`
+				Signature *string `json:"signature"`
+				Data      *string `json:"data"` // redacted thinking
+			} `json:"delta"`
+		} `json:"content_blocks"`
+		ToolCalls []struct {
+			Index    int    `json:"index"`
+			ID       string `json:"id"`
+			Function struct {
+				Name      string `json:"name"`
+				Arguments string `json:"arguments"`
+			} `json:"function"`
+			ExtraContent *chat.ExtraContent `json:"extra_content"`
+		} `json:"tool_calls"`
+	} `json:"delta"`
+	FinishReason *string `json:"finish_reason"`
 }
 
 // translate appends the events of one chunk; io.EOF ends the stream
@@ -110,8 +121,9 @@ func (s *messagesStream) translate(data []byte) error {
 		s.end()
 		return io.EOF
 	}
-	var c chatChunk
-	if err := json.Unmarshal(data, &c); err != nil {
+	c := &s.chunk
+	c.reset()
+	if err := json.Unmarshal(data, c); err != nil {
 		return fmt.Errorf("a chunk of the chat completion stream is not JSON: %w", err)
 	}
 	if c.Error != nil {
@@ -119,8 +131,13 @@ func (s *messagesStream) translate(data []byte) error {
 	}
 	if !s.started {
 		s.started = true
+		var head struct { // read once: later chunks repeat them
+			ID    string `json:"id"`
+			Model string `json:"model"`
+		}
+		json.Unmarshal(data, &head) // it has been read whole as a chunk
 		s.event("message_start", map[string]any{"type": "message_start", "message": map[string]any{
-			"id": c.ID, "type": "message", "role": "assistant", "model": c.Model, "content": []any{},
+			"id": head.ID, "type": "message", "role": "assistant", "model": head.Model, "content": []any{},
 			"stop_reason": nil, "stop_sequence": nil, "usage": messageUsage{}}})
 	}
 	if c.Usage != nil {
