@@ -89,8 +89,20 @@ func Default() *Table { return defaultTable }
 
 // Lookup finds the price of model at provider: the exact model first, then
 // the longest listed model name that model starts with (dated versions such
-// as "gpt-4o-mini-2024-07-18" take their family's price).
+// as "gpt-4o-mini-2024-07-18" take their family's price). A model named
+// through a cross-region inference profile ("us.anthropic.claude-…", see
+// regionGroups) that is not listed itself is priced as the model it names.
 func (t *Table) Lookup(provider, model string) (Price, bool) {
+	if p, ok := t.lookup(provider, model); ok {
+		return p, true
+	}
+	if group, rest, ok := strings.Cut(model, "."); ok && regionGroups[group] {
+		return t.lookup(provider, rest)
+	}
+	return Price{}, false
+}
+
+func (t *Table) lookup(provider, model string) (Price, bool) {
 	if p, ok := t.exact[provider][model]; ok {
 		return p, true
 	}
@@ -101,6 +113,11 @@ func (t *Table) Lookup(provider, model string) (Price, bool) {
 	}
 	return Price{}, false
 }
+
+// regionGroups are the prefixes of Bedrock's cross-region inference
+// profiles, which route a model's requests within a group of regions at
+// the model's price.
+var regionGroups = map[string]bool{"us": true, "eu": true, "apac": true, "jp": true, "au": true, "ca": true, "us-gov": true, "global": true}
 
 // Override reads an integration model's pricing_config, {"input": x,
 // "output": y} in USD per million tokens; ok is false when it holds neither

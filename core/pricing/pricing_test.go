@@ -22,6 +22,18 @@ func TestLookup(t *testing.T) {
 		{"anthropic", "claude-3-5-sonnet-20241022", Price{3, 15}, true},
 		{"groq", "llama-3.1-8b-instant", Price{0.05, 0.08}, true},
 		{"mistral-ai", "mistral-large-latest", Price{2, 6}, true},
+		{"openai", "gpt-5-mini-2025-08-07", Price{0.25, 2}, true},
+		{"anthropic", "claude-opus-4-1-20250805", Price{15, 75}, true},
+		{"anthropic", "claude-opus-4-5-20251101", Price{5, 25}, true}, // not Opus 4's
+		{"gemini", "gemini-2.5-flash-lite-preview", Price{0.1, 0.4}, true},
+		{"gemini", "gemini-2.5-flash", Price{0.3, 2.5}, true},
+		{"vertex-ai", "claude-sonnet-4@20250514", Price{3, 15}, true},
+		{"vertex-ai", "gemini-2.5-pro", Price{1.25, 10}, true},
+		{"bedrock", "anthropic.claude-3-5-haiku-20241022-v1:0", Price{0.8, 4}, true},
+		{"bedrock", "us.anthropic.claude-sonnet-4-20250514-v1:0", Price{3, 15}, true}, // a cross-region profile
+		{"bedrock", "global.anthropic.claude-haiku-4-5-20251001-v1:0", Price{1, 5}, true},
+		{"bedrock", "amazon.nova-lite-v1:0", Price{0.06, 0.24}, true},
+		{"bedrock", "xx.anthropic.claude-sonnet-4", Price{}, false}, // not a region group
 		{"openai", "unknown-model", Price{}, false},
 		{"nope", "gpt-4o", Price{}, false},
 	} {
