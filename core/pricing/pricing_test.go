@@ -34,7 +34,7 @@ func TestLookup(t *testing.T) {
 		{"bedrock", "global.anthropic.claude-haiku-4-5-20251001-v1:0", Price{1, 5}, true},
 		{"bedrock", "amazon.nova-lite-v1:0", Price{0.06, 0.24}, true},
 		{"bedrock", "xx.anthropic.claude-sonnet-4", Price{}, false}, // not a region group
-		{"azure-openai", "gpt-4o-mini", Price{0.15, 0.6}, true}, // Azure's list prices are OpenAI's
+		{"azure-openai", "gpt-4o-mini", Price{0.15, 0.6}, true},     // Azure's list prices are OpenAI's
 		{"openai", "unknown-model", Price{}, false},
 		{"nope", "gpt-4o", Price{}, false},
 	} {
