@@ -105,6 +105,11 @@ type thinkingConfig struct {
 	IncludeThoughts bool   `json:"includeThoughts,omitempty"`
 }
 
+// effortBudgets are the thinking budgets of OpenAI's reasoning_effort
+// values, as Google's OpenAI-compatible endpoint maps them ("none" turns
+// thinking off).
+var effortBudgets = map[string]int64{"none": 0, "minimal": 1024, "low": 1024, "medium": 8192, "high": 24576}
+
 // thinkingOf is the thinkingConfig of a request's thinking (Anthropic's
 // shape, which the gateway takes with strict compliance off): enabled
 // with budget_tokens asks for that budget and the thought summaries,
@@ -163,7 +168,8 @@ type functionCallingConfig struct {
 // the field: see chat.Request.Refuse (n and response_format are taken),
 // n > 1 in a stream, http(s) image URLs, content parts other than text and
 // image_url, tool results for no tool call. thinking becomes
-// generationConfig.thinkingConfig (see thinkingOf). Dropped: user,
+// generationConfig.thinkingConfig (see thinkingOf), else reasoning_effort
+// a thinking budget (effortBudgets). Dropped: user,
 // parallel_tool_calls, stream_options (read by the stream translation)
 // and the fields chat.Request drops.
 func TranslateRequest(body []byte, stream bool) (model string, out []byte, err error) {
@@ -201,6 +207,13 @@ func TranslateRequest(body []byte, stream bool) (model string, out []byte, err e
 	}
 	if gc.ThinkingConfig, err = thinkingOf(in.Thinking); err != nil {
 		return "", nil, err
+	}
+	if gc.ThinkingConfig == nil && in.ReasoningEffort != "" {
+		budget, ok := effortBudgets[in.ReasoningEffort]
+		if !ok {
+			return "", nil, core.BadRequest("reasoning_effort", "reasoning_effort must be none, minimal, low, medium or high for provider %s, got %q", Name, in.ReasoningEffort)
+		}
+		gc.ThinkingConfig = &thinkingConfig{ThinkingBudget: &budget}
 	}
 	if !gc.empty() {
 		gr.GenerationConfig = &gc

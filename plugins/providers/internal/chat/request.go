@@ -12,8 +12,8 @@ import (
 
 // Request is the part of an OpenAI chat completion request that the
 // translating providers read; every other field (logit_bias,
-// service_tier, store, metadata, prediction, reasoning_effort,
-// web_search_options, ...) is dropped, and so are the fields read here
+// service_tier, store, metadata, prediction, web_search_options, ...)
+// is dropped, and so are the fields read here
 // that a provider's API has no place for. stream_options is read by the
 // stream translations (IncludeUsage).
 type Request struct {
@@ -31,6 +31,7 @@ type Request struct {
 	ToolChoice          json.RawMessage `json:"tool_choice"`
 	ParallelToolCalls   *bool           `json:"parallel_tool_calls"`
 	Thinking            json.RawMessage `json:"thinking"`
+	ReasoningEffort     string          `json:"reasoning_effort"`
 	Seed                json.RawMessage `json:"seed"`
 	PresencePenalty     json.RawMessage `json:"presence_penalty"`
 	FrequencyPenalty    json.RawMessage `json:"frequency_penalty"`
