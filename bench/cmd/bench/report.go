@@ -454,13 +454,18 @@ func (b *bench) goals() []string {
 	out = append(out, fmt.Sprintf("Peak RSS under 100 MB over the run (c=64 included): %.1f MB, of which private %.1f MB — %s",
 		peakMB, anonMB, verdict(peakMB < 100, full.rssPeak > 0)))
 	if node == nil {
-		out = append(out, "An order of magnitude ahead of the Node gateway: not measurable in this run (Node gateway unavailable)")
+		out = append(out, "At least 10× the Node gateway's throughput: not measurable in this run (Node gateway unavailable)")
 	} else {
+		// The issue's target is throughput; the design's "an order of
+		// magnitude ahead" is also read for CPU and latency, reported on
+		// its own line so one does not hide the other.
 		rps := full.get("c16_rps") / node.get("c16_rps")
 		cpuR := node.get("c16_cpu") / full.get("c16_cpu")
 		lat := node.get("c1_add_p50") / full.get("c1_add_p50")
-		out = append(out, fmt.Sprintf("An order of magnitude ahead of the Node gateway (full pipeline vs Node, c=16 req/s %s, CPU per request %s less, added p50 at c=1 %s less) — %s",
-			ratioStr(rps), ratioStr(cpuR), ratioStr(lat), verdict(rps >= 10 && cpuR >= 10 && lat >= 10, !math.IsNaN(rps) && !math.IsNaN(cpuR) && !math.IsNaN(lat))))
+		out = append(out, fmt.Sprintf("At least 10× the Node gateway's throughput (full pipeline vs Node, req/s at c=16): %s — %s",
+			ratioStr(rps), verdict(rps >= 10, !math.IsNaN(rps))))
+		out = append(out, fmt.Sprintf("An order of magnitude ahead of the Node gateway in CPU and latency too (CPU per request %s less, added p50 at c=1 %s less) — %s",
+			ratioStr(cpuR), ratioStr(lat), verdict(cpuR >= 10 && lat >= 10, !math.IsNaN(cpuR) && !math.IsNaN(lat))))
 	}
 	return out
 }
