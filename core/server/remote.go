@@ -11,7 +11,6 @@ import (
 	"mime"
 	"net/http"
 	"net/url"
-	"runtime/debug"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -460,10 +459,7 @@ func (s *Server) answerRemote(c *fiber.Ctx, k *remoteKind, req *core.Request, t 
 		}
 		s.record(req, nil, resp.StatusCode, core.Usage{}, err)
 	})
-	events.panicked = func(p any) *core.Error {
-		s.log.Error("panic while streaming an answer", "kind", k.noun, "trace_id", req.TraceID, "panic", p, "stack", string(debug.Stack()))
-		return core.Internal(fmt.Errorf("%v", p), "internal error; quote trace id %s when reporting it", req.TraceID)
-	}
+	events.panicked = s.streamPanic(req, "kind", k.noun)
 	c.Context().SetBodyStream(events, -1)
 	return nil
 }

@@ -92,12 +92,19 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 		}
 		s.settle(req, resp, adm, usage, err)
 	})
-	events.panicked = func(p any) *core.Error {
-		s.log.Error("panic while streaming an answer", "trace_id", req.TraceID, "panic", p, "stack", string(debug.Stack()))
-		return core.Internal(fmt.Errorf("%v", p), "internal error; quote trace id %s when reporting it", req.TraceID)
-	}
+	events.panicked = s.streamPanic(req)
 	c.Context().SetBodyStream(events, -1)
 	return nil
+}
+
+// streamPanic is an eventStream's panic handler for req's stream: it logs
+// the panic (with attrs, and the stack) and ends the stream with an
+// internal error that quotes the trace id.
+func (s *Server) streamPanic(req *core.Request, attrs ...any) func(p any) *core.Error {
+	return func(p any) *core.Error {
+		s.log.Error("panic while streaming an answer", append(attrs, "trace_id", req.TraceID, "panic", p, "stack", string(debug.Stack()))...)
+		return core.Internal(fmt.Errorf("%v", p), "internal error; quote trace id %s when reporting it", req.TraceID)
+	}
 }
 
 // settle ends a request answered by the pipeline: the limits engine counts

@@ -17,7 +17,7 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 		return
 	}
 	resp.Stream = &chunkStream{Stream: chat.Stream{Src: resp.Stream}, p: p, events: chat.Events{Src: resp.Stream, Name: "Gemini"}, includeUsage: chat.IncludeUsage(req),
-		model: req.Model, chunks: chat.Chunks{Created: p.now().Unix()}, thoughts: !req.StrictCompliance, thinking: -1}
+		model: req.Model, chunks: chat.Chunks{Created: p.now().Unix()}, thoughts: !req.StrictCompliance}
 }
 
 // chunkStream reads Gemini's server-sent events, each a
@@ -54,8 +54,8 @@ type chunkStream struct {
 	chunks       chat.Chunks
 
 	thoughts bool // thought parts are handed on (strict compliance off)
-	thinking int  // the open thinking block's index, -1 for none
-	blocks   int  // thinking blocks started
+	blocks   int  // thinking blocks started; the last one's index is blocks-1
+	thinking bool // the last part handed on was a thought: the next adds to its block
 
 	started bool // the role chunk is out
 	finish  string
@@ -115,19 +115,19 @@ func (s *chunkStream) translate(data []byte) error {
 	for i := range cand.Content.Parts {
 		pt := &cand.Content.Parts[i]
 		if !pt.Thought {
-			s.thinking = -1 // a thought after this part is a new block
+			s.thinking = false // a thought after this part is a new block
 		}
 		switch {
 		case pt.Thought:
 			if s.thoughts && (pt.Text != "" || pt.ThoughtSignature != "") {
-				if s.thinking < 0 {
-					s.thinking, s.blocks = s.blocks, s.blocks+1
+				if !s.thinking {
+					s.thinking, s.blocks = true, s.blocks+1
 				}
 				if pt.Text != "" {
-					s.chunk(s.chunks.ContentBlock(s.thinking, "thinking", pt.Text), "", false)
+					s.chunk(s.chunks.ContentBlock(s.blocks-1, "thinking", pt.Text), "", false)
 				}
 				if pt.ThoughtSignature != "" {
-					s.chunk(s.chunks.ContentBlock(s.thinking, "signature", pt.ThoughtSignature), "", false)
+					s.chunk(s.chunks.ContentBlock(s.blocks-1, "signature", pt.ThoughtSignature), "", false)
 				}
 			}
 		case pt.FunctionCall != nil:

@@ -95,11 +95,15 @@ type GoogleExtra struct {
 }
 
 // ThoughtSignature is the call's Gemini thought signature, "" for none.
-func (c *ToolCall) ThoughtSignature() string {
-	if c.ExtraContent == nil || c.ExtraContent.Google == nil {
+func (c *ToolCall) ThoughtSignature() string { return c.ExtraContent.ThoughtSignature() }
+
+// ThoughtSignature is the Gemini thought signature e carries, "" for none
+// (or a nil e).
+func (e *ExtraContent) ThoughtSignature() string {
+	if e == nil || e.Google == nil {
 		return ""
 	}
-	return c.ExtraContent.Google.ThoughtSignature
+	return e.Google.ThoughtSignature
 }
 
 // WithThoughtSignature is c carrying Gemini's thought signature sig (none

@@ -75,22 +75,20 @@ func (r *reasoning) text() string {
 	return ""
 }
 
-// messageBlock is one content block of a translated message.
+// messageBlock is one content block of a translated message: the
+// gateway's content block (text, thinking, redacted thinking, in
+// Anthropic's shape already), or a tool_use block.
 type messageBlock struct {
-	Type      string          `json:"type"`
-	Text      *string         `json:"text,omitempty"`
-	Thinking  *string         `json:"thinking,omitempty"`
-	Signature *string         `json:"signature,omitempty"`
-	Data      *string         `json:"data,omitempty"`
-	ID        string          `json:"id,omitempty"`
-	Name      string          `json:"name,omitempty"`
-	Input     json.RawMessage `json:"input,omitempty"`
+	chat.ContentBlock
+	ID    string          `json:"id,omitempty"`
+	Name  string          `json:"name,omitempty"`
+	Input json.RawMessage `json:"input,omitempty"`
 }
 
 // thinkingBlock is a thinking block of text, with its signature ("" when
 // the provider signs none: Anthropic's clients require the field).
 func thinkingBlock(text, signature string) messageBlock {
-	return messageBlock{Type: "thinking", Thinking: &text, Signature: &signature}
+	return messageBlock{ContentBlock: chat.ThinkingBlock(text, signature)}
 }
 
 // message is the Messages answer a chat completion becomes.
@@ -141,10 +139,10 @@ func chatToMessage(body []byte) ([]byte, error) {
 		case "thinking":
 			m.Content = append(m.Content, thinkingBlock(deref(b.Thinking), deref(b.Signature)))
 		case "redacted_thinking":
-			m.Content = append(m.Content, messageBlock{Type: "redacted_thinking", Data: b.Data})
+			m.Content = append(m.Content, messageBlock{ContentBlock: chat.ContentBlock{Type: "redacted_thinking", Data: b.Data}})
 		case "text":
 			if b.Text != nil && *b.Text != "" {
-				m.Content, hasText = append(m.Content, messageBlock{Type: "text", Text: b.Text}), true
+				m.Content, hasText = append(m.Content, messageBlock{ContentBlock: chat.ContentBlock{Type: "text", Text: b.Text}}), true
 			}
 		}
 	}
@@ -153,7 +151,7 @@ func chatToMessage(body []byte) ([]byte, error) {
 	}
 	for _, t := range []*string{ch.Message.Content, ch.Message.Refusal} {
 		if t != nil && *t != "" && (!hasText || t == ch.Message.Refusal) {
-			m.Content = append(m.Content, messageBlock{Type: "text", Text: t})
+			m.Content = append(m.Content, messageBlock{ContentBlock: chat.ContentBlock{Type: "text", Text: t}})
 		}
 	}
 	for _, call := range ch.Message.ToolCalls {
@@ -161,7 +159,8 @@ func chatToMessage(body []byte) ([]byte, error) {
 		if err != nil {
 			return nil, fmt.Errorf("tool call %s: %w", call.ID, err)
 		}
-		m.Content = append(m.Content, messageBlock{Type: "tool_use", ID: toolUseID(call.ID, call.ThoughtSignature()), Name: call.Function.Name, Input: input})
+		m.Content = append(m.Content, messageBlock{ContentBlock: chat.ContentBlock{Type: "tool_use"}, ID: toolUseID(call.ID, call.ThoughtSignature()),
+			Name: call.Function.Name, Input: input})
 	}
 	return json.Marshal(&m)
 }

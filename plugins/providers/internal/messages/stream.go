@@ -161,13 +161,13 @@ func (s *messagesStream) translate(data []byte) error {
 			}
 			s.delta(s.open, "signature_delta", "signature", *d.Signature)
 		case d.Data != nil:
-			s.start(map[string]any{"type": "redacted_thinking", "data": *d.Data}, "redacted_thinking")
+			s.start(map[string]any{"type": "redacted_thinking", "data": *d.Data})
 		}
 	}
 	for _, t := range []*string{ch.Delta.Content, ch.Delta.Refusal} {
 		if t != nil && *t != "" {
 			if s.kind != "text" {
-				s.start(map[string]any{"type": "text", "text": ""}, "text")
+				s.start(map[string]any{"type": "text", "text": ""})
 			}
 			s.delta(s.open, "text_delta", "text", *t)
 		}
@@ -175,8 +175,7 @@ func (s *messagesStream) translate(data []byte) error {
 	for _, tc := range ch.Delta.ToolCalls {
 		block, known := s.tools[tc.Index]
 		if !known {
-			call := chat.ToolCall{ExtraContent: tc.ExtraContent}
-			s.start(map[string]any{"type": "tool_use", "id": toolUseID(tc.ID, call.ThoughtSignature()), "name": tc.Function.Name, "input": map[string]any{}}, "tool_use")
+			s.start(map[string]any{"type": "tool_use", "id": toolUseID(tc.ID, tc.ExtraContent.ThoughtSignature()), "name": tc.Function.Name, "input": map[string]any{}})
 			block = s.open
 			s.tools[tc.Index] = block
 		}
@@ -190,10 +189,10 @@ func (s *messagesStream) translate(data []byte) error {
 	return nil
 }
 
-// start closes the open block and opens block, of type kind.
-func (s *messagesStream) start(block map[string]any, kind string) {
+// start closes the open block and opens block.
+func (s *messagesStream) start(block map[string]any) {
 	s.stop()
-	s.open, s.kind = s.blocks, kind
+	s.open, s.kind = s.blocks, block["type"].(string)
 	s.blocks++
 	s.event("content_block_start", map[string]any{"type": "content_block_start", "index": s.open, "content_block": block})
 }
@@ -203,7 +202,7 @@ func (s *messagesStream) start(block map[string]any, kind string) {
 // block's, else in a new one.
 func (s *messagesStream) thinking(from int, text string) {
 	if s.kind != "thinking" || s.from != from {
-		s.start(map[string]any{"type": "thinking", "thinking": "", "signature": ""}, "thinking")
+		s.start(map[string]any{"type": "thinking", "thinking": "", "signature": ""})
 		s.from = from
 	}
 	if text != "" {
