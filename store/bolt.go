@@ -16,6 +16,15 @@ import (
 // FileName is the bbolt file inside the data directory.
 const FileName = "gateway.db"
 
+// pageSize is the bbolt page size of a new store file. bbolt writes a
+// transaction page by page, one pwrite each, and the request log appends a
+// few hundred records per transaction: with 16 KiB pages it makes a quarter
+// of the calls, and the kernel's cost is mostly per call (on ext4, 4 KiB
+// appended cost about 4-5 µs of system CPU as one call, 1.5-2 µs as a quarter
+// of a 16 KiB one). A store created with another page size keeps it: bbolt
+// reads it from the file.
+const pageSize = 16 << 10
+
 // boltStore is the embedded Store on bbolt.
 type boltStore struct {
 	db        *bolt.DB
@@ -37,7 +46,7 @@ func Open(dir string, opts ...Option) (Store, error) {
 		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
 	}
 	path := filepath.Join(dir, FileName)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second})
+	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, PageSize: pageSize})
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("open %s: the data dir is in use by another gateway process", path)
 	}

@@ -3,8 +3,11 @@ package store
 import (
 	"errors"
 	"fmt"
+	"path/filepath"
 	"testing"
 	"time"
+
+	bolt "go.etcd.io/bbolt"
 
 	"github.com/llm-gateway/gateway/core"
 )
@@ -103,5 +106,44 @@ func TestLogWriterAndQuery(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestPageSize: a new store file has pageSize pages; a file made with
+// bbolt's default 4 KiB pages (as stores were before) keeps them and its
+// data.
+func TestPageSize(t *testing.T) {
+	fresh := t.TempDir()
+	old := t.TempDir()
+	db, err := bolt.Open(filepath.Join(old, FileName), 0o600, &bolt.Options{PageSize: 4096})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := db.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, tc := range []struct {
+		dir  string
+		want int
+	}{{fresh, pageSize}, {old, 4096}} {
+		for range 2 { // opened, written, closed, opened again
+			st, err := Open(tc.dir)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := st.(*boltStore).db.Info().PageSize; got != tc.want {
+				t.Errorf("%s: page size %d, want %d", tc.dir, got, tc.want)
+			}
+			ws := Workspace{ID: "w1", Slug: "default", Name: "Default", Status: StatusActive}
+			if err := st.Update(func(tx Tx) error { return tx.Put(BucketWorkspaces, ws.ID, ws) }); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.View(func(tx Tx) error { _, err := WorkspaceByIDOrSlug(tx, "w1"); return err }); err != nil {
+				t.Fatal(err)
+			}
+			if err := st.Close(); err != nil {
+				t.Fatal(err)
+			}
+		}
 	}
 }
