@@ -121,8 +121,19 @@ func TestParseFlags(t *testing.T) {
 	if err != nil || o.rounds != 5 || o.duration != 3*time.Second || o.rate != 1000 {
 		t.Fatalf("defaults: %+v %v", o, err)
 	}
-	if _, err := parseFlags([]string{"-rounds", "0"}); err == nil {
-		t.Fatal("-rounds 0 accepted")
+	o, err = parseFlags([]string{"-cpu", "5s", "-baseline", "HEAD~1"})
+	if err != nil || o.cpu != 5*time.Second || o.baseline != "HEAD~1" {
+		t.Fatalf("-cpu 5s -baseline HEAD~1: %+v %v", o, err)
+	}
+	for _, args := range [][]string{
+		{"-rounds", "0"},
+		{"-cpu", "500ms"},
+		{"-cpu", "3m"},
+		{"-cpu", "5s", "-profile", "5s"},
+	} {
+		if _, err := parseFlags(args); err == nil {
+			t.Errorf("%v accepted", args)
+		}
 	}
 }
 

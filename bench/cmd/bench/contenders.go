@@ -64,17 +64,47 @@ func build(ctx context.Context, root, binDir string) (map[string]string, error) 
 		{"fasthttp-proxy", "./bench/proxies/fasthttp"},
 	} {
 		out := filepath.Join(binDir, pkg.name)
-		bctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
-		cmd := exec.CommandContext(bctx, "go", "build", "-o", out, pkg.path)
-		cmd.Dir = root
-		msg, err := cmd.CombinedOutput()
-		cancel()
-		if err != nil {
-			return nil, fmt.Errorf("go build %s: %v\n%s", pkg.path, err, msg)
+		if err := goBuild(ctx, root, pkg.path, out); err != nil {
+			return nil, err
 		}
 		bins[pkg.name] = out
 	}
 	return bins, nil
+}
+
+// goBuild builds the package at path (relative to dir) into out.
+func goBuild(ctx context.Context, dir, path, out string) error {
+	ctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
+	defer cancel()
+	cmd := exec.CommandContext(ctx, "go", "build", "-o", out, path)
+	cmd.Dir = dir
+	if msg, err := cmd.CombinedOutput(); err != nil {
+		return fmt.Errorf("go build %s: %v\n%s", path, err, msg)
+	}
+	return nil
+}
+
+// buildBaseline builds cmd/gateway as it is at the git revision rev (in a
+// temporary worktree of the repository at root, removed afterwards) into
+// out, for -baseline.
+func buildBaseline(ctx context.Context, root, rev, out string) error {
+	src, err := os.MkdirTemp("", "gateway-bench-baseline-")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(src)
+	git := func(args ...string) error {
+		cmd := exec.CommandContext(ctx, "git", append([]string{"-C", root}, args...)...)
+		if msg, err := cmd.CombinedOutput(); err != nil {
+			return fmt.Errorf("git %s: %v: %s", strings.Join(args, " "), err, bytes.TrimSpace(msg))
+		}
+		return nil
+	}
+	if err := git("worktree", "add", "--detach", src, rev); err != nil {
+		return fmt.Errorf("-baseline %s: %w", rev, err)
+	}
+	defer git("worktree", "remove", "--force", src)
+	return goBuild(ctx, src, "./cmd/gateway", out)
 }
 
 // The Node gateway: the version installed from npm, and the version of its
@@ -210,6 +240,26 @@ func (b *bench) startContenders(ctx context.Context, bins map[string]string) err
 		c.slow = endpoint{hostPort(proc.url), "/slow" + chatPath, auth}
 	}
 
+	b.startGateways(ctx, bins["gateway"], "", "", fastURL, slowURL)
+	if bin := bins["gateway-baseline"]; bin != "" {
+		b.startGateways(ctx, bin, "@base", " at "+b.opts.baseline, fastURL, slowURL)
+	}
+
+	if b.opts.node {
+		node := &contender{key: "node", name: "Node gateway", what: "`" + nodeGatewayPackage + "` from npm, `--headless`, `x-portkey-provider: openai` + `x-portkey-custom-host`"}
+		b.contenders = append(b.contenders, node)
+		if err := b.startNode(ctx, node, fastURL, slowURL); err != nil {
+			node.unavailable = err.Error()
+		}
+	}
+	return nil
+}
+
+// startGateways starts two gateway contenders on bin, minimal and full,
+// keyed gw-min and gw-full followed by keySuffix and named with
+// nameSuffix (-baseline starts a second pair from another revision's
+// build).
+func (b *bench) startGateways(ctx context.Context, bin, keySuffix, nameSuffix, fastURL, slowURL string) {
 	gateway := func(c *contender) (*process, error) {
 		dataDir := filepath.Join(b.runDir, c.key+"-data")
 		env := []string{
@@ -225,10 +275,10 @@ func (b *bench) startContenders(ctx context.Context, bins map[string]string) err
 			c.pprofAddr = fmt.Sprintf("127.0.0.1:%d", port)
 			env = append(env, "GATEWAY_PPROF_ADDR="+c.pprofAddr)
 		}
-		return startProcess(ctx, c.key, bins["gateway"], []string{"--addr", "127.0.0.1:0", "--data-dir", dataDir}, env, b.root, logs, listeningLine)
+		return startProcess(ctx, c.key, bin, []string{"--addr", "127.0.0.1:0", "--data-dir", dataDir}, env, b.root, b.logDir, listeningLine)
 	}
 
-	min := &contender{key: "gw-min", name: "gateway minimal", what: "key auth + `x-gateway-provider` + custom host; request logging on"}
+	min := &contender{key: "gw-min" + keySuffix, name: "gateway minimal" + nameSuffix, what: "key auth + `x-gateway-provider` + custom host; request logging on"}
 	b.contenders = append(b.contenders, min)
 	if proc, err := gateway(min); err != nil {
 		min.unavailable = err.Error()
@@ -243,7 +293,7 @@ func (b *bench) startContenders(ctx context.Context, bins map[string]string) err
 		min.slow = endpoint{hostPort(proc.url), chatPath, h(slowURL)}
 	}
 
-	full := &contender{key: "gw-full", name: "gateway full", what: "key auth, request logging, inline config: fallback over 2 targets with `retry.attempts` 1, " +
+	full := &contender{key: "gw-full" + keySuffix, name: "gateway full" + nameSuffix, what: "key auth, request logging, inline config: fallback over 2 targets with `retry.attempts` 1, " +
 		"input guardrails `default.wordCount` (built-in) and `wat-minimal.nonEmpty` (WASM, uploaded through `/v1/plugins`), " +
 		"a requests rate-limit policy per key (embedded counter) on a workspace key"}
 	b.contenders = append(b.contenders, full)
@@ -265,15 +315,6 @@ func (b *bench) startContenders(ctx context.Context, bins map[string]string) err
 		full.fast = endpoint{hostPort(proc.url), chatPath, h(fastURL)}
 		full.slow = endpoint{hostPort(proc.url), chatPath, h(slowURL)}
 	}
-
-	if b.opts.node {
-		node := &contender{key: "node", name: "Node gateway", what: "`" + nodeGatewayPackage + "` from npm, `--headless`, `x-portkey-provider: openai` + `x-portkey-custom-host`"}
-		b.contenders = append(b.contenders, node)
-		if err := b.startNode(ctx, node, fastURL, slowURL); err != nil {
-			node.unavailable = err.Error()
-		}
-	}
-	return nil
 }
 
 func (b *bench) startNode(ctx context.Context, c *contender, fastURL, slowURL string) error {

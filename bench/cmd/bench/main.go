@@ -56,6 +56,12 @@ type options struct {
 	// profile, when set, replaces the rounds: each gateway is profiled
 	// (pprof CPU and allocations) under this long a load at c=16.
 	profile time.Duration
+	// cpu, when set, replaces the rounds with -rounds interleaved loads of
+	// this length at c=16 that read CPU per request only.
+	cpu time.Duration
+	// baseline is a git revision whose gateway is measured too, beside the
+	// working tree's.
+	baseline string
 }
 
 func parseFlags(args []string) (options, error) {
@@ -75,6 +81,8 @@ func parseFlags(args []string) (options, error) {
 	fs.StringVar(&o.out, "out", "", "where to write the report (default bench/RESULTS.md in the repository)")
 	fs.BoolVar(&o.keep, "keep", false, "keep the run's data dirs under bench/.work/run (logs are always kept there)")
 	fs.DurationVar(&o.profile, "profile", 0, "instead of the rounds, profile each gateway contender for this long at c=16 (CPU and allocations, into bench/.work/run/profiles; no report)")
+	fs.DurationVar(&o.cpu, "cpu", 0, "instead of the phases, run -rounds interleaved loads of this length at c=16 and print the CPU per request of the fasthttp proxy and each gateway (no report)")
+	fs.StringVar(&o.baseline, "baseline", "", "also build the gateway at this git revision and measure it beside the working tree's (to compare a change)")
 	if err := fs.Parse(args); err != nil {
 		return o, err
 	}
@@ -114,6 +122,10 @@ func parseFlags(args []string) (options, error) {
 		return o, errors.New("-max-time must be 1m..2h")
 	case o.profile != 0 && (o.profile < time.Second || o.profile > 5*time.Minute):
 		return o, errors.New("-profile must be 1s..5m")
+	case o.cpu != 0 && (o.cpu < time.Second || o.cpu > 2*time.Minute):
+		return o, errors.New("-cpu must be 1s..2m")
+	case o.cpu != 0 && o.profile != 0:
+		return o, errors.New("-cpu and -profile are two different runs; give one")
 	}
 	return o, nil
 }
@@ -216,6 +228,14 @@ func (b *bench) run(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
+	if b.opts.baseline != "" {
+		logf("building the gateway at %s", b.opts.baseline)
+		out := filepath.Join(b.binDir, "gateway-baseline")
+		if err := buildBaseline(ctx, b.root, b.opts.baseline, out); err != nil {
+			return err
+		}
+		bins["gateway-baseline"] = out
+	}
 	logf("starting the contenders (logs in %s)", b.logDir)
 	if err := b.startContenders(ctx, bins); err != nil {
 		return err
@@ -223,9 +243,11 @@ func (b *bench) run(ctx context.Context) error {
 	if b.x, err = probe(ctx, b.contenders[0].fast); err != nil {
 		return fmt.Errorf("the mock's own answer: %w", err)
 	}
-	if full := b.byKey("gw-full"); full != nil {
-		if err := verifyFull(ctx, full); err != nil {
-			full.unavailable = "the full pipeline did not run as configured: " + err.Error()
+	for _, key := range []string{"gw-full", "gw-full@base"} {
+		if full := b.byKey(key); full != nil && full.unavailable == "" {
+			if err := verifyFull(ctx, full); err != nil {
+				full.unavailable = "the full pipeline did not run as configured: " + err.Error()
+			}
 		}
 	}
 	b.sseClient = &http.Client{Transport: &http.Transport{MaxIdleConnsPerHost: 4, DisableCompression: true, IdleConnTimeout: 2 * time.Second}}
@@ -247,6 +269,9 @@ func (b *bench) run(ctx context.Context) error {
 	b.warmUp(ctx)
 	if b.opts.profile > 0 {
 		return b.profileGateways(ctx)
+	}
+	if b.opts.cpu > 0 {
+		return b.compareCPU(ctx)
 	}
 	for round := range b.opts.rounds {
 		if ctx.Err() != nil {
