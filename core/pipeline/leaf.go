@@ -195,8 +195,11 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 		deadline = time.Now().Add(lreq.Timeout)
 		timer = time.AfterFunc(lreq.Timeout, func() { cancelCall(errTimeout) })
 	}
-	if readWhole(w.req) {
+	switch {
+	case readWhole(w.req):
 		ctx = transport.WholeAnswer(ctx, deadline)
+	case streamable(w.req): // and a stream, as it is not read whole
+		ctx = transport.StreamedAnswer(ctx)
 	}
 	// stop disarms the timeout; false means it has already fired.
 	stop := func() bool { return timer == nil || timer.Stop() }
@@ -341,10 +344,22 @@ func noCancel(error) {}
 // upstream that answers a non-stream request with an event stream anyway
 // has it delivered at once, when it ends.)
 func readWhole(req *core.Request) bool {
+	if streamable(req) {
+		return !req.Stream
+	}
+	switch req.Endpoint {
+	case core.EndpointEmbed, core.EndpointRerank, core.EndpointModeration, core.EndpointMessagesCount, core.EndpointResponseItems:
+		return true
+	}
+	return false
+}
+
+// streamable reports whether req's endpoint answers with a stream when its
+// client asks for one: then the upstream stream client sends it
+// (transport.StreamedAnswer).
+func streamable(req *core.Request) bool {
 	switch req.Endpoint {
 	case core.EndpointChatComplete, core.EndpointComplete, core.EndpointResponses, core.EndpointMessages:
-		return !req.Stream
-	case core.EndpointEmbed, core.EndpointRerank, core.EndpointModeration, core.EndpointMessagesCount, core.EndpointResponseItems:
 		return true
 	}
 	return false

@@ -52,13 +52,19 @@ type eventStream struct {
 	ended bool  // out holds the stream's last bytes
 	eof   bool  // the client was handed everything
 	done  bool  // closed
+	// first: out holds the gateway's own first event, which goes out in
+	// one chunk with what the upstream's first read brings (the pipeline
+	// hands a stream on once its first bytes have arrived): one write and
+	// one wake-up of the client for both, not two.
+	first bool
 }
 
 // newEventStream is the event stream of src, starting with first (an
 // event of the gateway's own, or nil).
 func newEventStream(src io.Reader, first []byte, rewrite func([]byte) []byte, errorEvent errorEventFunc, end func(core.Usage, error)) *eventStream {
 	out := *outBuffers.Get().(*[]byte)
-	return &eventStream{src: src, out: append(out[:0], first...), rewrite: rewrite, errorEvent: errorEvent, end: end, scan: sse.Scanner{Max: maxEventBytes}}
+	return &eventStream{src: src, out: append(out[:0], first...), first: len(first) > 0,
+		rewrite: rewrite, errorEvent: errorEvent, end: end, scan: sse.Scanner{Max: maxEventBytes}}
 }
 
 // outBuffers are the buffers of the events streams hand out; one whose
@@ -70,6 +76,10 @@ const maxKeptOut = 64 << 10
 func (e *eventStream) Read(p []byte) (int, error) {
 	if e.done {
 		return 0, io.ErrClosedPipe
+	}
+	if e.first {
+		e.first = false
+		e.fillGuarded()
 	}
 	for e.off == len(e.out) {
 		if e.ended {

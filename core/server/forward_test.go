@@ -235,23 +235,31 @@ func TestDropUsageChunk(t *testing.T) {
 // TestEventStreamEnds: how a stream ended reaches its end function once,
 // when it is closed: cleanly, given up by the client before its end, or
 // broken by a panic, which ends it with the error event panicked answers.
-// The gateway's first event comes before the upstream is read.
+// The gateway's first event goes out in one read with what the upstream's
+// first read brought, alone when that completed no event.
 func TestEventStreamEnds(t *testing.T) {
 	const upstream = "data: a\n\ndata: b\n\n"
 	for _, tc := range []struct {
 		name    string
+		src     func(io.Reader) io.Reader
 		reads   int // reads before Close; -1 to the end
 		rewrite func([]byte) []byte
+		first   string // what the first read hands out
 		want    string
 		err     error
 	}{
-		{"read to the end", -1, nil, "data: first\n\n" + upstream, nil},
-		{"given up", 1, nil, "data: first\n\n", errClientGone},
-		{"a panic", -1, func(b []byte) []byte { panic("boom") }, "data: first\n\n" + `data: {"error":{"message":"internal","type":"api_error","param":null,"code":"AB04"}}` + "\n\n", nil},
+		{"read to the end", nil, -1, nil, "data: first\n\n" + upstream, "data: first\n\n" + upstream, nil},
+		{"a first read of part of an event", iotest.OneByteReader, -1, nil, "data: first\n\n", "data: first\n\n" + upstream, nil},
+		{"given up", iotest.OneByteReader, 1, nil, "data: first\n\n", "data: first\n\n", errClientGone},
+		{"a panic", nil, -1, func(b []byte) []byte { panic("boom") }, "", "data: first\n\n" + `data: {"error":{"message":"internal","type":"api_error","param":null,"code":"AB04"}}` + "\n\n", nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			var ended []error
-			src := &countingReader{r: strings.NewReader(upstream)}
+			var r io.Reader = strings.NewReader(upstream)
+			if tc.src != nil {
+				r = tc.src(r)
+			}
+			src := &countingReader{r: r}
 			events := newEventStream(src, []byte("data: first\n\n"), tc.rewrite, appendErrorEvent, func(_ core.Usage, err error) { ended = append(ended, err) })
 			events.panicked = func(any) *core.Error { return core.Internal(nil, "internal") }
 			var got []byte
@@ -259,8 +267,13 @@ func TestEventStreamEnds(t *testing.T) {
 			for i := 0; tc.reads < 0 || i < tc.reads; i++ {
 				n, err := events.Read(buf)
 				got = append(got, buf[:n]...)
-				if i == 0 && src.n != 0 {
-					t.Error("the upstream was read before the first event was handed out")
+				if i == 0 {
+					if src.n != 1 {
+						t.Errorf("the upstream was read %d times before the first read returned, want once", src.n)
+					}
+					if tc.first != "" && string(got) != tc.first {
+						t.Errorf("first read %q, want %q", got, tc.first)
+					}
 				}
 				if err != nil {
 					break

@@ -3,9 +3,11 @@
 // a stream, an embedding, ...) go through a fasthttp client: it writes and
 // reads on the caller's goroutine, with pooled buffers, which costs a
 // fraction of net/http's per-request CPU (no reader and writer goroutines
-// per connection, no channel hand-offs). Everything else — streams, the
-// generic proxy, requests through an HTTP proxy, a Host override — goes
-// through the standard *http.Transport it wraps, unchanged.
+// per connection, no channel hand-offs). Streamed answers go through a
+// small HTTP/1.1 client of the same kind (stream.go), whose body reads the
+// connection as the stream arrives. Everything else — the generic proxy,
+// requests through an HTTP proxy, a Host override — goes through the
+// standard *http.Transport it wraps, unchanged.
 //
 // Either way it is an http.RoundTripper, so http.Client's redirects and
 // go-retryablehttp's retries work on top of it as before.
@@ -58,13 +60,15 @@ func Provider() *http.Transport {
 }
 
 // Transport sends a request through the fast client when its context was
-// marked by WholeAnswer, and through Std otherwise.
+// marked by WholeAnswer, through the stream client when marked by
+// StreamedAnswer, and through Std otherwise.
 type Transport struct {
-	// Std is the standard transport: it sends what the fast client does
-	// not, and lends it its dialer (so a netguard dial check applies to
-	// both), TLS settings and proxy choice.
-	Std  *http.Transport
-	fast *fasthttp.Client
+	// Std is the standard transport: it sends what the other clients do
+	// not, and lends them its dialer (so a netguard dial check applies to
+	// all), TLS settings and proxy choice.
+	Std    *http.Transport
+	fast   *fasthttp.Client
+	stream *streamClient
 }
 
 // Limits of the fast client.
@@ -89,7 +93,7 @@ func New(std *http.Transport) *Transport {
 	if dial == nil {
 		dial = Dialer().DialContext
 	}
-	return &Transport{Std: std, fast: &fasthttp.Client{
+	return &Transport{Std: std, stream: newStreamClient(std, dial), fast: &fasthttp.Client{
 		Dial: func(addr string) (net.Conn, error) {
 			return dial(context.Background(), "tcp", addr)
 		},
@@ -103,24 +107,27 @@ func New(std *http.Transport) *Transport {
 	}}
 }
 
-// CloseIdleConnections closes the idle connections of both clients.
+// CloseIdleConnections closes the idle connections of the three clients.
 func (t *Transport) CloseIdleConnections() {
 	t.Std.CloseIdleConnections()
 	t.fast.CloseIdleConnections()
+	t.stream.closeIdle()
 }
 
-// wholeKey is the key a wholeCtx answers to with itself.
-type wholeKey struct{}
+// markKey is the key a markedCtx answers to with itself.
+type markKey struct{}
 
-// wholeCtx is a context marked by WholeAnswer: one allocation, where
-// context.WithValue would take a second to box the deadline.
-type wholeCtx struct {
+// markedCtx is a context marked by WholeAnswer or StreamedAnswer: one
+// allocation, where context.WithValue would take a second to box the
+// deadline.
+type markedCtx struct {
 	context.Context
-	deadline time.Time
+	streamed bool      // StreamedAnswer; else WholeAnswer
+	deadline time.Time // WholeAnswer's
 }
 
-func (c *wholeCtx) Value(key any) any {
-	if key == (wholeKey{}) {
+func (c *markedCtx) Value(key any) any {
+	if key == (markKey{}) {
 		return c
 	}
 	return c.Context.Value(key)
@@ -132,7 +139,14 @@ func (c *wholeCtx) Value(key any) any {
 // caller also cancels ctx then. Requests sent with an unmarked context use
 // the standard transport.
 func WholeAnswer(ctx context.Context, deadline time.Time) context.Context {
-	return &wholeCtx{ctx, deadline}
+	return &markedCtx{Context: ctx, deadline: deadline}
+}
+
+// StreamedAnswer marks ctx: the answers of requests sent with it are
+// streams, which the caller reads as they arrive, and ctx ending ends them
+// (there is no deadline of the client's own).
+func StreamedAnswer(ctx context.Context) context.Context {
+	return &markedCtx{Context: ctx, streamed: true}
 }
 
 // defaultUserAgent is what net/http sends when a request sets none; the
@@ -141,11 +155,17 @@ const defaultUserAgent = "Go-http-client/1.1"
 
 // RoundTrip implements http.RoundTripper.
 func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
-	whole, ok := r.Context().Value(wholeKey{}).(*wholeCtx)
+	mark, ok := r.Context().Value(markKey{}).(*markedCtx)
 	if !ok || !t.fastCan(r) {
 		return t.Std.RoundTrip(r)
 	}
-	deadline := whole.deadline
+	if mark.streamed {
+		if t.stream == nil {
+			return t.Std.RoundTrip(r)
+		}
+		return t.stream.roundTrip(r)
+	}
+	deadline := mark.deadline
 	ctx := r.Context()
 	if err := ctx.Err(); err != nil {
 		closeBody(r)
@@ -180,8 +200,8 @@ func (t *Transport) RoundTrip(r *http.Request) (*http.Response, error) {
 	return toResponse(fresp, r), nil
 }
 
-// fastCan reports whether the fast client can send r exactly as the
-// standard transport would: plain HTTP/1.1 to the URL's own host, with no
+// fastCan reports whether the fast and stream clients can send r exactly
+// as the standard transport would: plain HTTP/1.1 to the URL's own host, with no
 // proxy in between, no credentials in the URL, a request line fasthttp can
 // write (not opaque, not an empty query's lone "?"), and an answer with a
 // body.

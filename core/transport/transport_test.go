@@ -189,8 +189,9 @@ func TestFastPathCancelledBefore(t *testing.T) {
 	}
 }
 
-// TestFastPathGuardedDial: the fast client dials through the standard
-// transport's dialer, so the netguard check refuses a reserved address.
+// TestFastPathGuardedDial: the fast and stream clients dial through the
+// standard transport's dialer, so the netguard check refuses a reserved
+// address.
 func TestFastPathGuardedDial(t *testing.T) {
 	var hits atomic.Int64
 	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { hits.Add(1) }))
@@ -201,10 +202,12 @@ func TestFastPathGuardedDial(t *testing.T) {
 	}
 	tr := transport.New(policy.NewTransport())
 	defer tr.CloseIdleConnections()
-	req, _ := http.NewRequestWithContext(transport.WholeAnswer(context.Background(), time.Time{}), "POST", srv.URL, strings.NewReader("{}"))
-	_, err = (&http.Client{Transport: tr}).Do(req)
-	if !errors.Is(err, netguard.ErrBlocked) {
-		t.Fatalf("got %v, want a netguard refusal", err)
+	for _, ctx := range []context.Context{transport.WholeAnswer(context.Background(), time.Time{}), transport.StreamedAnswer(context.Background())} {
+		req, _ := http.NewRequestWithContext(ctx, "POST", srv.URL, strings.NewReader("{}"))
+		_, err = (&http.Client{Transport: tr}).Do(req)
+		if !errors.Is(err, netguard.ErrBlocked) {
+			t.Fatalf("got %v, want a netguard refusal", err)
+		}
 	}
 	if hits.Load() != 0 {
 		t.Fatal("the refused upstream was reached")
