@@ -5,6 +5,7 @@ import (
 	"context"
 	"crypto/tls"
 	"errors"
+	"fmt"
 	"io"
 	"net"
 	"net/http"
@@ -94,7 +95,8 @@ func newStreamClient(std *http.Transport, dial func(ctx context.Context, network
 // retried: the server may have acted on it.)
 func (c *streamClient) roundTrip(r *http.Request) (*http.Response, error) {
 	ctx := r.Context()
-	key, addr := r.URL.Scheme+"://"+hostPort(r.URL.Scheme, r.URL.Host), hostPort(r.URL.Scheme, r.URL.Host)
+	addr := hostPort(r.URL.Scheme, r.URL.Host)
+	key := r.URL.Scheme + "://" + addr
 	for retried := false; ; retried = true {
 		sc, err := c.get(ctx, key, addr, r.URL.Hostname(), r.URL.Scheme == "https")
 		if err != nil {
@@ -149,7 +151,7 @@ func (c *streamClient) send(ctx context.Context, sc *streamConn, r *http.Request
 			return nil, context.Cause(ctx)
 		}
 		if unsent && sc.reused {
-			return nil, errors.Join(errUnsent, err)
+			return nil, fmt.Errorf("%w: %w", errUnsent, err)
 		}
 		return nil, err
 	}
