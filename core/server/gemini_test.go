@@ -34,6 +34,11 @@ func fakeGemini() http.Handler {
 			io.WriteString(w, `{"error":{"code":400,"message":"API key not valid. Please pass a valid API key.","status":"INVALID_ARGUMENT"}}`)
 			return
 		}
+		if strings.HasSuffix(r.URL.Path, ":countTokens") {
+			w.Header().Set("Content-Type", "application/json")
+			io.WriteString(w, `{"totalTokens":5,"promptTokensDetails":[{"modality":"TEXT","tokenCount":5}]}`)
+			return
+		}
 		if strings.HasSuffix(r.URL.Path, ":streamGenerateContent") {
 			w.Header().Set("Content-Type", "text/event-stream")
 			for _, ev := range []string{

@@ -115,8 +115,10 @@ func breakingStream(next http.Handler) http.Handler {
 // and the client gets Anthropic's shapes: the message, the event stream
 // (the tokens counted in the log), the provider's error in Anthropic's
 // error body, a stream broken by an error event ended with Anthropic's
-// error event; token counting stays unserved, a 400 naming the header or
-// field before any call.
+// error event. Token counting goes to Gemini's countTokens (gemini,
+// vertex-ai's Gemini models: the count in Anthropic's answer, a refused
+// body a 400 naming the field); bedrock's other models refuse it with a
+// 400 naming the model, before any call.
 func TestMessagesThroughTranslatedChat(t *testing.T) {
 	t.Parallel()
 	const google = "/v1/projects/my-project-1/locations/us-central1/publishers/google/models/gemini-2.5-flash:"
@@ -132,6 +134,8 @@ func TestMessagesThroughTranslatedChat(t *testing.T) {
 		streamUsage      core.Usage
 		errAnswer        string
 		breaks           bool   // the upstream breaks a stream whose system prompt is "break"
+		countPath        string // where count_tokens goes (escaped); "" for none
+		countSent        string // the upstream body of count_tokens
 		countParam       string // of count_tokens' 400
 	}{
 		{name: "gemini", upstream: func(*testing.T) http.Handler { return breakingStream(fakeGemini()) },
@@ -144,7 +148,10 @@ func TestMessagesThroughTranslatedChat(t *testing.T) {
 				`"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":7,"output_tokens":2,"cache_read_input_tokens":0}}`,
 			usage: core.Usage{PromptTokens: 7, CompletionTokens: 2, TotalTokens: 9}, streamUsage: core.Usage{PromptTokens: 6, CompletionTokens: 2, TotalTokens: 8},
 			errAnswer: `{"type":"error","error":{"type":"invalid_request_error","message":"API key not valid. Please pass a valid API key."}}`,
-			breaks:    true, countParam: "x-gateway-provider"},
+			breaks:    true, countPath: "/v1beta/models/gemini-2.5-flash:countTokens",
+			countSent: `{"generateContentRequest":{"model":"models/gemini-2.5-flash","contents":[{"role":"user","parts":[{"text":"hi"}]}],"systemInstruction":{"parts":[{"text":"be brief"}]},` +
+				`"tools":[{"functionDeclarations":[{"name":"now","parametersJsonSchema":{"type":"object"}}]}],"toolConfig":{"functionCallingConfig":{"mode":"AUTO"}}}}`,
+			countParam: "tools[0].type"},
 		{name: "vertex-ai gemini", upstream: func(*testing.T) http.Handler { return breakingStream(fakeVertex()) },
 			headers: func(g *gateway) []string {
 				return []string{"x-gateway-provider", "vertex-ai", "x-gateway-custom-host", g.up.URL,
@@ -156,7 +163,10 @@ func TestMessagesThroughTranslatedChat(t *testing.T) {
 				`"stop_reason":"tool_use","stop_sequence":null,"usage":{"input_tokens":7,"output_tokens":2,"cache_read_input_tokens":0}}`,
 			usage: core.Usage{PromptTokens: 7, CompletionTokens: 2, TotalTokens: 9}, streamUsage: core.Usage{PromptTokens: 6, CompletionTokens: 2, TotalTokens: 8},
 			errAnswer: `{"type":"error","error":{"type":"invalid_request_error","message":"API key not valid. Please pass a valid API key."}}`,
-			breaks:    true, countParam: "model"},
+			breaks:    true, countPath: google + "countTokens",
+			countSent: `{"contents":[{"role":"user","parts":[{"text":"hi"}]}],"systemInstruction":{"parts":[{"text":"be brief"}]},` +
+				`"tools":[{"functionDeclarations":[{"name":"now","parametersJsonSchema":{"type":"object"}}]}]}`,
+			countParam: "tools[0].type"},
 		{name: "bedrock llama", upstream: fakeBedrock,
 			headers: func(g *gateway) []string {
 				return []string{"x-gateway-provider", "bedrock", "x-gateway-custom-host", g.up.URL, "Authorization", "",
@@ -232,9 +242,22 @@ func TestMessagesThroughTranslatedChat(t *testing.T) {
 			if e := errorOf(t, r); r.status != 400 || deref(e.Param) != "messages[0].content[0].type" {
 				t.Errorf("refused block: %d %+v", r.status, e)
 			}
-			r = g.do(t, "POST", "/v1/messages/count_tokens", []byte(`{"model":"`+tc.model+`","messages":[{"role":"user","content":"hi"}]}`), hdr...)
+			count := `{"model":"` + tc.model + `","system":"be brief","messages":[{"role":"user","content":"hi"}],` +
+				`"tools":[{"name":"now","input_schema":{"type":"object"}}],"tool_choice":{"type":"auto"}}`
+			if tc.countPath != "" {
+				r = g.do(t, "POST", "/v1/messages/count_tokens?beta=true", []byte(count), hdr...)
+				if r.status != 200 || !jsonSame(t, r.body, `{"input_tokens":5}`) {
+					t.Errorf("count_tokens: %d %s", r.status, r.body)
+				}
+				if up := g.up.last(t); up.RawPath != tc.countPath || up.RawQuery != "" || !jsonSame(t, up.Body, tc.countSent) {
+					t.Errorf("count_tokens upstream got %s?%s %s", up.RawPath, up.RawQuery, up.Body)
+				}
+				before = g.up.hits()
+				count = strings.Replace(count, `{"name":"now"`, `{"type":"web_search_20250305","name":"now"`, 1)
+			}
+			r = g.do(t, "POST", "/v1/messages/count_tokens", []byte(count), hdr...)
 			if e := errorOf(t, r); r.status != 400 || deref(e.Param) != tc.countParam || g.up.hits() != before {
-				t.Errorf("count_tokens: %d %+v", r.status, e)
+				t.Errorf("count_tokens refused: %d %+v", r.status, e)
 			}
 		})
 	}

@@ -44,16 +44,19 @@ type Provider struct {
 func New() *Provider { return &Provider{Provider: openai.New(Spec), now: time.Now, newID: core.NewID} }
 
 // Supports reports whether the provider serves endpoint e: chat
-// completions, embeddings and the proxy.
+// completions, embeddings, the proxy, and token counts of
+// /v1/messages/count_tokens through the messages wrapper.
 func (p *Provider) Supports(e core.Endpoint) bool {
-	return e == core.EndpointChatComplete || e == core.EndpointEmbed || p.Provider.Supports(e)
+	return e == core.EndpointChatComplete || e == core.EndpointEmbed || e == core.EndpointMessagesCount || p.Provider.Supports(e)
 }
 
 // BuildRequest builds the upstream request: a chat completion translated
 // into a generateContent request, POSTed to {base}/models/{model}:generateContent
 // (:streamGenerateContent?alt=sse for a stream); embeddings translated into
 // a batchEmbedContents request (embed.go), POSTed to
-// {base}/models/{model}:batchEmbedContents. A body Gemini cannot take is
+// {base}/models/{model}:batchEmbedContents; a /v1/messages/count_tokens
+// request (as the chat request it is translated into, see
+// CountTokensRequest) to {base}/models/{model}:countTokens. A body Gemini cannot take is
 // refused with a 400 naming the field. Anything else goes through
 // unchanged.
 func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.Target) (*http.Request, error) {
@@ -70,6 +73,10 @@ func (p *Provider) BuildRequest(ctx context.Context, req *core.Request, t *core.
 	case core.EndpointEmbed:
 		model, body, err = translateEmbedRequest(req.Body)
 		method = "batchEmbedContents"
+	case core.EndpointMessagesCount:
+		// Translated into a chat request by the messages wrapper.
+		model, body, err = CountTokensRequest(req.Body, false)
+		method = "countTokens"
 	default:
 		return p.Provider.BuildRequest(ctx, req, t)
 	}
@@ -103,6 +110,6 @@ func modelName(model string) (string, error) {
 
 func init() {
 	core.Register(core.PluginInfo{ID: core.KindProviders + "." + Name, New: func() core.Plugin {
-		return messages.Wrap(New(), messages.Options{AskUsage: true, Thinking: true, ThoughtSignatures: true})
+		return messages.Wrap(New(), messages.Options{AskUsage: true, Thinking: true, ThoughtSignatures: true, CountTokens: true})
 	}})
 }

@@ -173,6 +173,16 @@ type functionCallingConfig struct {
 // parallel_tool_calls, stream_options (read by the stream translation)
 // and the fields chat.Request drops.
 func TranslateRequest(body []byte, stream bool) (model string, out []byte, err error) {
+	model, gr, err := translateRequest(body, stream)
+	if err != nil {
+		return "", nil, err
+	}
+	out, err = json.Marshal(gr)
+	return model, out, err
+}
+
+// translateRequest is TranslateRequest before the request is encoded.
+func translateRequest(body []byte, stream bool) (model string, _ *generateRequest, err error) {
 	var in chat.Request
 	if err := in.Parse(body, Name); err != nil {
 		return "", nil, err
@@ -224,8 +234,7 @@ func TranslateRequest(body []byte, stream bool) (model string, out []byte, err e
 	if gr.Tools, gr.ToolConfig, err = translateTools(&in); err != nil {
 		return "", nil, err
 	}
-	out, err = json.Marshal(&gr)
-	return model, out, err
+	return model, &gr, nil
 }
 
 // translateTools is the function declarations of the request's tools and

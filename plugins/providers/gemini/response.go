@@ -78,14 +78,17 @@ func finishReason(reason string, calls bool) string {
 
 // TranslateResponse turns a chat completion's or embeddings' answer into
 // the OpenAI shape: a GenerateContentResponse into a chat.completion, a
-// batchEmbedContents answer into an embeddings list (embed.go). Answers of
-// other endpoints are left as they are.
+// batchEmbedContents answer into an embeddings list (embed.go); a
+// countTokens answer into Anthropic's count_tokens answer (count.go).
+// Answers of other endpoints are left as they are.
 func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) error {
 	switch req.Endpoint {
 	case core.EndpointChatComplete:
 		return TranslateBody(resp, func(body []byte) ([]byte, error) { return p.translateAnswer(body, req.Model, !req.StrictCompliance) })
 	case core.EndpointEmbed:
 		return TranslateBody(resp, func(body []byte) ([]byte, error) { return translateEmbedAnswer(req, body) })
+	case core.EndpointMessagesCount:
+		return TranslateBody(resp, CountTokensAnswer)
 	}
 	return nil
 }

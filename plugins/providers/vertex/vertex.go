@@ -100,7 +100,11 @@ func publisher(model string) string {
 //   - Anthropic's own Messages API (/v1/messages) for claude-*: the body
 //     as it is but for model and anthropic_version, to rawPredict (or
 //     streamRawPredict), the answer passed back unchanged; token counting
-//     (/v1/messages/count_tokens) to the count-tokens model's rawPredict.
+//     (/v1/messages/count_tokens) to the count-tokens model's rawPredict;
+//   - token counting for gemini-* (/v1/messages/count_tokens, as the chat
+//     request the messages wrapper translates it into): the generateContent
+//     request's fields to countTokens (gemini.CountTokensRequest), its
+//     answer as {"input_tokens": n}.
 //
 // Any other path (the proxy) is sent as it is, with the client's method,
 // query, Content-Type, Accept and body, to the project and region: see
@@ -172,6 +176,12 @@ func translate(req *core.Request, base string, s core.VertexSettings) (call, err
 	case req.Endpoint == core.EndpointEmbed:
 		pub, method = publisherGoogle, "predict"
 		model, body, err = translateEmbedRequest(req.Body)
+	case req.Endpoint == core.EndpointMessagesCount && pub == publisherGoogle:
+		// A Gemini model's count, as the chat request the messages
+		// wrapper translated it into (messages.Options.CountTokens).
+		method = "countTokens"
+		model, body, err = gemini.CountTokensRequest(req.Body, true)
+		err = translatedAs(err, pub)
 	case req.Endpoint == core.EndpointMessages || req.Endpoint == core.EndpointMessagesCount:
 		if pub != publisherAnthropic {
 			return call{}, core.BadRequest("model", "provider %s serves Anthropic's Messages API for Claude models (claude-*), not %q", Name, req.Model)
@@ -323,6 +333,8 @@ func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) err
 	switch {
 	case req.Endpoint == core.EndpointEmbed:
 		return translateEmbedResponse(req, resp)
+	case req.Endpoint == core.EndpointMessagesCount && publisher(req.Model) == publisherGoogle:
+		return p.gemini.TranslateResponse(req, resp) // countTokens' answer
 	case req.Endpoint != core.EndpointChatComplete:
 		return nil
 	}
@@ -352,10 +364,10 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 
 func init() {
 	core.Register(core.PluginInfo{ID: core.KindProviders + "." + Name, New: func() core.Plugin {
-		// Claude models serve /messages themselves; Gemini models through
-		// their chat completions.
+		// Claude models serve /messages and its token counts themselves;
+		// Gemini models through their chat completions and countTokens.
 		claude := func(req *core.Request) bool { return publisher(req.Model) == publisherAnthropic }
-		return messages.Wrap(New(), messages.Options{AskUsage: true, Thinking: true, ThoughtSignatures: true, Native: claude})
+		return messages.Wrap(New(), messages.Options{AskUsage: true, Thinking: true, ThoughtSignatures: true, CountTokens: true, Native: claude})
 	}})
 }
 

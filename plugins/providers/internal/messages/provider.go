@@ -38,6 +38,14 @@ type Options struct {
 	// refuse the field, so a conversation that moves from Gemini to them
 	// drops the signatures.
 	ThoughtSignatures bool
+	// CountTokens serves /v1/messages/count_tokens through the provider's
+	// token count of a chat request: the request goes to the provider as
+	// the chat request it is translated into, with its endpoint still
+	// core.EndpointMessagesCount, and the provider builds its count call
+	// and answers {"input_tokens": n} (gemini's, vertex-ai's for Gemini
+	// models). Providers without it refuse count_tokens for the models
+	// they do not serve natively.
+	CountTokens bool
 	// Native reports whether the provider serves the /v1/messages request
 	// itself (the Anthropic models of vertex-ai and bedrock); nil: never.
 	Native func(req *core.Request) bool
@@ -60,10 +68,12 @@ func (p *Provider) Supports(e core.Endpoint) bool {
 	return p.Provider.Supports(e) || e == core.EndpointMessages && p.Provider.Supports(core.EndpointChatComplete)
 }
 
-// viaChat reports whether req is a /v1/messages request served through
+// viaChat reports whether req is a /v1/messages request (or, with
+// Options.CountTokens, a /v1/messages/count_tokens one) served through
 // chat completions.
 func (p *Provider) viaChat(req *core.Request) bool {
-	return req.Endpoint == core.EndpointMessages && (p.opts.Native == nil || !p.opts.Native(req))
+	return (req.Endpoint == core.EndpointMessages || req.Endpoint == core.EndpointMessagesCount && p.opts.CountTokens) &&
+		(p.opts.Native == nil || !p.opts.Native(req))
 }
 
 // chatRequest is req as the chat completion request it is sent as.
@@ -75,7 +85,10 @@ func (p *Provider) chatRequest(req *core.Request) (*core.Request, error) {
 	creq := *req
 	// The client's query is Anthropic's (its SDKs add ?beta=true): the
 	// chat completion request is the gateway's own and takes none.
-	creq.Endpoint, creq.Path, creq.RawQuery, creq.Body, creq.JSON = core.EndpointChatComplete, "/chat/completions", "", body, nil
+	creq.RawQuery, creq.Body, creq.JSON = "", body, nil
+	if req.Endpoint == core.EndpointMessages { // a count keeps its endpoint (Options.CountTokens)
+		creq.Endpoint, creq.Path = core.EndpointChatComplete, "/chat/completions"
+	}
 	creq.IncludeUsage = req.Stream && p.opts.AskUsage
 	// The provider's thinking blocks (content_blocks, strict compliance
 	// off) become Anthropic's: the client does not see the chat answer.
@@ -127,6 +140,13 @@ func (p *Provider) TranslateResponse(req *core.Request, resp *core.Response) err
 		if err := rt.TranslateResponse(creq, resp); err != nil {
 			return err
 		}
+	}
+	if req.Endpoint == core.EndpointMessagesCount {
+		// The provider answered {"input_tokens": n} itself.
+		if resp.Status >= 300 {
+			translateError(p.Name(), resp)
+		}
+		return nil
 	}
 	return translateAnswer(p.Name(), resp)
 }
