@@ -16,13 +16,21 @@ import (
 // gets Gemini's error body.
 func fakeGemini() http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		var req struct {
+		type generateRequest struct {
 			SystemInstruction struct{ Parts []struct{ Text string } }
 			GenerationConfig  struct {
 				ThinkingConfig struct{ IncludeThoughts bool }
 			}
 		}
-		json.NewDecoder(r.Body).Decode(&req)
+		var in struct {
+			generateRequest
+			GenerateContentRequest *generateRequest // countTokens of Gemini's API
+		}
+		json.NewDecoder(r.Body).Decode(&in)
+		req := in.generateRequest
+		if in.GenerateContentRequest != nil {
+			req = *in.GenerateContentRequest
+		}
 		// Asked for them, the answer starts with a thought summary.
 		thought := ""
 		if req.GenerationConfig.ThinkingConfig.IncludeThoughts {

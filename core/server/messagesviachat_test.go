@@ -252,6 +252,10 @@ func TestMessagesThroughTranslatedChat(t *testing.T) {
 				if up := g.up.last(t); up.RawPath != tc.countPath || up.RawQuery != "" || !jsonSame(t, up.Body, tc.countSent) {
 					t.Errorf("count_tokens upstream got %s?%s %s", up.RawPath, up.RawQuery, up.Body)
 				}
+				r = g.do(t, "POST", "/v1/messages/count_tokens", []byte(strings.Replace(count, "be brief", "fail", 1)), hdr...)
+				if r.status != 400 || !jsonSame(t, r.body, tc.errAnswer) {
+					t.Errorf("count_tokens error: %d %s", r.status, r.body)
+				}
 				before = g.up.hits()
 				count = strings.Replace(count, `{"name":"now"`, `{"type":"web_search_20250305","name":"now"`, 1)
 			}
