@@ -119,7 +119,9 @@ func TranslateBody(resp *core.Response, translate func(body []byte) ([]byte, err
 // is the text only; when withBlocks (strict reference compliance off), a
 // candidate with thought summaries also has content_blocks: its thoughts
 // and text in order, as thinking (with the part's thoughtSignature, if
-// any) and text blocks.
+// any) and text blocks. Thought parts one after another are one thinking
+// block, signed by the last signature among them, as the stream
+// translation gives them.
 func (p *Provider) translateAnswer(body []byte, model string, withBlocks bool) ([]byte, error) {
 	var a generateResponse
 	if err := json.Unmarshal(body, &a); err != nil {
@@ -144,11 +146,26 @@ func (p *Provider) translateAnswer(body []byte, model string, withBlocks bool) (
 		var blocks []chat.ContentBlock
 		hasText := false
 		thought := withBlocks && slices.ContainsFunc(cand.Content.Parts, func(pt part) bool { return pt.Thought })
+		thinking := false // the last block is thinking, which a next thought part adds to
 		for _, pt := range cand.Content.Parts {
+			if !pt.Thought {
+				thinking = false
+			}
 			switch {
 			case pt.Thought:
-				if thought && pt.Text != "" {
-					blocks = append(blocks, chat.ThinkingBlock(pt.Text, pt.ThoughtSignature))
+				switch {
+				case !thought || pt.Text == "" && pt.ThoughtSignature == "":
+				case thinking:
+					// Thoughts one after another are one block, as in a
+					// stream; a signature (often on a part of its own)
+					// signs it.
+					b := &blocks[len(blocks)-1]
+					*b.Thinking += pt.Text
+					if pt.ThoughtSignature != "" {
+						*b.Signature = pt.ThoughtSignature
+					}
+				default:
+					blocks, thinking = append(blocks, chat.ThinkingBlock(pt.Text, pt.ThoughtSignature)), true
 				}
 			case pt.FunctionCall != nil:
 				calls = append(calls, chat.NewCall(p.callID(pt.FunctionCall.ID), pt.FunctionCall.Name, pt.FunctionCall.Args).WithThoughtSignature(pt.ThoughtSignature))

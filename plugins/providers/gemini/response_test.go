@@ -111,13 +111,19 @@ func TestTranslateResponseUnreadable(t *testing.T) {
 
 // TestTranslateResponseThoughts: with strict compliance off, an answer
 // with thought summaries has content_blocks: thinking (with the part's
-// signature) and text in order; one without has none.
+// signature) and text in order, thoughts one after another in one block,
+// a thought part with only a signature signing it (or a block of its own);
+// one without has none.
 func TestTranslateResponseThoughts(t *testing.T) {
 	for _, tc := range []struct{ name, in, want string }{
 		{"thoughts as content_blocks with strict compliance off",
 			`{"candidates":[{"content":{"role":"model","parts":[{"text":"thinking","thought":true,"thoughtSignature":"c2ln"},{"text":"Hel"},{"text":"lo"}]},"finishReason":"STOP","index":0}],` + geminiUsage + `,"modelVersion":"gemini-2.5-flash-001","responseId":"r1"}`,
 			head("chatcmpl-r1", "gemini-2.5-flash-001") + `{"index":0,"message":{"role":"assistant","content":"Hello","refusal":null,"content_blocks":[` +
 				`{"type":"thinking","thinking":"thinking","signature":"c2ln"},{"type":"text","text":"Hel"},{"type":"text","text":"lo"}]},"logprobs":null,"finish_reason":"stop"}],` + wantUsage + `}`},
+		{"thoughts one after another as one block, signed by a part of its own",
+			`{"candidates":[{"content":{"role":"model","parts":[{"text":"a","thought":true},{"text":"b","thought":true},{"thought":true,"thoughtSignature":"c2ln"},{"text":"Hi"},{"thought":true,"thoughtSignature":"c2lnMg=="}]},"finishReason":"STOP","index":0}],"responseId":"r7"}`,
+			head("chatcmpl-r7", "gemini-x") + `{"index":0,"message":{"role":"assistant","content":"Hi","refusal":null,"content_blocks":[` +
+				`{"type":"thinking","thinking":"ab","signature":"c2ln"},{"type":"text","text":"Hi"},{"type":"thinking","thinking":"","signature":"c2lnMg=="}]},"logprobs":null,"finish_reason":"stop"}],` + zeroUsage + `}`},
 		{"no thoughts: no content_blocks with strict compliance off",
 			`{"candidates":[{"content":{"parts":[{"text":"a"}]},"finishReason":"STOP"}],"responseId":"r6"}`,
 			head("chatcmpl-r6", "gemini-x") + `{"index":0,"message":{"role":"assistant","content":"a","refusal":null},"logprobs":null,"finish_reason":"stop"}],` + zeroUsage + `}`},
