@@ -365,6 +365,71 @@ func TestRequestTimeout(t *testing.T) {
 	})
 }
 
+// TestStreamTimeout: a chat completion stream (sent by the upstream stream
+// client) whose answer or first byte comes after x-gateway-request-timeout
+// is a 408, cut short, and its upstream call is ended; one whose first
+// byte comes in time runs to its end however long it lasts.
+func TestStreamTimeout(t *testing.T) {
+	t.Parallel()
+	ended := make(chan string, 4)
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		var req struct{ Model string }
+		json.NewDecoder(r.Body).Decode(&req)
+		switch req.Model {
+		case "slow-head":
+			if !wait(r, 3*time.Second) {
+				ended <- req.Model
+				return
+			}
+		case "slow-first-byte":
+			w.Header().Set("Content-Type", "text/event-stream")
+			w.WriteHeader(200)
+			w.(http.Flusher).Flush()
+			if !wait(r, 3*time.Second) {
+				ended <- req.Model
+				return
+			}
+		}
+		w.Header().Set("Content-Type", "text/event-stream")
+		for i := range 4 {
+			if i > 0 && !wait(r, 80*time.Millisecond) {
+				return
+			}
+			writeSSE(w, fmt.Sprintf(`{"id":"c","object":"chat.completion.chunk","model":"m","choices":[{"index":0,"delta":{"content":"%d"},"finish_reason":null}]}`, i))
+		}
+		writeSSE(w, "[DONE]")
+	}))
+	body := func(model string) []byte {
+		return []byte(`{"model":"` + model + `","stream":true,"messages":[{"role":"user","content":"hi"}]}`)
+	}
+	for _, model := range []string{"slow-head", "slow-first-byte"} {
+		t.Run(model, func(t *testing.T) {
+			start := time.Now()
+			r := g.do(t, "POST", "/v1/chat/completions", body(model), "x-gateway-request-timeout", "100")
+			if e := errorOf(t, r); r.status != 408 || e.Type != core.TypeTimeout {
+				t.Fatalf("status %d %+v, want a 408 timeout_error", r.status, e)
+			}
+			if d := time.Since(start); d > 2*time.Second {
+				t.Errorf("took %v; the timeout did not cut the call short", d)
+			}
+			select {
+			case got := <-ended:
+				if got != model {
+					t.Errorf("the upstream call of %s ended, want %s", got, model)
+				}
+			case <-time.After(2 * time.Second):
+				t.Error("the upstream call went on after the timeout")
+			}
+		})
+	}
+	t.Run("outlasting the timeout", func(t *testing.T) {
+		r := g.do(t, "POST", "/v1/chat/completions", body("long"), "x-gateway-request-timeout", "100")
+		if events := sseEvents(r.body); r.status != 200 || len(events) != 5 || events[4] != "data: [DONE]" {
+			t.Fatalf("status %d, events %q", r.status, events)
+		}
+	})
+}
+
 func TestForwardHeaders(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, mockUpstream())
