@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -145,6 +146,25 @@ func TestProcReaders(t *testing.T) {
 	}
 	if user < 0 || system < 0 {
 		t.Fatalf("cpu time %v user, %v system", user, system)
+	}
+	// Spinning for 30 ms of the process's own CPU time (as the kernel
+	// counts it) shows in the user time /proc reports, in 10 ms ticks.
+	var spun syscall.Rusage
+	x := uint64(1)
+	for {
+		for range 1 << 16 {
+			x = x*6364136223846793005 + 1442695040888963407
+		}
+		syscall.Getrusage(syscall.RUSAGE_SELF, &spun)
+		if time.Duration(spun.Utime.Nano()) >= user+30*time.Millisecond {
+			break
+		}
+	}
+	if x == 0 {
+		t.Log(x) // keeps the loop
+	}
+	if after, _, err := cpuTime(pid); err != nil || after < user+20*time.Millisecond {
+		t.Fatalf("user time %v after spinning 30 ms from %v (err %v)", after, user, err)
 	}
 	m, err := memory(pid)
 	if err != nil || m.rss <= 0 || m.hwm < m.rss || m.anon <= 0 || m.anon > m.rss {
