@@ -138,6 +138,8 @@ func TestParseFlags(t *testing.T) {
 	}
 }
 
+// TestProcReaders: the process's CPU times and memory as read from /proc;
+// CPU spent shows in the user time.
 func TestProcReaders(t *testing.T) {
 	pid := os.Getpid()
 	user, system, err := cpuTime(pid)
