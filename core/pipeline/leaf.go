@@ -290,8 +290,10 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 		return res
 	}
 	if sse || w.req.Endpoint == core.EndpointProxy {
-		// Streams and proxied bodies are handed on as they arrive.
-		br := bufio.NewReaderSize(hresp.Body, 32<<10)
+		// Streams and proxied bodies are handed on as they arrive. The
+		// reader is for the peek: a read of more than its buffer (a
+		// proxied download's) goes straight to the body.
+		br := bufio.NewReaderSize(hresp.Body, 4<<10)
 		if _, err := br.Peek(1); err != nil && err != io.EOF {
 			hresp.Body.Close()
 			return fail(err)
