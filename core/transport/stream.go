@@ -239,8 +239,13 @@ func (c *streamClient) get(ctx context.Context, key, addr, serverName string, us
 }
 
 // put keeps sc for the next request to its host, or closes it when the
-// host has maxIdle idle connections already.
+// host has maxIdle idle connections already, or when the server sent
+// bytes past the answer's end (they would be read as the next answer).
 func (c *streamClient) put(sc *streamConn) {
+	if sc.br.Buffered() > 0 {
+		sc.conn.Close()
+		return
+	}
 	sc.conn.SetDeadline(time.Time{})
 	c.mu.Lock()
 	if len(c.idle[sc.key]) >= c.maxIdle {

@@ -133,6 +133,18 @@ func TestStreamedAnswerFramings(t *testing.T) {
 			buf.WriteString("data: b\n\n")
 			buf.Flush()
 		}, 200, "data: a\n\ndata: b\n\n", false},
+		{"bytes past the answer's end", func(w http.ResponseWriter, r *http.Request) {
+			conn, buf, err := http.NewResponseController(w).Hijack()
+			if err != nil {
+				panic(err)
+			}
+			buf.WriteString("HTTP/1.1 200 OK\r\nContent-Length: 9\r\n\r\ndata: a\n\nHTTP/1.1 500 Stray\r\nContent-Length: 0\r\n\r\n")
+			buf.Flush()
+			go func() { // kept open, as a kept-alive connection
+				time.Sleep(time.Second)
+				conn.Close()
+			}()
+		}, 200, "data: a\n\n", false},
 		{"connection: close", func(w http.ResponseWriter, r *http.Request) {
 			w.Header().Set("Connection", "close")
 			io.WriteString(w, "data: a\n\n")
