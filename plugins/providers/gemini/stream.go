@@ -3,7 +3,6 @@ package gemini
 import (
 	"encoding/json"
 	"fmt"
-	"io"
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
@@ -72,11 +71,7 @@ func (s *chunkStream) fill() { s.FillFrom(&s.events, s.translate, s.atEnd) }
 // atEnd ends the stream at the upstream's end: cleanly after a
 // finishReason, else as broken.
 func (s *chunkStream) atEnd() error {
-	if s.finish == "" {
-		return fmt.Errorf("Gemini's stream ended before a finishReason: %w", io.ErrUnexpectedEOF)
-	}
-	s.end()
-	return io.EOF
+	return chat.EndedAt(s.finish != "", "Gemini's stream ended before a finishReason", s.end)
 }
 
 // StreamError is an error event of Gemini's stream.

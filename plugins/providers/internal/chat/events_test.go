@@ -73,3 +73,18 @@ func TestEvents(t *testing.T) {
 		t.Fatalf("an event past MaxEvent: %v", err)
 	}
 }
+
+// TestEndedAt: a stream that finished ends cleanly, after its last events;
+// one that did not is broken, with the reason and io.ErrUnexpectedEOF.
+func TestEndedAt(t *testing.T) {
+	for _, finished := range []bool{true, false} {
+		ended := false
+		err := EndedAt(finished, "the stream ended early", func() { ended = true })
+		switch {
+		case finished && (err != io.EOF || !ended):
+			t.Errorf("finished: %v, end called %v; want io.EOF after end", err, ended)
+		case !finished && (ended || !errors.Is(err, io.ErrUnexpectedEOF) || err.Error() != "the stream ended early: unexpected EOF"):
+			t.Errorf("not finished: %v, end called %v; want the reason wrapping io.ErrUnexpectedEOF", err, ended)
+		}
+	}
+}

@@ -1,6 +1,9 @@
 package chat
 
-import "io"
+import (
+	"fmt"
+	"io"
+)
 
 // Stream is what a translated stream shares: the upstream it reads and
 // the chunks it has translated, handed out by ReadWith. A translation
@@ -43,6 +46,18 @@ func (s *Stream) FillFrom(events *Events, translate func(data []byte) error, atE
 	} else if err != nil {
 		s.Err = err
 	}
+}
+
+// EndedAt is the atEnd (see FillFrom) of a translation whose upstream says
+// how the answer finished before it ends: once it has (finished), the
+// stream ends cleanly, end appending its last events; before, it is
+// broken, with the error broken wrapping io.ErrUnexpectedEOF.
+func EndedAt(finished bool, broken string, end func()) error {
+	if !finished {
+		return fmt.Errorf("%s: %w", broken, io.ErrUnexpectedEOF)
+	}
+	end()
+	return io.EOF
 }
 
 // Close closes Src.

@@ -62,11 +62,7 @@ func (s *messagesStream) fill() { s.FillFrom(&s.events, s.translate, s.atEnd) }
 // atEnd ends the stream at the upstream's end: cleanly after a
 // finish_reason (a server that sends no [DONE]), else as broken.
 func (s *messagesStream) atEnd() error {
-	if s.finish == "" {
-		return fmt.Errorf("the chat completion stream ended before its finish_reason: %w", io.ErrUnexpectedEOF)
-	}
-	s.end()
-	return io.EOF
+	return chat.EndedAt(s.finish != "", "the chat completion stream ended before its finish_reason", s.end)
 }
 
 // chatChunk is the part of a chat completion chunk that is translated
