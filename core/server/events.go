@@ -160,12 +160,8 @@ func (e *eventStream) Close() error {
 	if c, ok := e.src.(io.Closer); ok {
 		c.Close()
 	}
-	err := e.err
-	if err == nil && !e.eof {
-		err = errClientGone // the body was given up before its end
-	}
 	if e.end != nil {
-		e.end(e.usage, err)
+		e.end(e.usage, bodyEnd(e.err, e.eof))
 	}
 	if cap(e.out) <= maxKeptOut {
 		out := e.out[:0]

@@ -420,10 +420,6 @@ func (s *Server) answerRemote(c *fiber.Ctx, k *remoteKind, req *core.Request, t 
 			rh.Add(name, v)
 		}
 	}
-	var statusErr error
-	if resp.StatusCode >= 400 {
-		statusErr = errors.New(http.StatusText(resp.StatusCode))
-	}
 	if mt, _, _ := mime.ParseMediaType(resp.Header.Get(fiber.HeaderContentType)); mt != "text/event-stream" {
 		defer call.end()
 		defer resp.Body.Close()
@@ -442,7 +438,7 @@ func (s *Server) answerRemote(c *fiber.Ctx, k *remoteKind, req *core.Request, t 
 			s.record(req, nil, cerr.Status, core.Usage{}, cerr)
 			return cerr
 		}
-		s.record(req, nil, resp.StatusCode, core.Usage{}, statusErr)
+		s.record(req, nil, resp.StatusCode, core.Usage{}, withStatus(nil, resp.StatusCode))
 		return c.Send(t.listFilter.Apply(b))
 	}
 	req.Stream = true
@@ -454,10 +450,7 @@ func (s *Server) answerRemote(c *fiber.Ctx, k *remoteKind, req *core.Request, t 
 		rewrite = t.listFilter.Apply
 	}
 	events := newEventStream(call.stream(resp.Body, s.remoteIdle), nil, rewrite, appendErrorEvent, func(_ core.Usage, err error) {
-		if err == nil {
-			err = statusErr
-		}
-		s.record(req, nil, resp.StatusCode, core.Usage{}, err)
+		s.record(req, nil, resp.StatusCode, core.Usage{}, withStatus(err, resp.StatusCode))
 	})
 	events.panicked = s.streamPanic(req, "kind", k.noun)
 	c.Context().SetBodyStream(events, -1)

@@ -85,12 +85,7 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 		first = hookResultsEvent(resp.HookResults)
 	}
 	events := newEventStream(resp.Stream, first, usageChunkFilter(req), errorEventFor(req), func(usage core.Usage, err error) {
-		if err == nil && resp.Status >= 400 {
-			// A provider's error answer streamed through: its body was
-			// not kept, so the log names the status.
-			err = errors.New(http.StatusText(resp.Status))
-		}
-		s.settle(req, resp, adm, usage, err)
+		s.settle(req, resp, adm, usage, withStatus(err, resp.Status))
 	})
 	events.panicked = s.streamPanic(req)
 	c.Context().SetBodyStream(events, -1)
@@ -141,6 +136,25 @@ func upstreamErr(resp *core.Response) error {
 // errClientGone marks a stream abandoned because the client went away.
 var errClientGone = errors.New("client closed the connection")
 
+// bodyEnd is how a body handed on as it arrived ended: err, the
+// upstream's, or errClientGone when the client gave it up before its end.
+func bodyEnd(err error, atEnd bool) error {
+	if err == nil && !atEnd {
+		return errClientGone
+	}
+	return err
+}
+
+// withStatus is err, or, when there is none and status is an error, the
+// status's text: what the log says of an error answer handed on, whose
+// body was not kept (a provider's streamed or proxied, a remote server's).
+func withStatus(err error, status int) error {
+	if err == nil && status >= 400 {
+		return errors.New(http.StatusText(status))
+	}
+	return err
+}
+
 // announcedLength is the Content-Length a proxied answer is sent with: the
 // upstream's (still true of the body: a transport that decodes a body drops
 // it), or -1 to send it chunked. An answer that has no body by its status
@@ -187,16 +201,7 @@ func (b *proxiedBody) Read(p []byte) (int, error) {
 // calls it once the body has been sent or given up.
 func (b *proxiedBody) Close() error {
 	b.resp.Stream.Close()
-	err := b.err
-	switch {
-	case err == nil && !b.eof:
-		err = errClientGone // the body was given up before its end
-	case err == nil && b.resp.Status >= 400:
-		// A provider's error answer streamed through: its body was not
-		// kept, so the log names the status.
-		err = errors.New(http.StatusText(b.resp.Status))
-	}
-	b.s.settle(b.req, b.resp, b.adm, core.Usage{}, err)
+	b.s.settle(b.req, b.resp, b.adm, core.Usage{}, withStatus(bodyEnd(b.err, b.eof), b.resp.Status))
 	return nil
 }
 
