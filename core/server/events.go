@@ -62,16 +62,40 @@ type eventStream struct {
 // newEventStream is the event stream of src, starting with first (an
 // event of the gateway's own, or nil).
 func newEventStream(src io.Reader, first []byte, rewrite func([]byte) []byte, errorEvent errorEventFunc, end func(core.Usage, error)) *eventStream {
-	out := *outBuffers.Get().(*[]byte)
-	return &eventStream{src: src, out: append(out[:0], first...), first: len(first) > 0,
+	e := &eventStream{src: src, out: append(getStreamBuffer(), first...), first: len(first) > 0,
 		rewrite: rewrite, errorEvent: errorEvent, end: end, scan: sse.Scanner{Max: maxEventBytes}}
+	e.scan.UseBuffer(getStreamBuffer())
+	return e
 }
 
-// outBuffers are the buffers of the events streams hand out; one whose
-// stream held a large event is left to the collector (maxKeptOut).
-var outBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+// startWithHookResults makes the hooks' results the stream's first event,
+// encoded straight into the stream's buffer; none when they cannot be
+// encoded. Call it before the first Read.
+func (e *eventStream) startWithHookResults(results any) {
+	start := len(e.out)
+	out, err := appendJSON(append(e.out, `data: {"hook_results":`...), results)
+	if err != nil {
+		e.out = e.out[:start]
+		return
+	}
+	e.out, e.first = append(out, "}\n\n"...), true
+}
 
-const maxKeptOut = 64 << 10
+// streamBuffers are the buffers of event streams: the events read from the
+// upstream (the scanner's) and those handed to the client (out). One that
+// held a large event is left to the collector (maxKeptBuffer).
+var streamBuffers = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
+
+const maxKeptBuffer = 64 << 10
+
+func getStreamBuffer() []byte { return (*streamBuffers.Get().(*[]byte))[:0] }
+
+func putStreamBuffer(b []byte) {
+	if cap(b) > 0 && cap(b) <= maxKeptBuffer {
+		b = b[:0]
+		streamBuffers.Put(&b)
+	}
+}
 
 func (e *eventStream) Read(p []byte) (int, error) {
 	if e.done {
@@ -163,11 +187,9 @@ func (e *eventStream) Close() error {
 	if e.end != nil {
 		e.end(e.usage, bodyEnd(e.err, e.eof))
 	}
-	if cap(e.out) <= maxKeptOut {
-		out := e.out[:0]
-		outBuffers.Put(&out)
-	}
-	e.out, e.off = nil, 0
+	putStreamBuffer(e.out)
+	putStreamBuffer(e.scan.Buffer())
+	e.out, e.off, e.scan = nil, 0, sse.Scanner{}
 	return nil
 }
 
@@ -218,14 +240,4 @@ func errorEventFor(req *core.Request) errorEventFunc {
 		return appendAnthropicErrorEvent
 	}
 	return appendErrorEvent
-}
-
-// hookResultsEvent is the event that starts a stream with the hooks'
-// results, nil when they cannot be encoded.
-func hookResultsEvent(results any) []byte {
-	hr, err := appendJSON(append(make([]byte, 0, 512), `data: {"hook_results":`...), results)
-	if err != nil {
-		return nil
-	}
-	return append(hr, "}\n\n"...)
 }

@@ -80,13 +80,12 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 	// fasthttp reads the stream after this handler returns, on the
 	// connection's goroutine (see eventStream); a graceful shutdown waits
 	// for it.
-	var first []byte
-	if resp.HookResults != nil && !req.StrictCompliance {
-		first = hookResultsEvent(resp.HookResults)
-	}
-	events := newEventStream(resp.Stream, first, usageChunkFilter(req), errorEventFor(req), func(usage core.Usage, err error) {
+	events := newEventStream(resp.Stream, nil, usageChunkFilter(req), errorEventFor(req), func(usage core.Usage, err error) {
 		s.settle(req, resp, adm, usage, withStatus(err, resp.Status))
 	})
+	if resp.HookResults != nil && !req.StrictCompliance {
+		events.startWithHookResults(resp.HookResults)
+	}
 	events.panicked = s.streamPanic(req)
 	c.Context().SetBodyStream(events, -1)
 	return nil

@@ -45,6 +45,16 @@ type Scanner struct {
 // initialSize is the buffer a Scanner starts with.
 const initialSize = 4096
 
+// UseBuffer makes s read into buf's storage (its contents are dropped)
+// instead of allocating a buffer on the first Fill, so that a caller
+// scanning many streams can reuse one (see Buffer). Call it before the
+// first Fill.
+func (s *Scanner) UseBuffer(buf []byte) { s.buf = buf[:0] }
+
+// Buffer returns s's buffer, for another stream's UseBuffer once neither s
+// nor the events it handed out are used any more.
+func (s *Scanner) Buffer() []byte { return s.buf[:0] }
+
 // Fill reads more of the stream from r, after dropping the events handed
 // out, and returns the bytes read and r's error.
 func (s *Scanner) Fill(r io.Reader) (int, error) {

@@ -27,7 +27,7 @@ func (r *reads) Read(p []byte) (int, error) {
 // order, and the rest at the end.
 func scanAll(t *testing.T, s *Scanner, chunks ...string) (events []string, rest string) {
 	t.Helper()
-	r := &reads{chunks: chunks}
+	r := &reads{chunks: slices.Clone(chunks)} // reads consumes its chunks
 	for {
 		_, err := s.Fill(r)
 		for ev := s.Next(); ev != nil; ev = s.Next() {
@@ -62,10 +62,16 @@ func TestScanner(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			var s Scanner
-			got, rest := scanAll(t, &s, tc.chunks...)
-			if !slices.Equal(got, tc.want) || rest != tc.rest {
-				t.Fatalf("got %q rest %q, want %q rest %q", got, rest, tc.want, tc.rest)
+			// A new Scanner, and one reading into a buffer an earlier
+			// stream left bytes in (small, so that it grows too).
+			used := []byte("data: stale\n\n")
+			var fresh, reused Scanner
+			reused.UseBuffer(used)
+			for _, s := range []*Scanner{&fresh, &reused} {
+				got, rest := scanAll(t, s, tc.chunks...)
+				if !slices.Equal(got, tc.want) || rest != tc.rest {
+					t.Fatalf("got %q rest %q, want %q rest %q", got, rest, tc.want, tc.rest)
+				}
 			}
 		})
 	}
@@ -90,6 +96,21 @@ func TestScannerMax(t *testing.T) {
 		if over := len(event) > max || s.Held() > max; over != (len(big) > max) || cap(s.buf) > 2*max {
 			t.Fatalf("event of %d bytes: handed out %d, held %d, buffer %d", len(big), len(event), s.Held(), cap(s.buf))
 		}
+	}
+}
+
+// A Scanner reads into the buffer UseBuffer gave it while the stream fits,
+// and Buffer hands that storage back.
+func TestScannerUseBuffer(t *testing.T) {
+	buf := make([]byte, 3, 64)
+	var s Scanner
+	s.UseBuffer(buf)
+	got, _ := scanAll(t, &s, "data: a\n\n")
+	if want := []string{"data: a\n\n"}; !slices.Equal(got, want) {
+		t.Fatalf("got %q, want %q", got, want)
+	}
+	if b := s.Buffer(); len(b) != 0 || cap(b) != cap(buf) || &b[:1][0] != &buf[:1][0] {
+		t.Fatalf("Buffer is not the storage given (len %d, cap %d)", len(b), cap(b))
 	}
 }
 
