@@ -168,19 +168,24 @@ var scenarios = []scenario{
 	{name: "wasm-guardrail", config: func(g *gw) any {
 		return withTarget(g, "input_guardrails", []any{map[string]any{"wat-minimal.nonEmpty": map[string]any{}}})
 	}},
-	{name: "full", config: func(g *gw) any {
-		return map[string]any{
-			"strategy": map[string]any{"mode": "fallback"},
-			"retry":    map[string]any{"attempts": 1},
-			"input_guardrails": []any{
-				map[string]any{"default.wordCount": map[string]any{"maxWords": 1000}},
-				map[string]any{"wat-minimal.nonEmpty": map[string]any{}},
-			},
-			"targets": []any{target(g), target(g)},
-		}
-	}},
+	{name: "full", config: fullConfig},
 	{name: "sse-direct", direct: true, stream: true},
 	{name: "sse", stream: true},
+	{name: "sse-full", stream: true, config: fullConfig},
+}
+
+// fullConfig is the harness's full pipeline: a fallback over two targets
+// with a retry, and a built-in and a WASM input guardrail.
+func fullConfig(g *gw) any {
+	return map[string]any{
+		"strategy": map[string]any{"mode": "fallback"},
+		"retry":    map[string]any{"attempts": 1},
+		"input_guardrails": []any{
+			map[string]any{"default.wordCount": map[string]any{"maxWords": 1000}},
+			map[string]any{"wat-minimal.nonEmpty": map[string]any{}},
+		},
+		"targets": []any{target(g), target(g)},
+	}
 }
 
 // request builds the scenario's request; call it once and clone per send.
