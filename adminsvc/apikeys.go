@@ -89,14 +89,24 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 				return err
 			}
 			rec.WorkspaceID = ws.ID
-			if kind.typ == core.KeyTypeWorkspaceService && !caller.IsWorkspaceManager(ws.ID) {
-				return core.Forbidden("only admins and managers of workspace %s may create its service keys", ws.Slug)
+			if !caller.IsWorkspaceManager(ws.ID) {
+				return core.Forbidden("only admins and managers of workspace %s may create its keys; ask one of them for a key", ws.Slug)
+			}
+			if kind.typ == core.KeyTypeWorkspaceService {
+				rec.WorkspaceRole = roleIn(caller, ws.ID)
 			}
 			if kind.typ == core.KeyTypeWorkspaceUser {
 				if err := s.checkUserKeyOwner(tx, caller, ws, body.UserID, &rec); err != nil {
 					return err
 				}
 			}
+		}
+		target, err := actingAs(tx, rec)
+		if err != nil {
+			return err
+		}
+		if err := checkReach(caller, target, "create"); err != nil {
+			return err
 		}
 		if err := checkKeyDefaults(tx, s, rec); err != nil {
 			return err
@@ -116,8 +126,7 @@ func (s *Service) createAPIKey(c *fiber.Ctx) error {
 }
 
 // checkUserKeyOwner picks and checks the user a new workspace-user key
-// belongs to: the caller's own user by default; another user only for
-// admins and managers of the workspace. The user must be a member of it
+// belongs to: the caller's own user by default. The user must be a member of it
 // (organisation owners and admins are members of every workspace), and
 // under the workspace's cap of active user keys per user.
 func (s *Service) checkUserKeyOwner(tx store.Tx, caller *core.Principal, ws store.Workspace, userID string, rec *store.APIKey) error {
@@ -126,9 +135,6 @@ func (s *Service) checkUserKeyOwner(tx store.Tx, caller *core.Principal, ws stor
 	}
 	if userID == "" {
 		return core.ValidationError("user_id", "user_id: is required: this API key belongs to no user to default to")
-	}
-	if userID != caller.UserID && !caller.IsWorkspaceManager(ws.ID) {
-		return core.Forbidden("workspace members may create user keys only for themselves")
 	}
 	var u store.User
 	if err := tx.Get(store.BucketUsers, userID, &u); errors.Is(err, store.ErrNotFound) {
@@ -419,10 +425,21 @@ func (s *Service) deleteAPIKey(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if k.ID == principal(c).KeyID {
+	caller := principal(c)
+	if k.ID == caller.KeyID {
 		return core.Conflict("a key cannot delete itself; delete it with another key")
 	}
-	if err := s.st.Update(func(tx store.Tx) error { return tx.Delete(store.BucketAPIKeys, k.ID) }); err != nil {
+	err = s.st.Update(func(tx store.Tx) error {
+		target, err := actingAs(tx, k)
+		if err != nil {
+			return err
+		}
+		if err := checkRoleReach(caller, target, "delete"); err != nil {
+			return err
+		}
+		return tx.Delete(store.BucketAPIKeys, k.ID)
+	})
+	if err != nil {
 		return err
 	}
 	if err := s.keys.Reload(); err != nil {

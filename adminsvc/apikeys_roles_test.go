@@ -68,8 +68,10 @@ func TestAPIKeyCreateRoles(t *testing.T) {
 		code     string
 		wantUser string
 	}{
-		{"member: own user key by default", e.memKey, "workspace/user", body(), 200, "", e.mem},
-		{"member: own user key named", e.memKey, "workspace/user", body("user_id", e.mem), 200, "", e.mem},
+		// Spec §5.4: workspace members create no workspace keys, not even
+		// their own user keys; a manager or admin makes those.
+		{"member: own user key by default", e.memKey, "workspace/user", body(), 403, core.CodeForbidden, ""},
+		{"member: own user key named", e.memKey, "workspace/user", body("user_id", e.mem), 403, core.CodeForbidden, ""},
 		{"member: user key for another member", e.memKey, "workspace/user", body("user_id", e.other), 403, core.CodeForbidden, ""},
 		{"member: service key", e.memKey, "workspace/service", body(), 403, core.CodeForbidden, ""},
 		{"member: organisation key", e.memKey, "organisation/service", body(), 403, core.CodeForbidden, ""},
@@ -189,10 +191,10 @@ func TestMaxUserKeysPerUser(t *testing.T) {
 		return e.do(http.MethodPost, "/v1/api-keys/workspace/user", caller, b)
 	}
 	// The member holds one key; a second is allowed, a third is not.
-	if r := mk(e.memKey, ""); r.status != 200 {
+	if r := mk(e.mgrKey, e.mem); r.status != 200 {
 		t.Fatalf("second key: %d %s", r.status, r.raw)
 	}
-	for _, caller := range []string{e.memKey, e.mgrKey, adminKey} {
+	for _, caller := range []string{e.mgrKey, adminKey} {
 		r := mk(caller, e.mem)
 		wantErr(t, r, http.StatusConflict, core.CodeConflict)
 		if !strings.Contains(r.errField("message"), "max_keys_per_user") {

@@ -87,7 +87,8 @@ func TestRotateAPIKeyErrors(t *testing.T) {
 	otherWsID, _ := e.wsKey(e.wsB, core.ScopeLogsList)
 	expID, _ := e.createKey(adminKey, "workspace/service", map[string]any{"name": "k", "workspace_id": "default", "scopes": []string{core.ScopeLogsList},
 		"expires_at": t0.Add(time.Hour).Format(time.RFC3339)})
-	_, rotator := e.wsKey(e.wsID, core.ScopeWsServiceKeysRotate)
+	_, rotator := e.wsKey(e.wsID, core.ScopeWsServiceKeysRotate, core.ScopeLogsList)
+	_, narrowRotator := e.wsKey(e.wsID, core.ScopeWsServiceKeysRotate)
 	_, orgRotator := e.createKey(adminKey, "organisation/service", map[string]any{"name": "o", "scopes": []string{core.ScopeOrgServiceKeysRotate}})
 	e.clock.Advance(2 * time.Hour)
 	cases := []struct {
@@ -106,6 +107,7 @@ func TestRotateAPIKeyErrors(t *testing.T) {
 		{"other workspace's key", rotator, otherWsID, nil, 404, core.CodeNotFound, ""},
 		{"unknown key", adminKey, "nope", nil, 404, core.CodeNotFound, ""},
 		{"expired key", adminKey, expID, nil, 409, core.CodeConflict, ""},
+		{"a key with a scope the rotator lacks", narrowRotator, svcID, nil, 403, core.CodeForbidden, ""},
 		{"own workspace's service key", rotator, svcID, nil, 200, "", ""},
 	}
 	for _, tc := range cases {

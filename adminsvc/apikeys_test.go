@@ -191,7 +191,7 @@ func TestCreateAPIKeyPermissions(t *testing.T) {
 		{"ws key: no create scope", noCreate, "workspace/service", body(), 403, core.CodeForbidden, "", ""},
 		{"ws service key: user key for a named user", wsCaller, "workspace/user", body("user_id", member), 200, "", e.wsID, member},
 		{"ws service key: user key without user", wsCaller, "workspace/user", body(), 400, core.CodeValidation, "", ""},
-		{"user key: user defaults to caller's", userCaller, "workspace/user", body(), 200, "", e.wsID, member},
+		{"member's user key: no keys of its own (spec §5.4)", userCaller, "workspace/user", body(), 403, core.CodeForbidden, "", ""},
 		{"org key: user defaults to caller's", adminKey, "workspace/user", body("workspace_id", "team-b"), 200, "", ws2, e.owner},
 		{"org key: user given", adminKey, "workspace/user", body("workspace_id", ws2, "user_id", member), 200, "", ws2, member},
 		{"org key: unknown user", adminKey, "workspace/user", body("workspace_id", ws2, "user_id", "ghost"), 400, core.CodeValidation, "", ""},

@@ -50,6 +50,13 @@ func (s *Service) updateAPIKey(c *fiber.Ctx) error {
 		} else if err != nil {
 			return err
 		}
+		target, err := actingAs(tx, k)
+		if err != nil {
+			return err
+		}
+		if err := checkRoleReach(caller, target, "change"); err != nil {
+			return err
+		}
 		applyKeyFields(&k, body, now)
 		if k.RotationPolicy != nil && len(k.AlertEmails) == 0 {
 			return core.ValidationError("rotation_policy", "rotation_policy: needs alert_emails: the secret of a scheduled rotation is e-mailed there")
@@ -80,6 +87,7 @@ func (s *Service) updateAPIKey(c *fiber.Ctx) error {
 // rotateAPIKey is POST /api-keys/{id}/rotate: a new secret, returned once;
 // the old one keeps working for the transition period.
 func (s *Service) rotateAPIKey(c *fiber.Ctx) error {
+	caller := principal(c)
 	k, err := s.loadKey(c, func(k keyKind) string { return k.rotate })
 	if err != nil {
 		return err
@@ -107,6 +115,13 @@ func (s *Service) rotateAPIKey(c *fiber.Ctx) error {
 		if err := tx.Get(store.BucketAPIKeys, k.ID, &k); errors.Is(err, store.ErrNotFound) {
 			return core.NotFound("no API key %q", k.ID)
 		} else if err != nil {
+			return err
+		}
+		target, err := actingAs(tx, k)
+		if err != nil {
+			return err
+		}
+		if err := checkReach(caller, target, "rotate"); err != nil {
 			return err
 		}
 		if k.Status == store.KeyStatusExpired || (k.ExpiresAt != nil && !now.Before(*k.ExpiresAt)) {

@@ -150,30 +150,19 @@ func storedSum(hash string) (sum [sha256.Size]byte, ok bool) {
 	return sum, err == nil
 }
 
-// principalOf is who key rec acts as. A workspace-user key acts as its user:
-// the user's organisation role, and the user's membership role in the key's
-// workspace (organisation owners and admins administer every workspace).
-// Its default metadata is the workspace's defaults.metadata with the key's
+// principalOf is who key rec acts as: its roles (keyRoles; a workspace-user
+// key acts as its user) and scopes. Its default metadata is the workspace's defaults.metadata with the key's
 // own on top.
 func principalOf(rec store.APIKey, orgRole, wsRole map[string]string, ws *wsIndex) *core.Principal {
 	p := core.Principal{
 		KeyID: rec.ID, KeyType: rec.Type, OrganisationID: rec.OrganisationID,
-		WorkspaceID: rec.WorkspaceID, UserID: rec.UserID, Role: rec.Role,
+		WorkspaceID: rec.WorkspaceID, UserID: rec.UserID,
 	}
-	switch rec.Type {
-	case core.KeyTypeOrganisationService:
-		if p.Role == "" {
-			p.Role = core.RoleAdmin
-		}
-	case core.KeyTypeWorkspaceService:
-		p.WorkspaceRole = core.RoleAdmin
-	case core.KeyTypeWorkspaceUser:
-		p.Role = orgRole[rec.UserID]
-		p.WorkspaceRole = wsRole[store.MemberKey(rec.WorkspaceID, rec.UserID)]
-		if p.WorkspaceRole == "" && p.IsOrgAdmin() {
-			p.WorkspaceRole = core.RoleAdmin
-		}
+	var userRole, memberRole string
+	if rec.Type == core.KeyTypeWorkspaceUser {
+		userRole, memberRole = orgRole[rec.UserID], wsRole[store.MemberKey(rec.WorkspaceID, rec.UserID)]
 	}
+	p.Role, p.WorkspaceRole = keyRoles(rec, userRole, memberRole)
 	if rec.ExpiresAt != nil {
 		p.ExpiresAt = *rec.ExpiresAt
 	}

@@ -142,6 +142,16 @@ func (p *Principal) HasScope(s string) bool {
 	return ok
 }
 
+// Scopes lists the scopes the principal carries, sorted.
+func (p *Principal) Scopes() []string {
+	out := make([]string, 0, len(p.scopes))
+	for s := range p.scopes {
+		out = append(out, s)
+	}
+	slices.Sort(out)
+	return out
+}
+
 // IsOrganisationKey reports whether the principal acts on the whole organisation.
 func (p *Principal) IsOrganisationKey() bool { return p.KeyType == KeyTypeOrganisationService }
 

@@ -59,23 +59,27 @@ type APIKeyDefaults struct {
 // APIKey is a gateway credential. Only the SHA-256 hash of the secret is
 // stored; MaskedKey keeps its first and last characters for display.
 type APIKey struct {
-	ID             string          `json:"id"`
-	Name           string          `json:"name"`
-	Description    string          `json:"description,omitempty"`
-	Type           string          `json:"type"`
-	OrganisationID string          `json:"organisation_id"`
-	WorkspaceID    string          `json:"workspace_id,omitempty"`
-	UserID         string          `json:"user_id,omitempty"`
-	Role           string          `json:"role,omitempty"`
-	Hash           string          `json:"hash"`
-	MaskedKey      string          `json:"masked_key"`
-	Status         string          `json:"status"`
-	Scopes         []string        `json:"scopes"`
-	Defaults       *APIKeyDefaults `json:"defaults,omitempty"`
-	CreationMode   string          `json:"creation_mode"`
-	CreatedAt      time.Time       `json:"created_at"`
-	LastUpdatedAt  time.Time       `json:"last_updated_at"`
-	ExpiresAt      *time.Time      `json:"expires_at,omitempty"`
+	ID             string `json:"id"`
+	Name           string `json:"name"`
+	Description    string `json:"description,omitempty"`
+	Type           string `json:"type"`
+	OrganisationID string `json:"organisation_id"`
+	WorkspaceID    string `json:"workspace_id,omitempty"`
+	UserID         string `json:"user_id,omitempty"`
+	Role           string `json:"role,omitempty"`
+	// WorkspaceRole is the role a workspace service key acts with in its
+	// workspace: its creator's there (admin or manager); empty for keys
+	// stored before it was kept, which act as admins.
+	WorkspaceRole string          `json:"workspace_role,omitempty"`
+	Hash          string          `json:"hash"`
+	MaskedKey     string          `json:"masked_key"`
+	Status        string          `json:"status"`
+	Scopes        []string        `json:"scopes"`
+	Defaults      *APIKeyDefaults `json:"defaults,omitempty"`
+	CreationMode  string          `json:"creation_mode"`
+	CreatedAt     time.Time       `json:"created_at"`
+	LastUpdatedAt time.Time       `json:"last_updated_at"`
+	ExpiresAt     *time.Time      `json:"expires_at,omitempty"`
 	// Limits (enforced by the request path, issue #6) and alerting.
 	RateLimits     []RateLimit     `json:"rate_limits,omitempty"`
 	UsageLimits    *UsageLimits    `json:"usage_limits,omitempty"`
