@@ -21,7 +21,7 @@ func (e *env) withAgents(trusted string) {
 	e.t.Helper()
 	client := e.guardedClient(trusted)
 	e.setup = func(d *adminsvc.Deps, o *server.Options) {
-		snap, err := adminsvc.NewAgentServers(adminsvc.AgentOptions{Store: d.Store, Cipher: d.Cipher, Lookup: e.resolver.Resolve, PublicURL: "http://gw.test", HTTP: client})
+		snap, err := adminsvc.NewAgentServers(adminsvc.AgentOptions{Store: d.Store, Cipher: d.Cipher, Lookup: e.resolver.ResolveFor, PublicURL: "http://gw.test", HTTP: client})
 		if err != nil {
 			e.t.Fatal(err)
 		}

@@ -9,6 +9,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/llm-gateway/gateway/adminsvc/secrets"
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/store"
@@ -277,13 +278,17 @@ func validTargetField(f string) bool {
 
 // secretRefRecord is the part of a stored secret reference this file reads.
 type secretRefRecord struct {
-	ID   string `json:"id"`
-	Slug string `json:"slug"`
+	ID       string   `json:"id"`
+	Slug     string   `json:"slug"`
+	AllowAll bool     `json:"allow_all_workspaces"`
+	Allowed  []string `json:"allowed_workspaces"`
 }
 
 // checkSecretRefs makes every mapping name an existing secret reference by
-// its id (a slug is replaced by the id), reporting unknown ones into p.
-func checkSecretRefs(tx store.Tx, ms []store.SecretMapping, param string, p *problems) error {
+// its id (a slug is replaced by the id), reporting into p unknown ones and,
+// for a record of workspace (an id; "" for the organisation's), those not
+// shared with it.
+func checkSecretRefs(tx store.Tx, ms []store.SecretMapping, workspace, param string, p *problems) error {
 	if len(ms) == 0 {
 		return nil
 	}
@@ -302,6 +307,9 @@ func checkSecretRefs(tx store.Tx, ms []store.SecretMapping, param string, p *pro
 			continue
 		}
 		ms[i].SecretReferenceID = refs[j].ID
+		if ref := refs[j]; !secrets.Shared(ref.AllowAll, ref.Allowed, workspace) {
+			p.add(fmt.Sprintf("%s[%d].secret_reference_id", param, i), "secret reference %s is not shared with this workspace; add it to the reference's allowed_workspaces", ref.Slug)
+		}
 	}
 	return nil
 }

@@ -84,7 +84,7 @@ func placeIntegration[T any](s *Service, tx store.Tx, caller *core.Principal, pl
 		return err
 	}
 	var p problems
-	if err := checkSecretRefs(tx, pl.mappings, "secret_mappings", &p); err != nil {
+	if err := checkSecretRefs(tx, pl.mappings, "", "secret_mappings", &p); err != nil {
 		return err
 	}
 	if err := p.err(); err != nil {
@@ -413,7 +413,7 @@ func (s *Service) updateIntegration(c *fiber.Ctx) error {
 		}
 		if _, ok := fields["secret_mappings"]; ok {
 			rec.SecretMappings = parseSecretMappings(fields["secret_mappings"], "secret_mappings", p)
-			if err := checkSecretRefs(tx, rec.SecretMappings, "secret_mappings", p); err != nil {
+			if err := checkSecretRefs(tx, rec.SecretMappings, "", "secret_mappings", p); err != nil {
 				return err
 			}
 		}

@@ -3,6 +3,7 @@ package adminsvc
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"maps"
 	"net/http"
@@ -10,6 +11,7 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/llm-gateway/gateway/adminsvc/secrets"
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/netguard"
 	"github.com/llm-gateway/gateway/store"
@@ -17,7 +19,10 @@ import (
 
 // SecretLookup fetches one secret of a secret reference (the secrets
 // package's Resolver.Resolve has this shape).
-type SecretLookup func(ctx context.Context, referenceID, secretKey string) (string, error)
+// workspace is the id of the workspace the secret is used in ("" for the
+// organisation); a reference not shared with it is an error wrapping
+// secrets.ErrNotShared.
+type SecretLookup func(ctx context.Context, workspace, referenceID, secretKey string) (string, error)
 
 // ManagedOptions wire a Managed snapshot.
 type ManagedOptions struct {
@@ -186,7 +191,7 @@ func (m *Managed) Resolve(ctx context.Context, ref string, virtualKey bool, p *c
 	}
 	t := e.target
 	for _, mp := range e.mappings {
-		if err := m.applySecret(ctx, &t, mp, e.what); err != nil {
+		if err := m.applySecret(ctx, &t, mp, e); err != nil {
 			return core.Target{}, err
 		}
 	}
@@ -218,7 +223,8 @@ var mappedSettings = func() map[string]mappedSetting {
 }()
 
 // applySecret fills one field of t from a secret reference.
-func (m *Managed) applySecret(ctx context.Context, t *core.Target, mp store.SecretMapping, what string) *core.Error {
+func (m *Managed) applySecret(ctx context.Context, t *core.Target, mp store.SecretMapping, e *managedEntry) *core.Error {
+	what := e.what
 	setting, isSetting := mappedSettings[mp.TargetField]
 	switch mp.TargetField {
 	case "key", "configurations.custom_host", "configurations." + fieldCustomHeaders:
@@ -230,9 +236,9 @@ func (m *Managed) applySecret(ctx context.Context, t *core.Target, mp store.Secr
 	fail := func(err error, why string) *core.Error {
 		return core.Upstream(err, "%s: the secret reference %s (for %s) %s", what, mp.SecretReferenceID, mp.TargetField, why)
 	}
-	v, err := m.secret(ctx, mp.SecretReferenceID, mp.SecretKey)
+	v, err := m.secret(ctx, e.workspaceID, mp.SecretReferenceID, mp.SecretKey)
 	if err != nil {
-		return fail(err, "could not be resolved")
+		return secretError(err, what, mp)
 	}
 	if mp.TargetField == "configurations."+fieldCustomHeaders {
 		merged, ok := mergeSecretHeaders(t.Headers, v)
@@ -269,11 +275,20 @@ func (m *Managed) applySecret(ctx context.Context, t *core.Target, mp store.Secr
 }
 
 // secret looks up a mapped secret.
-func (m *Managed) secret(ctx context.Context, ref, key string) (string, error) {
+func (m *Managed) secret(ctx context.Context, workspace, ref, key string) (string, error) {
 	if m.o.Lookup == nil {
 		return "", fmt.Errorf("no secret resolver is configured")
 	}
-	return m.o.Lookup(ctx, ref, key)
+	return m.o.Lookup(ctx, workspace, ref, key)
+}
+
+// secretError is the answer when mapping mp of what could not be resolved:
+// 403 for a reference not shared with the workspace, else 502.
+func secretError(err error, what string, mp store.SecretMapping) *core.Error {
+	if errors.Is(err, secrets.ErrNotShared) {
+		return core.Forbidden("%s cannot be used in this workspace: the secret reference %s (for %s) is not shared with it; add the workspace to the reference's allowed_workspaces", what, mp.SecretReferenceID, mp.TargetField)
+	}
+	return core.Upstream(err, "%s: the secret reference %s (for %s) could not be resolved", what, mp.SecretReferenceID, mp.TargetField)
 }
 
 // mergeSecretHeaders is a copy of base with the headers of secret v, a

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"log/slog"
 	"net/http"
@@ -14,6 +15,7 @@ import (
 	"testing"
 
 	"github.com/llm-gateway/gateway/adminsvc"
+	"github.com/llm-gateway/gateway/adminsvc/secrets"
 	"github.com/llm-gateway/gateway/core/limits"
 	"github.com/llm-gateway/gateway/core/limits/counters"
 	"github.com/llm-gateway/gateway/core/pipeline"
@@ -84,8 +86,12 @@ func newMgEnv(t *testing.T) *mgEnv {
 	return m
 }
 
-func (m *mgEnv) lookup(_ context.Context, ref, key string) (string, error) {
+func (m *mgEnv) lookup(_ context.Context, workspace, ref, key string) (string, error) {
 	m.lookups.Add(1)
+	var rec store.SecretReference
+	if m.st.View(func(tx store.Tx) error { return tx.Get(store.BucketSecretReferences, ref, &rec) }) == nil && !secrets.Allows(rec, workspace) {
+		return "", fmt.Errorf("%w: %s", secrets.ErrNotShared, ref)
+	}
 	if v, ok := m.secrets.Load(ref + "/" + key); ok {
 		return v.(string), nil
 	}
@@ -219,9 +225,12 @@ func (m *mgEnv) rawBucket(b store.Bucket) string {
 
 // addSecretRef stores a secret reference record (the secret references
 // routes are another part of the admin API).
-func (m *mgEnv) addSecretRef(id, slug string) {
+// addSecretRef stores a secret reference shared with the workspaces
+// (ids) given, or with every workspace.
+func (m *mgEnv) addSecretRef(id, slug string, workspaces ...string) {
 	m.t.Helper()
-	rec := map[string]any{"id": id, "slug": slug, "name": slug, "manager_type": "hashicorp_vault"}
+	rec := map[string]any{"id": id, "slug": slug, "name": slug, "manager_type": "hashicorp_vault",
+		"allow_all_workspaces": len(workspaces) == 0, "allowed_workspaces": workspaces}
 	if err := m.st.Update(func(tx store.Tx) error { return tx.Put(store.BucketSecretReferences, id, rec) }); err != nil {
 		m.t.Fatal(err)
 	}

@@ -281,6 +281,45 @@ func TestResolutionSecretMappings(t *testing.T) {
 	}
 }
 
+// A secret reference is used only where it is shared: a virtual key of
+// another workspace cannot map it (400), and a provider of a workspace it
+// is not shared with is refused at request time (403), before the secret
+// is fetched or the provider called.
+func TestResolutionSecretSharing(t *testing.T) {
+	m := newMgEnv(t)
+	other := m.addWorkspace("team-b")
+	m.addSecretRef("sr-b", "only-b", other)
+	m.addSecretRef("sr-all", "everyone")
+	m.secrets.Store("sr-b/api_key", "sk-from-vault-bbbb")
+	m.secrets.Store("sr-all/api_key", "sk-from-vault-aaaa")
+	mapping := func(ref string) []any {
+		return []any{map[string]any{"target_field": "key", "secret_reference_id": ref, "secret_key": "api_key"}}
+	}
+	vk := func(ref string) resp {
+		return m.do(http.MethodPost, "/v1/virtual-keys", adminKey, map[string]any{"name": "vk " + ref, "provider": "openai", "workspace_id": "default",
+			"configurations": map[string]any{"custom_host": m.up.srv.URL + "/v1"}, "secret_mappings": mapping(ref)})
+	}
+	r := vk("only-b")
+	wantErr(t, r, http.StatusBadRequest, core.CodeValidation)
+	if r.errField("param") != "secret_mappings[0].secret_reference_id" || !strings.Contains(r.errField("message"), "not shared") {
+		t.Fatalf("virtual key with a reference not shared: %s", r.raw)
+	}
+	if r := vk("everyone"); r.status != http.StatusOK {
+		t.Fatalf("virtual key with a shared reference: %d %s", r.status, r.raw)
+	}
+	// An integration is the organisation's: it may map any reference; its
+	// providers use it in their own workspace.
+	m.integration("mapped", providerKey, map[string]any{"secret_mappings": mapping("only-b")})
+	before, fetched := m.up.count(), m.lookups.Load()
+	r = m.chat(adminKey, "x-gateway-provider", "@mapped")
+	if r.status != http.StatusForbidden || !strings.Contains(r.errField("message"), "allowed_workspaces") || m.up.count() != before {
+		t.Fatalf("provider in a workspace the reference is not shared with: %d %s", r.status, r.raw)
+	}
+	if strings.Contains(string(r.raw), "sk-from-vault") || m.lookups.Load() != fetched+1 {
+		t.Fatalf("the secret leaked or was looked up more than once: %s", r.raw)
+	}
+}
+
 // TestConfigurationsNullClears checks that `configurations: null` on update
 // removes every stored configuration field, for integrations and virtual
 // keys alike, and that an object merges field by field.

@@ -24,7 +24,7 @@ func (e *env) withMCP(trusted string) {
 	e.t.Helper()
 	client := e.guardedClient(trusted)
 	e.setup = func(d *adminsvc.Deps, o *server.Options) {
-		snap, err := adminsvc.NewMCPServers(adminsvc.MCPOptions{Store: d.Store, Cipher: d.Cipher, Lookup: e.resolver.Resolve, HTTP: client})
+		snap, err := adminsvc.NewMCPServers(adminsvc.MCPOptions{Store: d.Store, Cipher: d.Cipher, Lookup: e.resolver.ResolveFor, HTTP: client})
 		if err != nil {
 			e.t.Fatal(err)
 		}

@@ -454,7 +454,7 @@ func updateRemoteIntegration[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) 
 		}
 		if raw, ok := fields["secret_mappings"]; ok {
 			rec.SecretMappings = parseMappings(raw, "secret_mappings", k.mappingTargets(), p)
-			if err := checkSecretRefs(tx, rec.SecretMappings, "secret_mappings", p); err != nil {
+			if err := checkSecretRefs(tx, rec.SecretMappings, "", "secret_mappings", p); err != nil {
 				return err
 			}
 		}

@@ -280,9 +280,9 @@ func syncRemote[S any](s *Service, ctx context.Context, k *remoteKind[S], in sto
 	}
 	var lookup SecretLookup
 	if s.secrets != nil {
-		lookup = s.secrets.Resolve
+		lookup = s.secrets.ResolveFor
 	}
-	headers, cerr := resolveHeaderMappings(ctx, lookup, headers, in.SecretMappings, k.integNoun+" "+in.Slug)
+	headers, cerr := resolveHeaderMappings(ctx, lookup, "", headers, in.SecretMappings, k.integNoun+" "+in.Slug)
 	if cerr != nil {
 		md.SyncError = cerr.Message
 		return md

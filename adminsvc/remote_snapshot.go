@@ -140,7 +140,7 @@ func (r *remoteSnapshot[S]) find(ctx context.Context, ref string, p *core.Princi
 		return remoteEntry{}, core.Forbidden("%s %s cannot be used: its %s %s is not enabled for this workspace", k.server.noun, e.serverSlug, k.integNoun, e.integ)
 	}
 	out := *e
-	headers, err := resolveHeaderMappings(ctx, r.o.Lookup, out.header, e.mappings, k.integNoun+" "+e.integ)
+	headers, err := resolveHeaderMappings(ctx, r.o.Lookup, e.workspaceID, out.header, e.mappings, k.integNoun+" "+e.integ)
 	if err != nil {
 		return remoteEntry{}, err
 	}
@@ -200,7 +200,7 @@ func disabledSet(key func(typ, name string) string, lists ...[]store.Capability)
 
 // resolveHeaderMappings adds the headers of secret mappings to
 // configurations.custom_headers over h.
-func resolveHeaderMappings(ctx context.Context, lookup SecretLookup, h map[string]string, ms []store.SecretMapping, what string) (map[string]string, *core.Error) {
+func resolveHeaderMappings(ctx context.Context, lookup SecretLookup, workspace string, h map[string]string, ms []store.SecretMapping, what string) (map[string]string, *core.Error) {
 	for _, mp := range ms {
 		if mp.TargetField != "configurations."+fieldCustomHeaders {
 			continue
@@ -211,9 +211,9 @@ func resolveHeaderMappings(ctx context.Context, lookup SecretLookup, h map[strin
 		if lookup == nil {
 			return nil, fail(nil, "could not be resolved: no secret resolver is configured")
 		}
-		v, err := lookup(ctx, mp.SecretReferenceID, mp.SecretKey)
+		v, err := lookup(ctx, workspace, mp.SecretReferenceID, mp.SecretKey)
 		if err != nil {
-			return nil, fail(err, "could not be resolved")
+			return nil, secretError(err, what, mp)
 		}
 		merged, ok := mergeSecretHeaders(h, v)
 		if !ok {

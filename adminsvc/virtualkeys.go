@@ -107,9 +107,9 @@ func (s *Service) createVirtualKey(c *fiber.Ctx) error {
 	if rec.Configurations, err = sealConfig(s.cipher, cfg); err != nil {
 		return err
 	}
-	return createManaged(s, c, virtualKeyKind, &rec, wsRef, func(tx store.Tx, _ store.Workspace) error {
+	return createManaged(s, c, virtualKeyKind, &rec, wsRef, func(tx store.Tx, ws store.Workspace) error {
 		var p problems
-		if err := checkSecretRefs(tx, rec.SecretMappings, "secret_mappings", &p); err != nil {
+		if err := checkSecretRefs(tx, rec.SecretMappings, ws.ID, "secret_mappings", &p); err != nil {
 			return err
 		}
 		if err := p.err(); err != nil {
@@ -156,7 +156,7 @@ func (s *Service) updateVirtualKey(c *fiber.Ctx) error {
 			}
 			if raw, ok := fields["secret_mappings"]; ok {
 				rec.SecretMappings = parseSecretMappings(raw, "secret_mappings", p)
-				if err := checkSecretRefs(tx, rec.SecretMappings, "secret_mappings", p); err != nil {
+				if err := checkSecretRefs(tx, rec.SecretMappings, rec.WorkspaceID, "secret_mappings", p); err != nil {
 					return err
 				}
 			}

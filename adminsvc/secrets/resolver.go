@@ -69,6 +69,10 @@ type cacheEntry struct {
 	// as is, any other as JSON); nil when it is not one.
 	fields  map[string]string
 	expires time.Time
+	// shared is the reference's sharing: every workspace, or the ids of
+	// those that may use it.
+	allowAll bool
+	allowed  []string
 }
 
 // NewResolver builds a resolver over the store; cipher opens the sealed
@@ -98,12 +102,20 @@ func NewResolver(st store.Store, cipher *store.Cipher, o Options) *Resolver {
 	return r
 }
 
-// Resolve returns the secret a reference (id or slug) points at. secretKey,
-// else the reference's own secret_key, picks one field of a secret that is
-// a JSON object (a string field as is, any other as JSON); with neither,
-// the whole value is returned.
+// Resolve returns the secret a reference (id or slug) points at, for the
+// organisation (an admin's test of an integration): every reference may be
+// used there. secretKey, else the reference's own secret_key, picks one
+// field of a secret that is a JSON object (a string field as is, any other
+// as JSON); with neither, the whole value is returned.
 func (r *Resolver) Resolve(ctx context.Context, referenceID, secretKey string) (string, error) {
-	e, err := r.entry(ctx, referenceID)
+	return r.ResolveFor(ctx, "", referenceID, secretKey)
+}
+
+// ResolveFor is Resolve for a use in workspace (an id; "" for the
+// organisation): ErrNotShared, before the secret is fetched, when the
+// reference is not shared with that workspace.
+func (r *Resolver) ResolveFor(ctx context.Context, workspace, referenceID, secretKey string) (string, error) {
+	e, err := r.entry(ctx, workspace, referenceID)
 	if err != nil {
 		return "", err
 	}
@@ -143,18 +155,24 @@ func objectFields(raw string) map[string]string {
 
 // entry is the cache entry of ref; a missing or expired one is loaded from
 // the store and fetched from the manager.
-func (r *Resolver) entry(ctx context.Context, ref string) (cacheEntry, error) {
+func (r *Resolver) entry(ctx context.Context, workspace, ref string) (cacheEntry, error) {
 	now := r.now()
 	r.mu.RLock()
 	e, ok := r.cache[ref]
 	gen := r.gen
 	r.mu.RUnlock()
 	if ok && now.Before(e.expires) {
+		if !Shared(e.allowAll, e.allowed, workspace) {
+			return cacheEntry{}, fmt.Errorf("%w: %s", ErrNotShared, e.slug)
+		}
 		return e, nil
 	}
 	rec, err := r.load(ref)
 	if err != nil {
 		return e, err
+	}
+	if !Shared(rec.AllowAllWorkspaces, rec.AllowedWorkspaces, workspace) {
+		return cacheEntry{}, fmt.Errorf("%w: %s", ErrNotShared, rec.Slug)
 	}
 	auth, err := OpenAuth(r.cipher, rec.AuthConfig)
 	if err != nil {
@@ -168,7 +186,8 @@ func (r *Resolver) entry(ctx context.Context, ref string) (cacheEntry, error) {
 	if err != nil {
 		return e, fmt.Errorf("secret reference %s: %w", rec.Slug, err)
 	}
-	e = cacheEntry{id: rec.ID, slug: rec.Slug, secretKey: rec.SecretKey, value: v, fields: objectFields(v), expires: now.Add(r.ttl)}
+	e = cacheEntry{id: rec.ID, slug: rec.Slug, secretKey: rec.SecretKey, value: v, fields: objectFields(v), expires: now.Add(r.ttl),
+		allowAll: rec.AllowAllWorkspaces, allowed: rec.AllowedWorkspaces}
 	r.put(ref, e, gen, now)
 	return e, nil
 }
@@ -255,12 +274,20 @@ func (r *Resolver) Invalidate(refs ...string) {
 	}
 }
 
-// Allows reports whether workspace (an id) may use the reference.
+// Allows reports whether workspace (an id; "" for the organisation) may
+// use the reference.
 func Allows(rec store.SecretReference, workspace string) bool {
-	if rec.AllowAllWorkspaces {
+	return Shared(rec.AllowAllWorkspaces, rec.AllowedWorkspaces, workspace)
+}
+
+// Shared reports whether a reference shared with every workspace
+// (allowAll) or with those of allowed may be used in workspace ("": by the
+// organisation, which may use every reference).
+func Shared(allowAll bool, allowed []string, workspace string) bool {
+	if allowAll || workspace == "" {
 		return true
 	}
-	for _, w := range rec.AllowedWorkspaces {
+	for _, w := range allowed {
 		if strings.EqualFold(w, workspace) {
 			return true
 		}

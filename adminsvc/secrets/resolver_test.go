@@ -334,3 +334,42 @@ func BenchmarkResolveCached(b *testing.B) {
 		})
 	}
 }
+
+// A reference is used only in the workspaces it is shared with (and by the
+// organisation): another workspace gets ErrNotShared before the secret is
+// fetched, whether the reference is cached or not.
+func TestResolverSharing(t *testing.T) {
+	r, st, c, m, _ := newTestResolver(t, Options{})
+	putRef(t, st, c, "id-1", "openai", "secret/openai", "api_key")
+	err := st.Update(func(tx store.Tx) error {
+		var rec store.SecretReference
+		if err := tx.Get(store.BucketSecretReferences, "id-1", &rec); err != nil {
+			return err
+		}
+		rec.AllowAllWorkspaces, rec.AllowedWorkspaces = false, []string{"ws-a"}
+		return tx.Put(store.BucketSecretReferences, "id-1", rec)
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	for _, tc := range []struct {
+		workspace string
+		shared    bool
+		fetches   int32 // after the call
+	}{
+		{"ws-b", false, 0}, // not cached: refused before the fetch
+		{"ws-a", true, 1},
+		{"", true, 1}, // the organisation, from the cache
+		{"ws-b", false, 1},
+		{"WS-A", true, 1}, // ids compare without case
+	} {
+		v, err := r.ResolveFor(ctx, tc.workspace, "openai", "")
+		if tc.shared != (err == nil) || (!tc.shared && !errors.Is(err, ErrNotShared)) || (tc.shared && v != "sk-1") {
+			t.Fatalf("workspace %q: %q, %v", tc.workspace, v, err)
+		}
+		if n := m.calls.Load(); n != tc.fetches {
+			t.Fatalf("workspace %q: %d fetches, want %d", tc.workspace, n, tc.fetches)
+		}
+	}
+}

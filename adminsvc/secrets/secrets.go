@@ -32,6 +32,9 @@ var ManagerTypes = []string{TypeAWS, TypeAzure, TypeVault}
 var (
 	// ErrReferenceNotFound: no secret reference with that id or slug.
 	ErrReferenceNotFound = errors.New("secret reference not found")
+	// ErrNotShared: the reference is not shared with the workspace that
+	// would use it (its allow_all_workspaces and allowed_workspaces).
+	ErrNotShared = errors.New("secret reference not shared with this workspace")
 	// ErrSecretNotFound: the manager has no such secret (or key in it).
 	ErrSecretNotFound = errors.New("secret not found")
 	// ErrDenied: the manager refused the credentials or the access.

@@ -156,7 +156,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
-	managed, err := adminsvc.NewManaged(adminsvc.ManagedOptions{Store: st, Cipher: cipher, Lookup: secretResolver.Resolve})
+	managed, err := adminsvc.NewManaged(adminsvc.ManagedOptions{Store: st, Cipher: cipher, Lookup: secretResolver.ResolveFor})
 	if err != nil {
 		return nil, err
 	}
@@ -197,7 +197,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	// dialled through the address guard.
 	guarded := &http.Client{Transport: transport.New(policy.NewTransport())}
 	remote := withoutRedirects(guarded)
-	mcpServers, err := adminsvc.NewMCPServers(adminsvc.MCPOptions{Store: st, Cipher: cipher, Lookup: secretResolver.Resolve, HTTP: remote})
+	mcpServers, err := adminsvc.NewMCPServers(adminsvc.MCPOptions{Store: st, Cipher: cipher, Lookup: secretResolver.ResolveFor, HTTP: remote})
 	if err != nil {
 		return nil, err
 	}
@@ -221,7 +221,7 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if publicURL == "" {
 		publicURL = "http://" + a.ln.Addr().String()
 	}
-	agentServers, err := adminsvc.NewAgentServers(adminsvc.AgentOptions{Store: st, Cipher: cipher, Lookup: secretResolver.Resolve, PublicURL: publicURL, HTTP: remote})
+	agentServers, err := adminsvc.NewAgentServers(adminsvc.AgentOptions{Store: st, Cipher: cipher, Lookup: secretResolver.ResolveFor, PublicURL: publicURL, HTTP: remote})
 	if err != nil {
 		return nil, err
 	}
