@@ -447,7 +447,12 @@ func (s *Service) updateConfig(c *fiber.Ctx) error {
 		if b.config != nil {
 			rec.Config = compactJSON(b.config)
 		}
-		if b.status != "" {
+		if b.status != "" && b.status != rec.Status {
+			if b.status != store.StatusActive {
+				if err := checkNoKeyDefault(tx, rec, "archive"); err != nil {
+					return err
+				}
+			}
 			rec.Status = b.status
 		}
 		if b.isDefault != nil {
@@ -475,14 +480,8 @@ func (s *Service) deleteConfig(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		keys, err := store.List[store.APIKey](tx, store.BucketAPIKeys)
-		if err != nil {
+		if err := checkNoKeyDefault(tx, rec, "delete"); err != nil {
 			return err
-		}
-		for _, k := range keys {
-			if k.Defaults != nil && (k.Defaults.ConfigID == rec.ID || k.Defaults.ConfigID == rec.Slug) {
-				return core.Conflict("config %s is the default config of API key %s; change the key's defaults first", rec.Slug, k.ID)
-			}
 		}
 		if err := store.DeleteVersions(tx, store.BucketConfigVersions, rec.ID); err != nil {
 			return err
@@ -569,4 +568,20 @@ func maskConfigSecrets(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return out
+}
+
+// checkNoKeyDefault answers 409 while an API key's defaults.config_id names
+// rec, which an archived or deleted config would leave every request of
+// the key refused for; action is what was tried.
+func checkNoKeyDefault(tx store.Tx, rec store.SavedConfig, action string) error {
+	keys, err := store.List[store.APIKey](tx, store.BucketAPIKeys)
+	if err != nil {
+		return err
+	}
+	for _, k := range keys {
+		if k.Defaults != nil && (k.Defaults.ConfigID == rec.ID || k.Defaults.ConfigID == rec.Slug) {
+			return core.Conflict("cannot %s config %s: it is the default config of API key %s; change the key's defaults first", action, rec.Slug, k.ID)
+		}
+	}
+	return nil
 }

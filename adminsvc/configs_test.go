@@ -937,8 +937,14 @@ func TestDeleteConfig(t *testing.T) {
 					t.Fatalf("the message does not name the key: %s", r.raw)
 				}
 			}
-			if versionsOf(c.id) != 2 || e.getConfig(adminKey, c.id).str("id") != c.id {
-				t.Fatal("a refused delete removed something")
+			// Archiving would leave the key's requests refused too.
+			r := e.do(http.MethodPut, "/v1/configs/"+c.slug, adminKey, map[string]any{"status": "archived"})
+			wantErr(t, r, http.StatusConflict, core.CodeConflict)
+			if !strings.Contains(r.errField("message"), keyID) {
+				t.Fatalf("the archive message does not name the key: %s", r.raw)
+			}
+			if versionsOf(c.id) != 2 || e.getConfig(adminKey, c.id).str("id") != c.id || e.getConfig(adminKey, c.id).str("status") != "active" {
+				t.Fatal("a refused delete or archive changed something")
 			}
 			if m, msg := savedMode(cfgs, c.slug, orgPrincipal); m != modeLoadbalance {
 				t.Fatalf("snapshot: %q %s", m, msg)
@@ -1092,7 +1098,22 @@ func TestConfigSnapshot(t *testing.T) {
 		if r.status != http.StatusForbidden || !strings.Contains(r.errField("message"), "x-gateway-config") {
 			t.Fatalf("override: %d %s", r.status, r.raw)
 		}
-		e.putConfig(adminKey, c.slug, map[string]any{"status": "archived"})
+		// The admin API no longer archives a key's default config (409);
+		// one archived before that rule is refused on the request path.
+		err := e.st.Update(func(tx store.Tx) error {
+			var rec store.SavedConfig
+			if err := tx.Get(store.BucketConfigs, c.id, &rec); err != nil {
+				return err
+			}
+			rec.Status = store.StatusArchived
+			return tx.Put(store.BucketConfigs, rec.ID, rec)
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cfgs.Reload(); err != nil {
+			t.Fatal(err)
+		}
 		r = send(nil)
 		if r.status != http.StatusBadRequest || !strings.Contains(r.errField("message"), "archived") {
 			t.Fatalf("archived default: %d %s", r.status, r.raw)
