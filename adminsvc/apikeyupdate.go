@@ -57,6 +57,9 @@ func (s *Service) updateAPIKey(c *fiber.Ctx) error {
 		if err := checkRoleReach(caller, target, "change"); err != nil {
 			return err
 		}
+		if body.hasUsageLimits && unitChanged(k.UsageLimits, body.UsageLimits) {
+			body.ResetUsage = true
+		}
 		applyKeyFields(&k, body, now)
 		if k.RotationPolicy != nil && len(k.AlertEmails) == 0 {
 			return core.ValidationError("rotation_policy", "rotation_policy: needs alert_emails: the secret of a scheduled rotation is e-mailed there")

@@ -1,6 +1,7 @@
 package adminsvc
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -48,6 +49,14 @@ func parseRateLimits(raw json.RawMessage, param string, p *problems) []store.Rat
 		out = append(out, rl)
 	}
 	return out
+}
+
+// unitChanged reports whether a usage limit changes what it counts (cost
+// or tokens, cost when unset): the usage counted so far, in the old unit,
+// is then reset, never read in the new one.
+func unitChanged(old, new *store.UsageLimits) bool {
+	unit := func(u *store.UsageLimits) string { return cmp.Or(u.Type, "cost") }
+	return old != nil && new != nil && unit(old) != unit(new)
 }
 
 // parseUsageLimits reads one usage_limits object; null or absent gives nil.

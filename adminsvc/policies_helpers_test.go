@@ -153,9 +153,45 @@ func TestResetUsageReachesTheLimitsEngine(t *testing.T) {
 		t.Fatalf("reset: %d %s", r.status, r.raw)
 	}
 	f.mu.Lock()
-	defer f.mu.Unlock()
 	want := [2]string{limits.EntityUsageID("api_key", id), ""}
 	if len(f.resets) != 1 || f.resets[0] != want {
 		t.Fatalf("engine resets %v, want only %v", f.resets, want)
+	}
+	f.mu.Unlock()
+}
+
+// A usage limit that changes its unit (tokens to cost, or back) resets
+// the usage counted in the old one, for keys and managed providers alike;
+// a change of the limit alone keeps it.
+func TestUsageLimitUnitChangeResetsUsage(t *testing.T) {
+	e := newEnv(t)
+	f := e.withLimits()
+	id, _ := e.createKey(adminKey, "workspace/service", map[string]any{"name": "k", "workspace_id": "default",
+		"scopes": []string{"completions.write"}, "usage_limits": map[string]any{"type": "tokens", "credit_limit": 1000}})
+	resets := func() int { f.mu.Lock(); defer f.mu.Unlock(); return len(f.resets) }
+	for _, tc := range []struct {
+		name   string
+		limits map[string]any
+		resets int // in all, after the change
+	}{
+		{"same unit, new limit", map[string]any{"type": "tokens", "credit_limit": 2000}, 0},
+		{"tokens to cost", map[string]any{"type": "cost", "credit_limit": 300}, 1},
+		{"cost to the default unit (cost)", map[string]any{"credit_limit": 400}, 1},
+		{"cost to tokens", map[string]any{"type": "tokens", "credit_limit": 500}, 2},
+	} {
+		if r := e.do(http.MethodPut, "/v1/api-keys/"+id, adminKey, map[string]any{"usage_limits": tc.limits}); r.status != 200 {
+			t.Fatalf("%s: %d %s", tc.name, r.status, r.raw)
+		}
+		if got := resets(); got != tc.resets {
+			t.Fatalf("%s: %d resets, want %d", tc.name, got, tc.resets)
+		}
+	}
+	vk := mustOK(t, e.do(http.MethodPost, "/v1/virtual-keys", adminKey, map[string]any{"name": "vk", "provider": "openai", "key": "sk-test-0000",
+		"workspace_id": "default", "usage_limits": map[string]any{"type": "tokens", "credit_limit": 1000}}))
+	mustOK(t, e.do(http.MethodPut, "/v1/virtual-keys/"+vk.str("slug"), adminKey, map[string]any{"usage_limits": map[string]any{"type": "cost", "credit_limit": 5}}))
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if want := [2]string{limits.EntityUsageID("virtual_key", vk.str("id")), ""}; f.resets[len(f.resets)-1] != want {
+		t.Fatalf("virtual key: engine resets %v, want %v last", f.resets, want)
 	}
 }
