@@ -315,3 +315,17 @@ func TestAuditRecordsInviteAccept(t *testing.T) {
 		t.Fatalf("record %s", raw)
 	}
 }
+
+// An admin write is answered once its audit record is stored (the writer
+// here commits only every hour on its own): a crash right after the answer
+// loses no record of a change the caller was told of.
+func TestAuditRecordStoredBeforeTheAnswer(t *testing.T) {
+	a := newAuditEnv(t)
+	if r := a.do(http.MethodPost, "/v1/workspaces", adminKey, map[string]any{"name": "crash probe"}); r.status != http.StatusOK {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	recs := listBucket[store.AuditRecord](t, a.st, store.BucketAuditLogs)
+	if len(recs) != 1 || recs[0].Method != http.MethodPost || recs[0].URI != "/v1/workspaces" {
+		t.Fatalf("stored audit records when the answer came: %+v", recs)
+	}
+}

@@ -132,11 +132,14 @@ func (b *batcher[T]) push(recs ...T) bool {
 func (b *batcher[T]) Dropped() int64 { return b.dropped.Load() }
 
 // Flush writes every record queued before the call and returns when they
-// are in the store. Flush must not be called after Close.
+// are in the store; after Close, which wrote them, it returns at once.
 func (b *batcher[T]) Flush() {
 	ack := make(chan struct{})
-	b.flushReq <- ack
-	<-ack
+	select {
+	case b.flushReq <- ack:
+		<-ack
+	case <-b.done:
+	}
 }
 
 // Close writes every queued record and stops the writer. Enqueue must not be
