@@ -176,6 +176,11 @@ func (s *Service) updateUsagePolicy(c *fiber.Ctx) error {
 	if resetSent && resetValue == "" {
 		p.add("reset_usage_for_value", "must name a value key (see GET /policies/usage-limits/{id}/entities)")
 	}
+	if resetSent && resetValue != "" && p.err() == nil {
+		if err := s.checkUsageValue(c, caller, c.Params("id"), resetValue); err != nil {
+			return err
+		}
+	}
 	var old, rec store.UsageLimitPolicy
 	err := s.st.Update(func(tx store.Tx) (err error) {
 		old, err = loadPolicy[store.UsageLimitPolicy](tx, store.BucketUsageLimitPolicies, caller, c.Params("id"), true)
@@ -321,6 +326,31 @@ func (s *Service) resetUsageEntity(c *fiber.Ctx) error {
 		return core.ValidationError("entityId", "entityId: is not a valid URL-escaped value key")
 	}
 	id := c.Params("id")
+	if err := s.checkUsageValue(c, caller, id, valueKey); err != nil {
+		return err
+	}
+	if err := s.limits.ResetUsage(c.UserContext(), id, valueKey); err != nil {
+		return core.Internal(err, "the usage of %q could not be reset", valueKey)
+	}
+	err := s.st.Update(func(tx store.Tx) error {
+		rec, err := loadPolicy[store.UsageLimitPolicy](tx, store.BucketUsageLimitPolicies, caller, id, true)
+		if err != nil {
+			return err
+		}
+		now := s.now()
+		rec.LastResetAt = &now
+		return tx.Put(store.BucketUsageLimitPolicies, rec.ID, rec)
+	})
+	if err != nil {
+		return err
+	}
+	return c.JSON(fiber.Map{})
+}
+
+// checkUsageValue answers 404 unless caller may see usage policy id and
+// the policy has counted usage for valueKey (a value it has not seen is
+// not made up by a reset).
+func (s *Service) checkUsageValue(c *fiber.Ctx, caller *core.Principal, id, valueKey string) error {
 	err := s.st.View(func(tx store.Tx) error {
 		_, err := loadPolicy[store.UsageLimitPolicy](tx, store.BucketUsageLimitPolicies, caller, id, true)
 		return err
@@ -335,20 +365,5 @@ func (s *Service) resetUsageEntity(c *fiber.Ctx) error {
 	if !slices.ContainsFunc(states, func(st limits.UsageState) bool { return st.ValueKey == valueKey }) {
 		return core.NotFound("policy %s has no usage for %q", id, valueKey)
 	}
-	if err := s.limits.ResetUsage(c.UserContext(), id, valueKey); err != nil {
-		return core.Internal(err, "the usage of %q could not be reset", valueKey)
-	}
-	err = s.st.Update(func(tx store.Tx) error {
-		rec, err := loadPolicy[store.UsageLimitPolicy](tx, store.BucketUsageLimitPolicies, caller, id, true)
-		if err != nil {
-			return err
-		}
-		now := s.now()
-		rec.LastResetAt = &now
-		return tx.Put(store.BucketUsageLimitPolicies, rec.ID, rec)
-	})
-	if err != nil {
-		return err
-	}
-	return c.JSON(fiber.Map{})
+	return nil
 }

@@ -200,6 +200,11 @@ func TestUsagePolicyLifecycle(t *testing.T) {
 		if len(f.resets) != resets+1 || f.resets[resets] != [2]string{id, "api_key:k2"} {
 			t.Fatalf("resets: %v", f.resets)
 		}
+		// A value the policy never counted is not made up by a reset.
+		wantErr(t, put(map[string]any{"reset_usage_for_value": "ghost-value"}), 404, core.CodeNotFound)
+		if len(f.resets) != resets+1 {
+			t.Fatalf("an unknown value was reset: %v", f.resets)
+		}
 		if got := mustOK(t, e.do(http.MethodGet, usagePath+"/"+id, adminKey, nil)); got.str("last_reset_at") != e.clock.Now().Format(time.RFC3339) {
 			t.Fatalf("last_reset_at: %s", got.raw)
 		}
@@ -243,5 +248,5 @@ func TestUsagePolicyWithoutEngine(t *testing.T) {
 		t.Fatalf("entities: %s", r.raw)
 	}
 	wantErr(t, e.do(http.MethodPut, usagePath+"/"+id+"/entities/x/reset", adminKey, nil), 404, core.CodeNotFound)
-	mustOK(t, e.do(http.MethodPut, usagePath+"/"+id, adminKey, map[string]any{"credit_limit": 500, "reset_usage_for_value": "x"}))
+	wantErr(t, e.do(http.MethodPut, usagePath+"/"+id, adminKey, map[string]any{"credit_limit": 500, "reset_usage_for_value": "x"}), 404, core.CodeNotFound)
 }
