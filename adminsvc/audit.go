@@ -307,5 +307,11 @@ func (s *Service) listAuditLogs(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
+	for i := range page {
+		// Every record shows query_params, {} when there were none.
+		if page[i].QueryParams == nil {
+			page[i].QueryParams = map[string]string{}
+		}
+	}
 	return c.JSON(listBody{Object: "list", Total: total, Data: nonNil(page)})
 }

@@ -121,6 +121,15 @@ func TestAuditRecordsAdminWrites(t *testing.T) {
 			}
 		})
 	}
+	t.Run("query_params in every record", func(t *testing.T) {
+		a.clock.Advance(time.Second)
+		a.do(http.MethodPost, "/v1/configs", adminKey, map[string]any{"nope": 1})
+		for _, rec := range a.records("") {
+			if _, ok := rec["query_params"].(map[string]any); !ok { // {} for a request without a query
+				t.Fatalf("query_params: %v", rec)
+			}
+		}
+	})
 	t.Run("masked body keeps the rest", func(t *testing.T) {
 		recs := a.records("resource_type=api-keys&action=create")
 		body, _ := recs[0]["request_body"].(map[string]any)

@@ -49,7 +49,7 @@ type workspaceView struct {
 	Defaults       *store.WorkspaceDefaults `json:"defaults"`
 	UsageLimits    []store.UsageLimits      `json:"usage_limits"`
 	RateLimits     []store.RateLimit        `json:"rate_limits"`
-	Users          []memberView             `json:"users,omitempty"`
+	Users          []memberView             `json:"users,omitzero"` // GET /{id}: [] when none
 	Object         string                   `json:"object"`
 }
 

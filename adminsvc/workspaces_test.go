@@ -59,6 +59,10 @@ func TestWorkspaceCreateGetUpdate(t *testing.T) {
 	if r.str("slug") != "team-a-2" {
 		t.Fatalf("second slug: %s", r.raw)
 	}
+	// A workspace without members shows users: [], not no users field.
+	if r := e.do(http.MethodGet, "/v1/workspaces/team-a-2", adminKey, nil); !strings.Contains(string(r.raw), `"users":[]`) {
+		t.Fatalf("get a workspace without members: %s", r.raw)
+	}
 	for _, ref := range []string{id, "team-a"} {
 		for _, prefix := range []string{"/v1/admin/workspaces/", "/v1/workspaces/"} {
 			r = e.do(http.MethodGet, prefix+ref, adminKey, nil)

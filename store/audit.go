@@ -18,7 +18,7 @@ type AuditRecord struct {
 	URI                string            `json:"uri"`
 	RequestID          string            `json:"request_id"`
 	RequestBody        json.RawMessage   `json:"request_body,omitempty"`
-	QueryParams        map[string]string `json:"query_params,omitempty"`
+	QueryParams        map[string]string `json:"query_params"` // shown in every record, {} for none
 	RequestHeaders     map[string]string `json:"request_headers,omitempty"`
 	UserID             string            `json:"user_id,omitempty"`
 	UserType           string            `json:"user_type,omitempty"`

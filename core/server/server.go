@@ -276,7 +276,8 @@ func fiberError(fe *fiber.Error) *core.Error {
 	case fiber.StatusNotFound:
 		return &core.Error{Status: fe.Code, Type: core.TypeNotFound, Code: core.CodeNotFoundPath, Message: "no such route; see docs/configuration.md for the gateway's routes"}
 	case fiber.StatusRequestEntityTooLarge:
-		return &core.Error{Status: fe.Code, Type: core.TypeInvalidRequest, Message: "request body is larger than the gateway's limit (--max-body-bytes)"}
+		return &core.Error{Status: fe.Code, Type: core.TypeInvalidRequest, Code: core.CodeValidation, Param: "body",
+			Message: "request body is larger than the gateway's limit (--max-body-bytes)"}
 	case fiber.StatusMethodNotAllowed:
 		return &core.Error{Status: fe.Code, Type: core.TypeInvalidRequest, Message: "method not allowed on this route"}
 	}

@@ -1160,8 +1160,8 @@ func TestNotFoundAndBodyLimit(t *testing.T) {
 	body, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
 	r := result{status: resp.StatusCode, header: resp.Header, body: body}
-	if r.status != 413 {
-		t.Fatalf("status %d, want 413: %s", r.status, r.body)
+	if r.status != 413 || !strings.Contains(string(r.body), `"code":"AB01"`) || !strings.Contains(string(r.body), `"param":"body"`) {
+		t.Fatalf("status %d, want 413 with code AB01 and param body: %s", r.status, r.body)
 	}
 	errorOf(t, r)
 	if _, err := uuid.Parse(r.trace()); err != nil {
