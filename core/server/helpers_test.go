@@ -201,7 +201,8 @@ type gateway struct {
 }
 
 type gatewayConfig struct {
-	bodyLimit int
+	bodyLimit   int
+	readTimeout time.Duration
 	trusted   []string
 	// distrustUpstream leaves the upstream off the trusted list.
 	distrustUpstream bool
@@ -271,7 +272,7 @@ func newGateway(t testing.TB, h http.Handler, opts ...func(*gatewayConfig)) *gat
 	}
 	logs := &logSink{}
 	app := server.New(server.Options{
-		Auth: testAuth, Pipeline: pipe, Logs: logs, BodyLimit: cfg.bodyLimit, Limiter: cfg.limiter, Managed: cfg.managed, Configs: cfg.configs, Prompts: cfg.prompts,
+		Auth: testAuth, Pipeline: pipe, Logs: logs, BodyLimit: cfg.bodyLimit, ReadTimeout: cfg.readTimeout, Limiter: cfg.limiter, Managed: cfg.managed, Configs: cfg.configs, Prompts: cfg.prompts,
 		MCP: cfg.mcp, MCPClient: &http.Client{Transport: transport.New(guardedTr)},
 		Agents: cfg.agents, AgentClient: &http.Client{Transport: transport.New(guardedTr)},
 		RemoteTimeout: cfg.remoteTimeout, RemoteStreamIdle: cfg.remoteIdle, LogBodies: cfg.logBodies,

@@ -85,6 +85,68 @@ func providerPath(c *fiber.Ctx) string {
 	return u.EscapedPath()
 }
 
+// unescapeUnreserved is path with every percent-escape of a letter, a
+// digit, "-", "_" or "~" decoded, and whether there was one. RFC 3986
+// (§2.3, §6.2.2.2) makes the two spellings the same URI, and providers'
+// servers decode them, so "/v1/chat/c%6Fmpletions" must be routed, and
+// checked, as "/v1/chat/completions", not passed on by the generic proxy.
+// Other escapes stay: a decoded "/", "?" or "%" would change the path,
+// and a decoded "." could make a "..". segment.
+func unescapeUnreserved(path string) (string, bool) {
+	i := strings.IndexByte(path, '%')
+	if i < 0 {
+		return path, false
+	}
+	var b []byte
+	for ; i < len(path); i++ {
+		c := path[i]
+		if c == '%' && i+2 < len(path) {
+			if d, ok := unreservedEscape(path[i+1], path[i+2]); ok {
+				if b == nil {
+					b = append(make([]byte, 0, len(path)), path[:i]...)
+				}
+				b = append(b, d)
+				i += 2
+				continue
+			}
+		}
+		if b != nil {
+			b = append(b, c)
+		}
+	}
+	if b == nil {
+		return path, false
+	}
+	return string(b), true
+}
+
+// unreservedEscape decodes the escape %hi lo when it stands for a letter,
+// a digit, "-", "_" or "~".
+func unreservedEscape(hi, lo byte) (byte, bool) {
+	h, ok1 := unhex(hi)
+	l, ok2 := unhex(lo)
+	if !ok1 || !ok2 {
+		return 0, false
+	}
+	switch d := h<<4 | l; {
+	case 'a' <= d && d <= 'z', 'A' <= d && d <= 'Z', '0' <= d && d <= '9', d == '-', d == '_', d == '~':
+		return d, true
+	}
+	return 0, false
+}
+
+func unhex(c byte) (byte, bool) {
+	switch {
+	case '0' <= c && c <= '9':
+		return c - '0', true
+	case 'a' <= c && c <= 'f':
+		return c - 'a' + 10, true
+	case 'A' <= c && c <= 'F':
+		return c - 'A' + 10, true
+	}
+	return 0, false
+}
+
 // trimV1 is p without its "/v1", which routes match in any case.
 func trimV1(p string) string {
 	if len(p) >= 3 && strings.EqualFold(p[:3], "/v1") {

@@ -76,8 +76,12 @@ type Options struct {
 	LogBodies bool
 	// BodyLimit caps request bodies in bytes (default 32 MiB).
 	BodyLimit int
-	Logger    *slog.Logger
-	Now       func() time.Time
+	// ReadTimeout bounds the reading of one request, its headers and body,
+	// from its first byte (default DefaultReadTimeout): a client that stops
+	// half-way has its connection closed, not held for ever.
+	ReadTimeout time.Duration
+	Logger      *slog.Logger
+	Now         func() time.Time
 
 	// OnAuthFailure, when set, is called with every refused credential
 	// (before the 401 is written), for the audit log.
@@ -111,10 +115,16 @@ type Server struct {
 // DefaultBodyLimit is large enough for audio uploads.
 const DefaultBodyLimit = 32 << 20
 
+// DefaultReadTimeout lets a 32 MiB upload arrive at about 550 KB/s.
+const DefaultReadTimeout = 60 * time.Second
+
 // New builds the Fiber app.
 func New(o Options) *fiber.App {
 	if o.BodyLimit <= 0 {
 		o.BodyLimit = DefaultBodyLimit
+	}
+	if o.ReadTimeout <= 0 {
+		o.ReadTimeout = DefaultReadTimeout
 	}
 	if o.Logger == nil {
 		o.Logger = slog.Default()
@@ -142,6 +152,7 @@ func New(o Options) *fiber.App {
 		// Accept IPv6 listeners too (Fiber's default is tcp4).
 		Network:           "tcp",
 		IdleTimeout:       120 * time.Second,
+		ReadTimeout:       o.ReadTimeout,
 		ReadBufferSize:    16 << 10,
 		StreamRequestBody: false,
 	})
@@ -224,6 +235,9 @@ func (s *Server) recoverPanics(c *fiber.Ctx) (err error) {
 	trace, bad := s.traceID(c)
 	if bad != nil {
 		return bad
+	}
+	if p, escaped := unescapeUnreserved(c.Path()); escaped {
+		c.Path(p) // routed, checked and sent on as the same path unescaped
 	}
 	defer func() {
 		if p := recover(); p != nil {

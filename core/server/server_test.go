@@ -1134,6 +1134,40 @@ func TestLogRecordsOwnTheirStrings(t *testing.T) {
 	}
 }
 
+// A client that stops half-way through its request has its connection
+// closed once the read timeout passes, not held open for ever; one that
+// sends its request in time is served.
+func TestReadTimeout(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, mockUpstream(), func(c *gatewayConfig) { c.readTimeout = 300 * time.Millisecond })
+	addr := strings.TrimPrefix(g.listen(t), "http://")
+	for _, tc := range []struct{ name, sent string }{
+		{"headers cut off", "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\n"},
+		{"body cut off", "POST /v1/chat/completions HTTP/1.1\r\nHost: x\r\nContent-Length: 100\r\n\r\n{\"model\""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			conn, err := net.Dial("tcp", addr)
+			if err != nil {
+				t.Fatal(err)
+			}
+			defer conn.Close()
+			if _, err := conn.Write([]byte(tc.sent)); err != nil {
+				t.Fatal(err)
+			}
+			// The gateway ends the connection (with or without an answer)
+			// long before this test's own bound.
+			conn.SetReadDeadline(time.Now().Add(20 * time.Second))
+			_, err = io.ReadAll(conn)
+			if ne, ok := err.(net.Error); ok && ne.Timeout() {
+				t.Fatal("the connection was held open")
+			}
+		})
+	}
+	if r := g.do(t, "POST", "/v1/chat/completions", []byte(chatBody)); r.status != 200 {
+		t.Fatalf("a whole request: %d %s", r.status, r.body)
+	}
+}
+
 func TestNotFoundAndBodyLimit(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, mockUpstream(), func(c *gatewayConfig) { c.bodyLimit = 4096 })
@@ -1225,7 +1259,10 @@ func TestProxyPathEscapes(t *testing.T) {
 		{"/v1/files/a%2fb/content", "/v1/files/a%2fb/content"},
 		{"/v1/files/file-(1)!*'", "/v1/files/file-(1)!*'"},
 		{"/v1/files/a%3Fb%23c%20d", "/v1/files/a%3Fb%23c%20d"},
-		{"/v1/files/%41bc", "/v1/files/%41bc"},
+		// Escaped letters, digits, "-", "_" and "~" are the same path
+		// unescaped (RFC 3986 §6.2.2.2); other escapes stay.
+		{"/v1/files/%41bc", "/v1/files/Abc"},
+		{"/v1/files/%7Eu%5F1%2Fx%2E", "/v1/files/~u_1%2Fx%2E"},
 		{"/v1/files/a%2F..%2Fb", "/v1/files/b"},
 		{"/v1/files/%2e%2e/admin", "/v1/admin"},
 	}
@@ -1239,6 +1276,24 @@ func TestProxyPathEscapes(t *testing.T) {
 				t.Errorf("upstream path %q query %q, want %q and q=a%%2Fb", got.RawPath, got.RawQuery, tc.want)
 			}
 		})
+	}
+}
+
+// A route's path with escaped letters is that route: routed and checked
+// as it, never passed on by the generic proxy unchecked.
+func TestEscapedRoutePath(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, mockUpstream())
+	for _, path := range []string{"/v1/chat/c%6Fmpletions", "/v1/%63hat/completions", "/v1/chat%2Fcompletions"} {
+		before := g.up.hits()
+		r := g.do(t, "POST", path, []byte(`{"model":"m","messages":[{"role":"user","content":"x"}],"temperature":99}`))
+		routed := path != "/v1/chat%2Fcompletions" // an escaped "/" is one segment: the proxy's
+		if routed && (r.status != 400 || !strings.Contains(string(r.body), `"param":"temperature"`) || g.up.hits() != before) {
+			t.Fatalf("%s: %d %s (upstream hits %d)", path, r.status, r.body, g.up.hits()-before)
+		}
+		if !routed && r.status != 200 {
+			t.Fatalf("%s: %d %s", path, r.status, r.body)
+		}
 	}
 }
 
