@@ -203,7 +203,7 @@ type gateway struct {
 type gatewayConfig struct {
 	bodyLimit   int
 	readTimeout time.Duration
-	trusted   []string
+	trusted     []string
 	// distrustUpstream leaves the upstream off the trusted list.
 	distrustUpstream bool
 	limiter          core.Limiter
