@@ -149,7 +149,19 @@ func (h *Host) newPlugin(ctx context.Context, m *Manifest, version int, module [
 	if len(schemaProbs) > 0 {
 		return fail(schemaProbs...)
 	}
-	compiled, err := rt.CompileModule(ctx, module)
+	prepared, err := prepareModule(module)
+	if errors.Is(err, errMalformed) {
+		// The compiler says what is wrong; should it accept what could
+		// not be read, the module still does not run unbounded.
+		if _, cerr := rt.CompileModule(ctx, module); cerr != nil {
+			return fail("module: does not compile: " + cerr.Error())
+		}
+		return fail("module: its binary could not be read to bound its calls and tables (a feature the gateway does not support?)")
+	}
+	if err != nil {
+		return fail(err.Error())
+	}
+	compiled, err := rt.CompileModule(ctx, prepared)
 	if err != nil {
 		return fail("module: does not compile: " + err.Error())
 	}

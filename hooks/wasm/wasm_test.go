@@ -114,6 +114,8 @@ func TestValidate(t *testing.T) {
 	memImport := tinyGuest(bodyReturn0, "")
 	memImport.memPages = 0
 	memImport.imports = append(memImport.imports, wImport{module: "env", name: "memory", memory: true})
+	manyTables := tinyGuest(bodyReturn0, "")
+	manyTables.tables = make([]wTable, 17)
 
 	tests := []struct {
 		name   string
@@ -145,6 +147,12 @@ func TestValidate(t *testing.T) {
 		{"smoke garbage", &Manifest{ID: "ok", Functions: []Function{{ID: "check", SupportedHooks: []string{"afterRequestHook"}}}}, tinyWithOutput(`{"verdict":`), []string{"functions.check (afterRequestHook): smoke call: invalid output"}},
 		{"_initialize traps", tinyManifest("ok", Limits{}), trapInit.encode(), []string{"module: _initialize: wasm error: unreachable"}},
 		{"nil manifest", nil, ok, []string{"manifest: missing"}},
+		// Tables are host memory outside the memory limit: every table gets
+		// a maximum (a grow past it fails, -1, as the guest checks).
+		{"table without a maximum is bounded", tinyManifest("ok", Limits{}), tableGrowGuest(wTable{min: 1}, 1<<24).encode(), nil},
+		{"table with a large maximum is bounded", tinyManifest("ok", Limits{}), tableGrowGuest(wTable{min: 1, max: 1 << 30, hasMax: true}, 1<<24).encode(), nil},
+		{"table over the entry cap", tinyManifest("ok", Limits{}), tableGrowGuest(wTable{min: 1 << 17}, 1).encode(), []string{"module: table 0 starts with 131072 entries; at most 65536"}},
+		{"too many tables", tinyManifest("ok", Limits{}), manyTables.encode(), []string{"module: defines 17 tables; at most 16"}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -441,7 +449,10 @@ func TestTimeout(t *testing.T) {
 	h := newHost(t, Options{PoolSize: 1})
 	mustLoad(t, h, tinyManifest("spin", Limits{TimeoutMs: 50}), 1, tinyGuest(bodyLoop, "").encode())
 	mustLoad(t, h, guestManifest("go-spin", Limits{TimeoutMs: 50}), 1, guestWasm)
-	for _, id := range []string{"spin.check", "go-spin.loop"} {
+	// No loop at all: wazero checks for the timeout at loop heads only, so
+	// the host makes every call one (prepareModule).
+	mustLoad(t, h, tinyManifest("recursion", Limits{TimeoutMs: 50}), 1, recursionGuest(45).encode())
+	for _, id := range []string{"spin.check", "go-spin.loop", "recursion.check"} {
 		t.Run(id, func(t *testing.T) {
 			c := mustCheck(t, h, id)
 			for i := 0; i < 2; i++ {

@@ -35,9 +35,16 @@ type wData struct {
 	bytes  []byte
 }
 
+// wTable is a funcref table.
+type wTable struct {
+	min, max uint32
+	hasMax   bool
+}
+
 type wModule struct {
 	imports  []wImport
 	funcs    []wFunc
+	tables   []wTable
 	memPages uint32 // 0: no memory section
 	memMax   uint32 // 0: no maximum
 	noMemExp bool   // do not export the memory as "memory"
@@ -135,6 +142,17 @@ func (m wModule) encode() []byte {
 		out = append(out, wSection(2, wVec(imports))...)
 	}
 	out = append(out, wSection(3, wVec(funcs))...)
+	if len(m.tables) > 0 {
+		var tables [][]byte
+		for _, t := range m.tables {
+			lim := cat([]byte{0x70, 0x00}, uleb(uint64(t.min)))
+			if t.hasMax {
+				lim = cat([]byte{0x70, 0x01}, uleb(uint64(t.min)), uleb(uint64(t.max)))
+			}
+			tables = append(tables, lim)
+		}
+		out = append(out, wSection(4, wVec(tables))...)
+	}
 	if m.memPages > 0 {
 		lim := cat([]byte{0x00}, uleb(uint64(m.memPages)))
 		if m.memMax > 0 {
@@ -177,6 +195,33 @@ var (
 	bodyGrow     = cat(i32Const(9), []byte{opMemoryGrow, 0x00, opDrop}, i32Const(0)) // grow by 9 pages
 	bodyWriteOut = func(n int) []byte { return cat(i32Const(1024), i32Const(int32(n)), call(0), i32Const(0)) }
 )
+
+// recursionGuest is a tinyGuest whose check computes fib(n) by recursion
+// (function 3, which never loops: some 10^9 calls for n = 45).
+func recursionGuest(n int32) wModule {
+	m := tinyGuest(cat(i32Const(n), call(3), []byte{opDrop}, i32Const(0)), "")
+	fib := cat(
+		[]byte{0x20, 0x00}, i32Const(2), []byte{0x49}, // local.get 0; i32.const 2; i32.lt_u
+		[]byte{0x04, tI32, 0x20, 0x00, 0x05}, // if (result i32) local.get 0 else
+		[]byte{0x20, 0x00}, i32Const(1), []byte{0x6b}, call(3), // fib(n-1)
+		[]byte{0x20, 0x00}, i32Const(2), []byte{0x6b}, call(3), // fib(n-2)
+		[]byte{0x6a, opEnd}, // i32.add end
+	)
+	m.funcs = append(m.funcs, wFunc{params: []byte{tI32}, results: []byte{tI32}, body: fib})
+	return m
+}
+
+// tableGrowGuest is a tinyGuest with one table of tables[0]'s limits whose
+// check grows it by delta entries and traps unless that fails (-1); then
+// it writes {"verdict":true}.
+func tableGrowGuest(t wTable, delta int32) wModule {
+	out := `{"verdict":true}`
+	grow := cat([]byte{0xd0, 0x70}, i32Const(delta), []byte{0xfc, 0x0f, 0x00}, // ref.null func; table.grow 0
+		i32Const(-1), []byte{0x47, 0x04, opBlockVoid, opUnreachable, opEnd}) // i32.ne; if unreachable end
+	m := tinyGuest(cat(grow, bodyWriteOut(len(out))), out)
+	m.tables = []wTable{t}
+	return m
+}
 
 // tinyWithOutput is a tinyGuest that writes out and returns 0.
 func tinyWithOutput(out string) []byte {
