@@ -202,7 +202,7 @@ func recursionGuest(n int32) wModule {
 	m := tinyGuest(cat(i32Const(n), call(3), []byte{opDrop}, i32Const(0)), "")
 	fib := cat(
 		[]byte{0x20, 0x00}, i32Const(2), []byte{0x49}, // local.get 0; i32.const 2; i32.lt_u
-		[]byte{0x04, tI32, 0x20, 0x00, 0x05}, // if (result i32) local.get 0 else
+		[]byte{0x04, tI32, 0x20, 0x00, 0x05},                   // if (result i32) local.get 0 else
 		[]byte{0x20, 0x00}, i32Const(1), []byte{0x6b}, call(3), // fib(n-1)
 		[]byte{0x20, 0x00}, i32Const(2), []byte{0x6b}, call(3), // fib(n-2)
 		[]byte{0x6a, opEnd}, // i32.add end
