@@ -162,16 +162,25 @@ func (s *Service) storePlugin(c *fiber.Ctx, id string) error {
 	}
 	sum := sha256.Sum256(module)
 	now := s.now()
+	// The version is made ready to run (compiled, its pool's instances
+	// started) before it is stored, and runs once it is: a module whose
+	// start fails only now and then, after passing validation, is a 400
+	// and stored nowhere, never a stored version that does not run.
 	var rec store.Plugin
+	if err := s.st.View(func(tx store.Tx) error { return currentPlugin(tx, id, m.ID, &rec) }); err != nil {
+		return err
+	}
+	pv, err := s.host.Prepare(c.UserContext(), m, rec.Version+1, module)
+	if err != nil {
+		return core.ValidationError("module", "module: could not be started: %v", err)
+	}
 	err = s.st.Update(func(tx store.Tx) error {
-		err := tx.Get(store.BucketPlugins, m.ID, &rec)
-		switch {
-		case err == nil && id == "":
-			return core.Conflict("plugin %s exists; upload a new version with PUT /v1/plugins/%s", m.ID, m.ID)
-		case errors.Is(err, store.ErrNotFound) && id != "":
-			return core.NotFound("no plugin %q", id)
-		case err != nil && !errors.Is(err, store.ErrNotFound):
+		prev := rec.Version
+		if err := currentPlugin(tx, id, m.ID, &rec); err != nil {
 			return err
+		}
+		if rec.Version != prev {
+			return core.Conflict("plugin %s changed while this version was being prepared; upload it again", m.ID)
 		}
 		if id == "" {
 			rec = store.Plugin{ID: m.ID, OrganisationID: caller.OrganisationID, CreatedAt: now, Status: store.StatusActive}
@@ -186,12 +195,30 @@ func (s *Service) storePlugin(c *fiber.Ctx, id string) error {
 		return tx.Put(store.BucketPlugins, rec.ID, rec)
 	})
 	if err != nil {
+		pv.Discard()
 		return err
 	}
-	if err := s.host.Load(c.UserContext(), m, rec.Version, module); err != nil {
-		return core.Internal(err, "plugin %s version %d was stored but could not be loaded", rec.ID, rec.Version)
+	if err := pv.Install(); err != nil {
+		return core.Internal(err, "plugin %s version %d was stored but the gateway is shutting down; it runs from the next start", rec.ID, rec.Version)
 	}
 	return c.JSON(fiber.Map{"id": rec.ID, "version": rec.Version, "sha256": rec.SHA256, "object": "plugin"})
+}
+
+// currentPlugin reads into rec the stored plugin pluginID that an upload
+// adds a version to: an update (id, the path's) must find it, a create (id
+// "") must not (rec is then empty, at version 0).
+func currentPlugin(tx store.Tx, id, pluginID string, rec *store.Plugin) error {
+	*rec = store.Plugin{}
+	err := tx.Get(store.BucketPlugins, pluginID, rec)
+	switch {
+	case err == nil && id == "":
+		return core.Conflict("plugin %s exists; upload a new version with PUT /v1/plugins/%s", pluginID, pluginID)
+	case errors.Is(err, store.ErrNotFound) && id != "":
+		return core.NotFound("no plugin %q", id)
+	case err != nil && !errors.Is(err, store.ErrNotFound):
+		return err
+	}
+	return nil
 }
 
 func (s *Service) listPlugins(c *fiber.Ctx) error {
@@ -272,7 +299,8 @@ func (s *Service) deletePlugin(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if err := s.host.Unload(c.UserContext(), id); err != nil {
+	// One whose version could not be loaded at start is not running.
+	if err := s.host.Unload(c.UserContext(), id); err != nil && !errors.Is(err, wasm.ErrNotLoaded) {
 		return core.Internal(err, "plugin %s was deleted but could not be unloaded", id)
 	}
 	return c.JSON(fiber.Map{})

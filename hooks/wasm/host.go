@@ -168,43 +168,75 @@ func (h *Host) Validate(ctx context.Context, m *Manifest, module []byte) []strin
 	return probs
 }
 
-// Load compiles a plugin version (through the compilation cache), creates
-// its runtime and pre-warms its pool, then makes it the plugin's current
-// version. A previously loaded version of the same plugin id is replaced;
-// its runtime is closed once the calls in flight on it finish. Load checks
-// the limits and the module's imports and exports but does not run the
-// smoke calls of Validate.
+// Load is Prepare and Install: it makes a plugin version the plugin's
+// current one.
 func (h *Host) Load(ctx context.Context, m *Manifest, version int, module []byte) error {
+	pv, err := h.Prepare(ctx, m, version, module)
+	if err != nil {
+		return err
+	}
+	return pv.Install()
+}
+
+// PreparedVersion is a plugin version compiled, with its runtime and a
+// pre-warmed pool, that serves no call yet: Install makes it current,
+// Discard drops it. A caller that stores the version does so in between,
+// so a version that cannot run is never stored, nor one that was not
+// stored ever run.
+type PreparedVersion struct {
+	h *Host
+	p *plugin
+}
+
+// Prepare compiles a plugin version (through the compilation cache),
+// creates its runtime and pre-warms its pool. It checks the limits and the
+// module's imports and exports but does not run the smoke calls of
+// Validate.
+func (h *Host) Prepare(ctx context.Context, m *Manifest, version int, module []byte) (*PreparedVersion, error) {
 	if m == nil {
-		return errors.New("wasm: missing manifest")
+		return nil, errors.New("wasm: missing manifest")
 	}
 	if h.isClosed() {
-		return errors.New("wasm: host is closed")
+		return nil, errors.New("wasm: host is closed")
 	}
 	if probs := checkManifest(m); len(probs) > 0 {
-		return fmt.Errorf("wasm: invalid manifest: %s", strings.Join(probs, "; "))
+		return nil, fmt.Errorf("wasm: invalid manifest: %s", strings.Join(probs, "; "))
 	}
 	lim, probs := h.opts.limitsFor(m)
 	if len(module) > h.opts.MaxModuleBytes {
 		probs = append(probs, fmt.Sprintf("module: %d bytes is above the limit of %d", len(module), h.opts.MaxModuleBytes))
 	}
 	if len(probs) > 0 {
-		return fmt.Errorf("wasm: plugin %s: %s", m.ID, strings.Join(probs, "; "))
+		return nil, fmt.Errorf("wasm: plugin %s: %s", m.ID, strings.Join(probs, "; "))
 	}
 	p, probs := h.newPlugin(ctx, m, version, module, lim, h.opts.PoolSize)
 	if len(probs) > 0 {
-		return fmt.Errorf("wasm: plugin %s: %s", m.ID, strings.Join(probs, "; "))
+		return nil, fmt.Errorf("wasm: plugin %s: %s", m.ID, strings.Join(probs, "; "))
 	}
 	if err := p.prewarm(ctx); err != nil {
 		p.shutdown(context.WithoutCancel(ctx))
-		return fmt.Errorf("wasm: plugin %s: %w", m.ID, err)
+		return nil, fmt.Errorf("wasm: plugin %s: %w", m.ID, err)
 	}
 	p.startRefill()
+	return &PreparedVersion{h: h, p: p}, nil
+}
 
+// Discard drops a prepared version that will not be installed.
+func (pv *PreparedVersion) Discard() {
+	pv.p.shutdown(context.Background())
+}
+
+// Install makes the prepared version its plugin's current version. A
+// previously loaded version of the same plugin id is replaced; its runtime
+// is closed once the calls in flight on it finish. It fails only when the
+// host was closed meanwhile (and discards the version).
+func (pv *PreparedVersion) Install() error {
+	h, p := pv.h, pv.p
+	m, version := p.manifest, p.version
 	h.mu.Lock()
 	if h.closed {
 		h.mu.Unlock()
-		p.shutdown(context.WithoutCancel(ctx))
+		p.shutdown(context.Background())
 		return errors.New("wasm: host is closed")
 	}
 	old := h.plugins[m.ID]
@@ -223,6 +255,9 @@ func (h *Host) Load(ctx context.Context, m *Manifest, version int, module []byte
 	return nil
 }
 
+// ErrNotLoaded: Unload of a plugin id the host does not run.
+var ErrNotLoaded = errors.New("wasm: plugin is not loaded")
+
 // Unload removes a plugin. Its runtime is closed once the calls in flight
 // finish; Unload does not wait for them.
 func (h *Host) Unload(ctx context.Context, pluginID string) error {
@@ -234,7 +269,7 @@ func (h *Host) Unload(ctx context.Context, pluginID string) error {
 	}
 	h.mu.Unlock()
 	if !ok {
-		return fmt.Errorf("wasm: plugin %q is not loaded", pluginID)
+		return fmt.Errorf("%w: %q", ErrNotLoaded, pluginID)
 	}
 	h.stats.drop(pluginID)
 	h.retire(p)

@@ -990,3 +990,48 @@ func waitInflight(p *plugin) {
 		time.Sleep(time.Millisecond)
 	}
 }
+
+// A prepared version serves no call until Install, and a discarded one
+// never does: the current version keeps serving meanwhile.
+func TestPrepareInstallDiscard(t *testing.T) {
+	h := newHost(t, Options{PoolSize: 2})
+	ctx := context.Background()
+	deny := tinyWithOutput(`{"verdict":false}`)
+	pass := tinyWithOutput(`{"verdict":true}`)
+	verdict := func() bool {
+		t.Helper()
+		res, err := mustCheck(t, h, "acme.check").Run(ctx, chatInput(hooks.BeforeRequest, nil))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return res.Verdict
+	}
+	mustLoad(t, h, tinyManifest("acme", Limits{}), 1, deny)
+	pv, err := h.Prepare(ctx, tinyManifest("acme", Limits{}), 2, pass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if verdict() || h.Plugins()["acme"] != 1 {
+		t.Fatal("a prepared version served before Install")
+	}
+	pv.Discard()
+	if verdict() || h.Plugins()["acme"] != 1 {
+		t.Fatal("a discarded version replaced the current one")
+	}
+	pv, err = h.Prepare(ctx, tinyManifest("acme", Limits{}), 3, pass)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := pv.Install(); err != nil {
+		t.Fatal(err)
+	}
+	if !verdict() || h.Plugins()["acme"] != 3 {
+		t.Fatal("the installed version does not serve")
+	}
+	if _, err := h.Prepare(ctx, tinyManifest("acme", Limits{}), 4, []byte("junk")); err == nil {
+		t.Fatal("Prepare of junk")
+	}
+	if err := h.Unload(ctx, "nope"); !errors.Is(err, ErrNotLoaded) {
+		t.Fatalf("Unload of an unknown plugin: %v", err)
+	}
+}
