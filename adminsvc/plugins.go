@@ -124,8 +124,11 @@ func formPart(form *multipart.Form, name string, limit int64, p *problems) []byt
 // pluginView is a plugin as the API returns it.
 type pluginView struct {
 	store.Plugin
-	Loaded bool   `json:"loaded"`
-	Object string `json:"object"`
+	Loaded bool `json:"loaded"`
+	// Stats are the calls of the plugin's functions in this process since
+	// it was loaded (GET /plugins/{id} only).
+	Stats  []wasm.FunctionStats `json:"stats,omitempty"`
+	Object string               `json:"object"`
 }
 
 func (s *Service) viewPlugin(rec store.Plugin) pluginView {
@@ -153,6 +156,8 @@ func (s *Service) storePlugin(c *fiber.Ctx, id string) error {
 	if !caller.IsOrganisationKey() {
 		return core.Forbidden("plugins belong to the organisation: upload them with an organisation key")
 	}
+	s.uploads.Lock()
+	defer s.uploads.Unlock()
 	m, rawManifest, module, err := s.pluginUpload(c)
 	if err != nil {
 		return err
@@ -256,7 +261,14 @@ func (s *Service) getPlugin(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(s.viewPlugin(rec))
+	v := s.viewPlugin(rec)
+	v.Stats = []wasm.FunctionStats{}
+	for _, fs := range s.host.Stats() {
+		if fs.Plugin == rec.ID {
+			v.Stats = append(v.Stats, fs)
+		}
+	}
+	return c.JSON(v)
 }
 
 func (s *Service) deletePlugin(c *fiber.Ctx) error {

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/gofiber/fiber/v2"
@@ -18,12 +19,15 @@ import (
 
 // Service serves the admin routes.
 type Service struct {
-	st          store.Store
-	keys        *Keys
-	configs     *Configs
-	prompts     *Prompts
-	guardrails  *Guardrails
-	host        *wasm.Host
+	st         store.Store
+	keys       *Keys
+	configs    *Configs
+	prompts    *Prompts
+	guardrails *Guardrails
+	host       *wasm.Host
+	// uploads serialises plugin uploads: compiling a large module takes
+	// seconds and gigabytes, which concurrent uploads would multiply.
+	uploads     sync.Mutex
 	cipher      *store.Cipher
 	managed     *Managed
 	secrets     *secrets.Resolver

@@ -108,6 +108,25 @@ func TestWASMPlugins(t *testing.T) {
 		}
 	})
 
+	t.Run("the calls are counted", func(t *testing.T) {
+		var got struct {
+			Stats []struct {
+				Function      string `json:"function"`
+				Calls, Errors uint64
+			} `json:"stats"`
+		}
+		resp := do(t, "GET", e.gw.URL+"/v1/plugins/go-pii", nil, "x-gateway-api-key: "+adminKey)
+		if err := json.Unmarshal(readAll(t, resp), &got); err != nil || len(got.Stats) == 0 {
+			t.Fatalf("stats: %v %+v", err, got)
+		}
+		for _, fs := range got.Stats {
+			if fs.Function == "pii" && fs.Calls >= 2 {
+				return
+			}
+		}
+		t.Fatalf("the pii calls are not counted: %+v", got.Stats)
+	})
+
 	t.Run("bad parameters are refused when the config is read", func(t *testing.T) {
 		expectError(t, e.call(t, "POST", "/v1/chat/completions", prompt, guarded("shout")), 400)
 	})
