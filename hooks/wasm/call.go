@@ -503,7 +503,7 @@ func buildEnvelope(p *plugin, function string, in *hooks.CheckInput, params []by
 		b.WriteString(`,"model":`)
 		writeString(&b, r.Model)
 		b.WriteString(`,"path":`)
-		writeString(&b, r.Path)
+		writeString(&b, "/v1"+r.Path) // the path the client sent (the ABI's), not the provider's
 		b.WriteString(`,"headers":`)
 		writeHeaders(&b, r.Header)
 		b.WriteString(`,"json":`)

@@ -312,7 +312,7 @@ func TestEnvelope(t *testing.T) {
 				}
 			}
 			req, _ := env["request"].(map[string]any)
-			if req["endpoint"] != "chatComplete" || req["provider"] != "openai" || req["model"] != "gpt-4o" || req["path"] != "/chat/completions" {
+			if req["endpoint"] != "chatComplete" || req["provider"] != "openai" || req["model"] != "gpt-4o" || req["path"] != "/v1/chat/completions" {
 				t.Errorf("request %v", req)
 			}
 			if g, _ := json.Marshal(req["headers"]); string(g) != `{"content-type":"application/json","x-custom":"a, b"}` {
