@@ -409,7 +409,7 @@ func isSensitiveHeader(lower string) bool {
 	if sensitiveHeaders[lower] {
 		return true
 	}
-	for _, s := range []string{"api-key", "apikey", "secret", "token", "password", "credential", "session"} {
+	for _, s := range []string{"api-key", "apikey", "secret", "token", "password", "credential", "session", "access-key"} {
 		if strings.Contains(lower, s) {
 			return true
 		}

@@ -938,7 +938,7 @@ func TestParseOutput(t *testing.T) {
 func TestSensitiveHeaders(t *testing.T) {
 	for name, want := range map[string]bool{
 		"authorization": true, "x-api-key": true, "x-gateway-api-key": true, "cookie": true, "set-cookie": true,
-		"x-gateway-config": true, "x-gateway-aws-secret-access-key": true, "x-gateway-aws-session-token": true,
+		"x-gateway-config": true, "x-gateway-aws-secret-access-key": true, "x-gateway-aws-session-token": true, "x-gateway-aws-access-key-id": true,
 		"content-type": false, "x-gateway-provider": false, "x-gateway-trace-id": false, "user-agent": false,
 	} {
 		if got := isSensitiveHeader(name); got != want {
