@@ -23,6 +23,8 @@ type call struct {
 	prompt    string
 	namespace string
 	workspace string // the caller's workspace; empty: no principal
+	user      string // metadata _user, when set
+	team      string // an X-Team header the request forwards, when set
 	refresh   bool
 	notStrict bool          // strict reference compliance off
 	advance   time.Duration // fake time to pass before the call
@@ -76,6 +78,18 @@ func TestSimpleCache(t *testing.T) {
 			{prompt: "p", workspace: "w1", status: "HIT", body: `{"id":"a-1"}`, hits: 2},
 			{prompt: "p", workspace: "w2", status: "HIT", body: `{"id":"a-2"}`, hits: 2},
 		}},
+		// Without a namespace, metadata and forwarded headers are part of
+		// the key; a namespace replaces them.
+		{name: "metadata and forwarded headers partition the cache", calls: []call{
+			{prompt: "p", user: "alice", status: "MISS", hits: 1},
+			{prompt: "p", user: "bob", status: "MISS", hits: 2},
+			{prompt: "p", user: "alice", status: "HIT", body: `{"id":"a-1"}`, hits: 2},
+			{prompt: "p", team: "red", status: "MISS", hits: 3},
+			{prompt: "p", team: "blue", status: "MISS", hits: 4},
+			{prompt: "p", team: "red", status: "HIT", body: `{"id":"a-3"}`, hits: 4},
+			{prompt: "p", user: "alice", team: "red", namespace: "n", status: "MISS", hits: 5},
+			{prompt: "p", user: "bob", team: "blue", namespace: "n", status: "HIT", body: `{"id":"a-5"}`, hits: 5},
+		}},
 		{name: "only 2xx answers are stored", script: failFirst(2, fail(500), ok("a")), calls: []call{
 			{prompt: "p", status: "MISS", httpCode: 500, hits: 1},
 			{prompt: "p", status: "MISS", httpCode: 500, hits: 2},
@@ -99,6 +113,13 @@ func TestSimpleCache(t *testing.T) {
 				req.CacheNamespace, req.CacheForceRefresh, req.StrictCompliance = c.namespace, c.refresh, !c.notStrict
 				if c.workspace != "" {
 					req.Principal = core.NewPrincipal(core.Principal{KeyType: core.KeyTypeWorkspaceService, WorkspaceID: c.workspace}, nil)
+				}
+				if c.user != "" {
+					req.Metadata = map[string]string{"_user": c.user}
+				}
+				if c.team != "" {
+					req.Header.Set("X-Team", c.team)
+					req.Target.ForwardHeaders = []string{"x-team"}
 				}
 				resp := e.mustDo(t, root, req)
 				want := c.httpCode

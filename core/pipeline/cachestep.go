@@ -9,6 +9,7 @@ import (
 	"log/slog"
 	"net/http"
 	"net/url"
+	"slices"
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/config"
@@ -191,7 +192,10 @@ func (w *walk) embedder(req *core.Request, l *config.Leaf) func(context.Context,
 // x-gateway-cache-namespace header and, when strict reference compliance
 // is off, a mark of it: answers are cached translated, and a translation
 // may add fields then (Anthropic's content_blocks). Workspaces never share
-// answers.
+// answers. Without a namespace, the request's metadata and the client
+// headers it forwards to the provider are part of it too (a namespace
+// replaces them, as in the reference): a forwarded header changes the
+// provider's request, so its answer is not another's.
 func cacheScope(req *core.Request) string {
 	scope := ""
 	if p := req.Principal; p != nil {
@@ -204,5 +208,21 @@ func cacheScope(req *core.Request) string {
 	if !req.StrictCompliance {
 		scope += "\nnot strict"
 	}
-	return scope + "\n" + req.CacheNamespace
+	if req.CacheNamespace != "" {
+		return scope + "\nnamespace " + req.CacheNamespace
+	}
+	if len(req.Metadata) > 0 {
+		meta, _ := json.Marshal(req.Metadata) // keys sorted
+		scope += "\nmetadata " + string(meta)
+	}
+	names := slices.Clone(req.Target.ForwardHeaders)
+	for i, n := range names {
+		names[i] = http.CanonicalHeaderKey(n)
+	}
+	slices.Sort(names)
+	for _, n := range slices.Compact(names) {
+		v, _ := json.Marshal(req.Header.Values(n))
+		scope += "\nheader " + n + " " + string(v)
+	}
+	return scope
 }
