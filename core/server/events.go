@@ -2,6 +2,8 @@ package server
 
 import (
 	"bytes"
+	"cmp"
+	"encoding/json"
 	"fmt"
 	"io"
 	"sync"
@@ -233,11 +235,32 @@ func appendAnthropicErrorEvent(dst []byte, ce *core.Error) []byte {
 	return append(dst, "\n\n"...)
 }
 
+// appendResponsesErrorEvent is appendErrorEvent for a stream of the
+// Responses API: its error event (event: error, data: {"type": "error",
+// code, message, param}), which OpenAI's clients raise as an error; they
+// dispatch on the event's type.
+func appendResponsesErrorEvent(dst []byte, ce *core.Error) []byte {
+	type event struct {
+		Type    string  `json:"type"`
+		Code    string  `json:"code"`
+		Message string  `json:"message"`
+		Param   *string `json:"param"`
+	}
+	data, _ := json.Marshal(event{Type: "error", Code: cmp.Or(ce.Code, ce.Type), Message: ce.Message}) // strings: it cannot fail
+	dst = append(dst, "event: error\ndata: "...)
+	dst = append(dst, data...)
+	return append(dst, "\n\n"...)
+}
+
 // errorEventFor is the error event a broken stream of req ends with:
-// Anthropic's for the Messages API, the gateway's otherwise.
+// Anthropic's for the Messages API, OpenAI's Responses API's for it, the
+// gateway's otherwise.
 func errorEventFor(req *core.Request) errorEventFunc {
-	if req.Endpoint == core.EndpointMessages {
+	switch req.Endpoint {
+	case core.EndpointMessages:
 		return appendAnthropicErrorEvent
+	case core.EndpointResponses:
+		return appendResponsesErrorEvent
 	}
 	return appendErrorEvent
 }

@@ -291,16 +291,20 @@ func TestStreamBareCR(t *testing.T) {
 
 // TestBrokenStreamErrorEvent: an event stream whose upstream breaks off
 // ends with an error event the client's SDK raises: Anthropic's (event:
-// error) on /v1/messages, the gateway's data: {"error"} on chat
-// completions; never with a clean finish.
+// error) on /v1/messages, the Responses API's (event: error, type error)
+// on /v1/responses, the gateway's data: {"error"} on chat completions;
+// never with a clean finish.
 func TestBrokenStreamErrorEvent(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "text/event-stream")
 		w.WriteHeader(200)
-		if r.URL.Path == "/v1/messages" {
+		switch r.URL.Path {
+		case "/v1/messages":
 			io.WriteString(w, "event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":1}}}\n\n")
-		} else {
+		case "/v1/responses":
+			io.WriteString(w, "event: response.created\ndata: {\"type\":\"response.created\",\"sequence_number\":0}\n\n")
+		default:
 			io.WriteString(w, "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n")
 		}
 		w.(http.Flusher).Flush()
@@ -316,6 +320,8 @@ func TestBrokenStreamErrorEvent(t *testing.T) {
 			`event: error` + "\n" + `data: {"type":"error","error":{"type":"api_error","message":"the provider's stream broke off: `},
 		{"/v1/chat/completions", "openai", `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
 			`data: {"error":{"message":"the provider's stream broke off: `},
+		{"/v1/responses", "openai", `{"model":"gpt-4o-mini","stream":true,"input":"hi"}`,
+			`event: error` + "\n" + `data: {"type":"error","code":"upstream_error","message":"the provider's stream broke off: `},
 	} {
 		t.Run(tc.path, func(t *testing.T) {
 			resp, err := liveClient.Do(g.liveRequest(base, "POST", tc.path, []byte(tc.body), "x-gateway-provider", tc.provider))
