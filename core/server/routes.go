@@ -64,8 +64,16 @@ func strictCompliance(c *fiber.Ctx, cfgStrict *bool) (bool, *core.Error) {
 	return true, core.BadRequest("x-gateway-strict-open-ai-compliance", "x-gateway-strict-open-ai-compliance must be true or false, got %q", raw)
 }
 
-// checkInputItems validates GET /responses/{id}/input_items, spec §4.2.
+// checkInputItems validates GET /responses/{id}/input_items, spec §4.2. A
+// parameter given twice is refused: only one value is checked, and the
+// provider might read the other.
 func checkInputItems(c *fiber.Ctx, _ *core.Request) *core.Error {
+	args := c.Context().QueryArgs()
+	for _, name := range []string{"limit", "order", "after", "before"} {
+		if len(args.PeekMulti(name)) > 1 {
+			return core.BadRequest(name, "%s is given more than once; give it once", name)
+		}
+	}
 	_, err := schema.ValidateInputItemsQuery(c.Query("limit"), c.Query("order"), c.Query("after"), c.Query("before"))
 	return err
 }

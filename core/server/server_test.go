@@ -996,6 +996,8 @@ func TestInputItems(t *testing.T) {
 		{"limit=abc", "limit"},
 		{"limit=-1", "limit"},
 		{"order=sideways", "order"},
+		{"limit=5&limit=500", "limit"}, // the second would reach the provider unchecked
+		{"after=a&order=asc&after=b", "after"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.query, func(t *testing.T) {
