@@ -540,14 +540,15 @@ func TestCircuitBreaker(t *testing.T) {
 	t.Run("cached answers do not count as the target's successes", func(t *testing.T) {
 		e.resetMocks(t)
 		// One answer of the failing mock is cached (x-mock-status: 200 makes
-		// it answer once); after that every real call fails.
+		// it answer once; the forwarded header is part of the cache key, so
+		// the cached calls send it too); after that every real call fails.
 		cfg := leaf(failing, "api_key", "sk-cached", "forward_headers", []string{"x-mock-status"}, "cache", map[string]any{"mode": "simple"},
 			"circuit_breaker", map[string]any{"failure_threshold": 2, "cooldown_ms": 60000})
 		good := chatBody(map[string]any{"temperature": 0.2})
 		expectOK(t, e.routed(t, cfg, good, "x-mock-status: 200"))
 		for range 3 {
 			readAll(t, e.routed(t, cfg, nil)) // a real call: fails
-			expectOK(t, e.routed(t, cfg, good))
+			expectOK(t, e.routed(t, cfg, good, "x-mock-status: 200"))
 		}
 		// Three real calls, all failed, with failure_threshold 2: the breaker
 		// must have opened after the second.
@@ -569,7 +570,7 @@ func TestCircuitBreaker(t *testing.T) {
 		}
 		e.wantHits(t, map[int]int{mF: 3, mH: 2})
 		time.Sleep(400 * time.Millisecond)
-		resp := e.routed(t, cfg, good)
+		resp := e.routed(t, cfg, good, "x-mock-status: 200")
 		expectOK(t, resp)
 		wantHeader(t, resp, "x-gateway-cache-status", "HIT")
 		// The next real call is the probe; it fails, so the breaker opens
