@@ -89,6 +89,9 @@ func parseWorkspaceBody(fields map[string]json.RawMessage, create bool, p *probl
 	}
 	unknownFields(fields, "", known, p)
 	var name, desc string
+	if raw, ok := fields["name"]; ok && !create && string(raw) == "null" {
+		p.add("name", "must be a string: a workspace keeps its name")
+	}
 	if strInto(fields, "", "name", &name, create, 255, p) {
 		if !create && name == "" {
 			p.add("name", "must not be empty")

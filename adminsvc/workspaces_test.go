@@ -119,6 +119,7 @@ func TestWorkspaceValidation(t *testing.T) {
 			[]string{"defaults.output_guardrails[0]"}},
 		{"usage limits not an array", "POST", "/v1/admin/workspaces", map[string]any{"name": "x", "usage_limits": map[string]any{}}, []string{"usage_limits"}},
 		{"update empty name and users", "PUT", "/v1/admin/workspaces/default", map[string]any{"name": " ", "users": []string{}}, []string{"name", "users"}},
+		{"update null name", "PUT", "/v1/admin/workspaces/default", map[string]any{"name": nil}, []string{"name"}},
 		{"bad page", "GET", "/v1/admin/workspaces?page_size=0&current_page=-1&status=gone", nil, []string{"page_size", "current_page", "status"}},
 		{"bad force_delete", "DELETE", "/v1/admin/workspaces/default?force_delete=maybe", nil, []string{"force_delete"}},
 		{"bad force_delete body", "DELETE", "/v1/admin/workspaces/default", map[string]any{"force_delete": "yes", "x": 1}, []string{"force_delete", "x"}},
