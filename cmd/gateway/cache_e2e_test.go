@@ -93,11 +93,16 @@ func TestCache(t *testing.T) {
 
 	t.Run("the namespace replaces metadata in the key", func(t *testing.T) {
 		e.resetMocks(t)
-		body := ask("metadata does not split the cache", nil)
-		s1, _ := status(t, simple, body, `x-gateway-metadata: {"_user":"alice"}`)
-		s2, _ := status(t, simple, body, `x-gateway-metadata: {"_user":"bob"}`)
-		if s1 != "MISS" || s2 != "HIT" {
-			t.Fatalf("statuses %q, %q", s1, s2)
+		body := ask("metadata splits the cache unless a namespace is given", nil)
+		steps := []struct{ user, ns, want string }{
+			{"alice", "", "MISS"}, {"bob", "", "MISS"}, {"alice", "", "HIT"},
+			{"alice", "shared", "MISS"}, {"bob", "shared", "HIT"},
+		}
+		for i, s := range steps {
+			got, _ := status(t, simple, body, `x-gateway-metadata: {"_user":"`+s.user+`"}`, "x-gateway-cache-namespace: "+s.ns)
+			if got != s.want {
+				t.Fatalf("step %d (user %s, namespace %q): %q, want %q", i, s.user, s.ns, got, s.want)
+			}
 		}
 	})
 
