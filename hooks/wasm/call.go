@@ -257,12 +257,23 @@ func asString(mem api.Memory, ptr uint32) string {
 // run calls function on one instance with in and returns its result;
 // params is the parameters' JSON when prepared, else nil.
 func (p *plugin) run(ctx context.Context, function string, in *hooks.CheckInput, params []byte) (hooks.CheckResult, error) {
+	// The time limit counts from here: waiting for an instance, or
+	// starting one, is part of the call's time.
+	start := time.Now()
 	inst, err := p.get(ctx)
 	if err != nil {
-		if ctx.Err() != nil {
+		switch {
+		case ctx.Err() != nil:
 			return hooks.CheckResult{}, &callError{errCanceled, err.Error()}
+		case errors.Is(err, errNoInstanceInTime):
+			return hooks.CheckResult{}, &callError{errTimeout, fmt.Sprintf("timed out after %v: %v", p.lim.timeout, err)}
 		}
 		return hooks.CheckResult{}, &callError{errInstance, err.Error()}
+	}
+	left := p.lim.timeout - time.Since(start)
+	if left <= 0 {
+		p.put(inst, true) // unused: as good as before
+		return hooks.CheckResult{}, &callError{errTimeout, fmt.Sprintf("timed out after %v: starting an instance took it all", p.lim.timeout)}
 	}
 	// The time limit and the caller's context end the call through the
 	// instance (callCtx): its reused timer, and an AfterFunc only when the
@@ -272,9 +283,9 @@ func (p *plugin) run(ctx context.Context, function string, in *hooks.CheckInput,
 		maxBytes: p.lim.output, out: inst.out[:0]}}
 	cs := &call.cs
 	if inst.timer == nil {
-		inst.timer = time.AfterFunc(p.lim.timeout, inst.timeUp)
+		inst.timer = time.AfterFunc(left, inst.timeUp)
 	} else {
-		inst.timer.Reset(p.lim.timeout)
+		inst.timer.Reset(left)
 	}
 	var stopCancel func() bool
 	if ctx.Done() != nil {

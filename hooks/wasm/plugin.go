@@ -388,10 +388,15 @@ func (p *plugin) get(ctx context.Context) (*instance, error) {
 	select {
 	case p.sem <- struct{}{}:
 	default:
+		// Every instance is busy: wait, but no longer than a call may take.
+		wait := time.NewTimer(p.lim.timeout)
+		defer wait.Stop()
 		select {
 		case p.sem <- struct{}{}:
 		case <-ctx.Done():
 			return nil, fmt.Errorf("waiting for a free instance: %w", ctx.Err())
+		case <-wait.C:
+			return nil, errNoInstanceInTime
 		}
 	}
 	select {
@@ -406,6 +411,9 @@ func (p *plugin) get(ctx context.Context) (*instance, error) {
 	}
 	return inst, nil
 }
+
+// errNoInstanceInTime: every instance stayed busy for a call's time limit.
+var errNoInstanceInTime = errors.New("every instance stayed busy")
 
 // put returns an instance after a call: to the pool when it is healthy,
 // otherwise it is closed and the pool refilled in the background.

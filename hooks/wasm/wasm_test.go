@@ -1035,3 +1035,26 @@ func TestPrepareInstallDiscard(t *testing.T) {
 		t.Fatalf("Unload of an unknown plugin: %v", err)
 	}
 }
+
+// A call that waits for an instance counts the wait in its time limit:
+// while every instance stays busy it ends as a timeout, not after the
+// wait and then its own time.
+func TestWaitForAnInstanceIsInTheTimeLimit(t *testing.T) {
+	h := newHost(t, Options{PoolSize: 1, MaxInstances: 1})
+	mustLoad(t, h, tinyManifest("busy", Limits{TimeoutMs: 30}), 1, tinyWithOutput(`{"verdict":true}`))
+	h.mu.RLock()
+	p := h.plugins["busy"]
+	h.mu.RUnlock()
+	inst, err := p.get(context.Background()) // the only instance, held
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = mustCheck(t, h, "busy.check").Run(context.Background(), chatInput(hooks.BeforeRequest, nil))
+	if !IsTimeout(err) || !strings.Contains(err.Error(), "every instance stayed busy") {
+		t.Fatalf("a call with every instance busy: %v", err)
+	}
+	p.put(inst, true)
+	if res, err := mustCheck(t, h, "busy.check").Run(context.Background(), chatInput(hooks.BeforeRequest, nil)); err != nil || !res.Verdict {
+		t.Fatalf("once the instance is free: %+v %v", res, err)
+	}
+}
