@@ -10,6 +10,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/limits"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -337,6 +338,9 @@ func (s *Service) keyViews(ctx context.Context, keys []store.APIKey, now time.Ti
 		out[i] = viewOf(k, now)
 		st, counted := used[k.ID]
 		withUsage(out[i].UsageLimits, &out[i].Status, st, counted)
+		if ul := out[i].UsageLimits; ul != nil {
+			s.nextReset(&ul.UsageLimits, limits.EntityUsageID("api_key", k.ID))
+		}
 	}
 	return out
 }

@@ -166,6 +166,18 @@ type usageLimitsView struct {
 	CurrentUsage float64 `json:"current_usage"`
 }
 
+// nextReset sets ul's next_usage_reset_at to when the limits engine next
+// resets the usage it counts for rule (a periodic limit); it stays as
+// stored otherwise.
+func (s *Service) nextReset(ul *store.UsageLimits, rule string) {
+	if s.limits == nil || ul == nil {
+		return
+	}
+	if t, ok := s.limits.NextReset(rule); ok {
+		ul.NextUsageResetAt = &t
+	}
+}
+
 // usageLimitsViewOf is ul as shown, with the stored usage figure; nil
 // without limits.
 func usageLimitsViewOf(ul *store.UsageLimits, stored float64) *usageLimitsView {

@@ -28,6 +28,7 @@ type LimitsEngine interface {
 	UsageStatesOf(ctx context.Context, ruleIDs ...string) (map[string][]limits.UsageState, error)
 	ResetUsage(ctx context.Context, policyID, valueKey string) error
 	PolicyUpdated(ctx context.Context, old, updated store.UsageLimitPolicy) error
+	NextReset(rule string) (time.Time, bool)
 }
 
 var _ LimitsEngine = (*limits.Engine)(nil)

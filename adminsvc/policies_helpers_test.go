@@ -7,6 +7,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/llm-gateway/gateway/adminsvc"
 	"github.com/llm-gateway/gateway/core/limits"
@@ -23,6 +24,7 @@ type fakeLimits struct {
 	states     map[string][]limits.UsageState // by policy id
 	resets     [][2]string                    // policy id, value key
 	updates    [][2]store.UsageLimitPolicy    // old, updated
+	next       map[string]time.Time           // NextReset's answers, by rule
 }
 
 func (f *fakeLimits) Reload() error {
@@ -57,6 +59,14 @@ func (f *fakeLimits) PolicyUpdated(_ context.Context, old, updated store.UsageLi
 	defer f.mu.Unlock()
 	f.updates = append(f.updates, [2]store.UsageLimitPolicy{old, updated})
 	return nil
+}
+
+// NextReset answers f.next's time for rule, when set.
+func (f *fakeLimits) NextReset(rule string) (time.Time, bool) {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	t, ok := f.next[rule]
+	return t, ok
 }
 
 func (f *fakeLimits) reloadCount() int {
@@ -195,3 +205,28 @@ func TestUsageLimitUnitChangeResetsUsage(t *testing.T) {
 		t.Fatalf("virtual key: engine resets %v, want %v last", f.resets, want)
 	}
 }
+
+// Keys and workspaces show, as next_usage_reset_at, when the limits
+// engine next resets their periodic usage limits.
+func TestNextUsageResetShown(t *testing.T) {
+	e := newEnv(t)
+	f := e.withLimits()
+	id, _ := e.createKey(adminKey, "workspace/service", map[string]any{"name": "k", "workspace_id": "default",
+		"scopes": []string{"completions.write"}, "usage_limits": map[string]any{"credit_limit": 10, "periodic_reset": "weekly"}})
+	mustOK(t, e.do(http.MethodPut, "/v1/workspaces/default", adminKey, map[string]any{"usage_limits": []any{
+		map[string]any{"credit_limit": 5}, map[string]any{"credit_limit": 50, "periodic_reset": "monthly"}}}))
+	keyNext, wsNext := t0.Add(72*time.Hour), t0.Add(240*time.Hour)
+	f.mu.Lock()
+	f.next = map[string]time.Time{limits.EntityUsageID("api_key", id): keyNext, limits.WorkspaceUsageID(e.wsID, 1): wsNext}
+	f.mu.Unlock()
+	key := mustOK(t, e.do(http.MethodGet, "/v1/api-keys/"+id, adminKey, nil))
+	if ul, _ := key.body["usage_limits"].(map[string]any); ul["next_usage_reset_at"] != keyNext.Format(time.RFC3339) {
+		t.Fatalf("key: %s", key.raw)
+	}
+	ws := mustOK(t, e.do(http.MethodGet, "/v1/workspaces/default", adminKey, nil))
+	uls, _ := ws.body["usage_limits"].([]any)
+	if len(uls) != 2 || uls[0].(map[string]any)["next_usage_reset_at"] != nil || uls[1].(map[string]any)["next_usage_reset_at"] != wsNext.Format(time.RFC3339) {
+		t.Fatalf("workspace: %s", ws.raw)
+	}
+}
+

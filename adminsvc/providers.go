@@ -7,6 +7,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/limits"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -53,6 +54,9 @@ func (s *Service) providerViews(ctx context.Context, recs []store.Provider) []pr
 			RateLimits: nonNil(r.RateLimits), ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt, LastUpdatedAt: r.LastUpdatedAt, Object: "provider"}
 		st, counted := used[r.ID]
 		withUsage(v.UsageLimits, &v.Status, st, counted)
+		if v.UsageLimits != nil {
+			s.nextReset(&v.UsageLimits.UsageLimits, limits.EntityUsageID("provider", r.ID))
+		}
 		out[i] = v
 	}
 	return out

@@ -8,6 +8,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/limits"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -59,6 +60,9 @@ func (s *Service) virtualKeyViews(ctx context.Context, recs []store.VirtualKey, 
 		}
 		st, counted := used[r.ID]
 		withUsage(v.UsageLimits, &v.Status, st, counted)
+		if v.UsageLimits != nil {
+			s.nextReset(&v.UsageLimits.UsageLimits, limits.EntityUsageID("virtual_key", r.ID))
+		}
 		out[i] = v
 	}
 	return out

@@ -12,6 +12,7 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/limits"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -53,12 +54,17 @@ type workspaceView struct {
 	Object         string                   `json:"object"`
 }
 
-func workspaceViewOf(w store.Workspace) workspaceView {
+// workspaceView is w as shown; each usage limit's next_usage_reset_at is
+// when the limits engine next resets it.
+func (s *Service) workspaceView(w store.Workspace) workspaceView {
 	v := workspaceView{ID: w.ID, Slug: w.Slug, Name: w.Name, Description: w.Description, OrganisationID: w.OrganisationID,
 		Status: w.Status, CreatedAt: w.CreatedAt, LastUpdatedAt: w.LastUpdatedAt, Defaults: w.Defaults,
-		UsageLimits: nonNil(w.UsageLimits), RateLimits: nonNil(w.RateLimits), Object: "workspace"}
+		UsageLimits: slices.Clone(nonNil(w.UsageLimits)), RateLimits: nonNil(w.RateLimits), Object: "workspace"}
 	if v.Defaults == nil {
 		v.Defaults = &store.WorkspaceDefaults{}
+	}
+	for i := range v.UsageLimits {
+		s.nextReset(&v.UsageLimits[i], limits.WorkspaceUsageID(w.ID, i))
 	}
 	return v
 }
@@ -282,7 +288,7 @@ func (s *Service) createWorkspace(c *fiber.Ctx) error {
 	if err := s.reloadLimits(); err != nil {
 		return err
 	}
-	return c.JSON(workspaceViewOf(ws))
+	return c.JSON(s.workspaceView(ws))
 }
 
 // parseStatuses reads the status filter: comma-separated active, archived.
@@ -332,7 +338,7 @@ func (s *Service) listWorkspaces(c *fiber.Ctx) error {
 	for _, w := range all {
 		if w.OrganisationID == caller.OrganisationID && slices.Contains(statuses, w.Status) &&
 			strings.Contains(strings.ToLower(w.Name), name) && (exact == "" || w.Name == exact) {
-			out = append(out, workspaceViewOf(w))
+			out = append(out, s.workspaceView(w))
 		}
 	}
 	slices.SortFunc(out, func(a, b workspaceView) int {
@@ -355,7 +361,7 @@ func (s *Service) getWorkspace(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		v = workspaceViewOf(ws)
+		v = s.workspaceView(ws)
 		v.Users, err = workspaceMembers(tx, ws.ID)
 		v.Users = nonNil(v.Users)
 		return err
@@ -422,7 +428,7 @@ func (s *Service) updateWorkspace(c *fiber.Ctx) error {
 	if err := s.reloadLimits(); err != nil {
 		return err
 	}
-	return c.JSON(workspaceViewOf(ws))
+	return c.JSON(s.workspaceView(ws))
 }
 
 // dependentBuckets hold records that belong to a workspace through their

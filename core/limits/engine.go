@@ -109,6 +109,11 @@ func schedKey(rule string) string        { return "s|" + rule }
 // usage (reset_usage) through it.
 func EntityUsageID(kind, id string) string { return kind + ":" + id + "#usage" }
 
+// WorkspaceUsageID is the rule id of a workspace's i-th usage limit.
+func WorkspaceUsageID(workspace string, i int) string {
+	return fmt.Sprintf("workspace:%s#usage%d", workspace, i)
+}
+
 // IntegrationWorkspaceUsageID is the rule id of the usage_limits of an
 // integration's entry for a workspace (counted for the pair).
 func IntegrationWorkspaceUsageID(integration, workspace string) string {
@@ -313,7 +318,7 @@ func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
 			s.appendRate(implicitScope(fmt.Sprintf("workspace:%s#rate%d", w.ID, i), label, "workspace_id", w.ID), rl.Type, rl.Unit, rl.Value)
 		}
 		for i, ul := range w.UsageLimits {
-			sc := implicitScope(fmt.Sprintf("workspace:%s#usage%d", w.ID, i), label, "workspace_id", w.ID)
+			sc := implicitScope(WorkspaceUsageID(w.ID, i), label, "workspace_id", w.ID)
 			s.usage = append(s.usage, entityUsage(sc, ul, w.ID, w.OrganisationID, nil))
 		}
 	}

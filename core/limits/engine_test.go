@@ -896,3 +896,33 @@ func TestStatesLoadedAtStart(t *testing.T) {
 		t.Errorf("%d alerts after a restart, want still 1: the saved state was not found", n)
 	}
 }
+
+// NextReset tells when a periodic limit's usage next resets: an entity's
+// and a workspace's (computed from when it was first seen), a policy's
+// (its date); none for a limit without a periodic rule or an unknown rule.
+func TestNextReset(t *testing.T) {
+	e := newEnv(t)
+	next := t0.Add(time.Hour)
+	p := usagePolicy("u1", "tokens", 100, nil)
+	p.PeriodicResetDays, p.NextUsageResetAt = 1, &next
+	e.put(t, p,
+		store.APIKey{ID: "weekly", Status: store.StatusActive, UsageLimits: &store.UsageLimits{Type: "tokens", CreditLimit: 10, PeriodicReset: "weekly"}},
+		store.APIKey{ID: "never", Status: store.StatusActive, UsageLimits: &store.UsageLimits{Type: "tokens", CreditLimit: 10}},
+		store.Workspace{ID: "ws-1", Status: store.StatusActive, UsageLimits: []store.UsageLimits{{CreditLimit: 5}, {CreditLimit: 5, PeriodicResetDays: 2}}})
+	for _, tc := range []struct {
+		rule string
+		want time.Time // zero: none
+	}{
+		{"u1", next},
+		{EntityUsageID("api_key", "weekly"), t0.Add(7 * 24 * time.Hour)},
+		{EntityUsageID("api_key", "never"), time.Time{}},
+		{WorkspaceUsageID("ws-1", 0), time.Time{}},
+		{WorkspaceUsageID("ws-1", 1), t0.Add(48 * time.Hour)},
+		{"unknown", time.Time{}},
+	} {
+		got, ok := e.eng.NextReset(tc.rule)
+		if ok != !tc.want.IsZero() || !got.Equal(tc.want) {
+			t.Errorf("%s: %v %v, want %v", tc.rule, got, ok, tc.want)
+		}
+	}
+}

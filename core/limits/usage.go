@@ -317,6 +317,18 @@ func putStates(tx store.Tx, sts []valueState) error {
 	return nil
 }
 
+// NextReset is when the usage counted for rule (a usage policy's id, an
+// EntityUsageID or a WorkspaceUsageID) next resets; false when it does not
+// reset by itself (no periodic rule) or the rule is unknown.
+func (e *Engine) NextReset(rule string) (time.Time, bool) {
+	sc := e.schedOf(rule)
+	if sc == nil {
+		return time.Time{}, false
+	}
+	n := sc.next.Load()
+	return time.Unix(0, n).UTC(), n != 0
+}
+
 // schedOf is rule's schedule in the current snapshot.
 func (e *Engine) schedOf(rule string) *schedule {
 	if s := e.snap.Load(); s != nil {
