@@ -229,4 +229,3 @@ func TestNextUsageResetShown(t *testing.T) {
 		t.Fatalf("workspace: %s", ws.raw)
 	}
 }
-
