@@ -19,11 +19,12 @@ import (
 
 // target is where leaf n sends the request: the config's provider (a
 // managed one resolved from the store), key, custom host and forward
-// headers, falling back to the request headers'. A stored credential is
-// never carried over to another provider nor sent to a custom host the
-// config names. It is worked out once per leaf and request: a leaf with a
-// circuit breaker is asked for it twice (by the breaker check, then by the
-// call), so that answer is remembered.
+// headers, falling back to the request headers' (x-gateway-custom-host
+// included). A stored credential is never carried over to another provider
+// nor sent to a custom host the config or the headers name. It is worked
+// out once per leaf and request: a leaf with a circuit breaker is asked for
+// it twice (by the breaker check, then by the call), so that answer is
+// remembered.
 func (w *walk) target(ctx context.Context, n *config.Node) (core.Target, *core.Error) {
 	if n.Leaf.CircuitBreaker == nil {
 		return w.resolveTarget(ctx, n) // asked for once: by the call
@@ -45,6 +46,9 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 	t := h
 	switch ref := (core.ManagedRef{Provider: l.Provider, VirtualKey: l.VirtualKey, CustomHost: l.CustomHost != "", Path: n.Path}); {
 	case ref.IsManaged():
+		if headerHost(h) && l.CustomHost == "" {
+			return t, core.BadRequest("x-gateway-custom-host", "x-gateway-custom-host cannot be used with the managed provider or virtual key at %s: the stored credential is only sent to the integration's own host", n.Path)
+		}
 		mt, err := core.ResolveManaged(ctx, w.p.managed, ref, w.req.Principal)
 		if err != nil {
 			return t, err
@@ -53,10 +57,12 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 		t.ForwardHeaders = h.ForwardHeaders
 	case l.Provider != "":
 		// A provider named by the config replaces the header's choice; the
-		// caller's Authorization is its key unless the config sets one.
+		// caller's Authorization is its key unless the config sets one, and
+		// x-gateway-custom-host its host unless the config names one.
 		t = core.Target{Provider: l.Provider, ForwardHeaders: h.ForwardHeaders}
 		if !h.Managed {
 			t.APIKey, t.Azure, t.AWS, t.Vertex = h.APIKey, h.Azure, h.AWS, h.Vertex
+			t.BaseURL, t.CustomHost = h.BaseURL, h.CustomHost
 		}
 	}
 	if err := t.ApplyAzure(l.Azure, n.Path+".azure_resource_name"); err != nil {
@@ -90,6 +96,11 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 	}
 	return t, nil
 }
+
+// headerHost reports whether the request headers' target h has the host
+// x-gateway-custom-host names: a managed target's host is its
+// integration's (the server refuses the header next to one).
+func headerHost(h core.Target) bool { return h.CustomHost && !h.Managed }
 
 // savedKeyHost refuses a host the request's headers chose for leaf l of a
 // saved config (or a deployment) whose credential, an api_key, AWS keys, a
