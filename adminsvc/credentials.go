@@ -429,16 +429,7 @@ func maskedConfig(c *store.Cipher, cfg store.ProviderConfig) store.ProviderConfi
 }
 
 // knownProvider reports whether name is a provider plugin the gateway has.
-func knownProvider(name string) bool {
-	_, ok := core.LookupPlugin(core.KindProviders + "." + name)
-	return ok
-}
+func knownProvider(name string) bool { return core.IsProvider(name) }
 
 // providerNames lists the provider plugins, for error messages.
-func providerNames() string {
-	var names []string
-	for _, info := range core.Plugins(core.KindProviders) {
-		names = append(names, strings.TrimPrefix(info.ID, core.KindProviders+"."))
-	}
-	return strings.Join(names, ", ")
-}
+func providerNames() string { return strings.Join(core.ProviderNames(), ", ") }

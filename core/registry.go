@@ -85,6 +85,21 @@ func Plugins(kind string) []PluginInfo {
 	return out
 }
 
+// IsProvider reports whether name is a registered provider plugin's name.
+func IsProvider(name string) bool {
+	_, ok := LookupPlugin(KindProviders + "." + name)
+	return ok
+}
+
+// ProviderNames lists the registered provider plugins' names, sorted.
+func ProviderNames() []string {
+	var names []string
+	for _, info := range Plugins(KindProviders) {
+		names = append(names, strings.TrimPrefix(info.ID, KindProviders+"."))
+	}
+	return names
+}
+
 // Providers instantiates every registered provider plugin, keyed by name.
 func Providers() (map[string]Provider, error) {
 	out := map[string]Provider{}

@@ -608,8 +608,14 @@ func (p *problems) provider(path string, v any) string {
 	}
 	if s[0] != '@' {
 		// Provider names are the registry's lower-case identifiers, matched
-		// ignoring case as x-gateway-provider is; a managed slug is exact.
-		s = strings.ToLower(s)
+		// ignoring case as x-gateway-provider is; a managed slug is exact,
+		// and resolved when a request is routed.
+		name := strings.ToLower(s)
+		if !core.IsProvider(name) {
+			p.add(path, "unknown provider %q; known providers: %s", s, strings.Join(core.ProviderNames(), ", "))
+			return ""
+		}
+		s = name
 	}
 	return s
 }

@@ -92,6 +92,14 @@ func TestParseProblems(t *testing.T) {
 		{"provider not string", `{"provider":5}`, []want{{"config.provider", "must be a string, got number"}}},
 		{"provider empty", `{"provider":""}`, []want{{"config.provider", "must not be empty"}}},
 		{"provider bare at", `{"provider":"@"}`, []want{{"config.provider", "must be followed by a provider slug"}}},
+		{"unknown provider", `{"provider":"nosuch"}`, []want{{"config.provider", `unknown provider "nosuch"; known providers: a, anthropic, azure-openai`}}},
+		{"unknown provider in another case", `{"provider":"NoSuch"}`, []want{{"config.provider", `unknown provider "NoSuch"`}}},
+		{"unknown provider of a fallback target", `{"strategy":{"mode":"fallback"},"targets":[{"provider":"nosuch"},{"provider":"openai"}]}`,
+			[]want{{"config.targets[0].provider", `unknown provider "nosuch"`}}},
+		{"unknown providers of nested targets", `{"targets":[{"targets":[{"provider":"openai"},{"provider":"nosuch"}]},{"provider":"other"}]}`,
+			[]want{{"config.targets[0].targets[1].provider", `unknown provider "nosuch"`}, {"config.targets[1].provider", `unknown provider "other"`}}},
+		{"unknown embedding provider", `{"cache":{"mode":"semantic","embedding":{"provider":"nosuch","model":"m"}}}`,
+			[]want{{"config.cache.embedding.provider", `unknown provider "nosuch"`}}},
 
 		// Strategy.
 		{"unknown mode", `{"strategy":{"mode":"random"},"targets":[{}]}`, []want{{"config.strategy.mode", `unknown mode "random"`}}},
