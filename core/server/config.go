@@ -1,6 +1,7 @@
 package server
 
 import (
+	"encoding/json"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -72,7 +73,7 @@ func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal, headerProvider, env s
 		return route{node: singleTarget}, nil
 	case raw == "":
 		return route{node: singleTarget}, nil
-	case strings.HasPrefix(raw, "{"):
+	case inlineConfig(raw):
 		return s.inlineRoute(raw)
 	case s.configs == nil:
 		return route{}, core.BadRequest("x-gateway-config", "x-gateway-config names a saved config (%q), but saved configs are not available", raw)
@@ -82,6 +83,15 @@ func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal, headerProvider, env s
 		return route{}, err
 	}
 	return routeOf(sv), nil
+}
+
+// inlineConfig reports whether the x-gateway-config value raw (not empty)
+// holds an inline config rather than naming a saved one by id or slug
+// (letters, digits and dashes): it opens an object, an array or a string,
+// or is another JSON value (null, true, a number). A value that is not an
+// object is then refused as a config (AB01), not looked up as a slug.
+func inlineConfig(raw string) bool {
+	return raw[0] == '{' || raw[0] == '[' || raw[0] == '"' || json.Valid([]byte(raw))
 }
 
 // routeOf is the route of a saved config.
