@@ -1,6 +1,7 @@
 package core
 
 import (
+	"fmt"
 	"net/http"
 	"strings"
 )
@@ -22,6 +23,19 @@ const (
 // MaxTraceIDLength bounds a client-chosen trace id (x-gateway-trace-id),
 // and so the trace ids feedback may name.
 const MaxTraceIDLength = 255
+
+// CheckTraceID says what is wrong with a client-chosen trace id ("" when
+// nothing is): it is echoed in a response header and kept in the request
+// log, so it is at most MaxTraceIDLength printable ASCII characters.
+func CheckTraceID(id string) string {
+	if len(id) > MaxTraceIDLength {
+		return fmt.Sprintf("is %d characters long; at most %d are allowed", len(id), MaxTraceIDLength)
+	}
+	if !printableASCII(id) {
+		return "must be printable ASCII: no control characters, no bytes above 0x7e"
+	}
+	return ""
+}
 
 // IsGatewayHeader reports whether name is one of the gateway's own headers,
 // which never reach an upstream.

@@ -203,8 +203,8 @@ func (s *Server) traceID(c *fiber.Ctx) (string, *core.Error) {
 	}
 	id := strings.Clone(gatewayHeader(c, "trace-id"))
 	var bad *core.Error
-	if len(id) > core.MaxTraceIDLength {
-		bad = core.BadRequest("x-gateway-trace-id", "x-gateway-trace-id is %d characters long; at most %d are allowed", len(id), core.MaxTraceIDLength)
+	if msg := core.CheckTraceID(id); msg != "" {
+		bad = core.BadRequest("x-gateway-trace-id", "x-gateway-trace-id %s", msg)
 		id = ""
 	}
 	if id == "" {

@@ -134,27 +134,40 @@ func TestTraceID(t *testing.T) {
 		}
 	})
 
-	t.Run("255 characters accepted, 256 refused", func(t *testing.T) {
-		ok := strings.Repeat("a", 255)
-		if r := g.do(t, "POST", "/v1/chat/completions", []byte(chatBody), "x-gateway-trace-id", ok); r.status != 200 || r.trace() != ok {
-			t.Errorf("255 chars: status %d, trace echoed %v", r.status, r.trace() == ok)
-		}
-		before := g.up.hits()
-		long := strings.Repeat("b", 256)
-		r := g.do(t, "POST", "/v1/chat/completions", []byte(chatBody), "x-gateway-trace-id", long)
-		if r.status != 400 {
-			t.Fatalf("status %d, want 400", r.status)
-		}
-		if e := errorOf(t, r); deref(e.Param) != "x-gateway-trace-id" {
-			t.Errorf("param %s, want x-gateway-trace-id", deref(e.Param))
-		}
-		if _, err := uuid.Parse(r.trace()); err != nil {
-			t.Errorf("a refused trace id must be replaced by a generated one, got %q", r.trace())
-		}
-		if g.up.hits() != before {
-			t.Error("request with a bad trace id reached the upstream")
+	t.Run("255 printable ASCII characters accepted", func(t *testing.T) {
+		for _, ok := range []string{strings.Repeat("a", 255), "span 1/2: ~!@#$%^&*()[]{}<>?|\\'\"`"} {
+			if r := g.do(t, "POST", "/v1/chat/completions", []byte(chatBody), "x-gateway-trace-id", ok); r.status != 200 || r.trace() != ok {
+				t.Errorf("%q: status %d, trace echoed %q", ok, r.status, r.trace())
+			}
 		}
 	})
+
+	for _, tc := range []struct{ name, id, message string }{
+		{"256 characters", strings.Repeat("b", 256), "256 characters long"},
+		{"invalid UTF-8", "trace-\xff\xfe", "printable ASCII"},
+		{"UTF-8 beyond ASCII", "trace-é", "printable ASCII"},
+		{"a control character", "trace-\x01-id", "printable ASCII"},
+		{"an escape sequence", "trace-\x1b[31m", "printable ASCII"},
+		{"a tab", "trace\tid", "printable ASCII"},
+		{"DEL", "trace-\x7f", "printable ASCII"},
+	} {
+		t.Run("refused: "+tc.name, func(t *testing.T) {
+			before := g.up.hits()
+			r := g.do(t, "POST", "/v1/chat/completions", []byte(chatBody), "x-gateway-trace-id", tc.id)
+			if r.status != 400 {
+				t.Fatalf("status %d, want 400", r.status)
+			}
+			if e := errorOf(t, r); deref(e.Param) != "x-gateway-trace-id" || !strings.Contains(e.Message, tc.message) {
+				t.Errorf("param %s, message %q; want x-gateway-trace-id, %q", deref(e.Param), e.Message, tc.message)
+			}
+			if _, err := uuid.Parse(r.trace()); err != nil {
+				t.Errorf("a refused trace id must be replaced by a generated one, got %q", r.trace())
+			}
+			if g.up.hits() != before {
+				t.Error("request with a bad trace id reached the upstream")
+			}
+		})
+	}
 }
 
 // TestHeaderValidation covers every gateway header that is refused before
