@@ -417,6 +417,41 @@ func TestSemanticEmbeddingKeepsStoredKeys(t *testing.T) {
 	}
 }
 
+// TestSemanticEmbeddingCallersKeyKeepsItsHost: the caller's key, reused
+// for the embedding call, goes to the custom host it was sent for when the
+// embedding names no host of its own, never to the provider's public URL.
+func TestSemanticEmbeddingCallersKeyKeepsItsHost(t *testing.T) {
+	t.Parallel()
+	emb, other := embedder(t), embedder(t)
+	for _, tc := range []struct {
+		name, cfg string
+		at        *scripted // where the embedding call must go
+		auth      string    // its Authorization
+	}{
+		{"embedding without a host", `{"cache":{"mode":"semantic","embedding":{"provider":"openai","model":"emb"}}}`, emb, "Bearer mine"},
+		{"target naming its provider", `{"provider":"openai","cache":{"mode":"semantic","embedding":{"provider":"openai","model":"emb"}}}`, emb, "Bearer mine"},
+		{"embedding at its own host", `{"cache":{"mode":"semantic","embedding":{"provider":"openai","model":"emb","custom_host":"$E"}}}`, other, "Bearer mine"},
+	} {
+		e := newEnv(t)
+		root := route(t, tc.cfg, "$E", other.URL())
+		req := chat("c " + tc.name)
+		req.Target = core.Target{Provider: "openai", APIKey: "mine", BaseURL: emb.URL(), CustomHost: true}
+		before := tc.at.Hits()
+		e.mustDo(t, root, req)
+		var got seen
+		tc.at.mu.Lock()
+		for _, r := range tc.at.reqs[before:] {
+			if r.path == "/v1/embeddings" {
+				got = r
+			}
+		}
+		tc.at.mu.Unlock()
+		if got.path != "/v1/embeddings" || got.header.Get("Authorization") != tc.auth {
+			t.Errorf("%s: embedding call %q with Authorization %q, want %q", tc.name, got.path, got.header.Get("Authorization"), tc.auth)
+		}
+	}
+}
+
 // TestCacheKeepsContentEncoding: an answer passed on still encoded (an
 // encoding the transport does not decode) is replayed from the cache with
 // its Content-Encoding, byte for byte.

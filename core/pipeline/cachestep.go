@@ -131,8 +131,10 @@ func (t *teeSave) Read(p []byte) (int, error) {
 
 // embedder returns the function the semantic cache embeds text with: a
 // call to the embedding provider named in the leaf's cache settings. Without
-// an api_key of its own it uses the request's key when the providers match;
-// a stored (managed) key goes only to its integration's host, never to the
+// an api_key of its own it uses the request's key when the providers match,
+// at the host that key is for when the embedding names none (the caller's
+// x-gateway-custom-host, never the provider's public URL in its place); a
+// stored (managed) key goes only to its integration's host, never to the
 // embedding's custom_host.
 func (w *walk) embedder(req *core.Request, l *config.Leaf) func(context.Context, string) ([]float32, error) {
 	e := l.Cache.Embedding
@@ -145,6 +147,9 @@ func (w *walk) embedder(req *core.Request, l *config.Leaf) func(context.Context,
 			switch {
 			case !rt.Managed:
 				t.APIKey = rt.APIKey
+				if !t.CustomHost {
+					t.BaseURL, t.CustomHost = rt.BaseURL, rt.CustomHost
+				}
 			case !t.CustomHost:
 				t.APIKey, t.BaseURL, t.Headers = rt.APIKey, rt.BaseURL, rt.Headers
 			}
