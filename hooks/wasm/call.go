@@ -257,10 +257,9 @@ func asString(mem api.Memory, ptr uint32) string {
 // run calls function on one instance with in and returns its result;
 // params is the parameters' JSON when prepared, else nil.
 func (p *plugin) run(ctx context.Context, function string, in *hooks.CheckInput, params []byte) (hooks.CheckResult, error) {
-	// The time limit counts from here: waiting for an instance, or
-	// starting one, is part of the call's time.
-	start := time.Now()
-	inst, err := p.get(ctx)
+	// Waiting for a free instance is part of the call's time; starting a
+	// new one (bounded on its own) is not.
+	inst, waited, err := p.get(ctx)
 	if err != nil {
 		switch {
 		case ctx.Err() != nil:
@@ -270,10 +269,10 @@ func (p *plugin) run(ctx context.Context, function string, in *hooks.CheckInput,
 		}
 		return hooks.CheckResult{}, &callError{errInstance, err.Error()}
 	}
-	left := p.lim.timeout - time.Since(start)
+	left := p.lim.timeout - waited
 	if left <= 0 {
 		p.put(inst, true) // unused: as good as before
-		return hooks.CheckResult{}, &callError{errTimeout, fmt.Sprintf("timed out after %v: starting an instance took it all", p.lim.timeout)}
+		return hooks.CheckResult{}, &callError{errTimeout, fmt.Sprintf("timed out after %v waiting for a free instance", p.lim.timeout)}
 	}
 	// The time limit and the caller's context end the call through the
 	// instance (callCtx): its reused timer, and an AfterFunc only when the

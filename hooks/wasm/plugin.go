@@ -384,32 +384,34 @@ func (p *plugin) startRefill() {
 
 // get takes an idle instance, or creates one, waiting while MaxInstances
 // are in use.
-func (p *plugin) get(ctx context.Context) (*instance, error) {
+func (p *plugin) get(ctx context.Context) (inst *instance, waited time.Duration, err error) {
 	select {
 	case p.sem <- struct{}{}:
 	default:
-		// Every instance is busy: wait, but no longer than a call may take.
+		// Every instance is busy: wait, but no longer than a call may take;
+		// the caller counts the wait in the call's time.
+		start := time.Now()
 		wait := time.NewTimer(p.lim.timeout)
 		defer wait.Stop()
 		select {
 		case p.sem <- struct{}{}:
+			waited = time.Since(start)
 		case <-ctx.Done():
-			return nil, fmt.Errorf("waiting for a free instance: %w", ctx.Err())
+			return nil, 0, fmt.Errorf("waiting for a free instance: %w", ctx.Err())
 		case <-wait.C:
-			return nil, errNoInstanceInTime
+			return nil, 0, errNoInstanceInTime
 		}
 	}
 	select {
 	case inst := <-p.pool:
-		return inst, nil
+		return inst, waited, nil
 	default:
 	}
-	inst, err := p.instantiate(ctx)
-	if err != nil {
+	if inst, err = p.instantiate(ctx); err != nil {
 		<-p.sem
-		return nil, err
+		return nil, 0, err
 	}
-	return inst, nil
+	return inst, waited, nil
 }
 
 // errNoInstanceInTime: every instance stayed busy for a call's time limit.

@@ -1045,7 +1045,7 @@ func TestWaitForAnInstanceIsInTheTimeLimit(t *testing.T) {
 	h.mu.RLock()
 	p := h.plugins["busy"]
 	h.mu.RUnlock()
-	inst, err := p.get(context.Background()) // the only instance, held
+	inst, _, err := p.get(context.Background()) // the only instance, held
 	if err != nil {
 		t.Fatal(err)
 	}
