@@ -672,8 +672,10 @@ func TestUnsupportedStage(t *testing.T) {
 }
 
 func TestConcurrentCalls(t *testing.T) {
-	h := newHost(t, Options{PoolSize: 2, MaxInstances: 4})
-	mustLoad(t, h, guestManifest("conc", Limits{TimeoutMs: 500}), 1, guestWasm)
+	// A generous limit: a call waits for a free instance within its time
+	// limit, and starting Go guests under the race detector is slow.
+	h := newHost(t, Options{PoolSize: 2, MaxInstances: 4, MaxCallTimeout: 10 * time.Second})
+	mustLoad(t, h, guestManifest("conc", Limits{TimeoutMs: 10000}), 1, guestWasm)
 	mustLoad(t, h, tinyManifest("tiny", Limits{}), 1, tinyWithOutput(`{"verdict":false}`))
 	var wg sync.WaitGroup
 	errc := make(chan error, 1000)
