@@ -70,7 +70,11 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 	}
 	if !resp.SSE {
 		// fasthttp reads a proxied body itself (see proxiedBody), sent with
-		// the upstream's length when it announced one, else chunked.
+		// the upstream's length when it announced one, else chunked. The
+		// status and headers go out first, on their own: a short sized body
+		// that breaks off would otherwise take them with it, and the client
+		// would see no answer at all, not a truncated one with its trace id.
+		c.Response().ImmediateHeaderFlush = true
 		c.Context().SetBodyStream(&proxiedBody{s: s, req: req, resp: resp, adm: adm}, announcedLength(resp))
 		return nil
 	}

@@ -23,18 +23,23 @@ func TestProxiedBodyBrokenUpstream(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("Content-Type", "application/octet-stream")
-		if r.URL.Path == "/v1/files/sized/content" {
+		sent := 50000
+		switch r.URL.Path {
+		case "/v1/files/sized/content":
 			w.Header().Set("Content-Length", "100000")
+		case "/v1/files/short/content": // all of it fits the gateway's write buffer
+			w.Header().Set("Content-Length", "100")
+			sent = 10
 		}
 		w.WriteHeader(200)
-		w.Write([]byte(strings.Repeat("a", 50000)))
+		w.Write([]byte(strings.Repeat("a", sent)))
 		w.(http.Flusher).Flush()
 		if err := breakConnection(w); err != nil {
 			panic(err)
 		}
 	}))
 	base := g.listen(t)
-	for _, name := range []string{"chunked", "sized"} {
+	for _, name := range []string{"chunked", "sized", "short"} {
 		t.Run(name, func(t *testing.T) {
 			trace := "proxy-broken-" + name
 			resp, err := liveClient.Do(g.liveRequest(base, "GET", "/v1/files/"+name+"/content", nil, "x-gateway-trace-id", trace))
