@@ -2,6 +2,7 @@ package adminsvc
 
 import (
 	"cmp"
+	"errors"
 	"maps"
 	"math"
 	"slices"
@@ -20,9 +21,17 @@ import (
 // time_of_generation_min: this long before time_of_generation_max (or now).
 const analyticsWindow = 30 * 24 * time.Hour
 
-// analyticsScanLimit bounds the records one grouped answer reads, newest
-// first; an answer that stopped there says "truncated": true.
-const analyticsScanLimit = 100_000
+// Bounds of one analytics answer: it counts at most analyticsScanLimit of
+// the records the caller may see that the query matches, newest first, and
+// reads (decodes) at most analyticsReadLimit records of the range to find
+// them, analyticsChunk a read transaction (a long read transaction would
+// hold up the request log's writes). An answer that stopped at either
+// says "truncated": true.
+const (
+	analyticsScanLimit = 100_000
+	analyticsReadLimit = 2_000_000
+	analyticsChunk     = 20_000
+)
 
 // groupings are the groupBy values of the grouped analytics: each gives a
 // record's group. numeric groups are answered as numbers.
@@ -217,8 +226,10 @@ func (s *Service) analyticsRange(f *store.LogFilter) (from, to time.Time) {
 
 // scanAnalytics calls fn with the records of f's range that f matches and
 // that caller may see the analytics of, in the workspace the query's
-// workspace_id names (see listWorkspace), newest first. It reads at most
-// analyticsScanLimit records and reports whether that cut the range short.
+// workspace_id names (see listWorkspace), newest first, within the bounds
+// above; it reports whether they cut the range short. The bounds count
+// only what the caller may see and the query matches: other workspaces'
+// records neither use them up nor show through "truncated".
 // withCost reads the integrations' prices into f (see prepareFilter).
 func (s *Service) scanAnalytics(c *fiber.Ctx, caller *core.Principal, f *store.LogFilter, withCost bool, fn func(r *core.LogRecord)) (truncated bool, err error) {
 	err = s.st.View(func(tx store.Tx) error {
@@ -229,17 +240,52 @@ func (s *Service) scanAnalytics(c *fiber.Ctx, caller *core.Principal, f *store.L
 		if f.APIKeyIDs, err = analyticsKeysOnly(tx, caller); err != nil {
 			return err
 		}
-		if err = prepareFilter(tx, f, withCost); err != nil {
+		return prepareFilter(tx, f, withCost)
+	})
+	if err != nil {
+		return false, err
+	}
+	page := func(after string, chunk int, fn func(r *core.LogRecord) error) (next string, err error) {
+		err = s.st.View(func(tx store.Tx) (err error) {
+			next, err = store.ScanLogsPage(tx, *f, after, chunk, fn)
 			return err
+		})
+		return next, err
+	}
+	return scanCapped(page, analyticsScanLimit, analyticsReadLimit, analyticsChunk, fn)
+}
+
+// scanCapped calls fn with the records page hands out (those of the range
+// a scan matches, chunk records of the range read a call, resumed after
+// the key it returned), until the range ends, maxMatch records were handed
+// out, or maxRead read; it reports whether a bound stopped it first.
+func scanCapped(page func(after string, chunk int, fn func(r *core.LogRecord) error) (string, error),
+	maxMatch, maxRead, chunk int, fn func(r *core.LogRecord)) (truncated bool, err error) {
+	matched, after := 0, ""
+	for read := 0; ; read += chunk {
+		if read >= maxRead {
+			return true, nil
 		}
-		truncated, err = store.ScanLogs(tx, *f, analyticsScanLimit, func(r *core.LogRecord) error {
+		after, err = page(after, chunk, func(r *core.LogRecord) error {
+			if matched == maxMatch {
+				return errScanFull
+			}
+			matched++
 			fn(r)
 			return nil
 		})
-		return err
-	})
-	return truncated, err
+		switch {
+		case errors.Is(err, errScanFull):
+			return true, nil
+		case err != nil || after == "":
+			return false, err
+		}
+	}
 }
+
+// errScanFull stops an analytics scan that found one record more than it
+// counts.
+var errScanFull = errors.New("analytics: scan limit reached")
 
 // compareGroupKeys orders group values: numbers as numbers, strings as
 // strings; the null group ("") first.
