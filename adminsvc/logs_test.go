@@ -1,6 +1,7 @@
 package adminsvc_test
 
 import (
+	"encoding/json"
 	"fmt"
 	"net/http"
 	"net/url"
@@ -207,5 +208,32 @@ func TestPersistenceAcrossReopen(t *testing.T) {
 	}
 	if n := len(listBucket[store.APIKey](t, e.st, store.BucketAPIKeys)); n != 3 {
 		t.Fatalf("%d keys after reopen, want 3", n)
+	}
+}
+
+// A key with logs.list but not logs.view lists records without their
+// bodies and headers, which GET /logs/{id} guards with logs.view.
+func TestListLogsWithoutViewScope(t *testing.T) {
+	e := newEnv(t)
+	rec := &core.LogRecord{CreatedAt: t0, WorkspaceID: e.wsID, Status: 200, TraceID: "bodies",
+		Request:  &core.LogMessage{Body: json.RawMessage(`{"prompt":"secret question"}`)},
+		Response: &core.LogMessage{Body: json.RawMessage(`{"answer":"secret answer"}`)}}
+	writeLogs(t, e.st, rec)
+	_, listOnly := e.wsKey(e.wsID, core.ScopeLogsList)
+	_, both := e.wsKey(e.wsID, core.ScopeLogsList, core.ScopeLogsView)
+	for _, tc := range []struct {
+		name   string
+		key    string
+		bodies bool
+	}{{"logs.list only", listOnly, false}, {"logs.list and logs.view", both, true}} {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(http.MethodGet, "/v1/logs?trace_id=bodies", tc.key, nil)
+			if r.status != 200 || r.total() != 1 {
+				t.Fatalf("%d %s", r.status, r.raw)
+			}
+			if got := strings.Contains(string(r.raw), "secret"); got != tc.bodies {
+				t.Fatalf("bodies shown %v, want %v: %s", got, tc.bodies, r.raw)
+			}
+		})
 	}
 }
