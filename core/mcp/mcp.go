@@ -65,6 +65,10 @@ type Target struct {
 // DisabledKey is the key of a capability in Target.Disabled.
 func DisabledKey(typ, name string) string { return typ + "\x00" + name }
 
+// RefusesAny reports whether the target disables any capability: a body
+// the gateway cannot read is then not forwarded (it could call one).
+func (t *Target) RefusesAny() bool { return len(t.Disabled) > 0 }
+
 // Refused reports whether a JSON-RPC call of method with params calls a
 // disabled capability (tools/call, prompts/get, resources/read), naming it.
 func (t *Target) Refused(method string, params json.RawMessage) (string, bool) {

@@ -127,6 +127,19 @@ func TestMCPDisabledToolRefused(t *testing.T) {
 			}
 		})
 	}
+	// A body the gateway cannot read is not forwarded while a capability is
+	// disabled: the server may read it (a byte-order mark, a value followed
+	// by more) and run the disabled tool.
+	for _, body := range []string{
+		"\xef\xbb\xbf" + `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"rm"}}`,
+		`{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"rm"}} garbage`,
+		`not json`,
+	} {
+		r := g.do(t, http.MethodPost, "/v1/mcp/tools", []byte(body), mcpHeaders(mcp.HeaderSessionID, "sess-1")...)
+		if r.status != 400 || !strings.Contains(string(r.body), `"code":-32700`) || len(fake.Requests()) != 0 {
+			t.Fatalf("unreadable body %q: %d %s (server got %d)", body, r.status, r.body, len(fake.Requests()))
+		}
+	}
 	// An enabled tool goes through.
 	r := g.do(t, http.MethodPost, "/v1/mcp/tools", rpc(9, "tools/call", `{"name":"ls"}`), mcpHeaders(mcp.HeaderSessionID, "sess-1")...)
 	if r.status != 200 || !strings.Contains(string(r.body), "called ls") {
@@ -234,13 +247,25 @@ func TestMCPDialErrorLoggedWithoutURL(t *testing.T) {
 	}
 }
 
-// An empty batch is not JSON-RPC the gateway can read: it is forwarded for
-// the server to answer (it used to panic the handler).
+// An empty batch is not JSON-RPC the gateway can read (it used to panic
+// the handler): it is forwarded for the server to answer, or, when the
+// server has capabilities disabled, refused as unreadable.
 func TestMCPEmptyBatchForwarded(t *testing.T) {
-	fake := &mcptest.Server{SessionID: "sess-1"}
-	g := mcpGateway(t, fake)
-	r := g.do(t, http.MethodPost, "/v1/mcp/tools", []byte(`[]`), mcpHeaders(mcp.HeaderSessionID, "sess-1")...)
-	if r.status != 400 || !strings.Contains(string(r.body), "not JSON") {
-		t.Fatalf("%d %s, want the server's 400", r.status, r.body)
+	for _, disabled := range []bool{false, true} {
+		fake := &mcptest.Server{SessionID: "sess-1"}
+		g := mcpGateway(t, fake)
+		if !disabled { // the same server, nothing disabled
+			src := fakeMCP{}
+			g = newGateway(t, fake, func(c *gatewayConfig) { c.mcp = src })
+			src["tools"] = &mcp.Target{ServerSlug: "tools", WorkspaceID: "ws-1", URL: g.up.URL + "/mcp"}
+		}
+		r := g.do(t, http.MethodPost, "/v1/mcp/tools", []byte(`[]`), mcpHeaders(mcp.HeaderSessionID, "sess-1")...)
+		want := "not JSON" // the server's answer
+		if disabled {
+			want = `"code":-32700`
+		}
+		if r.status != 400 || !strings.Contains(string(r.body), want) {
+			t.Fatalf("disabled %v: %d %s, want a 400 with %s", disabled, r.status, r.body, want)
+		}
 	}
 }

@@ -59,6 +59,7 @@ type remoteTarget struct {
 	// it; nil refuses nothing.
 	refuser interface {
 		Refused(method string, params json.RawMessage) (string, bool)
+		RefusesAny() bool
 	}
 	// lists, when set, makes the filter of the answers to a request's list
 	// calls; inspectRPCBody keeps it in listFilter, answerRemote applies it.
@@ -138,7 +139,9 @@ func (s *Server) serveRemote(c *fiber.Ctx, k *remoteKind) error {
 		// A copy: the transport may still be sending it after the handler
 		// has returned (an event-stream answer), when Fiber reuses c.Body.
 		body = bytes.Clone(c.Body())
-		if refused := inspectRPCBody(k, req, &t, body); refused != "" {
+		if refused, unreadable := inspectRPCBody(k, req, &t, body); unreadable {
+			return s.refuseUnreadableRPC(c, k, req)
+		} else if refused != "" {
 			return s.refuseRPCCall(c, k, req, body, refused)
 		}
 	}
@@ -194,11 +197,13 @@ type rpcMessage struct {
 // inspectRPCBody notes the JSON-RPC method (and what the kind notes) in
 // req's metadata and returns what the body calls that t disables, if
 // anything. A body that is not JSON-RPC is forwarded for the server to
-// answer.
-func inspectRPCBody(k *remoteKind, req *core.Request, t *remoteTarget, body []byte) string {
+// answer, unless t disables capabilities: a server may read what the
+// gateway cannot (a byte-order mark, a value followed by more), so such a
+// body is refused (unreadable), never let past the filter.
+func inspectRPCBody(k *remoteKind, req *core.Request, t *remoteTarget, body []byte) (refused string, unreadable bool) {
 	msgs, ok := readRPC(body)
 	if !ok {
-		return ""
+		return "", t.refuser != nil && t.refuser.RefusesAny()
 	}
 	md := maps.Clone(req.Metadata)
 	if md == nil {
@@ -221,14 +226,14 @@ func inspectRPCBody(k *remoteKind, req *core.Request, t *remoteTarget, body []by
 		t.listFilter = t.lists(t.calls)
 	}
 	if t.refuser == nil {
-		return ""
+		return "", false
 	}
 	for _, m := range msgs {
 		if what, ok := t.refuser.Refused(m.Method, m.Params); ok {
-			return what
+			return what, false
 		}
 	}
-	return ""
+	return "", false
 }
 
 // readRPC reads the JSON-RPC messages of body, one or a batch, by their
@@ -275,6 +280,17 @@ func readRPCMessage(raw []byte) (rpcMessage, bool) {
 // refuseRPCCall answers a call of something disabled with a JSON-RPC
 // error (-32602, as for an unknown tool): for the call's id, or with a null
 // id for a batch, which is refused whole.
+// refuseUnreadableRPC answers a body inspectRPCBody could not read, for a
+// target that disables capabilities: a 400 with JSON-RPC's parse error.
+func (s *Server) refuseUnreadableRPC(c *fiber.Ctx, k *remoteKind, req *core.Request) error {
+	msg := "Parse error: the body is not one JSON-RPC message or batch the gateway can read; it is not forwarded, as this " + k.noun + " has capabilities disabled"
+	out, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": nil, "error": map[string]any{"code": -32700, "message": msg}})
+	s.record(req, nil, fiber.StatusBadRequest, core.Usage{}, errors.New(msg))
+	c.Status(fiber.StatusBadRequest)
+	c.Set(fiber.HeaderContentType, fiber.MIMEApplicationJSON)
+	return c.Send(out)
+}
+
 func (s *Server) refuseRPCCall(c *fiber.Ctx, k *remoteKind, req *core.Request, body []byte, what string) error {
 	id := json.RawMessage("null")
 	var m rpcMessage
