@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"slices"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -296,7 +297,7 @@ func (s *Service) deleteGuardrail(c *fiber.Ctx) error {
 		if used, err := configUsing(tx, rec.ID, rec.Slug); err != nil {
 			return err
 		} else if used != "" {
-			return core.Conflict("guardrail %s is used by config %s; remove it from the config first", rec.Slug, used)
+			return core.Conflict("guardrail %s is used by %s; remove it from there first", rec.Slug, used)
 		}
 		return tx.Delete(store.BucketGuardrails, rec.ID)
 	})
@@ -309,21 +310,52 @@ func (s *Service) deleteGuardrail(c *fiber.Ctx) error {
 	return c.JSON(fiber.Map{})
 }
 
-// configUsing returns the slug of a saved config whose JSON names any of
-// refs as a string value (a guardrail reference or a check id), or "".
+// configUsing names what config uses any of refs (a guardrail reference
+// or a check id, as a string value): a saved config ("config <slug>"), a
+// deployment's ("deployment <slug>") or a workspace's default guardrails
+// ("the defaults of workspace <slug>"); "" when none does.
 func configUsing(tx store.Tx, refs ...string) (string, error) {
-	all, err := store.List[store.SavedConfig](tx, store.BucketConfigs)
+	names := func(raw []byte) bool {
+		for _, ref := range refs {
+			if ref != "" && jsonNames(raw, ref) {
+				return true
+			}
+		}
+		return false
+	}
+	configs, err := store.List[store.SavedConfig](tx, store.BucketConfigs)
 	if err != nil {
 		return "", err
 	}
-	for _, cfg := range all {
-		for _, ref := range refs {
-			if ref != "" && jsonNames(cfg.Config, ref) {
-				return cfg.Slug, nil
-			}
+	for _, cfg := range configs {
+		if names(cfg.Config) {
+			return "config " + cfg.Slug, nil
+		}
+	}
+	deployments, err := store.List[store.Deployment](tx, store.BucketDeployments)
+	if err != nil {
+		return "", err
+	}
+	for _, d := range deployments {
+		if names(d.Config) {
+			return "deployment " + d.Slug, nil
+		}
+	}
+	workspaces, err := store.List[store.Workspace](tx, store.BucketWorkspaces)
+	if err != nil {
+		return "", err
+	}
+	for _, w := range workspaces {
+		if d := w.Defaults; d != nil && (slices.ContainsFunc(d.InputGuardrails, isRef(refs)) || slices.ContainsFunc(d.OutputGuardrails, isRef(refs))) {
+			return "the defaults of workspace " + w.Slug, nil
 		}
 	}
 	return "", nil
+}
+
+// isRef reports whether a name is one of refs.
+func isRef(refs []string) func(string) bool {
+	return func(name string) bool { return name != "" && slices.Contains(refs, name) }
 }
 
 // jsonNames reports whether raw holds ref as a string value or an object

@@ -99,6 +99,25 @@ func TestGuardrailRoutes(t *testing.T) {
 	if del := e.do("DELETE", "/v1/configs/"+cfg.str("slug"), adminKey, nil); del.status != 200 {
 		t.Fatalf("delete config: %d %s", del.status, del.raw)
 	}
+	// A deployment's config and a workspace's default guardrails count as
+	// uses too (the deployment ran without it, failing open).
+	_, dep := e.mkDeployment(map[string]any{"name": "guarded", "type": "production",
+		"config": map[string]any{"provider": "openai", "input_guardrails": []string{slug}}})
+	if del := e.do("DELETE", "/v1/guardrails/"+slug, adminKey, nil); del.status != http.StatusConflict || !strings.Contains(del.errField("message"), "deployment "+dep) {
+		t.Fatalf("delete while a deployment uses it: %d %s", del.status, del.raw)
+	}
+	if del := e.do("DELETE", "/v1/deployments/"+dep, adminKey, nil); del.status != 200 {
+		t.Fatalf("delete deployment: %d %s", del.status, del.raw)
+	}
+	if r := e.do("PUT", "/v1/admin/workspaces/default", adminKey, map[string]any{"defaults": map[string]any{"input_guardrails": []string{slug}}}); r.status != 200 {
+		t.Fatalf("workspace defaults: %d %s", r.status, r.raw)
+	}
+	if del := e.do("DELETE", "/v1/guardrails/"+slug, adminKey, nil); del.status != http.StatusConflict || !strings.Contains(del.errField("message"), "defaults of workspace default") {
+		t.Fatalf("delete while workspace defaults name it: %d %s", del.status, del.raw)
+	}
+	if r := e.do("PUT", "/v1/admin/workspaces/default", adminKey, map[string]any{"defaults": map[string]any{}}); r.status != 200 {
+		t.Fatalf("workspace defaults cleared: %d %s", r.status, r.raw)
+	}
 	if del := e.do("DELETE", "/v1/guardrails/"+slug, adminKey, nil); del.status != 200 {
 		t.Fatalf("delete: %d %s", del.status, del.raw)
 	}

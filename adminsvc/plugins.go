@@ -290,7 +290,7 @@ func (s *Service) deletePlugin(c *fiber.Ctx) error {
 		if used, err := configUsing(tx, id); err != nil {
 			return err
 		} else if used != "" {
-			return core.Conflict("plugin %s is used by config %s; remove its checks from the config first", id, used)
+			return core.Conflict("plugin %s is used by %s; remove its checks from there first", id, used)
 		}
 		guards, err := store.List[store.Guardrail](tx, store.BucketGuardrails)
 		if err != nil {
