@@ -40,6 +40,7 @@ type configSnap struct {
 	byRef       map[string]*savedRoute      // id and slug
 	defaults    map[string]*savedRoute      // workspace id → its default config
 	deployments map[string]*deploymentRoute // slug
+	guards      map[string]*config.Node     // workspace id → its default guardrails
 }
 
 // Configs is the snapshot of saved configs and deployments; it implements
@@ -65,8 +66,12 @@ func (c *Configs) Reload() error {
 	defer c.mu.Unlock()
 	var recs []store.SavedConfig
 	var deps []store.Deployment
+	var wss []store.Workspace
 	if err := c.st.View(func(tx store.Tx) (err error) {
 		if recs, err = store.List[store.SavedConfig](tx, store.BucketConfigs); err != nil {
+			return err
+		}
+		if wss, err = store.List[store.Workspace](tx, store.BucketWorkspaces); err != nil {
 			return err
 		}
 		deps, err = store.List[store.Deployment](tx, store.BucketDeployments)
@@ -74,7 +79,8 @@ func (c *Configs) Reload() error {
 	}); err != nil {
 		return fmt.Errorf("load saved configs and deployments: %w", err)
 	}
-	s := &configSnap{byRef: map[string]*savedRoute{}, defaults: map[string]*savedRoute{}, deployments: c.deploymentRoutes(deps)}
+	s := &configSnap{byRef: map[string]*savedRoute{}, defaults: map[string]*savedRoute{}, deployments: c.deploymentRoutes(deps),
+		guards: c.workspaceGuards(wss)}
 	for _, rec := range recs {
 		cfg, perr := config.Parse(rec.Config, c.hooks)
 		if perr != nil {
@@ -102,6 +108,34 @@ func (c *Configs) SavedConfig(ref string, p *core.Principal) (config.Saved, *cor
 		return config.Saved{}, core.BadRequest("x-gateway-config", "x-gateway-config: saved config %q is %s", ref, r.rec.Status)
 	}
 	return r.saved(), nil
+}
+
+// workspaceGuards are the default guardrails of the workspaces that have
+// any, parsed as a config of those hooks alone.
+func (c *Configs) workspaceGuards(wss []store.Workspace) map[string]*config.Node {
+	out := map[string]*config.Node{}
+	for _, w := range wss {
+		d := w.Defaults
+		if d == nil || len(d.InputGuardrails)+len(d.OutputGuardrails) == 0 {
+			continue
+		}
+		raw, _ := json.Marshal(map[string][]string{"input_guardrails": d.InputGuardrails, "output_guardrails": d.OutputGuardrails})
+		cfg, perr := config.Parse(raw, c.hooks)
+		if perr != nil {
+			slog.Error("a workspace's default guardrails no longer validate; they are skipped", "workspace", w.Slug, "error", perr.Message)
+			continue
+		}
+		out[w.ID] = config.Resolve(cfg)
+	}
+	return out
+}
+
+// WorkspaceGuardrails implements server.ConfigSource.
+func (c *Configs) WorkspaceGuardrails(p *core.Principal) *config.Node {
+	if p == nil || p.WorkspaceID == "" {
+		return nil
+	}
+	return c.snap.Load().guards[p.WorkspaceID]
 }
 
 // WorkspaceDefault is the default config of the principal's workspace, if

@@ -581,3 +581,34 @@ func TestVirtualKeyAzureDeployments(t *testing.T) {
 		t.Errorf("openai key with deployments: %s", r.raw)
 	}
 }
+
+// A workspace's default guardrails (defaults.input_guardrails and
+// output_guardrails) run on every request of its keys, around whatever
+// config routes it; other workspaces' requests do not meet them.
+func TestWorkspaceDefaultGuardrails(t *testing.T) {
+	m := newMgEnv(t)
+	m.integration("prod", providerKey, nil)
+	g := m.ok(http.MethodPost, "/v1/guardrails", adminKey, map[string]any{"name": "no zzz", "workspace_id": "default",
+		"checks":  []any{map[string]any{"id": "default.contains", "parameters": map[string]any{"words": []string{"zzz"}, "operator": "none"}}},
+		"actions": map[string]any{"deny": true}})
+	m.ok(http.MethodPut, "/v1/admin/workspaces/default", adminKey, map[string]any{"defaults": map[string]any{"input_guardrails": []string{g.str("slug")}}})
+	_, key := m.wsKey(m.wsID, core.ScopeCompletionsWrite)
+	ask := func(text string, headers ...string) resp {
+		return m.send(http.MethodPost, "/v1/chat/completions", "application/json",
+			`{"model":"gpt-4o-mini","messages":[{"role":"user","content":"`+text+`"}]}`, key, append([]string{"x-gateway-provider", "@prod"}, headers...)...)
+	}
+	before := m.up.count()
+	if r := ask("zzz"); r.status != 446 || m.up.count() != before {
+		t.Fatalf("a request the workspace's guardrail denies: %d %s", r.status, r.raw)
+	}
+	if r := ask("zzz", "x-gateway-config", `{"retry":{"attempts":1}}`); r.status != 446 {
+		t.Fatalf("with a config of its own: %d %s", r.status, r.raw)
+	}
+	if r := ask("hello"); r.status != 200 {
+		t.Fatalf("a request it passes: %d %s", r.status, r.raw)
+	}
+	m.ok(http.MethodPut, "/v1/admin/workspaces/default", adminKey, map[string]any{"defaults": map[string]any{}})
+	if r := ask("zzz"); r.status != 200 {
+		t.Fatalf("after the defaults are cleared: %d %s", r.status, r.raw)
+	}
+}

@@ -281,11 +281,7 @@ func (s *Service) createWorkspace(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	// The key snapshot indexes workspaces too (JWTs naming one).
-	if err := s.keys.Reload(); err != nil {
-		return core.Internal(err, "the workspace was stored but the key snapshot could not be reloaded")
-	}
-	if err := s.reloadLimits(); err != nil {
+	if err := s.workspaceChanged("stored"); err != nil {
 		return err
 	}
 	return c.JSON(s.workspaceView(ws))
@@ -421,11 +417,7 @@ func (s *Service) updateWorkspace(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	// The key snapshot carries the workspace's default metadata.
-	if err := s.keys.Reload(); err != nil {
-		return core.Internal(err, "the workspace was stored but the key snapshot could not be reloaded")
-	}
-	if err := s.reloadLimits(); err != nil {
+	if err := s.workspaceChanged("stored"); err != nil {
 		return err
 	}
 	return c.JSON(s.workspaceView(ws))
@@ -536,13 +528,24 @@ func (s *Service) deleteWorkspace(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	// The key snapshot also indexes workspaces (JWTs naming one, members'
-	// keys): reload it even when no key was revoked.
-	if err := s.keys.Reload(); err != nil {
-		return core.Internal(err, "the workspace was archived but the key snapshot could not be reloaded")
-	}
-	if err := s.reloadLimits(); err != nil {
+	if err := s.workspaceChanged("archived"); err != nil {
 		return err
 	}
 	return c.JSON(fiber.Map{})
+}
+
+// workspaceChanged reloads the snapshots that hold workspaces after one
+// was stored or archived (what): the keys' (JWTs naming a workspace, its
+// default metadata, members' keys, revoked keys), the configs' (its
+// default guardrails) and the limits engine's.
+func (s *Service) workspaceChanged(what string) error {
+	if err := s.keys.Reload(); err != nil {
+		return core.Internal(err, "the workspace was %s but the key snapshot could not be reloaded", what)
+	}
+	if s.configs != nil {
+		if err := s.configs.Reload(); err != nil {
+			return core.Internal(err, "the workspace was %s but the config snapshot could not be reloaded", what)
+		}
+	}
+	return s.reloadLimits()
 }

@@ -265,6 +265,8 @@ func (b benchConfigs) SavedConfig(string, *core.Principal) (config.Saved, *core.
 
 func (b benchConfigs) WorkspaceDefault(*core.Principal) (config.Saved, bool) { return b.saved, true }
 
+func (b benchConfigs) WorkspaceGuardrails(*core.Principal) *config.Node { return nil }
+
 func (b benchConfigs) Deployment(env string, _ *core.Principal) (config.Saved, bool, *core.Error) {
 	return b.deployment, env == "staging", nil
 }

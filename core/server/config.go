@@ -20,6 +20,10 @@ type ConfigSource interface {
 	// false when no deployment has that slug. It answers 403 when the
 	// principal's workspace is not among the deployment's allowed ones.
 	Deployment(env string, p *core.Principal) (sv config.Saved, ok bool, err *core.Error)
+	// WorkspaceGuardrails is the principal's workspace's default guardrails
+	// (defaults.input_guardrails and output_guardrails) as a node's Before
+	// and After hooks; nil when it has none.
+	WorkspaceGuardrails(p *core.Principal) *config.Node
 }
 
 // route is the config a request is routed by.
@@ -83,6 +87,22 @@ func (s *Server) routeFor(c *fiber.Ctx, p *core.Principal, headerProvider, env s
 		return route{}, err
 	}
 	return routeOf(sv), nil
+}
+
+// withWorkspaceGuardrails is rt with the default guardrails of p's
+// workspace around its config: they run before and after whatever the
+// config routes to, as a config's own hooks around its targets do.
+func (s *Server) withWorkspaceGuardrails(rt route, p *core.Principal) route {
+	if s.configs == nil || rt.node == nil {
+		return rt
+	}
+	g := s.configs.WorkspaceGuardrails(p)
+	if g == nil {
+		return rt
+	}
+	rt.node = &config.Node{Path: rt.node.Path, Weight: 1, Strategy: config.Strategy{Mode: config.ModeSingle},
+		Children: []*config.Node{rt.node}, Before: g.Before, After: g.After}
+	return rt
 }
 
 // inlineConfig reports whether the x-gateway-config value raw (not empty)

@@ -46,6 +46,8 @@ func (s savedConfigs) SavedConfig(ref string, _ *core.Principal) (config.Saved, 
 }
 
 // Deployment knows no deployment.
+func (savedConfigs) WorkspaceGuardrails(*core.Principal) *config.Node { return nil }
+
 func (savedConfigs) Deployment(string, *core.Principal) (config.Saved, bool, *core.Error) {
 	return config.Saved{}, false, nil
 }
