@@ -118,7 +118,9 @@ func (g *Guardrails) spec(rec store.Guardrail) (hooks.Spec, []string) {
 	if len(probs) > 0 {
 		return hooks.Spec{}, probs
 	}
-	return specs[0], nil
+	sp := specs[0]
+	sp.Workspace = rec.WorkspaceID
+	return sp, nil
 }
 
 // guardrailView is a saved guardrail as the API returns it.

@@ -612,3 +612,23 @@ func TestWorkspaceDefaultGuardrails(t *testing.T) {
 		t.Fatalf("after the defaults are cleared: %d %s", r.status, r.raw)
 	}
 }
+
+// A config may run only the saved guardrails of the organisation and of
+// the request's own workspace: another workspace's is not run (its checks
+// and data stay hidden) and the request is refused.
+func TestForeignGuardrailRefused(t *testing.T) {
+	m := newMgEnv(t)
+	m.integration("prod", providerKey, nil)
+	ws2 := m.addWorkspace("team-two")
+	g := m.ok(http.MethodPost, "/v1/guardrails", adminKey, map[string]any{"name": "team two only", "workspace_id": ws2,
+		"checks":  []any{map[string]any{"id": "default.requiredMetadataKeyPairs", "parameters": map[string]any{"metadataPairs": map[string]any{"team": "two"}}}},
+		"actions": map[string]any{"deny": false}})
+	_, key := m.wsKey(m.wsID, core.ScopeCompletionsWrite)
+	before := m.up.count()
+	r := m.send(http.MethodPost, "/v1/chat/completions", "application/json", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`,
+		key, "x-gateway-provider", "@prod", "x-gateway-config", `{"input_guardrails":["`+g.str("slug")+`"]}`)
+	if r.status != 446 || m.up.count() != before || strings.Contains(string(r.raw), "metadataPairs") || !strings.Contains(string(r.raw), "in this workspace") {
+		t.Fatalf("another workspace's guardrail: %d %s", r.status, r.raw)
+	}
+}
+

@@ -81,9 +81,15 @@ func (r *Runner) Run(ctx context.Context, stage Stage, specs []Spec, req *core.R
 		for _, s := range specs {
 			if s.Ref != "" {
 				saved, ok := r.Registry.LookupGuardrail(s.Ref)
-				if !ok {
+				switch {
+				case !ok:
 					// Deleted since the config was read: report, do not block.
 					sync_ = append(sync_, Spec{ID: s.Ref, Type: TypeGuardrail, Ref: s.Ref})
+					continue
+				case !usableBy(saved, req.Principal):
+					// Another workspace's: neither run (its checks are not this
+					// workspace's to see) nor skipped; the request is refused.
+					sync_ = append(sync_, Spec{ID: s.Ref, Type: TypeGuardrail, Ref: s.Ref, Deny: true, foreign: true})
 					continue
 				}
 				s = saved
@@ -207,6 +213,13 @@ func (reg *Registry) lookupCheck(id string) Check {
 	return nil
 }
 
+// usableBy reports whether principal p's requests may run saved guardrail
+// s: the organisation's are everyone's, a workspace's its own keys' (and
+// organisation keys'). Without a principal (the gateway's own calls) any.
+func usableBy(s Spec, p *core.Principal) bool {
+	return s.Workspace == "" || p == nil || p.IsOrganisationKey() || p.WorkspaceID == s.Workspace
+}
+
 // runHook runs a hook on req and, after the answer, ans, looking its
 // checks up in the runner's registry as they run unless b has them
 // already.
@@ -216,7 +229,12 @@ func (r *Runner) runHook(ctx context.Context, stage Stage, b boundHook, req *cor
 	res := HookResult{ID: h.ID, Type: h.Type, Deny: h.Deny, Async: h.Async, Verdict: true, CreatedAt: start.UTC()}
 	missing := h.Ref != "" && len(h.Checks) == 0
 	res.Checks = make([]CheckResultView, 0, len(checks)+1)
-	if missing {
+	switch {
+	case h.foreign:
+		res.Verdict = false
+		res.Checks = append(res.Checks, CheckResultView{ID: h.Ref, Verdict: false, Error: "no saved guardrail " + h.Ref + " in this workspace",
+			CreatedAt: res.CreatedAt})
+	case missing:
 		res.Checks = append(res.Checks, CheckResultView{ID: h.Ref, Verdict: true, Error: "saved guardrail " + h.Ref + " no longer exists",
 			CreatedAt: res.CreatedAt})
 	}

@@ -62,6 +62,12 @@ type Spec struct {
 	OnFail    json.RawMessage `json:"on_fail,omitempty"`
 	OnSuccess json.RawMessage `json:"on_success,omitempty"`
 	Ref       string          `json:"ref,omitempty"`
+	// Workspace is a saved guardrail's workspace ("" for the
+	// organisation's): only its keys' requests may run it.
+	Workspace string `json:"-"`
+	// foreign marks a reference to another workspace's saved guardrail,
+	// which the request is refused for rather than run (Runner.Run).
+	foreign bool
 
 	// onFail and onSuccess are OnFail's and OnSuccess's feedback, read by
 	// ParseList (see feedbackOf).
