@@ -631,4 +631,3 @@ func TestForeignGuardrailRefused(t *testing.T) {
 		t.Fatalf("another workspace's guardrail: %d %s", r.status, r.raw)
 	}
 }
-
