@@ -138,6 +138,12 @@ func TestParseList(t *testing.T) {
 			[]string{"p[0].type: must be guardrail or mutator", "p[0].deny: must be true or false", "p[0].extra: unknown field", "p[0].checks[0].colour: unknown field"}, nil},
 		{"unknown saved guardrail", true, `["gr-nope"]`, []string{`p[0]: no saved guardrail "gr-nope"`}, nil},
 		{"not an object", false, `[3]`, []string{"p[0]: must be a hook object"}, nil},
+		{"feedback", true, `[{"test.pass":{},"on_fail":{"feedback":{"value":-3,"weight":0.5,"metadata":{"k":"v"}}}}]`, nil, []string{"test.pass"}},
+		{"bad feedback", true, `[{"test.pass":{},"on_fail":{"feedback":{"value":"x","weight":5,"metadata":"m","colour":1}},"on_success":{"feedback":{"value":11}}}]`,
+			[]string{"p[0].on_fail.feedback.value: must be a whole number from -10 to 10", "p[0].on_fail.feedback.weight: must be a number from 0 to 1",
+				"p[0].on_fail.feedback.metadata: must be an object of strings", "p[0].on_fail.feedback.colour: unknown field",
+				"p[0].on_success.feedback.value: must be a whole number"}, nil},
+		{"feedback without a value", true, `[{"test.pass":{},"on_fail":{"feedback":{"weight":1}}}]`, []string{"p[0].on_fail.feedback.value: is required"}, nil},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {

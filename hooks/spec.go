@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"sort"
 	"strconv"
@@ -107,6 +108,56 @@ func readFeedback(raw json.RawMessage) json.RawMessage {
 		return nil
 	}
 	return w.Feedback
+}
+
+// checkFeedback checks the feedback of an on_fail or on_success at path,
+// as POST /v1/feedback would: {value: integer -10..10 (required), weight:
+// 0..1, metadata: object of strings}.
+func checkFeedback(path string, v any, add func(at, format string, args ...any)) {
+	fb, ok := v.(map[string]any)
+	if !ok {
+		add(path, "must be an object {value, weight, metadata}")
+		return
+	}
+	for k, x := range fb {
+		switch k {
+		case "value":
+			if n, ok := numberOf(x); !ok || n != math.Trunc(n) || n < -10 || n > 10 {
+				add(path+".value", "must be a whole number from -10 to 10")
+			}
+		case "weight":
+			if n, ok := numberOf(x); !ok || n < 0 || n > 1 {
+				add(path+".weight", "must be a number from 0 to 1")
+			}
+		case "metadata":
+			md, ok := x.(map[string]any)
+			for _, mv := range md {
+				if _, isStr := mv.(string); !isStr {
+					ok = false
+				}
+			}
+			if !ok {
+				add(path+".metadata", "must be an object of strings")
+			}
+		default:
+			add(path+"."+k, "unknown field")
+		}
+	}
+	if _, ok := fb["value"]; !ok {
+		add(path+".value", "is required")
+	}
+}
+
+// numberOf is x as a number, decoded as json.Number or float64.
+func numberOf(x any) (float64, bool) {
+	switch n := x.(type) {
+	case json.Number:
+		f, err := n.Float64()
+		return f, err == nil
+	case float64:
+		return n, true
+	}
+	return 0, false
 }
 
 // hookFields are the fields of a hook object besides its checks.
@@ -237,10 +288,12 @@ func readHookFields(at string, obj map[string]any, spec *Spec, p *[]string) {
 				add(f, "must be an object like {\"feedback\": {\"value\": -1}}")
 				continue
 			}
-			for k := range m {
+			for k, fb := range m {
 				if k != "feedback" {
 					add(f+"."+k, "unknown field")
+					continue
 				}
+				checkFeedback(f+".feedback", fb, add)
 			}
 			*dst, _ = json.Marshal(m)
 		}
