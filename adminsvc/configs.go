@@ -479,7 +479,11 @@ func (s *Service) updateConfig(c *fiber.Ctx) error {
 			rec.Name = b.name
 		}
 		if b.config != nil {
-			rec.Config = compactJSON(b.config)
+			cfg, err := keepMaskedSecrets(b.config, rec.Config)
+			if err != nil {
+				return err
+			}
+			rec.Config = compactJSON(cfg)
 		}
 		if b.status != "" && b.status != rec.Status {
 			if b.status != store.StatusActive {
@@ -602,6 +606,61 @@ func maskConfigSecrets(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return out
+}
+
+// keepMaskedSecrets is an updated config (updated) in which a secret field
+// sent back as the mask a read showed (GET masks them, maskConfigSecrets)
+// keeps the stored config's secret at the same place: a client that reads
+// a config, changes it and puts it back does not replace its key with
+// "****wxyz". Any other masked-looking value there is a 400 naming it.
+func keepMaskedSecrets(updated, stored json.RawMessage) (json.RawMessage, error) {
+	if !bytes.Contains(updated, []byte("****")) {
+		return updated, nil
+	}
+	var nv, sv any
+	dec := json.NewDecoder(bytes.NewReader(updated))
+	dec.UseNumber()
+	if dec.Decode(&nv) != nil {
+		return updated, nil // not JSON: the config's own validation says so
+	}
+	dec = json.NewDecoder(bytes.NewReader(stored))
+	dec.UseNumber()
+	_ = dec.Decode(&sv) // nothing stored to keep: every mask is refused
+	var p problems
+	var walk func(path string, v, old any) any
+	walk = func(path string, v, old any) any {
+		switch t := v.(type) {
+		case map[string]any:
+			om, _ := old.(map[string]any)
+			for k, child := range t {
+				at := path + "." + k
+				if s, ok := child.(string); ok && configSecretFields[k] && strings.Contains(s, "****") {
+					if prev, ok := om[k].(string); ok && maskKey(prev) == s {
+						t[k] = prev
+					} else {
+						p.add(at, "is a masked value (%s); send the secret itself, or put back the mask a read showed to keep the stored one", s)
+					}
+					continue
+				}
+				t[k] = walk(at, child, om[k])
+			}
+		case []any:
+			ol, _ := old.([]any)
+			for i, child := range t {
+				var prev any
+				if i < len(ol) {
+					prev = ol[i]
+				}
+				t[i] = walk(fmt.Sprintf("%s[%d]", path, i), child, prev)
+			}
+		}
+		return v
+	}
+	walk("config", nv, sv)
+	if err := p.err(); err != nil {
+		return nil, err
+	}
+	return json.Marshal(nv)
 }
 
 // checkNoKeyDefault answers 409 while an API key's defaults.config_id names

@@ -1369,3 +1369,34 @@ func TestWorkspaceDefaultConfigRoutes(t *testing.T) {
 		t.Fatalf("the workspace default config was not used: %d %s", res.StatusCode, body)
 	}
 }
+
+// A config read (its secrets masked), changed and put back keeps its
+// stored secrets where the masks were put back; another masked-looking
+// value is refused, never stored as the key.
+func TestConfigPutBackMaskedSecret(t *testing.T) {
+	e, _ := newCfgEnv(t)
+	const secret = "sk-config-secret-abcdefgh"
+	c := e.mkConfig(adminKey, map[string]any{"name": "keyed", "workspace_id": "default",
+		"config": map[string]any{"provider": "openai", "api_key": secret}})
+	read := e.getConfig(adminKey, c.slug)
+	cfg, _ := read.body["config"].(map[string]any)
+	masked, _ := cfg["api_key"].(string)
+	if masked == "" || masked == secret {
+		t.Fatalf("GET does not mask the key: %s", read.raw)
+	}
+	cfg["override_params"] = map[string]any{"temperature": 0.5}
+	if r := e.do(http.MethodPut, "/v1/configs/"+c.slug, adminKey, map[string]any{"config": cfg}); r.status != 200 {
+		t.Fatalf("put back: %d %s", r.status, r.raw)
+	}
+	var stored store.SavedConfig
+	e.st.View(func(tx store.Tx) error { return tx.Get(store.BucketConfigs, c.id, &stored) })
+	if !strings.Contains(string(stored.Config), secret) || !strings.Contains(string(stored.Config), "temperature") {
+		t.Fatalf("stored config after the put back: %s", stored.Config)
+	}
+	cfg["api_key"] = "****zzzz"
+	r := e.do(http.MethodPut, "/v1/configs/"+c.slug, adminKey, map[string]any{"config": cfg})
+	wantErr(t, r, http.StatusBadRequest, core.CodeValidation)
+	if r.errField("param") != "config.api_key" {
+		t.Fatalf("param %q: %s", r.errField("param"), r.raw)
+	}
+}

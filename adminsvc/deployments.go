@@ -168,7 +168,11 @@ func (b deploymentBody) apply(tx store.Tx, rec *store.Deployment) error {
 		rec.Type = *b.typ
 	}
 	if b.config != nil {
-		rec.Config = compactJSON(b.config)
+		cfg, err := keepMaskedSecrets(b.config, rec.Config)
+		if err != nil {
+			return err
+		}
+		rec.Config = compactJSON(cfg)
 	}
 	if !b.allowedSent {
 		return nil
