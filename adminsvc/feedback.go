@@ -169,6 +169,9 @@ func parseFeedback(fields map[string]json.RawMessage, at string, create bool, p 
 	if create {
 		if id, ok := strFieldAt(fields, at, "trace_id", true, core.MaxTraceIDLength, p); ok {
 			b.TraceID = id
+			if msg := core.CheckTraceID(id); msg != "" && id != "" {
+				p.add(fieldPath(at, "trace_id"), "%s, as the gateway's trace ids are", msg)
+			}
 		}
 	} else if _, ok := fields["trace_id"]; ok {
 		p.add(fieldPath(at, "trace_id"), "cannot be changed: give new feedback for the other trace instead")

@@ -53,6 +53,7 @@ func TestFeedbackValidation(t *testing.T) {
 		{"trace_id missing", map[string]any{"value": 1}, []string{"trace_id"}},
 		{"trace_id empty", fb(" ", 1), []string{"trace_id"}},
 		{"trace_id too long", fb(long, 1), []string{"trace_id"}},
+		{"trace_id not printable ASCII", fb("ünï ✓", 1), []string{"trace_id"}}, // no request could carry it
 		{"trace_id a number", map[string]any{"trace_id": 5, "value": 1}, []string{"trace_id"}},
 		{"value missing", map[string]any{"trace_id": "t"}, []string{"value"}},
 		{"value null", fb("t", nil), []string{"value"}},

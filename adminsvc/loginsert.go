@@ -207,6 +207,8 @@ func parseCustomLog(fields map[string]json.RawMessage, at string, p *problems) *
 			}
 			if v = strings.TrimSpace(v); v == "" || len(v) > limit {
 				p.add(fieldPath(at, "metadata."+key), "must be a non-empty string of at most %d characters", limit)
+			} else if msg := core.CheckTraceID(v); key == "trace_id" && msg != "" {
+				p.add(fieldPath(at, "metadata."+key), "%s, as the gateway's trace ids are", msg)
 			}
 			*dst = v
 		}

@@ -152,6 +152,7 @@ func TestInsertLogsValidation(t *testing.T) {
 		{"response unknown field", with("response", "time", 1), []string{"response.time"}},
 		{"metadata not strings", with("metadata", "", map[string]int{"a": 1}), []string{"metadata"}},
 		{"metadata trace_id empty", with("metadata", "", map[string]string{"trace_id": " "}), []string{"metadata.trace_id"}},
+		{"metadata trace_id not printable ASCII", with("metadata", "", map[string]string{"trace_id": "é"}), []string{"metadata.trace_id"}},
 		{"metadata span_id too long", with("metadata", "", map[string]string{"span_id": strings.Repeat("s", 256)}), []string{"metadata.span_id"}},
 		{"array, bad items", []any{customLog("/x", 200), with("response", "status", 1), 7}, []string{"[1].response.status", "[2]"}},
 	}

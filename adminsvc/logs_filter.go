@@ -70,7 +70,7 @@ func parseTimeBound(get func(string, ...string) string, name string, p *problems
 // parseStatusCode reads one HTTP status code of parameter name.
 func parseStatusCode(name, v string, p *problems) int {
 	n, err := strconv.Atoi(v)
-	if err != nil || n < 100 || n > 999 {
+	if err != nil || n < 100 || n > 599 {
 		p.add(name, "must be an HTTP status code such as 200, got %q", v)
 	}
 	return n

@@ -105,6 +105,7 @@ func TestListLogs(t *testing.T) {
 	}{
 		{"status not a number", adminKey, "?status=abc", 400, core.CodeValidation, []string{"status"}},
 		{"status out of range", adminKey, "?status=42", 400, core.CodeValidation, []string{"status"}},
+		{"status above 599", adminKey, "?status=600", 400, core.CodeValidation, []string{"status"}},
 		{"bad min", adminKey, "?time_of_generation_min=yesterday", 400, core.CodeValidation, []string{"time_of_generation_min"}},
 		{"bad max", adminKey, "?time_of_generation_max=2026-13-01", 400, core.CodeValidation, []string{"time_of_generation_max"}},
 		{"max before min", adminKey, "?time_of_generation_min=" + minute(5) + "&time_of_generation_max=" + minute(1), 400, core.CodeValidation, []string{"time_of_generation_max"}},
