@@ -177,10 +177,10 @@ func (s *Service) groupLogs(c *fiber.Ctx) error {
 	}
 	pg := parsePage(c.Query, 50, 1000, &p)
 	f := parseLogFilter(c.Query, &p)
+	from, to := s.analyticsRange(&f, &p)
 	if err := p.err(); err != nil {
 		return err
 	}
-	from, to := s.analyticsRange(&f)
 	keepLatencies := slices.Contains(columns, "p95_latency") || slices.Contains(columns, "p99_latency")
 	groups := map[string]*groupStats{}
 	truncated, err := s.scanAnalytics(c, caller, &f, slices.Contains(columns, "cost"), func(r *core.LogRecord) {
@@ -214,9 +214,13 @@ func (s *Service) groupLogs(c *fiber.Ctx) error {
 // analyticsRange completes the range of an analytics query and returns
 // it: it ends at time_of_generation_max, else now, and starts at
 // time_of_generation_min, else analyticsWindow before its end.
-func (s *Service) analyticsRange(f *store.LogFilter) (from, to time.Time) {
+// A minimum after the (default) end is a problem reported into p.
+func (s *Service) analyticsRange(f *store.LogFilter, p *problems) (from, to time.Time) {
 	if f.To == nil {
 		f.To = new(s.now())
+		if f.From != nil && f.From.After(*f.To) {
+			p.add("time_of_generation_min", "is after time_of_generation_max, which defaults to now (%s)", f.To.UTC().Format(time.RFC3339))
+		}
 	}
 	if f.From == nil {
 		f.From = new(f.To.Add(-analyticsWindow))

@@ -304,6 +304,7 @@ func TestAnalyticsRefusals(t *testing.T) {
 		{"bad time", adminKey, "model?time_of_generation_min=yesterday", 400, core.CodeValidation, []string{"time_of_generation_min"}},
 		{"max at the zero time, before min", adminKey, "model?time_of_generation_min=2026-01-01T00:00:00Z&time_of_generation_max=0001-01-01T00:00:00Z",
 			400, core.CodeValidation, []string{"time_of_generation_max"}},
+		{"min after the default max (now)", adminKey, "model?time_of_generation_min=2999-01-01T00:00:00Z", 400, core.CodeValidation, []string{"time_of_generation_min"}},
 		// The default range reaches 30 days before max: year -1, which has no JSON form.
 		{"time in year 0", adminKey, "model?time_of_generation_max=0000-01-05T00:00:00Z", 400, core.CodeValidation, []string{"time_of_generation_max"}},
 		{"bad page_size", adminKey, "model?page_size=0", 400, core.CodeValidation, []string{"page_size"}},

@@ -200,7 +200,7 @@ func (s *Service) graphLogs(c *fiber.Ctx) error {
 		p.add("kind", "must be one of %s, got %q", strings.Join(slices.Sorted(maps.Keys(graphKinds)), ", "), name)
 	}
 	f := parseLogFilter(c.Query, &p)
-	from, to := s.analyticsRange(&f)
+	from, to := s.analyticsRange(&f, &p)
 	bucket, size := graphBucket(c.Query("bucket"), from, to, &p)
 	if err := p.err(); err != nil {
 		return err
