@@ -402,6 +402,23 @@ func mapHeaderValues(h map[string]string, fn func(string) (string, error)) (map[
 	return out, nil
 }
 
+// keepMaskedHeaders puts back, in the headers an update sent, the stored
+// value of each one sent back as the mask a read showed (maskSecret): a
+// client that reads an integration, changes it and puts it back keeps its
+// headers' secrets. Another masked-looking value is a problem at param.
+func keepMaskedHeaders(sent, stored map[string]string, param string, p *problems) {
+	for name, v := range sent {
+		if !strings.Contains(v, "****") {
+			continue
+		}
+		if prev, ok := stored[name]; ok && maskSecret(prev) == v {
+			sent[name] = prev
+			continue
+		}
+		p.add(param+"."+name, "is a masked value (%s); send the header's value itself, or put back the mask a read showed to keep the stored one", v)
+	}
+}
+
 // maskSecret shows enough of a provider credential to recognise it:
 // "sk-****abcd"; a short one shows only "****".
 func maskSecret(v string) string {

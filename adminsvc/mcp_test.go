@@ -690,3 +690,29 @@ func TestMCPOAuthRegisteredByHand(t *testing.T) {
 		t.Fatalf("after the client changed: %s", g.raw)
 	}
 }
+
+// An integration read (its header values masked), changed and put back
+// keeps its stored header values where the masks were put back; another
+// masked-looking value is refused, never stored and sent.
+func TestMCPIntegrationPutBackMaskedHeader(t *testing.T) {
+	e := newEnv(t)
+	if r := e.do(http.MethodPost, "/v1/mcp-integrations", adminKey, mcpIntegrationBody("https://mcp.example.com/mcp", nil)); r.status != 200 {
+		t.Fatalf("create: %d %s", r.status, r.raw)
+	}
+	read := e.do(http.MethodGet, "/v1/mcp-integrations/tools", adminKey, nil)
+	cfg, _ := read.body["configurations"].(map[string]any)
+	cfg["passthrough_header"] = "x-other-token"
+	if r := e.do(http.MethodPut, "/v1/mcp-integrations/tools", adminKey, map[string]any{"configurations": cfg}); r.status != 200 {
+		t.Fatalf("put back: %d %s", r.status, r.raw)
+	}
+	stored := listBucket[store.MCPIntegration](t, e.st, store.BucketMCPIntegrations)[0]
+	if r := e.do(http.MethodGet, "/v1/mcp-integrations/tools", adminKey, nil); !strings.Contains(string(r.raw), `"Authorization":"Bea****abcd"`) || stored.Configurations.PassthroughHeader != "X-Other-Token" {
+		t.Fatalf("after the put back: %s", r.raw)
+	}
+	cfg["custom_headers"] = map[string]any{"Authorization": "Bea****zzzz"}
+	r := e.do(http.MethodPut, "/v1/mcp-integrations/tools", adminKey, map[string]any{"configurations": cfg})
+	wantErr(t, r, http.StatusBadRequest, core.CodeValidation)
+	if !strings.Contains(r.errField("message"), "masked") {
+		t.Fatalf("a foreign mask: %s", r.raw)
+	}
+}

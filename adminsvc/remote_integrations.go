@@ -441,6 +441,7 @@ func updateRemoteIntegration[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) 
 			base := rec.Configurations
 			base.CustomHeaders = headers
 			cfg := k.parseConfig(raw, base, p)
+			keepMaskedHeaders(cfg.CustomHeaders, headers, "configurations."+fieldCustomHeaders, p)
 			if cfg.CustomHeaders, err = mapHeaderValues(cfg.CustomHeaders, s.seal); err != nil {
 				return err
 			}
