@@ -129,6 +129,14 @@ func parseProviderConfig(raw json.RawMessage, param string, base store.ProviderC
 			continue
 		}
 		s = strings.TrimSpace(s)
+		if f.sealed && strings.Contains(s, "****") {
+			// A secret sent back as the mask a read showed keeps the stored
+			// one (cfg starts as base); another mask is never stored.
+			if prev := *f.get(&base); prev == "" || maskSecret(prev) != s {
+				p.add(at, "is a masked value (%s); send the secret itself, or put back the mask a read showed to keep the stored one", s)
+			}
+			continue
+		}
 		switch {
 		case f.name == "custom_host":
 			u, err := netguard.CheckURL(s)
@@ -148,6 +156,7 @@ func parseProviderConfig(raw json.RawMessage, param string, base store.ProviderC
 	}
 	if v, ok := obj[fieldCustomHeaders]; ok {
 		cfg.CustomHeaders = parseCustomHeaders(v, param+"."+fieldCustomHeaders, p)
+		keepMaskedHeaders(cfg.CustomHeaders, base.CustomHeaders, param+"."+fieldCustomHeaders, p)
 	}
 	if (cfg.AWSAccessKeyID == "") != (cfg.AWSSecretAccessKey == "") {
 		p.add(param+".aws_secret_access_key", "aws_access_key_id and aws_secret_access_key go together: set both or neither")

@@ -631,3 +631,32 @@ func TestForeignGuardrailRefused(t *testing.T) {
 		t.Fatalf("another workspace's guardrail: %d %s", r.status, r.raw)
 	}
 }
+
+// An integration read (its secrets masked), changed and put back keeps its
+// stored secrets where the masks were put back; another masked value is a
+// 400 naming the field, never stored and sent upstream.
+func TestIntegrationPutBackMaskedSecrets(t *testing.T) {
+	m := newMgEnv(t)
+	m.integration("prod", providerKey, nil)
+	read := m.ok(http.MethodGet, "/v1/integrations/prod", adminKey, nil)
+	cfg, _ := read.body["configurations"].(map[string]any)
+	if h, _ := cfg["custom_headers"].(map[string]any); h["X-Team"] == "secret-team-token" || h["X-Team"] == nil {
+		t.Fatalf("the header is not masked on read: %s", read.raw)
+	}
+	m.ok(http.MethodPut, "/v1/integrations/prod", adminKey, map[string]any{"name": "renamed", "configurations": cfg})
+	m.chat(adminKey, "x-gateway-provider", "@prod")
+	if got := m.up.last(t).Header.Get("X-Team"); got != "secret-team-token" {
+		t.Fatalf("the upstream got x-team %q after the put back", got)
+	}
+	for field, v := range map[string]any{
+		"custom_headers":            map[string]any{"X-Team": "sec****zzzz"},
+		"azure_entra_client_secret": "abc****wxyz",
+	} {
+		bad := map[string]any{field: v}
+		r := m.do(http.MethodPut, "/v1/integrations/prod", adminKey, map[string]any{"configurations": bad})
+		wantErr(t, r, http.StatusBadRequest, core.CodeValidation)
+		if !strings.Contains(r.errField("param"), "configurations."+field) {
+			t.Fatalf("%s: %s", field, r.raw)
+		}
+	}
+}
