@@ -107,6 +107,9 @@ func (g *Guardrails) spec(rec store.Guardrail) (hooks.Spec, []string) {
 	}
 	specs, p := g.hooks.ParseList("guardrail", false, []any{hook})
 	for _, pr := range p {
+		if strings.HasPrefix(pr, "guardrail[0]: names no check") {
+			pr = "checks: must hold at least one check"
+		}
 		pr = strings.TrimPrefix(pr, "guardrail[0].")
 		for _, a := range []string{"deny", "async", "sequential", "on_success", "on_fail"} {
 			if strings.HasPrefix(pr, a) {

@@ -42,7 +42,8 @@ func TestGuardrailRoutes(t *testing.T) {
 			{"bad parameters", map[string]any{"name": "x", "checks": check(map[string]any{"words": "secret"}), "actions": map[string]any{}},
 				[]string{"checks[0].parameters.words"}},
 			{"unknown check", map[string]any{"name": "x", "checks": []any{map[string]any{"id": "nope.check"}}, "actions": map[string]any{}},
-				[]string{"checks[0].parameters"}},
+				[]string{"checks[0].id"}},
+			{"no check", map[string]any{"name": "x", "checks": []any{}, "actions": map[string]any{}}, []string{"checks"}},
 			{"bad actions", map[string]any{"name": "x", "checks": check(map[string]any{"words": []string{}}), "actions": map[string]any{"deny": "yes", "colour": 1}},
 				[]string{"actions.colour", "actions.deny"}},
 		}

@@ -132,7 +132,7 @@ func TestParseList(t *testing.T) {
 		{"hook objects", false, `[{"id":"h","type":"mutator","deny":true,"checks":[{"id":"test.pass"},{"id":"default.param","parameters":{"n":1},"is_enabled":false}]}]`, nil, []string{"test.pass", "default.param"}},
 		{"shorthand", true, `[{"param":{"n":2},"test.pass":{},"deny":true}]`, nil, []string{"default.param", "test.pass"}},
 		{"bad params", true, `[{"param":{"n":"x"}}]`, []string{"p[0].param.n: must be a number"}, nil},
-		{"unknown check", false, `[{"checks":[{"id":"nope.x"}]}]`, []string{`p[0].checks[0].parameters: unknown check "nope.x"`}, nil},
+		{"unknown check", false, `[{"checks":[{"id":"nope.x"}]}]`, []string{`p[0].checks[0].id: unknown check "nope.x"`}, nil},
 		{"missing checks", false, `[{"id":"h"}]`, []string{"p[0].checks: is required: an array of checks"}, nil},
 		{"bad fields", false, `[{"checks":[{"id":"test.pass","colour":1}],"deny":"yes","type":"x","extra":1}]`,
 			[]string{"p[0].type: must be guardrail or mutator", "p[0].deny: must be true or false", "p[0].extra: unknown field", "p[0].checks[0].colour: unknown field"}, nil},

@@ -215,7 +215,7 @@ func (r *Registry) ParseList(path string, shorthand bool, v []any) ([]Spec, []st
 				if !strings.Contains(id, ".") {
 					id = "default." + id
 				}
-				spec.Checks = append(spec.Checks, r.parseCheck(at+"."+k, id, obj[k], &p))
+				spec.Checks = append(spec.Checks, r.parseCheck(at+"."+k, at+"."+k, id, obj[k], &p))
 			}
 		} else {
 			for k := range obj {
@@ -308,7 +308,7 @@ func (r *Registry) parseCheckObject(at string, co map[string]any, p *[]string) C
 		*p = append(*p, at+".id: is required: a check id such as default.contains or <plugin-id>.<function>")
 		return CheckSpec{}
 	}
-	cs := r.parseCheck(at+".parameters", id, co["parameters"], p)
+	cs := r.parseCheck(at+".id", at+".parameters", id, co["parameters"], p)
 	for k, v := range co {
 		switch k {
 		case "id", "parameters":
@@ -327,8 +327,9 @@ func (r *Registry) parseCheckObject(at string, co map[string]any, p *[]string) C
 	return cs
 }
 
-// parseCheck checks that id names a check of r and that params suit it.
-func (r *Registry) parseCheck(at, id string, params any, p *[]string) CheckSpec {
+// parseCheck checks that id (at idAt) names a check of r and that params
+// (at at) suit it.
+func (r *Registry) parseCheck(idAt, at, id string, params any, p *[]string) CheckSpec {
 	cs := CheckSpec{ID: id}
 	switch pm := params.(type) {
 	case nil:
@@ -340,7 +341,7 @@ func (r *Registry) parseCheck(at, id string, params any, p *[]string) CheckSpec 
 	}
 	c, ok := r.LookupCheck(id)
 	if !ok {
-		*p = append(*p, at+": unknown check "+strconv.Quote(id))
+		*p = append(*p, idAt+": unknown check "+strconv.Quote(id))
 		return cs
 	}
 	var probs []string

@@ -456,7 +456,7 @@ func TestParseWithRegistry(t *testing.T) {
 	}{
 		{"its sources", reg, nil},
 		{"built-ins only", nil, []want{
-			{"config.targets[0].before_request_hooks[0].checks[0].parameters", `unknown check "plug.check"`},
+			{"config.targets[0].before_request_hooks[0].checks[0].id", `unknown check "plug.check"`},
 			{"config.input_guardrails[0]", `no saved guardrail "saved"`},
 		}},
 	} {

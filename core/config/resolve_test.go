@@ -290,7 +290,7 @@ func TestHooksAreOwnedByTheirNode(t *testing.T) {
 	}
 	for cfg, want := range map[string]string{
 		`{"input_guardrails":[{"testOK":{"bad":1}}]}`:                        "config.input_guardrails[0].testOK.bad: not allowed",
-		`{"targets":[{"before_request_hooks":[{"checks":[{"id":"x.y"}]}]}]}`: `config.targets[0].before_request_hooks[0].checks[0].parameters: unknown check "x.y"`,
+		`{"targets":[{"before_request_hooks":[{"checks":[{"id":"x.y"}]}]}]}`: `config.targets[0].before_request_hooks[0].checks[0].id: unknown check "x.y"`,
 	} {
 		_, err := Parse([]byte(cfg), nil)
 		if err == nil || !strings.Contains(err.Message, want) {
