@@ -38,7 +38,7 @@ func (s *Service) listLogs(c *fiber.Ctx) error {
 		if f.APIKeyIDs, err = ownKeysOnly(tx, caller); err != nil {
 			return err
 		}
-		if err = prepareFilter(tx, &f, false); err != nil {
+		if err = prepareFilter(tx, &f, true); err != nil {
 			return err
 		}
 		page, total, err = store.QueryLogs(tx, f)
@@ -47,14 +47,16 @@ func (s *Service) listLogs(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	if !caller.HasScope(core.ScopeLogsView) {
-		// Bodies and headers are what logs.view guards on GET /logs/{id};
-		// without it the list shows the rest of each record.
-		for i := range page {
+	items := make([]logView, len(page))
+	for i := range page {
+		if !caller.HasScope(core.ScopeLogsView) {
+			// Bodies and headers are what logs.view guards on GET
+			// /logs/{id}; without it the list shows the rest of each record.
 			page[i].Request, page[i].Response = nil, nil
 		}
+		items[i] = logView{LogRecord: page[i], Cost: priced(&page[i], f.Prices), LogFormat: LogFormat, Object: "log"}
 	}
-	return c.JSON(listBody{Object: "list", Total: total, Data: nonNil(page)})
+	return c.JSON(listBody{Object: "list", Total: total, Data: items})
 }
 
 // parseTime reads v, the RFC 3339 time of parameter name: ok is false when
@@ -81,8 +83,20 @@ func parseTime(v, name string, p *problems) (t time.Time, ok bool) {
 // logView is a log record as GET /logs/{id} returns it.
 type logView struct {
 	core.LogRecord
-	LogFormat string `json:"log_format"`
-	Object    string `json:"object"`
+	// Cost is the record's price in USD from its usage and the model's
+	// price (an integration's own, else the built-in table); null when the
+	// model has no price.
+	Cost      *float64 `json:"cost"`
+	LogFormat string   `json:"log_format"`
+	Object    string   `json:"object"`
+}
+
+// priced is rec with its cost (see logView.Cost).
+func priced(rec *core.LogRecord, prices store.Prices) *float64 {
+	if cost, ok := store.LogCost(rec, prices); ok {
+		return &cost
+	}
+	return nil
 }
 
 func (s *Service) getLog(c *fiber.Ctx) error {
@@ -92,8 +106,12 @@ func (s *Service) getLog(c *fiber.Ctx) error {
 	}
 	var rec core.LogRecord
 	var own []string
+	var prices store.Prices
 	err := s.st.View(func(tx store.Tx) (err error) {
 		if own, err = ownKeysOnly(tx, caller); err != nil {
+			return err
+		}
+		if prices, err = store.IntegrationPrices(tx); err != nil {
 			return err
 		}
 		return tx.Get(store.BucketLogs, c.Params("id"), &rec)
@@ -105,5 +123,5 @@ func (s *Service) getLog(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	return c.JSON(logView{LogRecord: rec, LogFormat: LogFormat, Object: "log"})
+	return c.JSON(logView{LogRecord: rec, Cost: priced(&rec, prices), LogFormat: LogFormat, Object: "log"})
 }

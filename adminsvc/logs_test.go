@@ -3,6 +3,7 @@ package adminsvc_test
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
 	"net/url"
 	"strings"
@@ -236,5 +237,29 @@ func TestListLogsWithoutViewScope(t *testing.T) {
 				t.Fatalf("bodies shown %v, want %v: %s", got, tc.bodies, r.raw)
 			}
 		})
+	}
+}
+
+// Log records show their cost (the reference's metrics name it): priced
+// from their usage, null for a model with no price.
+func TestLogsShowCost(t *testing.T) {
+	e := newEnv(t)
+	priced := &core.LogRecord{CreatedAt: t0, Status: 200, TraceID: "cost", Provider: "openai", Model: "gpt-4o-mini",
+		Usage: core.Usage{PromptTokens: 1000, CompletionTokens: 1000, TotalTokens: 2000}}
+	unpriced := &core.LogRecord{CreatedAt: t0.Add(time.Second), Status: 200, TraceID: "cost", Provider: "acme", Model: "mystery",
+		Usage: core.Usage{PromptTokens: 10, TotalTokens: 10}}
+	writeLogs(t, e.st, priced, unpriced)
+	want, ok := store.LogCost(priced, nil)
+	if !ok || want <= 0 {
+		t.Fatalf("gpt-4o-mini has no price: %v %v", want, ok)
+	}
+	one := e.do(http.MethodGet, "/v1/logs/"+priced.ID, adminKey, nil)
+	if c, _ := one.body["cost"].(float64); one.status != 200 || math.Abs(c-want) > 1e-12 {
+		t.Fatalf("GET: %d %s, want cost %v", one.status, one.raw, want)
+	}
+	list := e.do(http.MethodGet, "/v1/logs?trace_id=cost", adminKey, nil)
+	items := list.list()
+	if len(items) != 2 || items[0]["cost"] != nil || items[1]["cost"] == nil {
+		t.Fatalf("list (newest first: unpriced, priced): %s", list.raw)
 	}
 }
