@@ -295,6 +295,14 @@ func TestMCPServerEndToEnd(t *testing.T) {
 	if r := e.do(http.MethodPut, "/v1/mcp-servers/tools/capabilities", adminKey, map[string]any{"capabilities": []any{map[string]any{"name": "rm", "type": "function", "enabled": false}}}); r.errField("param") != "capabilities[0].type" {
 		t.Errorf("bad capability: %s", r.raw)
 	}
+	// Every bad element is named, even next to one that is not an object.
+	r = e.do(http.MethodPut, "/v1/mcp-servers/tools/capabilities", adminKey, map[string]any{"capabilities": []any{
+		map[string]any{"name": "", "type": "widget", "enabled": "no"}, 5}})
+	for _, want := range []string{"capabilities[0].name", "capabilities[0].type", "capabilities[0].enabled: must be true or false", "capabilities[1]: must be an object"} {
+		if !strings.Contains(r.errField("message"), want) {
+			t.Errorf("%q not named: %s", want, r.raw)
+		}
+	}
 	if r := e.do(http.MethodGet, "/v1/mcp-servers/tools/capabilities", adminKey, nil); r.list()[1]["name"] != "rm" || r.list()[1]["enabled"] != false {
 		t.Errorf("capabilities after put: %s", r.raw)
 	}

@@ -551,21 +551,33 @@ func getRemoteIntegrationMetadata[S any](s *Service, c *fiber.Ctx, k *remoteKind
 // list that replaces the stored one.
 func (k *remoteKind[S]) parseCapabilities(fields map[string]json.RawMessage, p *problems) []store.Capability {
 	unknownFields(fields, "", []string{"capabilities"}, p)
-	var items []map[string]json.RawMessage
-	if raw, ok := fields["capabilities"]; !ok || json.Unmarshal(raw, &items) != nil || items == nil {
+	raw, ok := fields["capabilities"]
+	var items []json.RawMessage
+	switch {
+	case !ok:
 		p.add("capabilities", "is required: an array of {name, type, enabled} objects")
+		return nil
+	case json.Unmarshal(raw, &items) != nil || items == nil:
+		p.add("capabilities", "must be an array of {name, type, enabled} objects")
 		return nil
 	}
 	out := make([]store.Capability, 0, len(items))
 	seen := map[string]bool{}
-	for i, it := range items {
+	for i, item := range items {
 		at := fmt.Sprintf("capabilities[%d]", i)
+		var it map[string]json.RawMessage
+		if json.Unmarshal(item, &it) != nil || it == nil {
+			p.add(at, "must be an object {name, type, enabled}")
+			continue
+		}
 		unknownFields(it, at, []string{"name", "type", "enabled"}, p)
 		var cp store.Capability
 		strInto(it, at, "name", &cp.Name, true, 1024, p)
 		cp.Type = enumField(it, "type", at, k.capabilityTypes, true, p)
-		if v, ok := it["enabled"]; !ok || json.Unmarshal(v, &cp.Enabled) != nil {
+		if v, ok := it["enabled"]; !ok {
 			p.add(at+".enabled", "is required: true or false")
+		} else if json.Unmarshal(v, &cp.Enabled) != nil {
+			p.add(at+".enabled", "must be true or false")
 		}
 		if key := k.disabledKey(cp.Type, cp.Name); seen[key] {
 			p.add(at+".name", "%s %s is listed twice", cp.Type, cp.Name)
