@@ -21,26 +21,16 @@ var (
 	workspaceRank = map[string]int{core.RoleMember: 1, core.RoleManager: 2, core.RoleAdmin: 3}
 )
 
-// rankIn is p's workspace rank in workspace ws: organisation owners and
-// admins administer every workspace; other keys act in their own only.
-func rankIn(p *core.Principal, ws string) int {
+// roleIn is p's role in workspace ws: admin for organisation owners and
+// admins, who administer every workspace; its own role in its own
+// workspace; none elsewhere. A new workspace service key made by p acts
+// with it, never more.
+func roleIn(p *core.Principal, ws string) string {
 	switch {
 	case p.IsOrgAdmin():
-		return workspaceRank[core.RoleAdmin]
+		return core.RoleAdmin
 	case p.WorkspaceID == ws:
-		return workspaceRank[p.WorkspaceRole]
-	}
-	return 0
-}
-
-// roleIn is the role a new workspace service key made by caller acts with
-// in workspace ws: the caller's own there (admin for organisation owners
-// and admins, manager for a manager), never more.
-func roleIn(caller *core.Principal, ws string) string {
-	for role, rank := range workspaceRank {
-		if rank == rankIn(caller, ws) {
-			return role
-		}
+		return p.WorkspaceRole
 	}
 	return ""
 }
@@ -51,7 +41,7 @@ func checkRoleReach(caller, target *core.Principal, action string) error {
 	if orgRank[target.Role] > orgRank[caller.Role] {
 		return core.Forbidden("a key acting as organisation %s cannot %s a key acting as organisation %s", cmp.Or(caller.Role, core.RoleMember), action, target.Role)
 	}
-	if target.WorkspaceID != "" && workspaceRank[target.WorkspaceRole] > rankIn(caller, target.WorkspaceID) {
+	if target.WorkspaceID != "" && workspaceRank[target.WorkspaceRole] > workspaceRank[roleIn(caller, target.WorkspaceID)] {
 		return core.Forbidden("this key cannot %s a key acting as %s of its workspace, a role above its own there", action, target.WorkspaceRole)
 	}
 	return nil
