@@ -627,22 +627,18 @@ func keepMaskedSecrets(updated, stored json.RawMessage) (json.RawMessage, error)
 	dec.UseNumber()
 	_ = dec.Decode(&sv) // nothing stored to keep: every mask is refused
 	var p problems
-	var walk func(path string, v, old any) any
-	walk = func(path string, v, old any) any {
+	var walk func(path string, v, old any)
+	walk = func(path string, v, old any) {
 		switch t := v.(type) {
 		case map[string]any:
 			om, _ := old.(map[string]any)
 			for k, child := range t {
-				at := path + "." + k
-				if s, ok := child.(string); ok && configSecretFields[k] && strings.Contains(s, "****") {
-					if prev, ok := om[k].(string); ok && maskKey(prev) == s {
-						t[k] = prev
-					} else {
-						p.add(at, "is a masked value (%s); send the secret itself, or put back the mask a read showed to keep the stored one", s)
-					}
+				if s, ok := child.(string); ok && configSecretFields[k] {
+					prev, _ := om[k].(string)
+					t[k] = restoreMasked(s, prev, maskKey, path+"."+k, &p)
 					continue
 				}
-				t[k] = walk(at, child, om[k])
+				walk(path+"."+k, child, om[k])
 			}
 		case []any:
 			ol, _ := old.([]any)
@@ -651,10 +647,9 @@ func keepMaskedSecrets(updated, stored json.RawMessage) (json.RawMessage, error)
 				if i < len(ol) {
 					prev = ol[i]
 				}
-				t[i] = walk(fmt.Sprintf("%s[%d]", path, i), child, prev)
+				walk(fmt.Sprintf("%s[%d]", path, i), child, prev)
 			}
 		}
-		return v
 	}
 	walk("config", nv, sv)
 	if err := p.err(); err != nil {

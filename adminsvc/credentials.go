@@ -130,11 +130,7 @@ func parseProviderConfig(raw json.RawMessage, param string, base store.ProviderC
 		}
 		s = strings.TrimSpace(s)
 		if f.sealed && strings.Contains(s, "****") {
-			// A secret sent back as the mask a read showed keeps the stored
-			// one (cfg starts as base); another mask is never stored.
-			if prev := *f.get(&base); prev == "" || maskSecret(prev) != s {
-				p.add(at, "is a masked value (%s); send the secret itself, or put back the mask a read showed to keep the stored one", s)
-			}
+			*dst = restoreMasked(s, *f.get(&base), maskSecret, at, p)
 			continue
 		}
 		switch {
@@ -411,20 +407,26 @@ func mapHeaderValues(h map[string]string, fn func(string) (string, error)) (map[
 	return out, nil
 }
 
-// keepMaskedHeaders puts back, in the headers an update sent, the stored
-// value of each one sent back as the mask a read showed (maskSecret): a
-// client that reads an integration, changes it and puts it back keeps its
-// headers' secrets. Another masked-looking value is a problem at param.
+// restoreMasked is the value to store for a secret an update sent (sent)
+// at param over the one stored: the stored one when sent is the mask a read
+// showed of it (mask), so that a client that reads a record, changes it
+// and puts it back keeps its secrets; sent itself when it is no mask. Any
+// other masked value is a problem at param, never stored as the secret.
+func restoreMasked(sent, stored string, mask func(string) string, param string, p *problems) string {
+	if !strings.Contains(sent, "****") {
+		return sent
+	}
+	if stored == "" || mask(stored) != sent {
+		p.add(param, "is a masked value (%s); send the secret itself, or put back the mask a read showed to keep the stored one", sent)
+	}
+	return stored
+}
+
+// keepMaskedHeaders applies restoreMasked to each header an update sent,
+// over the stored headers.
 func keepMaskedHeaders(sent, stored map[string]string, param string, p *problems) {
 	for name, v := range sent {
-		if !strings.Contains(v, "****") {
-			continue
-		}
-		if prev, ok := stored[name]; ok && maskSecret(prev) == v {
-			sent[name] = prev
-			continue
-		}
-		p.add(param+"."+name, "is a masked value (%s); send the header's value itself, or put back the mask a read showed to keep the stored one", v)
+		sent[name] = restoreMasked(v, stored[name], maskSecret, param+"."+name, p)
 	}
 }
 
