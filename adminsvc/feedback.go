@@ -13,13 +13,9 @@ import (
 	"github.com/llm-gateway/gateway/store"
 )
 
-// Bounds of a feedback record.
-const (
-	minFeedbackValue = -10
-	maxFeedbackValue = 10
-	// maxFeedbackItems bounds the array of one POST /feedback.
-	maxFeedbackItems = 100
-)
+// maxFeedbackItems bounds the array of one POST /feedback; a record's
+// value and weight are bounded by core.FeedbackValueMin and the others.
+const maxFeedbackItems = 100
 
 // feedbackFields are the fields of a feedback object.
 var feedbackFields = []string{"trace_id", "value", "weight", "metadata"}
@@ -178,16 +174,16 @@ func parseFeedback(fields map[string]json.RawMessage, at string, create bool, p 
 	}
 	if raw, ok := present("value"); ok {
 		b.hasValue = true
-		if json.Unmarshal(raw, &b.Value) != nil || b.Value < minFeedbackValue || b.Value > maxFeedbackValue {
-			p.add(fieldPath(at, "value"), "must be an integer from %d to %d, got %s", minFeedbackValue, maxFeedbackValue, raw)
+		if json.Unmarshal(raw, &b.Value) != nil || b.Value < core.FeedbackValueMin || b.Value > core.FeedbackValueMax {
+			p.add(fieldPath(at, "value"), "must be an integer from %d to %d, got %s", core.FeedbackValueMin, core.FeedbackValueMax, raw)
 		}
 	} else if create {
-		p.add(fieldPath(at, "value"), "is required: an integer from %d to %d", minFeedbackValue, maxFeedbackValue)
+		p.add(fieldPath(at, "value"), "is required: an integer from %d to %d", core.FeedbackValueMin, core.FeedbackValueMax)
 	}
 	if raw, ok := present("weight"); ok {
 		b.hasWeight = true
-		if json.Unmarshal(raw, &b.Weight) != nil || b.Weight < 0 || b.Weight > 1 {
-			p.add(fieldPath(at, "weight"), "must be a number from 0 to 1, got %s", raw)
+		if json.Unmarshal(raw, &b.Weight) != nil || b.Weight < 0 || b.Weight > core.FeedbackWeightMax {
+			p.add(fieldPath(at, "weight"), "must be a number from 0 to %d, got %s", core.FeedbackWeightMax, raw)
 		}
 	}
 	if raw, ok := present("metadata"); ok {

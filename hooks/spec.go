@@ -9,6 +9,8 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+
+	"github.com/llm-gateway/gateway/core"
 )
 
 // Hook types.
@@ -111,8 +113,9 @@ func readFeedback(raw json.RawMessage) json.RawMessage {
 }
 
 // checkFeedback checks the feedback of an on_fail or on_success at path,
-// as POST /v1/feedback would: {value: integer -10..10 (required), weight:
-// 0..1, metadata: object of strings}.
+// as POST /v1/feedback would: {value: a whole number within the core
+// feedback bounds (required), weight: from 0 to its bound, metadata:
+// object of strings}.
 func checkFeedback(path string, v any, add func(at, format string, args ...any)) {
 	fb, ok := v.(map[string]any)
 	if !ok {
@@ -122,12 +125,12 @@ func checkFeedback(path string, v any, add func(at, format string, args ...any))
 	for k, x := range fb {
 		switch k {
 		case "value":
-			if n, ok := numberOf(x); !ok || n != math.Trunc(n) || n < -10 || n > 10 {
-				add(path+".value", "must be a whole number from -10 to 10")
+			if n, ok := numberOf(x); !ok || n != math.Trunc(n) || n < core.FeedbackValueMin || n > core.FeedbackValueMax {
+				add(path+".value", "must be a whole number from %d to %d", core.FeedbackValueMin, core.FeedbackValueMax)
 			}
 		case "weight":
-			if n, ok := numberOf(x); !ok || n < 0 || n > 1 {
-				add(path+".weight", "must be a number from 0 to 1")
+			if n, ok := numberOf(x); !ok || n < 0 || n > core.FeedbackWeightMax {
+				add(path+".weight", "must be a number from 0 to %d", core.FeedbackWeightMax)
 			}
 		case "metadata":
 			md, ok := x.(map[string]any)
