@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"math"
 	"slices"
 	"strconv"
 
@@ -163,7 +164,8 @@ func parseFeedback(fields map[string]json.RawMessage, at string, create bool, p 
 		return raw, ok && string(raw) != "null"
 	}
 	if create {
-		if id, ok := strFieldAt(fields, at, "trace_id", true, core.MaxTraceIDLength, p); ok {
+		// Its length and characters are checked as the data plane's are.
+		if id, ok := strFieldAt(fields, at, "trace_id", true, math.MaxInt, p); ok {
 			b.TraceID = id
 			if msg := core.CheckTraceID(id); msg != "" && id != "" {
 				p.add(fieldPath(at, "trace_id"), "%s, as the gateway's trace ids are", msg)

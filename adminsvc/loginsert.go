@@ -207,8 +207,10 @@ func parseCustomLog(fields map[string]json.RawMessage, at string, p *problems) *
 			}
 			if v = strings.TrimSpace(v); v == "" || len(v) > limit {
 				p.add(fieldPath(at, "metadata."+key), "must be a non-empty string of at most %d characters", limit)
-			} else if msg := core.CheckTraceID(v); key == "trace_id" && msg != "" {
-				p.add(fieldPath(at, "metadata."+key), "%s, as the gateway's trace ids are", msg)
+			} else if key == "trace_id" {
+				if msg := core.CheckTraceID(v); msg != "" {
+					p.add(fieldPath(at, "metadata."+key), "%s, as the gateway's trace ids are", msg)
+				}
 			}
 			*dst = v
 		}
