@@ -277,9 +277,6 @@ func readRPCMessage(raw []byte) (rpcMessage, bool) {
 	return m, true
 }
 
-// refuseRPCCall answers a call of something disabled with a JSON-RPC
-// error (-32602, as for an unknown tool): for the call's id, or with a null
-// id for a batch, which is refused whole.
 // refuseUnreadableRPC answers a body inspectRPCBody could not read, for a
 // target that disables capabilities: a 400 with JSON-RPC's parse error.
 func (s *Server) refuseUnreadableRPC(c *fiber.Ctx, k *remoteKind, req *core.Request) error {
@@ -291,6 +288,9 @@ func (s *Server) refuseUnreadableRPC(c *fiber.Ctx, k *remoteKind, req *core.Requ
 	return c.Send(out)
 }
 
+// refuseRPCCall answers a call of something disabled with a JSON-RPC
+// error (-32602, as for an unknown tool): for the call's id, or with a null
+// id for a batch, which is refused whole.
 func (s *Server) refuseRPCCall(c *fiber.Ctx, k *remoteKind, req *core.Request, body []byte, what string) error {
 	id := json.RawMessage("null")
 	var m rpcMessage
