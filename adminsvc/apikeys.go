@@ -10,7 +10,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/core"
-	"github.com/llm-gateway/gateway/core/limits"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -336,11 +335,7 @@ func (s *Service) keyViews(ctx context.Context, keys []store.APIKey, now time.Ti
 	out := make([]apiKeyView, len(keys))
 	for i, k := range keys {
 		out[i] = viewOf(k, now)
-		st, counted := used[k.ID]
-		withUsage(out[i].UsageLimits, &out[i].Status, st, counted)
-		if ul := out[i].UsageLimits; ul != nil {
-			s.nextReset(&ul.UsageLimits, limits.EntityUsageID("api_key", k.ID))
-		}
+		s.showEntityUsage(out[i].UsageLimits, &out[i].Status, used, "api_key", k.ID)
 	}
 	return out
 }

@@ -166,6 +166,18 @@ type usageLimitsView struct {
 	CurrentUsage float64 `json:"current_usage"`
 }
 
+// showEntityUsage fills the usage limits view of entity id of kind (nil:
+// it has none) with what the limits engine counted (used, by id; see
+// withUsage) and when it next resets it.
+func (s *Service) showEntityUsage(ul *usageLimitsView, status *string, used map[string]limits.UsageState, kind, id string) {
+	if ul == nil {
+		return
+	}
+	st, counted := used[id]
+	withUsage(ul, status, st, counted)
+	s.nextReset(&ul.UsageLimits, limits.EntityUsageID(kind, id))
+}
+
 // nextReset sets ul's next_usage_reset_at to when the limits engine next
 // resets the usage it counts for rule (a periodic limit); it stays as
 // stored otherwise.

@@ -7,7 +7,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/core"
-	"github.com/llm-gateway/gateway/core/limits"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -52,11 +51,7 @@ func (s *Service) providerViews(ctx context.Context, recs []store.Provider) []pr
 		v := providerView{ID: r.ID, Name: r.Name, Slug: r.Slug, IntegrationID: r.IntegrationID, WorkspaceID: r.WorkspaceID,
 			Note: r.Note, Status: providerStatus(r.Status, r.ExpiresAt, now), UsageLimits: usageLimitsViewOf(r.UsageLimits, 0), ResetUsage: r.LastResetAt,
 			RateLimits: nonNil(r.RateLimits), ExpiresAt: r.ExpiresAt, CreatedAt: r.CreatedAt, LastUpdatedAt: r.LastUpdatedAt, Object: "provider"}
-		st, counted := used[r.ID]
-		withUsage(v.UsageLimits, &v.Status, st, counted)
-		if v.UsageLimits != nil {
-			s.nextReset(&v.UsageLimits.UsageLimits, limits.EntityUsageID("provider", r.ID))
-		}
+		s.showEntityUsage(v.UsageLimits, &v.Status, used, "provider", r.ID)
 		out[i] = v
 	}
 	return out

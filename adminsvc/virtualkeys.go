@@ -8,7 +8,6 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/core"
-	"github.com/llm-gateway/gateway/core/limits"
 	"github.com/llm-gateway/gateway/store"
 )
 
@@ -58,11 +57,7 @@ func (s *Service) virtualKeyViews(ctx context.Context, recs []store.VirtualKey, 
 			mk, cfg := r.MaskedKey, maskedConfig(s.cipher, r.Configurations)
 			v.MaskedKey, v.Configurations = &mk, &cfg
 		}
-		st, counted := used[r.ID]
-		withUsage(v.UsageLimits, &v.Status, st, counted)
-		if v.UsageLimits != nil {
-			s.nextReset(&v.UsageLimits.UsageLimits, limits.EntityUsageID("virtual_key", r.ID))
-		}
+		s.showEntityUsage(v.UsageLimits, &v.Status, used, "virtual_key", r.ID)
 		out[i] = v
 	}
 	return out
