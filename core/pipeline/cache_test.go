@@ -403,14 +403,7 @@ func TestSemanticEmbeddingKeepsStoredKeys(t *testing.T) {
 			t.Errorf("%s: no embedding call where expected", tc.name)
 			continue
 		}
-		var got seen
-		tc.at.mu.Lock()
-		for _, r := range tc.at.reqs {
-			if r.path == "/v1/embeddings" {
-				got = r
-			}
-		}
-		tc.at.mu.Unlock()
+		got := lastEmbedding(tc.at, 0)
 		if got.path != "/v1/embeddings" || got.header.Get("Authorization") != tc.auth {
 			t.Errorf("%s: embedding call %q with Authorization %q, want %q", tc.name, got.path, got.header.Get("Authorization"), tc.auth)
 		}
@@ -438,18 +431,24 @@ func TestSemanticEmbeddingCallersKeyKeepsItsHost(t *testing.T) {
 		req.Target = core.Target{Provider: "openai", APIKey: "mine", BaseURL: emb.URL(), CustomHost: true}
 		before := tc.at.Hits()
 		e.mustDo(t, root, req)
-		var got seen
-		tc.at.mu.Lock()
-		for _, r := range tc.at.reqs[before:] {
-			if r.path == "/v1/embeddings" {
-				got = r
-			}
-		}
-		tc.at.mu.Unlock()
+		got := lastEmbedding(tc.at, before)
 		if got.path != "/v1/embeddings" || got.header.Get("Authorization") != tc.auth {
 			t.Errorf("%s: embedding call %q with Authorization %q, want %q", tc.name, got.path, got.header.Get("Authorization"), tc.auth)
 		}
 	}
+}
+
+// lastEmbedding is the last embedding call at got since its from-th request.
+func lastEmbedding(at *scripted, from int64) seen {
+	at.mu.Lock()
+	defer at.mu.Unlock()
+	var got seen
+	for _, r := range at.reqs[from:] {
+		if r.path == "/v1/embeddings" {
+			got = r
+		}
+	}
+	return got
 }
 
 // TestCacheKeepsContentEncoding: an answer passed on still encoded (an
