@@ -302,8 +302,9 @@ func contentBlocks(at string, content json.RawMessage) ([]block, error) {
 // assistantBlocks is contentBlocks of an assistant message m's content
 // (its content_blocks when it has them, see chat.AppendAssistantBlocks),
 // which may also hold its earlier thinking and redacted_thinking (as
-// content_blocks answered them): sent back as the same blocks, in order,
-// as Anthropic needs them with the tool calls of a turn that thought.
+// content_blocks answered them): sent back as the same blocks, first in
+// the turn and in their order, as Anthropic needs them with the tool
+// calls of a turn that thought.
 func assistantBlocks(at string, m *chat.Message) ([]block, error) {
 	return chat.AppendAssistantBlocks([]block{}, at, m, Name, textBlock, imageURLBlock, thinkingBlock)
 }

@@ -110,6 +110,14 @@ func TestTranslateRequest(t *testing.T) {
 				`"tool_calls":[{"id":"t1","type":"function","function":{"name":"now","arguments":"{}"}}]}]}`,
 			`{"model":"m","max_tokens":4096,"messages":[` + userTurn + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"text","text":"4"},` +
 				`{"type":"tool_use","id":"t1","name":"now","input":{}}]}]}`},
+		{"an assistant's thinking given after its text goes first",
+			`{"model":"m","messages":[` + user + `,{"role":"assistant","content":[{"type":"text","text":"Checking."},{"type":"thinking","thinking":"hm","signature":"sig"}],` +
+				`"tool_calls":[{"id":"t1","type":"function","function":{"name":"now","arguments":"{}"}}]}]}`,
+			`{"model":"m","max_tokens":4096,"messages":[` + userTurn + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"text","text":"Checking."},` +
+				`{"type":"tool_use","id":"t1","name":"now","input":{}}]}]}`},
+		{"content_blocks merged from a stream's deltas, without type",
+			`{"model":"m","messages":[` + user + `,{"role":"assistant","content":"4","content_blocks":[{"index":0,"thinking":"hm","signature":"sig"},{"index":1,"data":"enc"}]}]}`,
+			`{"model":"m","max_tokens":4096,"messages":[` + userTurn + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"redacted_thinking","data":"enc"},{"type":"text","text":"4"}]}]}`},
 		{"thinking passes through",
 			`{"model":"m","thinking":{"type":"enabled","budget_tokens":1024},"messages":[` + user + `]}`,
 			`{"model":"m","max_tokens":4096,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[` + userTurn + `]}`},

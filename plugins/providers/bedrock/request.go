@@ -3,7 +3,6 @@ package bedrock
 import (
 	"encoding/json"
 	"fmt"
-	"slices"
 	"strings"
 
 	"github.com/llm-gateway/gateway/core"
@@ -261,24 +260,16 @@ func newTextBlock(text string) textBlock { return textBlock{Text: text} }
 // contentBlocks is a user or assistant message's content as blocks: text
 // (and an assistant's refusal) as text, a base64 data: URL image_url as an
 // image, and, when assistant, thinking and redacted_thinking parts as
-// reasoningContent blocks, moved before the others in their order (an
+// reasoningContent blocks, before the others in their order (an
 // assistant's content_blocks are its content when it has them, see
 // chat.AppendAssistantBlocks). Converse takes image bytes only: an
 // http(s) URL is refused.
 func contentBlocks(at string, m *chat.Message) ([]block, error) {
 	text := func(t string) block { return block{Text: t} }
-	assistant := m.Role == "assistant"
-	var blocks []block
-	var err error
-	if assistant {
-		blocks, err = chat.AppendAssistantBlocks([]block{}, at, m, Name, text, imageURLBlock, reasoningBlock)
-	} else {
-		blocks, err = chat.AppendBlocks([]block{}, at, m.Content, Name, text, imageURLBlock, nil)
+	if m.Role == "assistant" {
+		return chat.AppendAssistantBlocks([]block{}, at, m, Name, text, imageURLBlock, reasoningBlock)
 	}
-	if assistant && err == nil {
-		slices.SortStableFunc(blocks, func(a, b block) int { return isReasoning(b) - isReasoning(a) })
-	}
-	return blocks, err
+	return chat.AppendBlocks([]block{}, at, m.Content, Name, text, imageURLBlock, nil)
 }
 
 // reasoningBlock is a thinking part (its thinking and signature) or a
@@ -288,14 +279,6 @@ func reasoningBlock(p chat.Part) block {
 		return block{ReasoningContent: &reasoningContent{RedactedContent: p.Data}}
 	}
 	return block{ReasoningContent: &reasoningContent{ReasoningText: &reasoningText{Text: p.Thinking, Signature: p.Signature}}}
-}
-
-// isReasoning is 1 for a reasoningContent block, else 0.
-func isReasoning(b block) int {
-	if b.ReasoningContent != nil {
-		return 1
-	}
-	return 0
 }
 
 // imageURLBlock is an image_url part as an image block.

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"encoding/json"
+	"slices"
 	"strings"
 	"testing"
 
@@ -73,6 +74,59 @@ func TestParseToolChoice(t *testing.T) {
 		if ce, ok := err.(*core.Error); err != nil && (!ok || ce.Param != "tool_choice") {
 			t.Errorf("%s: error %v", tc.in, err)
 		}
+	}
+}
+
+// TestAppendAssistantBlocks: an assistant's thinking and redacted_thinking
+// come first in its turn, in their order, whether in its content or its
+// content_blocks (which are its content when they hold text, else are
+// followed by its content's text); a content_blocks entry without a type
+// (a stream's deltas merged by index) is thinking or redacted_thinking as
+// its fields say; what cannot be sent is a 400 naming it.
+func TestAppendAssistantBlocks(t *testing.T) {
+	text := func(s string) string { return "text:" + s }
+	image := func(p Part) (string, error) { return "image:" + p.ImageURL.URL, nil }
+	reasoning := func(p Part) string { return p.Type + ":" + p.Thinking + p.Data + "/" + p.Signature }
+	for _, tc := range []struct {
+		name, msg string
+		want      []string
+		param     string // of the 400
+	}{
+		{"content: thinking first, in order",
+			`{"content":[{"type":"text","text":"a"},{"type":"thinking","thinking":"t1","signature":"s1"},{"type":"image_url","image_url":{"url":"u"}},{"type":"redacted_thinking","data":"d"},{"type":"thinking","thinking":"t2"}]}`,
+			[]string{"thinking:t1/s1", "redacted_thinking:d/", "thinking:t2/", "text:a", "image:u"}, ""},
+		{"content_blocks with text are the content",
+			`{"content":"4","content_blocks":[{"type":"thinking","thinking":"t","signature":"s"},{"type":"text","text":"4"}]}`,
+			[]string{"thinking:t/s", "text:4"}, ""},
+		{"content_blocks with text after the thinking",
+			`{"content":"4","content_blocks":[{"type":"text","text":"4"},{"type":"thinking","thinking":"t","signature":"s"}]}`,
+			[]string{"thinking:t/s", "text:4"}, ""},
+		{"content_blocks of thinking only, then the content",
+			`{"content":"4","content_blocks":[{"type":"thinking","thinking":"t","signature":"s"}]}`,
+			[]string{"thinking:t/s", "text:4"}, ""},
+		{"content_blocks merged from a stream's deltas: no type",
+			`{"content":"4","content_blocks":[{"index":0,"thinking":"t","signature":"s"},{"index":1,"data":"d"},{"signature":"s2"}]}`,
+			[]string{"thinking:t/s", "redacted_thinking:d/", "thinking:/s2", "text:4"}, ""},
+		{"an entry without type or fields", `{"content":"4","content_blocks":[{"index":0}]}`, nil, "m.content_blocks[0].type"},
+		{"redacted thinking without data", `{"content":[{"type":"text","text":"a"},{"type":"redacted_thinking"}]}`, nil, "m.content[1].data"},
+		{"another part in content_blocks", `{"content":"4","content_blocks":[{"type":"input_audio"}]}`, nil, "m.content_blocks[0].type"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var m Message
+			if err := json.Unmarshal([]byte(tc.msg), &m); err != nil {
+				t.Fatal(err)
+			}
+			got, err := AppendAssistantBlocks([]string{}, "m", &m, "p", text, image, reasoning)
+			if tc.param != "" {
+				if ce, ok := err.(*core.Error); !ok || ce.Status != 400 || ce.Param != tc.param {
+					t.Fatalf("%v, want a 400 naming %s", err, tc.param)
+				}
+				return
+			}
+			if err != nil || !slices.Equal(got, tc.want) {
+				t.Errorf("%q %v, want %q", got, err, tc.want)
+			}
+		})
 	}
 }
 

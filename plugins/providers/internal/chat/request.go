@@ -271,36 +271,87 @@ func AppendBlocks[B any](dst []B, at string, content json.RawMessage, provider s
 	if err != nil {
 		return dst, err
 	}
-	return appendParts(dst, at+".content", ps, provider, text, image, reasoning)
+	return appendParts(dst, at+".content", ps, provider, text, image, reasoning, allParts)
 }
 
-// AppendAssistantBlocks is AppendBlocks of an assistant message m at:
-// its content_blocks when it has them (an answer's content_blocks sent
-// back as they came: its text and thinking, in order), followed by its
+// AppendAssistantBlocks is AppendBlocks of an assistant message m at: its
+// content_blocks when it has them (an answer's content_blocks sent back
+// as they came: its text and thinking, in order), followed by its
 // content's text when those blocks hold none (content_blocks gathered
-// from a stream carry the thinking only); else its content.
+// from a stream carry the thinking only); else its content. Its thinking
+// and redacted_thinking blocks come first, in their order, as the
+// providers that take them back need them. A content_blocks entry without
+// a type is thinking when it has thinking or a signature,
+// redacted_thinking when it has data: a stream's content_blocks deltas,
+// merged by index, are such entries.
 func AppendAssistantBlocks[B any](dst []B, at string, m *Message, provider string, text func(string) B, image func(Part) (B, error), reasoning func(Part) B) ([]B, error) {
-	if Present(m.ContentBlocks) == nil {
-		return AppendBlocks(dst, at, m.Content, provider, text, image, reasoning)
+	type source struct {
+		at string
+		ps []Part
 	}
-	ps, err := partsIn(at+".content_blocks", m.ContentBlocks)
-	if err != nil {
-		return dst, err
+	var sources []source
+	withContent := true // false when content_blocks hold the text
+	if Present(m.ContentBlocks) != nil {
+		ps, err := partsIn(at+".content_blocks", m.ContentBlocks)
+		if err != nil {
+			return dst, err
+		}
+		for j := range ps {
+			ps[j].inferType()
+		}
+		sources = append(sources, source{at + ".content_blocks", ps})
+		withContent = !slices.ContainsFunc(ps, func(p Part) bool { return p.Type == "text" })
 	}
-	if dst, err = appendParts(dst, at+".content_blocks", ps, provider, text, image, reasoning); err != nil {
-		return dst, err
+	if withContent {
+		ps, err := Parts(at, m.Content)
+		if err != nil {
+			return dst, err
+		}
+		sources = append(sources, source{at + ".content", ps})
 	}
-	if slices.ContainsFunc(ps, func(p Part) bool { return p.Type == "text" }) {
-		return dst, nil
+	for _, which := range []partKinds{reasoningParts, otherParts} {
+		for _, s := range sources {
+			var err error
+			if dst, err = appendParts(dst, s.at, s.ps, provider, text, image, reasoning, which); err != nil {
+				return dst, err
+			}
+		}
 	}
-	return AppendBlocks(dst, at, m.Content, provider, text, image, reasoning)
+	return dst, nil
 }
 
-// appendParts is AppendBlocks of the parts ps of the content at path at
-// ("messages[2].content").
-func appendParts[B any](dst []B, at string, ps []Part, provider string, text func(string) B, image func(Part) (B, error), reasoning func(Part) B) ([]B, error) {
+// inferType gives a content_blocks entry without a type the one its
+// fields say: thinking (thinking, signature) or redacted_thinking (data).
+func (p *Part) inferType() {
+	switch {
+	case p.Type != "":
+	case p.Data != "":
+		p.Type = "redacted_thinking"
+	case p.Thinking != "" || p.Signature != "":
+		p.Type = "thinking"
+	}
+}
+
+// partKinds says which parts appendParts appends.
+type partKinds uint8
+
+const (
+	allParts       partKinds = iota
+	reasoningParts           // thinking and redacted_thinking only
+	otherParts               // all but those
+)
+
+// isReasoning reports whether p is a thinking or redacted_thinking part.
+func (p *Part) isReasoning() bool { return p.Type == "thinking" || p.Type == "redacted_thinking" }
+
+// appendParts is AppendBlocks of the parts ps (those which says) of the
+// content at path at ("messages[2].content").
+func appendParts[B any](dst []B, at string, ps []Part, provider string, text func(string) B, image func(Part) (B, error), reasoning func(Part) B, which partKinds) ([]B, error) {
 	dst = slices.Grow(dst, len(ps))
 	for j, p := range ps {
+		if which != allParts && p.isReasoning() != (which == reasoningParts) {
+			continue
+		}
 		switch p.Type {
 		case "text", "refusal":
 			if t := p.Text + p.Refusal; t != "" {
