@@ -443,4 +443,13 @@ func TestBedrockMessages(t *testing.T) {
 	if up := g.up.last(t); up.RawPath != "/model/anthropic.claude-v2%3A1/count-tokens" {
 		t.Errorf("upstream got %s %s", up.RawPath, up.Body)
 	}
+
+	// CountTokens takes foundation models only: an application inference
+	// profile, whose model its ARN does not name, is a 400 naming model
+	// that says so, before any call.
+	hits := g.up.hits()
+	r = g.do(t, "POST", "/v1/messages/count_tokens", []byte(`{"model":"arn:aws:bedrock:eu-west-1:123456789012:application-inference-profile/a1b2c3d4e5f6","messages":[{"role":"user","content":"hi"}]}`), aws...)
+	if r.status != 400 || !strings.Contains(string(r.body), `"model"`) || !strings.Contains(string(r.body), "foundation model") || g.up.hits() != hits {
+		t.Errorf("count_tokens of an application inference profile: %d %s (%d upstream calls)", r.status, r.body, g.up.hits()-hits)
+	}
 }

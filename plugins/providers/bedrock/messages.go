@@ -17,11 +17,18 @@ import (
 // /v1/messages request: Anthropic's body without model and stream and with
 // anthropic_version bedrock-2023-05-31 when it has none, and the client's
 // anthropic-beta header as anthropic_beta (see anthropic.BedrockMessages).
-// A model that is not Anthropic's (its id, inference profile or ARN not
-// holding "anthropic.") is a 400 naming model.
+// Of a /v1/messages/count_tokens request, the model is the one
+// countTokensModel asks CountTokens about. A model that is not Anthropic's
+// (its id, inference profile or ARN not holding "anthropic.") is a 400
+// naming model.
 func messagesRequest(req *core.Request) (model string, out []byte, err error) {
 	if model, out, err = anthropic.BedrockMessages(req.Body, req.Header.Values("anthropic-beta")); err != nil {
 		return "", nil, err
+	}
+	if req.Endpoint == core.EndpointMessagesCount {
+		if model, err = countTokensModel(model); err != nil {
+			return "", nil, err
+		}
 	}
 	if !anthropicModel(model) {
 		return "", nil, core.BadRequest("model", "provider %s serves Anthropic's Messages API for Anthropic's models only (ids holding \"anthropic.\", e.g. anthropic.claude-3-5-sonnet-20240620-v1:0 or us.anthropic.claude-3-5-sonnet-20240620-v1:0), not %q", Name, model)
@@ -43,7 +50,6 @@ func countTokensRequest(req *core.Request) (model string, out []byte, err error)
 	if err != nil {
 		return "", nil, err
 	}
-	model = countTokensModel(model)
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(body, &m); err != nil {
 		return "", nil, err
@@ -67,25 +73,32 @@ func countTokensRequest(req *core.Request) (model string, out []byte, err error)
 }
 
 // countTokensModel is the model CountTokens is asked about for model.
-// CountTokens takes foundation models only, not the cross-region inference
-// profiles InvokeModel also takes, so a system-defined profile's id
+// CountTokens takes foundation models only, not the inference profiles
+// InvokeModel also takes. A system-defined cross-region profile's id
 // ("us.anthropic.claude-…") or ARN ("…:inference-profile/us.anthropic.
-// claude-…") becomes the id of the model it routes to
-// ("anthropic.claude-…"). Anything else (a model id, a foundation-model or
-// application inference profile ARN) is passed on as it is.
-func countTokensModel(model string) string {
+// claude-…") names the model it routes to, and becomes that model's id
+// ("anthropic.claude-…"). An application inference profile's ARN
+// ("…:application-inference-profile/{id}") does not: only Bedrock's
+// GetInferenceProfile (a control-plane call, with a permission of its own)
+// tells its model, so it is a 400 naming model that says which id to send
+// instead. Anything else (a model id, a foundation-model ARN) is passed on
+// as it is.
+func countTokensModel(model string) (string, error) {
 	id := model
 	if strings.HasPrefix(id, "arn:") {
+		if strings.Contains(id, ":application-inference-profile/") {
+			return "", core.BadRequest("model", "provider %s counts tokens through Bedrock's CountTokens, which takes foundation models only, not an application inference profile such as %q: set model to the id of the foundation model the profile routes to (e.g. anthropic.claude-sonnet-4-20250514-v1:0)", Name, model)
+		}
 		var ok bool
 		if _, id, ok = strings.Cut(id, ":inference-profile/"); !ok {
-			return model
+			return model, nil
 		}
 	}
 	geo, routed, ok := strings.Cut(id, ".")
 	if !ok || geo == "" || strings.ContainsAny(geo, ":/") || !strings.HasPrefix(routed, "anthropic.") {
-		return model
+		return model, nil
 	}
-	return routed
+	return routed, nil
 }
 
 // translateCountTokensAnswer turns CountTokens' {"inputTokens": n} into

@@ -58,9 +58,15 @@ func TestBuildMessagesRequest(t *testing.T) {
 		{"count_tokens, inference profile ARN", `{"model":"arn:aws:bedrock:eu-west-3:123:inference-profile/eu.anthropic.claude-3-5-sonnet-20240620-v1:0",` + msgs + `}`, false,
 			host + "/model/anthropic.claude-3-5-sonnet-20240620-v1%3A0/count-tokens",
 			counted(`{"anthropic_version":"bedrock-2023-05-31",` + msgs + `}`), "", core.EndpointMessagesCount},
-		{"count_tokens, application profile ARN as it is", `{"model":"arn:aws:bedrock:eu-west-3:123:application-inference-profile/anthropic.x",` + msgs + `}`, false,
-			host + "/model/arn%3Aaws%3Abedrock%3Aeu-west-3%3A123%3Aapplication-inference-profile%2Fanthropic.x/count-tokens",
+		{"count_tokens, foundation-model ARN as it is", `{"model":"arn:aws:bedrock:eu-west-3::foundation-model/anthropic.claude-v2:1",` + msgs + `}`, false,
+			host + "/model/arn%3Aaws%3Abedrock%3Aeu-west-3%3A%3Afoundation-model%2Fanthropic.claude-v2%3A1/count-tokens",
 			counted(`{"anthropic_version":"bedrock-2023-05-31",` + msgs + `}`), "", core.EndpointMessagesCount},
+		// An application inference profile does not name its model, and
+		// CountTokens refuses it: a 400 says which id to send instead.
+		{"count_tokens, application profile ARN", `{"model":"arn:aws:bedrock:eu-west-3:123456789012:application-inference-profile/a1b2c3d4e5f6",` + msgs + `}`, false,
+			"", "", "model", core.EndpointMessagesCount},
+		{"count_tokens, application profile ARN whose id holds anthropic.", `{"model":"arn:aws:bedrock:eu-west-3:123:application-inference-profile/anthropic.x",` + msgs + `}`, false,
+			"", "", "model", core.EndpointMessagesCount},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			endpoint := cmp.Or(tc.endpoint, core.EndpointMessages)
@@ -70,6 +76,9 @@ func TestBuildMessagesRequest(t *testing.T) {
 				var ce *core.Error
 				if !errors.As(err, &ce) || ce.Status != 400 || ce.Param != tc.param {
 					t.Fatalf("%v, want a 400 naming %s", err, tc.param)
+				}
+				if endpoint == core.EndpointMessagesCount && !strings.Contains(ce.Message, "foundation model") {
+					t.Fatalf("%v, want a 400 saying CountTokens takes foundation models", err)
 				}
 				return
 			}
