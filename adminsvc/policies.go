@@ -297,7 +297,7 @@ func loadPolicy[T policyRecord](tx store.Tx, b store.Bucket, caller *core.Princi
 // policyQuery is a validated list query: the filters every policy list has
 // (workspace_id, status, paging) and the extra enum filters of one kind.
 type policyQuery struct {
-	workspace string // a workspace reference; resolved by workspaceFilter
+	workspace string // a workspace reference; resolved by listWorkspace
 	status    string
 	enums     map[string]string
 	page      policyPage
@@ -342,7 +342,9 @@ func (q policyQuery) allows(name, value string) bool {
 
 // listPolicies is GET of a policy list, spec §4.1: the records of bucket b
 // in the workspace filter with the status asked for, that match the kind's
-// enum filters (enums, checked by match), newest first, paged.
+// enum filters (enums, checked by match), newest first, paged. The query's
+// problems are a 400; then the workspace filter is resolved as in every
+// other list (listWorkspace): an unknown workspace is a 404.
 func listPolicies[T policyRecord, V any](s *Service, c *fiber.Ctx, b store.Bucket, enums map[string][]string,
 	match func(T, policyQuery) bool, view func(T) V) error {
 	caller := principal(c)
@@ -351,13 +353,13 @@ func listPolicies[T policyRecord, V any](s *Service, c *fiber.Ctx, b store.Bucke
 	}
 	var p problems
 	q := parsePolicyQuery(c, enums, &p)
+	if err := p.err(); err != nil {
+		return err
+	}
 	var all []T
 	err := s.st.View(func(tx store.Tx) error {
-		ws, err := s.workspaceFilter(tx, caller, q.workspace, &p)
+		ws, err := s.listWorkspace(tx, caller, q.workspace)
 		if err != nil {
-			return err
-		}
-		if err := p.err(); err != nil {
 			return err
 		}
 		if all, err = store.List[T](tx, b); err != nil {
@@ -429,23 +431,6 @@ func unknownQuery(c *fiber.Ctx, known []string, p *problems) {
 	for _, k := range unknown {
 		p.add(k, "unknown query parameter; known are %s", strings.Join(known, ", "))
 	}
-}
-
-// workspaceFilter resolves the workspace_id filter of a list: "" (every
-// workspace) for an organisation key without one, the caller's own for a
-// workspace key. An unknown workspace is a problem of the query; another
-// workspace than a workspace key's own is a 403.
-func (s *Service) workspaceFilter(tx store.Tx, caller *core.Principal, ref string, p *problems) (string, error) {
-	if ref == "" && caller.IsOrganisationKey() {
-		return "", nil
-	}
-	ws, err := s.resolveWorkspace(tx, caller, ref, false)
-	var cerr *core.Error
-	if errors.As(err, &cerr) && cerr.Status == fiber.StatusNotFound {
-		p.add("workspace_id", "no workspace %q", ref)
-		return "", nil
-	}
-	return ws.ID, err
 }
 
 // policyPage is the paging of a policy list: current_page ≥ 0 (default 0)

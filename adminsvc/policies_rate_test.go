@@ -220,11 +220,10 @@ func TestRatePolicyList(t *testing.T) {
 		{"?page_size=1.5", []string{"page_size"}},
 		{"?current_page=x", []string{"current_page"}},
 		{"?current_page=-1", []string{"current_page"}},
-		{"?workspace_id=nope", []string{"workspace_id"}},
 		{"?workspace_id=", []string{"workspace_id"}},
 		{"?name=x", []string{"name"}},
-		{"?status=x&page_size=-1&foo=1&type=y&unit=z&current_page=q&workspace_id=nope",
-			[]string{"foo", "status", "type", "unit", "page_size", "current_page", "workspace_id"}},
+		{"?status=x&page_size=-1&foo=1&type=y&unit=z&current_page=q",
+			[]string{"foo", "status", "type", "unit", "page_size", "current_page"}},
 	}
 	for _, tc := range bad {
 		t.Run("bad "+tc.query, func(t *testing.T) {
@@ -232,6 +231,42 @@ func TestRatePolicyList(t *testing.T) {
 			wantAllProblems(t, r, tc.params...)
 			if r.errField("param") != tc.params[0] {
 				t.Fatalf("param %q, want %q", r.errField("param"), tc.params[0])
+			}
+		})
+	}
+}
+
+// An unknown workspace_id is a 404 on the policy lists, as on every other
+// list of the admin API; problems of the query itself are reported first.
+func TestPolicyListUnknownWorkspace(t *testing.T) {
+	e := newEnv(t)
+	_, wsKey := e.wsKey(e.wsID, "policies.list", "configs.list")
+	cases := []struct {
+		name, path, key string
+		status          int
+		code            string
+	}{
+		{"rate limits", ratePath + "?workspace_id=nope", adminKey, 404, core.CodeNotFound},
+		{"usage limits", usagePath + "?workspace_id=nope", adminKey, 404, core.CodeNotFound},
+		{"usage limits, with other filters", usagePath + "?workspace_id=nope&status=archived&type=cost&page_size=1", adminKey, 404, core.CodeNotFound},
+		{"rate limits, a workspace key", ratePath + "?workspace_id=nope", wsKey, 404, core.CodeNotFound},
+		{"another list answers the same", "/v1/configs?workspace_id=nope", adminKey, 404, core.CodeNotFound},
+		{"a bad query first", ratePath + "?workspace_id=nope&status=x", adminKey, 400, core.CodeValidation},
+		{"a known workspace", usagePath + "?workspace_id=default", adminKey, 200, ""},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r := e.do(http.MethodGet, tc.path, tc.key, nil)
+			if tc.status == 200 {
+				mustOK(t, r)
+				return
+			}
+			wantErr(t, r, tc.status, tc.code)
+			if tc.status == 404 && !strings.Contains(r.errField("message"), `no workspace "nope"`) {
+				t.Fatalf("the message does not name the workspace: %s", r.raw)
+			}
+			if tc.status == 400 && strings.Contains(r.errField("message"), "workspace_id") {
+				t.Fatalf("the workspace is a 404, not a problem of the query: %s", r.raw)
 			}
 		})
 	}
