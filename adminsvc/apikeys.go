@@ -436,6 +436,9 @@ func (s *Service) deleteAPIKey(c *fiber.Ctx) error {
 		if err := checkRoleReach(caller, target, "delete"); err != nil {
 			return err
 		}
+		if err := checkKeyInNoPolicy(tx, k); err != nil {
+			return err
+		}
 		return tx.Delete(store.BucketAPIKeys, k.ID)
 	})
 	if err != nil {

@@ -260,17 +260,64 @@ type policyRecord interface {
 // the code the two kinds share.
 type policyHead struct {
 	id, workspaceID, status  *string
+	name                     **string
+	conditions               *[]store.PolicyCondition
 	createdAt, lastUpdatedAt *time.Time
 }
 
 func headOf[T policyRecord](rec *T) policyHead {
 	switch r := any(rec).(type) {
 	case *store.RateLimitPolicy:
-		return policyHead{&r.ID, &r.WorkspaceID, &r.Status, &r.CreatedAt, &r.LastUpdatedAt}
+		return policyHead{&r.ID, &r.WorkspaceID, &r.Status, &r.Name, &r.Conditions, &r.CreatedAt, &r.LastUpdatedAt}
 	case *store.UsageLimitPolicy:
-		return policyHead{&r.ID, &r.WorkspaceID, &r.Status, &r.CreatedAt, &r.LastUpdatedAt}
+		return policyHead{&r.ID, &r.WorkspaceID, &r.Status, &r.Name, &r.Conditions, &r.CreatedAt, &r.LastUpdatedAt}
 	}
 	panic("unreachable: a policy record is a rate or a usage limit")
+}
+
+// policiesNamingKey appends to out the policies of bucket b (kind, "rate-limit"
+// or "usage-limit", names them) that are not archived and whose conditions
+// name API key id, as `rate-limit policy "name" (id)`.
+func policiesNamingKey[T policyRecord](tx store.Tx, b store.Bucket, kind, id string, out *[]string) error {
+	all, err := store.List[T](tx, b)
+	if err != nil {
+		return err
+	}
+	for _, r := range all {
+		h := headOf(&r)
+		if *h.status == store.StatusArchived || !slices.Contains(*h.conditions, store.PolicyCondition{Key: "api_key", Value: id}) {
+			continue
+		}
+		if name := *h.name; name != nil && *name != "" {
+			*out = append(*out, fmt.Sprintf("%s policy %q (%s)", kind, *name, *h.id))
+		} else {
+			*out = append(*out, fmt.Sprintf("%s policy %s", kind, *h.id))
+		}
+	}
+	return nil
+}
+
+// checkKeyInNoPolicy answers 409 while an active policy's conditions name
+// API key k: such a policy limits only k's requests (a condition names a key
+// of the policy's own workspace, checked on create), so deleting k would
+// leave it matching nothing, and the condition naming a key that is gone.
+// Taking the condition out instead would widen the policy to every other key
+// of the workspace. Archived policies keep the id as a record of what they
+// limited. Call it in the transaction that deletes k.
+func checkKeyInNoPolicy(tx store.Tx, k store.APIKey) error {
+	var names []string
+	if err := policiesNamingKey[store.RateLimitPolicy](tx, store.BucketRateLimitPolicies, "rate-limit", k.ID, &names); err != nil {
+		return err
+	}
+	if err := policiesNamingKey[store.UsageLimitPolicy](tx, store.BucketUsageLimitPolicies, "usage-limit", k.ID, &names); err != nil {
+		return err
+	}
+	if len(names) == 0 {
+		return nil
+	}
+	return core.Conflict("API key %q (%s) is named in the conditions of %s, which limit only its requests and would match nothing without it; "+
+		"archive them first (DELETE /v1/policies/rate-limits/{id} or /v1/policies/usage-limits/{id}) and try again",
+		k.Name, k.ID, strings.Join(names, ", "))
 }
 
 // loadPolicy reads policy id of bucket b that the caller may see (a

@@ -225,7 +225,8 @@ func (s *Service) updateUser(c *fiber.Ctx) error {
 }
 
 // deleteUserKeys deletes the workspace-user API keys of user, in workspace
-// ws only when ws is not empty.
+// ws only when ws is not empty; a key an active policy names is a 409
+// (checkKeyInNoPolicy), which undoes the caller's whole transaction.
 func deleteUserKeys(tx store.Tx, user, ws string) error {
 	keys, err := store.List[store.APIKey](tx, store.BucketAPIKeys)
 	if err != nil {
@@ -233,6 +234,9 @@ func deleteUserKeys(tx store.Tx, user, ws string) error {
 	}
 	for _, k := range keys {
 		if k.Type == core.KeyTypeWorkspaceUser && k.UserID == user && (ws == "" || k.WorkspaceID == ws) {
+			if err := checkKeyInNoPolicy(tx, k); err != nil {
+				return err
+			}
 			if err := tx.Delete(store.BucketAPIKeys, k.ID); err != nil {
 				return err
 			}
