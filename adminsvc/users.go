@@ -72,12 +72,7 @@ func userViews(tx store.Tx, users []store.User) ([]userView, error) {
 // the camel-case currentPage and pageSize.
 func userPage(c *fiber.Ctx, p *problems) page {
 	camel := map[string]string{"current_page": "currentPage", "page_size": "pageSize"}
-	return parsePage(func(k string, _ ...string) string {
-		if v := c.Query(k); v != "" {
-			return v
-		}
-		return c.Query(camel[k])
-	}, 50, 1000, p)
+	return parsePageOf(c.Query, camel, 50, 1000, p)
 }
 
 func (s *Service) listUsers(c *fiber.Ctx) error {

@@ -81,6 +81,49 @@ func TestUsersLastOwner(t *testing.T) {
 	wantErr(t, e.do(http.MethodDelete, "/v1/admin/users/"+b, adminKey, nil), 409, core.CodeConflict)
 }
 
+// A bad paging parameter is named as the caller sent it: the user and
+// invite lists also take currentPage and pageSize, and one of those is
+// not reported as current_page or page_size. Both spellings with different
+// values are a problem; lists that take only the snake-case ones are
+// unchanged.
+func TestPagingNamesTheParameterAsSent(t *testing.T) {
+	e := newEnv(t)
+	cases := []struct {
+		query  string
+		params []string // nil: a 200
+	}{
+		{"?currentPage=x", []string{"currentPage"}},
+		{"?currentPage=-1", []string{"currentPage"}},
+		{"?pageSize=0", []string{"pageSize"}},
+		{"?pageSize=1001", []string{"pageSize"}},
+		{"?currentPage=x&pageSize=y", []string{"currentPage", "pageSize"}},
+		{"?current_page=x", []string{"current_page"}},
+		{"?page_size=0", []string{"page_size"}},
+		{"?current_page=x&pageSize=0", []string{"current_page", "pageSize"}},
+		{"?current_page=1&currentPage=x", []string{"currentPage"}},
+		{"?page_size=5&pageSize=6", []string{"pageSize"}},
+		{"?current_page=1&currentPage=1&page_size=5&pageSize=5", nil},
+		{"?currentPage=0&pageSize=10", nil},
+	}
+	for _, path := range []string{"/v1/admin/users", "/v1/admin/users/invites"} {
+		for _, tc := range cases {
+			t.Run(path+tc.query, func(t *testing.T) {
+				r := e.do(http.MethodGet, path+tc.query, adminKey, nil)
+				if tc.params == nil {
+					mustOK(t, r)
+					return
+				}
+				wantAllProblems(t, r, tc.params...)
+				if r.errField("param") != tc.params[0] {
+					t.Fatalf("param %q, want %q", r.errField("param"), tc.params[0])
+				}
+			})
+		}
+	}
+	// A list without the camel-case spellings names its own parameters.
+	wantAllProblems(t, e.do(http.MethodGet, "/v1/api-keys?current_page=x&page_size=0", adminKey, nil), "current_page", "page_size")
+}
+
 func TestUserValidationAndPermissions(t *testing.T) {
 	e := newEnv(t)
 	b := e.addUser("b@example.com")
@@ -92,7 +135,7 @@ func TestUserValidationAndPermissions(t *testing.T) {
 		{"role missing", "PUT", "/v1/admin/users/" + b, map[string]any{"email": "x"}, []string{"role", "email"}},
 		{"role bad", "PUT", "/v1/admin/users/" + b, map[string]any{"role": "manager"}, []string{"role"}},
 		{"body empty", "PUT", "/v1/admin/users/" + b, "", []string{"body"}},
-		{"list filters", "GET", "/v1/admin/users?role=x&pageSize=0&currentPage=x", nil, []string{"role", "page_size", "current_page"}},
+		{"list filters", "GET", "/v1/admin/users?role=x&pageSize=0&currentPage=x", nil, []string{"role", "pageSize", "currentPage"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) { wantProblems(t, e.do(tc.method, tc.path, adminKey, tc.body), tc.params...) })
 	}

@@ -55,24 +55,48 @@ type page struct{ current, size int }
 // parsePage reads current_page (≥0, default 0) and page_size (1..maxSize,
 // default def), reporting bad values into p.
 func parsePage(get func(string, ...string) string, def, maxSize int, p *problems) page {
+	return parsePageOf(get, nil, def, maxSize, p)
+}
+
+// parsePageOf is parsePage for a list that also accepts aliases[name] for
+// paging parameter name; a problem names the parameter as the caller sent
+// it.
+func parsePageOf(get func(string, ...string) string, aliases map[string]string, def, maxSize int, p *problems) page {
 	pg := page{current: 0, size: def}
-	if v := get("current_page"); v != "" {
+	if v, name := pageParam(get, "current_page", aliases, p); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			p.add("current_page", "must be an integer ≥ 0, got %q", v)
+			p.add(name, "must be an integer ≥ 0, got %q", v)
 		} else {
 			pg.current = n
 		}
 	}
-	if v := get("page_size"); v != "" {
+	if v, name := pageParam(get, "page_size", aliases, p); v != "" {
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 1 || n > maxSize {
-			p.add("page_size", "must be an integer from 1 to %d, got %q", maxSize, v)
+			p.add(name, "must be an integer from 1 to %d, got %q", maxSize, v)
 		} else {
 			pg.size = n
 		}
 	}
 	return pg
+}
+
+// pageParam is the value of paging parameter name ("" when not sent) and
+// the name it was sent under: name, else its alias. Both sent with
+// different values is a problem, as which one counts would be a guess.
+func pageParam(get func(string, ...string) string, name string, aliases map[string]string, p *problems) (v, sentAs string) {
+	v, alias := get(name), aliases[name]
+	if alias == "" {
+		return v, name
+	}
+	switch av := get(alias); {
+	case v == "":
+		return av, alias
+	case av != "" && av != v:
+		p.add(alias, "conflicts with %s; send only one of them", name)
+	}
+	return v, name
 }
 
 // slice returns the bounds of page pg in a list of n items; a page past
