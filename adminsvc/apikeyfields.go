@@ -98,7 +98,7 @@ func parseKeyFields(fields map[string]json.RawMessage, now time.Time, create boo
 	}
 	if raw, ok := fields["usage_limits"]; ok {
 		b.hasUsageLimits = true
-		b.UsageLimits = parseUsageLimits(raw, "usage_limits", &p)
+		b.UsageLimits = parseUsageLimits(raw, "usage_limits", now, &p)
 	}
 	if raw, ok := fields["alert_emails"]; ok {
 		b.hasAlertEmails = true

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 	"strings"
+	"time"
 
 	"github.com/gofiber/fiber/v2"
 
@@ -91,7 +92,7 @@ func (s *Service) putIntegrationWorkspaces(c *fiber.Ctx) error {
 		return cerr
 	}
 	err := s.changeIntegration(c, caller, func(tx store.Tx, rec *store.Integration, p *problems) error {
-		return applyWorkspaceAccess(tx, fields, "integration "+rec.Slug, "integrations", rec.WorkspaceID, &rec.AllWorkspaces, &rec.Workspaces, p)
+		return applyWorkspaceAccess(tx, fields, "integration "+rec.Slug, "integrations", rec.WorkspaceID, s.now(), &rec.AllWorkspaces, &rec.Workspaces, p)
 	})
 	return s.answerReloaded(c, err)
 }
@@ -99,7 +100,7 @@ func (s *Service) putIntegrationWorkspaces(c *fiber.Ctx) error {
 // applyWorkspaceAccess applies a PUT .../workspaces body to the sharing of
 // an organisation record (what names it, plural its kind in messages); a
 // workspace record (owner set) cannot be shared.
-func applyWorkspaceAccess(tx store.Tx, fields map[string]json.RawMessage, what, plural, owner string,
+func applyWorkspaceAccess(tx store.Tx, fields map[string]json.RawMessage, what, plural, owner string, now time.Time,
 	all *bool, list *[]store.IntegrationWorkspace, p *problems) error {
 	if owner != "" {
 		return core.ValidationError("workspaces", "workspaces: %s belongs to one workspace; only organisation %s are shared with workspaces", what, plural)
@@ -120,7 +121,7 @@ func applyWorkspaceAccess(tx store.Tx, fields map[string]json.RawMessage, what, 
 			}
 		}
 	}
-	entries, err := parseWorkspaceEntries(tx, fields["workspaces"], p)
+	entries, err := parseWorkspaceEntries(tx, fields["workspaces"], now, p)
 	if err != nil {
 		return err
 	}
@@ -142,7 +143,7 @@ func applyWorkspaceAccess(tx store.Tx, fields map[string]json.RawMessage, what, 
 
 // parseWorkspaceEntries reads [{id*, enabled*, usage_limits, rate_limits}];
 // ids may be slugs and are stored as ids.
-func parseWorkspaceEntries(tx store.Tx, raw json.RawMessage, p *problems) ([]store.IntegrationWorkspace, error) {
+func parseWorkspaceEntries(tx store.Tx, raw json.RawMessage, now time.Time, p *problems) ([]store.IntegrationWorkspace, error) {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil, nil
 	}
@@ -177,7 +178,7 @@ func parseWorkspaceEntries(tx store.Tx, raw json.RawMessage, p *problems) ([]sto
 		if v, ok := it["enabled"]; !ok || json.Unmarshal(v, &e.Enabled) != nil {
 			p.add(at+".enabled", "is required: true or false")
 		}
-		e.UsageLimits = parseUsageLimits(it["usage_limits"], at+".usage_limits", p)
+		e.UsageLimits = parseUsageLimits(it["usage_limits"], at+".usage_limits", now, p)
 		e.RateLimits = parseRateLimits(it["rate_limits"], at+".rate_limits", p)
 		out = append(out, e)
 	}

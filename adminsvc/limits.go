@@ -60,7 +60,8 @@ func unitChanged(old, new *store.UsageLimits) bool {
 }
 
 // parseUsageLimits reads one usage_limits object; null or absent gives nil.
-func parseUsageLimits(raw json.RawMessage, param string, p *problems) *store.UsageLimits {
+// Its next_usage_reset_at, when sent, must be after now (see futureTime).
+func parseUsageLimits(raw json.RawMessage, param string, now time.Time, p *problems) *store.UsageLimits {
 	if len(raw) == 0 || string(raw) == "null" {
 		return nil
 	}
@@ -76,13 +77,8 @@ func parseUsageLimits(raw json.RawMessage, param string, p *problems) *store.Usa
 		ul.Type = "cost"
 	}
 	parseUsageRules(it, param, &ul, p)
-	if v, ok := it["next_usage_reset_at"]; ok && string(v) != "null" {
-		var t time.Time
-		if json.Unmarshal(v, &t) != nil {
-			p.add(param+".next_usage_reset_at", "must be an RFC 3339 date-time")
-		} else {
-			ul.NextUsageResetAt = &t
-		}
+	if v, ok := it["next_usage_reset_at"]; ok {
+		ul.NextUsageResetAt = futureTime(v, param+".next_usage_reset_at", now, p)
 	}
 	return &ul
 }

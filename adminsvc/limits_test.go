@@ -3,6 +3,7 @@ package adminsvc
 import (
 	"strings"
 	"testing"
+	"time"
 )
 
 func TestParseLimits(t *testing.T) {
@@ -21,12 +22,18 @@ func TestParseLimits(t *testing.T) {
 		{"missing credit", ``, `{"type":"cost"}`, []string{"ul.credit_limit"}},
 		{"null credit", ``, `{"credit_limit":null}`, []string{"ul.credit_limit"}},
 		{"bad type and reset", ``, `{"type":"euros","credit_limit":1,"periodic_reset":"daily"}`, []string{"ul.type", "ul.periodic_reset"}},
+		{"next reset in the future", ``, `{"credit_limit":1,"periodic_reset":"weekly","next_usage_reset_at":"2026-01-02T00:00:00Z"}`, nil},
+		{"next reset null", ``, `{"credit_limit":1,"next_usage_reset_at":null}`, nil},
+		{"next reset in the past", ``, `{"credit_limit":1,"periodic_reset":"weekly","next_usage_reset_at":"2025-12-31T23:59:59Z"}`, []string{"ul.next_usage_reset_at"}},
+		{"next reset now", ``, `{"credit_limit":1,"next_usage_reset_at":"2026-01-01T00:00:00Z"}`, []string{"ul.next_usage_reset_at"}},
+		{"next reset not a date", ``, `{"credit_limit":1,"next_usage_reset_at":"tomorrow"}`, []string{"ul.next_usage_reset_at"}},
 	}
+	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			var p problems
 			parseRateLimits([]byte(tc.rate), "rl", &p)
-			parseUsageLimits([]byte(tc.usage), "ul", &p)
+			parseUsageLimits([]byte(tc.usage), "ul", now, &p)
 			var got []string
 			for _, pr := range p {
 				got = append(got, pr.param)

@@ -252,7 +252,7 @@ func updateManaged[T any](s *Service, c *fiber.Ctx, k managedKind[T], known, imm
 		unitChange := false
 		if raw, ok := fields["usage_limits"]; ok {
 			old := *f.usageLimits
-			*f.usageLimits = parseUsageLimits(raw, "usage_limits", &p)
+			*f.usageLimits = parseUsageLimits(raw, "usage_limits", now, &p)
 			unitChange = unitChanged(old, *f.usageLimits)
 		}
 		if raw, ok := fields["rate_limits"]; ok {

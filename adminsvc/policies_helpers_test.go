@@ -2,6 +2,7 @@ package adminsvc_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"regexp"
 	"strings"
@@ -227,5 +228,73 @@ func TestNextUsageResetShown(t *testing.T) {
 	uls, _ := ws.body["usage_limits"].([]any)
 	if len(uls) != 2 || uls[0].(map[string]any)["next_usage_reset_at"] != nil || uls[1].(map[string]any)["next_usage_reset_at"] != wsNext.Format(time.RFC3339) {
 		t.Fatalf("workspace: %s", ws.raw)
+	}
+}
+
+// A next_usage_reset_at that a caller sends in usage_limits (of an API key,
+// a workspace, a provider, a virtual key, an integration's workspace entry)
+// must be in the future: one in the past is a 400 naming the field, on
+// create and on update alike.
+func TestNextUsageResetMustBeInTheFuture(t *testing.T) {
+	e := newEnv(t)
+	integ := mustOK(t, e.do(http.MethodPost, "/v1/integrations", adminKey, map[string]any{"name": "i", "ai_provider_id": "openai", "key": "sk-0000000000000000"})).str("slug")
+	mustOK(t, e.do(http.MethodPost, "/v1/providers", adminKey, map[string]any{"name": "p", "integration_id": integ, "workspace_id": "default", "slug": "limited"}))
+	vk := mustOK(t, e.do(http.MethodPost, "/v1/virtual-keys", adminKey, map[string]any{"name": "v", "provider": "openai",
+		"key": "sk-0000000000000000", "workspace_id": "default"})).str("slug")
+	key, _ := e.createKey(adminKey, "workspace/service", map[string]any{"name": "k", "workspace_id": "default", "scopes": []string{"completions.write"}})
+	cases := []struct {
+		name, method, path string
+		body               func(ul map[string]any, n int) map[string]any
+		param              string
+	}{
+		{"create an API key", http.MethodPost, "/v1/api-keys/workspace/service", func(ul map[string]any, n int) map[string]any {
+			return map[string]any{"name": fmt.Sprint("k", n), "workspace_id": "default", "scopes": []string{"completions.write"}, "usage_limits": ul}
+		}, "usage_limits.next_usage_reset_at"},
+		{"update an API key", http.MethodPut, "/v1/api-keys/" + key, func(ul map[string]any, _ int) map[string]any {
+			return map[string]any{"usage_limits": ul}
+		}, "usage_limits.next_usage_reset_at"},
+		{"create a workspace", http.MethodPost, "/v1/admin/workspaces", func(ul map[string]any, n int) map[string]any {
+			return map[string]any{"name": fmt.Sprint("team ", n), "usage_limits": []any{ul}}
+		}, "usage_limits[0].next_usage_reset_at"},
+		{"update a workspace", http.MethodPut, "/v1/workspaces/default", func(ul map[string]any, _ int) map[string]any {
+			return map[string]any{"usage_limits": []any{map[string]any{"credit_limit": 5}, ul}}
+		}, "usage_limits[1].next_usage_reset_at"},
+		{"create a provider", http.MethodPost, "/v1/providers", func(ul map[string]any, n int) map[string]any {
+			return map[string]any{"name": fmt.Sprint("p", n), "integration_id": integ, "workspace_id": "default", "usage_limits": ul}
+		}, "usage_limits.next_usage_reset_at"},
+		{"update a provider", http.MethodPut, "/v1/providers/limited", func(ul map[string]any, _ int) map[string]any {
+			return map[string]any{"usage_limits": ul}
+		}, "usage_limits.next_usage_reset_at"},
+		{"create a virtual key", http.MethodPost, "/v1/virtual-keys", func(ul map[string]any, n int) map[string]any {
+			return map[string]any{"name": fmt.Sprint("v", n), "provider": "openai", "key": "sk-0000000000000000", "workspace_id": "default", "usage_limits": ul}
+		}, "usage_limits.next_usage_reset_at"},
+		{"update a virtual key", http.MethodPut, "/v1/virtual-keys/" + vk, func(ul map[string]any, _ int) map[string]any {
+			return map[string]any{"usage_limits": ul}
+		}, "usage_limits.next_usage_reset_at"},
+		{"an integration's workspace entry", http.MethodPut, "/v1/integrations/" + integ + "/workspaces", func(ul map[string]any, _ int) map[string]any {
+			return map[string]any{"workspaces": []any{map[string]any{"id": "default", "enabled": true, "usage_limits": ul}}}
+		}, "workspaces[0].usage_limits.next_usage_reset_at"},
+	}
+	n := 0
+	for _, tc := range cases {
+		for _, when := range []struct {
+			name string
+			at   time.Time
+			ok   bool
+		}{{"past", t0.Add(-time.Minute), false}, {"now", t0, false}, {"future", t0.Add(time.Hour), true}} {
+			t.Run(tc.name+", "+when.name, func(t *testing.T) {
+				n++
+				ul := map[string]any{"credit_limit": 10, "periodic_reset": "weekly", "next_usage_reset_at": when.at.Format(time.RFC3339)}
+				r := e.do(tc.method, tc.path, adminKey, tc.body(ul, n))
+				if when.ok {
+					mustOK(t, r)
+					return
+				}
+				wantAllProblems(t, r, tc.param)
+				if !strings.Contains(r.errField("message"), tc.param+": must be in the future") {
+					t.Fatalf("message: %s", r.raw)
+				}
+			})
+		}
 	}
 }

@@ -76,7 +76,7 @@ func (s *Service) createProvider(c *fiber.Ctx) error {
 	wsRef, _ := strField(fields, "workspace_id", false, 255, &p)
 	slug := slugField(fields, "slug", &p)
 	note, _ := strField(fields, "note", false, 1024, &p)
-	ul := parseUsageLimits(fields["usage_limits"], "usage_limits", &p)
+	ul := parseUsageLimits(fields["usage_limits"], "usage_limits", now, &p)
 	rl := parseRateLimits(fields["rate_limits"], "rate_limits", &p)
 	exp, _ := expiresField(fields, now, &p)
 	if err := p.err(); err != nil {

@@ -516,7 +516,7 @@ func putRemoteIntegrationWorkspaces[S any](s *Service, c *fiber.Ctx, k *remoteKi
 		return cerr
 	}
 	return changeRemoteIntegration(s, c, k, func(tx store.Tx, rec *store.RemoteIntegration, p *problems) error {
-		return applyWorkspaceAccess(tx, fields, k.integNoun+" "+rec.Slug, k.integPlural, rec.WorkspaceID, &rec.AllWorkspaces, &rec.Workspaces, p)
+		return applyWorkspaceAccess(tx, fields, k.integNoun+" "+rec.Slug, k.integPlural, rec.WorkspaceID, s.now(), &rec.AllWorkspaces, &rec.Workspaces, p)
 	})
 }
 

@@ -90,7 +90,7 @@ func (s *Service) createVirtualKey(c *fiber.Ctx) error {
 	mappings := parseSecretMappings(fields["secret_mappings"], "secret_mappings", &p)
 	deployments := parseDeploymentConfig(fields["deploymentConfig"], "deploymentConfig", &p)
 	checkDeploymentUse(deployments, provider, cfg, &p)
-	ul := parseUsageLimits(fields["usage_limits"], "usage_limits", &p)
+	ul := parseUsageLimits(fields["usage_limits"], "usage_limits", now, &p)
 	rl := parseRateLimits(fields["rate_limits"], "rate_limits", &p)
 	exp, _ := expiresField(fields, now, &p)
 	if err := p.err(); err != nil {

@@ -83,7 +83,7 @@ type workspaceBody struct {
 
 var workspaceFields = []string{"name", "description", "defaults", "users", "usage_limits", "rate_limits"}
 
-func parseWorkspaceBody(fields map[string]json.RawMessage, create bool, p *problems) workspaceBody {
+func parseWorkspaceBody(fields map[string]json.RawMessage, create bool, now time.Time, p *problems) workspaceBody {
 	var b workspaceBody
 	known := workspaceFields
 	if !create {
@@ -118,7 +118,7 @@ func parseWorkspaceBody(fields map[string]json.RawMessage, create bool, p *probl
 	}
 	if raw, ok := fields["usage_limits"]; ok {
 		b.hasUsage = true
-		b.usageLimits = parseUsageLimitList(raw, "usage_limits", p)
+		b.usageLimits = parseUsageLimitList(raw, "usage_limits", now, p)
 	}
 	if raw, ok := fields["rate_limits"]; ok {
 		b.hasRate = true
@@ -128,7 +128,7 @@ func parseWorkspaceBody(fields map[string]json.RawMessage, create bool, p *probl
 }
 
 // parseUsageLimitList reads an array of usage limits; null gives nil.
-func parseUsageLimitList(raw json.RawMessage, param string, p *problems) []store.UsageLimits {
+func parseUsageLimitList(raw json.RawMessage, param string, now time.Time, p *problems) []store.UsageLimits {
 	if string(raw) == "null" {
 		return nil
 	}
@@ -141,7 +141,7 @@ func parseUsageLimitList(raw json.RawMessage, param string, p *problems) []store
 	for i, it := range items {
 		if string(it) == "null" {
 			p.add(fmt.Sprintf("%s[%d]", param, i), "must be a usage-limit object, not null")
-		} else if ul := parseUsageLimits(it, fmt.Sprintf("%s[%d]", param, i), p); ul != nil {
+		} else if ul := parseUsageLimits(it, fmt.Sprintf("%s[%d]", param, i), now, p); ul != nil {
 			out = append(out, *ul)
 		}
 	}
@@ -250,8 +250,8 @@ func (s *Service) createWorkspace(c *fiber.Ctx) error {
 		return cerr
 	}
 	var p problems
-	b := parseWorkspaceBody(fields, true, &p)
 	now := s.now()
+	b := parseWorkspaceBody(fields, true, now, &p)
 	var ws store.Workspace
 	err := s.st.Update(func(tx store.Tx) error {
 		if err := checkWorkspaceRefs(tx, b, "", &p); err != nil {
@@ -381,7 +381,8 @@ func (s *Service) updateWorkspace(c *fiber.Ctx) error {
 		return cerr
 	}
 	var p problems
-	b := parseWorkspaceBody(fields, false, &p)
+	now := s.now()
+	b := parseWorkspaceBody(fields, false, now, &p)
 	var ws store.Workspace
 	err := s.st.Update(func(tx store.Tx) (err error) {
 		if ws, err = s.resolveWorkspace(tx, caller, c.Params("id"), false); err != nil {
@@ -411,7 +412,7 @@ func (s *Service) updateWorkspace(c *fiber.Ctx) error {
 		if b.hasRate {
 			ws.RateLimits = b.rateLimits
 		}
-		ws.LastUpdatedAt = s.now()
+		ws.LastUpdatedAt = now
 		return tx.Put(store.BucketWorkspaces, ws.ID, ws)
 	})
 	if err != nil {
