@@ -182,16 +182,25 @@ func exportLogFilter(filters map[string]string, p *problems) store.LogFilter {
 }
 
 // parseRequestedData reads requested_data: a non-empty array of log record
-// field names, returned in the record's field order without repeats.
+// field names, returned in the record's field order without repeats. Every
+// element that is not a string, or not a field, is a problem of its own.
 func parseRequestedData(raw json.RawMessage, p *problems) []string {
-	var names []string
-	if json.Unmarshal(raw, &names) != nil || len(names) == 0 {
+	var items []json.RawMessage
+	if json.Unmarshal(raw, &items) != nil || len(items) == 0 {
 		p.add("requested_data", "must be a non-empty array of log record field names (%s)", strings.Join(logRecordFields, ", "))
 		return nil
 	}
-	for i, n := range names {
-		if !slices.Contains(logRecordFields, n) {
-			p.add("requested_data["+strconv.Itoa(i)+"]", "%q is not a log record field; known: %s", n, strings.Join(logRecordFields, ", "))
+	names := make([]string, 0, len(items))
+	for i, it := range items {
+		at := "requested_data[" + strconv.Itoa(i) + "]"
+		var n string
+		switch {
+		case string(it) == "null" || json.Unmarshal(it, &n) != nil:
+			p.add(at, "must be a log record field name (a string), got %s", it)
+		case !slices.Contains(logRecordFields, n):
+			p.add(at, "%q is not a log record field; known: %s", n, strings.Join(logRecordFields, ", "))
+		default:
+			names = append(names, n)
 		}
 	}
 	var out []string

@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -205,7 +206,8 @@ func TestExportValidation(t *testing.T) {
 		{"filters not an object", http.MethodPost, map[string]any{"filters": "x", "requested_data": []string{"id"}}, []string{"filters"}},
 		{"requested_data missing", http.MethodPost, map[string]any{"filters": map[string]any{}}, []string{"requested_data"}},
 		{"requested_data empty", http.MethodPost, exportBody(map[string]any{}), []string{"requested_data"}},
-		{"requested_data not strings", http.MethodPost, map[string]any{"filters": map[string]any{}, "requested_data": []int{1}}, []string{"requested_data"}},
+		{"requested_data not an array", http.MethodPost, map[string]any{"filters": map[string]any{}, "requested_data": "id"}, []string{"requested_data"}},
+		{"requested_data not strings", http.MethodPost, map[string]any{"filters": map[string]any{}, "requested_data": []int{1}}, []string{"requested_data[0]"}},
 		{"requested_data unknown field", http.MethodPost, exportBody(map[string]any{}, "id", "log_format"), []string{"requested_data[1]"}},
 		{"unknown filter", http.MethodPost, exportBody(map[string]any{"page_size": 1}, "id"), []string{"filters.page_size"}},
 		{"filter an object", http.MethodPost, exportBody(map[string]any{"status": map[string]any{}}, "id"), []string{"filters.status"}},
@@ -242,6 +244,50 @@ func TestExportValidation(t *testing.T) {
 	}
 	if n := len(listBucket[store.LogExport](t, e.st, store.BucketLogExports)); n != 1 {
 		t.Fatalf("%d exports stored, want the one made first", n)
+	}
+}
+
+// requested_data names every bad element, whatever is wrong with it (not a
+// string, or not a log record field), next to the other problems of the
+// body, on create and on update.
+func TestExportRequestedDataNamesEveryElement(t *testing.T) {
+	e := newLogsEnv(t, false)
+	id, _ := e.createExport(adminKey, exportBody(map[string]any{}, "id"))
+	cases := []struct {
+		name      string
+		method    string
+		requested []any
+		bad       []int // the elements named, and no other
+	}{
+		{"one unknown", http.MethodPost, []any{"id", "log_format"}, []int{1}},
+		{"one not a string", http.MethodPost, []any{1}, []int{0}},
+		{"strings and others mixed", http.MethodPost, []any{"id", 1, "log_format", nil, map[string]any{"a": 1}, "status", "nope", []string{"id"}, true},
+			[]int{1, 2, 3, 4, 6, 7, 8}},
+		{"several unknown", http.MethodPost, []any{"cost_usd", "trace_id", "object", "bogus"}, []int{0, 2, 3}},
+		{"update, mixed", http.MethodPut, []any{true, "trace_id", "cost_usd", 2.5}, []int{0, 2, 3}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			path, body := "/v1/logs/exports", map[string]any{"filters": map[string]any{"status": "x"}, "requested_data": tc.requested}
+			if tc.method == http.MethodPut {
+				path += "/" + id
+			}
+			r := e.do(tc.method, path, adminKey, body)
+			wantErr(t, r, http.StatusBadRequest, core.CodeValidation)
+			msg := r.errField("message")
+			if !strings.Contains(msg, "filters.status:") {
+				t.Errorf("the filter's problem is not listed beside them: %s", msg)
+			}
+			for i := range tc.requested {
+				at := fmt.Sprintf("requested_data[%d]:", i)
+				if named := strings.Contains(msg, at); named != slices.Contains(tc.bad, i) {
+					t.Errorf("%s named %v, want %v: %s", at, named, !named, msg)
+				}
+			}
+			if strings.Contains(msg, "requested_data:") {
+				t.Errorf("requested_data as a whole is named: %s", msg)
+			}
+		})
 	}
 }
 
