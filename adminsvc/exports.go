@@ -294,7 +294,7 @@ func (s *Service) createExport(c *fiber.Ctx) error {
 	})
 	if err == nil {
 		err = s.st.Update(func(tx store.Tx) error {
-			if err := checkUnfinishedExports(tx, &exp, s.exports.maxUnfinished); err != nil {
+			if err := checkUnfinishedExports(tx, caller, &exp, s.exports.maxUnfinished); err != nil {
 				return err
 			}
 			return tx.Put(store.BucketLogExports, exp.ID, exp)
@@ -306,30 +306,41 @@ func (s *Service) createExport(c *fiber.Ctx) error {
 	return c.JSON(exportWritten{ID: exp.ID, Total: exp.Total, Object: "export"})
 }
 
-// checkUnfinishedExports refuses (409) a new export when its workspace
-// (or its organisation's exports of every workspace) already has limit
-// exports that are draft or in_progress.
-func checkUnfinishedExports(tx store.Tx, exp *store.LogExport, limit int) error {
+// checkUnfinishedExports refuses (409) a new export exp while caller can
+// see limit exports of the same scope (its workspace, or the
+// organisation's exports of every workspace) that are draft or
+// in_progress. It counts what caller sees (exportVisible), which is what
+// it may start, cancel or delete: a member restricted to its own user's
+// data counts only those, never exports it could do nothing about; anyone
+// who sees the whole workspace counts the whole workspace's.
+func checkUnfinishedExports(tx store.Tx, caller *core.Principal, exp *store.LogExport, limit int) error {
+	own, err := ownKeysOnly(tx, caller)
+	if err != nil {
+		return err
+	}
 	all, err := store.List[store.LogExport](tx, store.BucketLogExports)
 	if err != nil {
 		return err
 	}
 	n := 0
 	for _, o := range all {
-		if o.OrganisationID == exp.OrganisationID && o.WorkspaceID == exp.WorkspaceID &&
+		if o.OrganisationID == exp.OrganisationID && o.WorkspaceID == exp.WorkspaceID && exportVisible(caller, own, &o) &&
 			(o.Status == store.ExportDraft || o.Status == store.ExportInProgress) {
 			n++
 		}
 	}
-	if n >= limit {
-		whose := "workspace " + exp.WorkspaceID + " has"
-		if exp.WorkspaceID == "" {
-			whose = "the organisation has, of exports of every workspace,"
-		}
-		return core.Conflict("%s %d log exports that are draft or in_progress, the limit (%d); "+
-			"start, cancel or delete one first", whose, n, limit)
+	if n < limit {
+		return nil
 	}
-	return nil
+	whose, list := "workspace "+exp.WorkspaceID+" has", "GET /v1/logs/exports?workspace_id="+exp.WorkspaceID
+	switch {
+	case own != nil:
+		whose, list = "you have, in workspace "+exp.WorkspaceID+",", "GET /v1/logs/exports"
+	case exp.WorkspaceID == "":
+		whose, list = "the organisation has, of exports of every workspace (made without a workspace_id),", "GET /v1/logs/exports"
+	}
+	return core.Conflict("%s %d log exports that are draft or in_progress, the limit (%d); "+
+		"start, cancel or delete one of them first (%s lists them)", whose, n, limit, list)
 }
 
 func (s *Service) updateExport(c *fiber.Ctx) error {

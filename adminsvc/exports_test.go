@@ -547,6 +547,68 @@ func TestExportLimits(t *testing.T) {
 	})
 }
 
+// The limit on unfinished exports counts the exports the caller can see,
+// and so start, cancel or delete: a member restricted to its own user's data
+// (membersViewAllData off) is not refused for other members' drafts, while
+// anyone who sees the workspace's exports counts them all. A refused
+// caller can list the exports counted and make room by cancelling one.
+func TestExportUnfinishedLimitCountsWhatTheCallerSees(t *testing.T) {
+	cases := []struct {
+		name       string
+		restricted bool           // membersViewAllData off
+		drafts     map[string]int // unfinished exports made by me, other (a member) or ws (a workspace service key)
+		caller     string
+		status     int
+		message    string // in a 409
+	}{
+		{"restricted member, other members' drafts", true, map[string]int{"other": 2}, "me", 200, ""},
+		{"restricted member, a service key's drafts", true, map[string]int{"ws": 2}, "me", 200, ""},
+		{"restricted member, its own at the limit", true, map[string]int{"me": 2, "other": 2}, "me", 409, "you have, in workspace"},
+		{"workspace service key, the members' drafts", true, map[string]int{"me": 1, "other": 1}, "ws", 409, "GET /v1/logs/exports?workspace_id="},
+		{"member who sees all data, another member's drafts", false, map[string]int{"other": 2}, "me", 409, "GET /v1/logs/exports?workspace_id="},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			e := newLogsEnv(t, false)
+			e.exportOptions.MaxUnfinished = 2
+			e.restart(false)
+			if r := e.do(http.MethodPut, settingsPath, adminKey, map[string]any{"security_settings": map[string]bool{"membersViewAllData": !tc.restricted}}); r.status != 200 {
+				t.Fatalf("settings: %d %s", r.status, r.raw)
+			}
+			member := func(email string) string {
+				return e.as(core.Principal{KeyType: core.KeyTypeWorkspaceUser, WorkspaceID: e.wsID, UserID: e.addUser(email),
+					Role: core.RoleMember, WorkspaceRole: core.RoleMember}, core.ScopeLogsExport)
+			}
+			_, ws := e.wsKey(e.wsID, core.ScopeLogsExport)
+			keys := map[string]string{"me": member("me@example.com"), "other": member("other@example.com"), "ws": ws}
+			for who, n := range tc.drafts {
+				for range n {
+					e.createExport(keys[who], exportBody(map[string]any{}, "id"))
+				}
+			}
+			key := keys[tc.caller]
+			r := e.do(http.MethodPost, "/v1/logs/exports", key, exportBody(map[string]any{}, "id"))
+			if tc.status == 200 {
+				mustOK(t, r)
+				return
+			}
+			wantErr(t, r, http.StatusConflict, core.CodeConflict)
+			for _, want := range []string{"limit (2)", "start, cancel or delete one of them first", tc.message} {
+				if !strings.Contains(r.errField("message"), want) {
+					t.Errorf("the message does not say %q: %s", want, r.raw)
+				}
+			}
+			// What was counted, the caller sees, and cancelling one makes room.
+			list := mustOK(t, e.do(http.MethodGet, "/v1/logs/exports", key, nil))
+			if list.total() < 2 {
+				t.Fatalf("refused for exports the caller does not see: %s", list.raw)
+			}
+			mustOK(t, e.do(http.MethodPost, "/v1/logs/exports/"+list.list()[0]["id"].(string)+"/cancel", key, nil))
+			e.createExport(key, exportBody(map[string]any{}, "id"))
+		})
+	}
+}
+
 // failingStore is a store whose writes fail while failing is set; it
 // counts the writes it refused and calls tooMany after the tenth.
 type failingStore struct {

@@ -30,7 +30,7 @@ const (
 	DefaultExportPruneEvery = time.Hour
 	// DefaultExportMaxUnfinished bounds the exports of one workspace (or
 	// of the organisation, for its exports of every workspace) that are
-	// draft or in_progress.
+	// draft or in_progress, as a caller sees them (checkUnfinishedExports).
 	DefaultExportMaxUnfinished = 10
 	// exportPageRecords is how many records one read transaction of a run
 	// reads; the progress is stored and a cancel seen between pages.
@@ -72,6 +72,7 @@ type ExportsOptions struct {
 	// MaxUnfinished bounds the exports of one workspace (or of the
 	// organisation, for its exports of every workspace) that are draft or
 	// in_progress (DefaultExportMaxUnfinished): creating one more is a 409.
+	// A member restricted to its own user's data counts only its own.
 	MaxUnfinished int
 	// Retention is how long a finished export (success, failed, stopped)
 	// and its file are kept after it finished; 0 keeps them for ever.
