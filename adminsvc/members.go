@@ -389,5 +389,8 @@ func (s *Service) removeMember(c *fiber.Ctx) error {
 	if err := s.keys.Reload(); err != nil {
 		return core.Internal(err, "the member was removed but the key snapshot could not be reloaded")
 	}
+	if err := s.reloadLimits(); err != nil { // the member's keys' own limits went with them
+		return err
+	}
 	return c.JSON(fiber.Map{})
 }

@@ -35,6 +35,7 @@ func TestKeyNamedByAPolicyIsNotDeleted(t *testing.T) {
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
 			e := newEnv(t)
+			f := e.withLimits()
 			user := e.addUser("u@example.com")
 			e.putMember(e.wsID, user, core.RoleMember)
 			key, _ := e.createKey(adminKey, "workspace/user", map[string]any{"name": "ci", "workspace_id": e.wsID, "user_id": user,
@@ -58,6 +59,7 @@ func TestKeyNamedByAPolicyIsNotDeleted(t *testing.T) {
 			}
 			path := map[string]string{"key": "/v1/api-keys/" + key, "user": "/v1/admin/users/" + user,
 				"member": "/v1/workspaces/default/users/" + user}[tc.route]
+			reloads := f.reloadCount()
 			r := e.do(http.MethodDelete, path, adminKey, nil)
 			keys := listBucket[store.APIKey](t, e.st, store.BucketAPIKeys)
 			kept := slices.ContainsFunc(keys, func(k store.APIKey) bool { return k.ID == key })
@@ -65,6 +67,9 @@ func TestKeyNamedByAPolicyIsNotDeleted(t *testing.T) {
 				mustOK(t, r)
 				if kept {
 					t.Fatalf("the key remains")
+				}
+				if f.reloadCount() == reloads {
+					t.Errorf("the limits engine was not reloaded after the key went")
 				}
 				return
 			}

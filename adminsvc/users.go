@@ -279,5 +279,8 @@ func (s *Service) deleteUser(c *fiber.Ctx) error {
 	if err := s.keys.Reload(); err != nil {
 		return core.Internal(err, "the user was deleted but the key snapshot could not be reloaded")
 	}
+	if err := s.reloadLimits(); err != nil { // the user's keys' own limits went with them
+		return err
+	}
 	return c.JSON(fiber.Map{})
 }
