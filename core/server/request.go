@@ -135,6 +135,78 @@ func unreservedEscape(hi, lo byte) (byte, bool) {
 	return 0, false
 }
 
+// checkSegments refuses a path with a "." or ".." segment, also spelled
+// with escapes ("%2e%2e") or behind an escaped "/" ("a%2F..%2Fb"), and
+// returns the path with runs of "/" made one. fasthttp forwards the path
+// with its dot segments resolved and its empty ones dropped, so a path
+// routed as it came would be checked as one route ("/v1/./chat/completions"
+// as the generic proxy's) and reach the provider as another
+// ("/v1/chat/completions", unchecked). Empty segments are dropped here too,
+// so "/v1//chat/completions" is routed as what is sent on; dot segments,
+// which no API path needs, are refused rather than resolved, since behind
+// an escaped "/" they would also change what the segments are.
+func checkSegments(path string) (string, *core.Error) {
+	if strings.IndexByte(path, '.') >= 0 || strings.Contains(path, "%2") {
+		for seg := range segments(path) {
+			if isDotSegment(seg) {
+				return path, core.BadRequest("path", "the path %q has a %q segment: send the path it stands for, without \".\" or \"..\" segments", path, seg)
+			}
+		}
+	}
+	if !strings.Contains(path, "//") {
+		return path, nil
+	}
+	b := make([]byte, 0, len(path))
+	for i := 0; i < len(path); i++ {
+		if path[i] == '/' && i > 0 && path[i-1] == '/' {
+			continue
+		}
+		b = append(b, path[i])
+	}
+	return string(b), nil
+}
+
+// segments yields the segments of path split at "/" and at an escaped one.
+func segments(path string) func(yield func(string) bool) {
+	return func(yield func(string) bool) {
+		start := 0
+		for i := 0; i < len(path); i++ {
+			end, next := -1, 0
+			switch {
+			case path[i] == '/':
+				end, next = i, i+1
+			case path[i] == '%' && i+2 < len(path) && path[i+1] == '2' && (path[i+2] == 'F' || path[i+2] == 'f'):
+				end, next = i, i+3
+			}
+			if end < 0 {
+				continue
+			}
+			if !yield(path[start:end]) {
+				return
+			}
+			start, i = next, next-1
+		}
+		yield(path[start:])
+	}
+}
+
+// isDotSegment reports whether seg is "." or "..", a dot possibly escaped
+// as "%2e".
+func isDotSegment(seg string) bool {
+	dots := 0
+	for i := 0; i < len(seg); i++ {
+		switch {
+		case seg[i] == '.':
+		case seg[i] == '%' && i+2 < len(seg) && seg[i+1] == '2' && (seg[i+2] == 'e' || seg[i+2] == 'E'):
+			i += 2
+		default:
+			return false
+		}
+		dots++
+	}
+	return dots == 1 || dots == 2
+}
+
 func unhex(c byte) (byte, bool) {
 	switch {
 	case '0' <= c && c <= '9':

@@ -239,6 +239,11 @@ func (s *Server) recoverPanics(c *fiber.Ctx) (err error) {
 	if p, escaped := unescapeUnreserved(c.Path()); escaped {
 		c.Path(p) // routed, checked and sent on as the same path unescaped
 	}
+	if p, bad := checkSegments(c.Path()); bad != nil {
+		return bad
+	} else if p != c.Path() {
+		c.Path(p)
+	}
 	defer func() {
 		if p := recover(); p != nil {
 			s.log.Error("panic while serving a request", "trace_id", trace, "path", c.Path(), "panic", p, "stack", string(debug.Stack()))

@@ -1264,8 +1264,7 @@ func TestPathAndMethodAsSent(t *testing.T) {
 
 // The generic proxy sends the client's path as it was escaped: an encoded
 // "/" stays inside its segment, and characters a path may hold unescaped
-// are not escaped on the way; a path fasthttp normalised ("..", "%2e")
-// is sent normalised.
+// are not escaped on the way.
 func TestProxyPathEscapes(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, mockUpstream())
@@ -1278,8 +1277,9 @@ func TestProxyPathEscapes(t *testing.T) {
 		// unescaped (RFC 3986 §6.2.2.2); other escapes stay.
 		{"/v1/files/%41bc", "/v1/files/Abc"},
 		{"/v1/files/%7Eu%5F1%2Fx%2E", "/v1/files/~u_1%2Fx%2E"},
-		{"/v1/files/a%2F..%2Fb", "/v1/files/b"},
-		{"/v1/files/%2e%2e/admin", "/v1/admin"},
+		{"/v1/files/a.b/..c", "/v1/files/a.b/..c"},
+		// Empty segments are dropped (see TestPathSegments).
+		{"/v1/files//a", "/v1/files/a"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.sent, func(t *testing.T) {
@@ -1308,6 +1308,38 @@ func TestEscapedRoutePath(t *testing.T) {
 		}
 		if !routed && r.status != 200 {
 			t.Fatalf("%s: %d %s", path, r.status, r.body)
+		}
+	}
+}
+
+// A path is routed as it is sent on. A "." or ".." segment, however it is
+// spelled, is refused before anything runs: sent on resolved, it would reach
+// the provider as another route than the one it was checked as. Empty
+// segments are dropped before routing, as they are in the path sent on.
+func TestPathSegments(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, mockUpstream())
+	bad := []byte(`{"model":"m","messages":[{"role":"user","content":"x"}],"temperature":99}`)
+	for _, tc := range []struct {
+		path  string
+		param string // of the 400
+	}{
+		{"/v1/./chat/completions", "path"},
+		{"/v1/chat/./completions", "path"},
+		{"/v1/x/../chat/completions", "path"},
+		{"/v1/x/%2e%2E/chat/completions", "path"},
+		{"/v1/x/.%2e/chat/completions", "path"},
+		{"/v1/files/a%2F..%2Fb", "path"},
+		{"/v1/files/%2e%2e/admin", "path"},
+		{"/v1/chat/completions/.", "path"},
+		{"/v1/./logs", "path"},
+		{"/v1//chat/completions", "temperature"}, // routed as chat: its bounds checked
+		{"/v1/chat//completions", "temperature"},
+	} {
+		before := g.up.hits()
+		r := g.do(t, "POST", tc.path, bad)
+		if r.status != 400 || !strings.Contains(string(r.body), `"param":"`+tc.param+`"`) || g.up.hits() != before {
+			t.Errorf("%s: %d %s (upstream hits %d); want a 400 naming %s", tc.path, r.status, r.body, g.up.hits()-before, tc.param)
 		}
 	}
 }
