@@ -2,32 +2,41 @@ package schema
 
 import (
 	"encoding/json"
+	"strings"
 	"sync"
 	"unicode/utf8"
+
+	"github.com/llm-gateway/gateway/core"
 )
 
 // fastObject parses body as one JSON object the way a json.Decoder with
 // UseNumber decodes it into an any, in one pass and without the decoder's
 // copy of the body; strings without escapes share one copy of the body. It
-// accepts only what encoding/json accepts and gives up (ok false) on
-// anything it does not handle itself (invalid or unusual input), leaving
-// the verdict and its message to encoding/json.
-func fastObject(body []byte) (m map[string]any, ok bool) {
+// accepts only what encoding/json accepts and gives up (ok false, err nil)
+// on anything it does not handle itself (invalid or unusual input),
+// leaving the verdict and its message to encoding/json. A string that is
+// not UTF-8, which JSON requires (RFC 8259 §8.1) and encoding/json would
+// take with U+FFFD in place of the bad bytes, is refused (err, naming the
+// string): the body would reach the provider with them.
+func fastObject(body []byte) (m map[string]any, ok bool, err *core.Error) {
 	st := stacksPool.Get().(*stacks)
 	defer st.release()
 	p := fastParser{b: body, s: string(body), st: st}
 	p.space()
 	if p.i >= len(p.b) || p.b[p.i] != '{' {
-		return nil, false
+		return nil, false, nil
 	}
 	v, ok := p.value(0)
 	if !ok {
-		return nil, false
+		if p.bad != nil {
+			return nil, false, p.bad.err(body)
+		}
+		return nil, false, nil
 	}
 	if p.space(); p.i != len(p.b) {
-		return nil, false
+		return nil, false, nil
 	}
-	return v.(map[string]any), true
+	return v.(map[string]any), true, nil
 }
 
 // maxFastDepth bounds the nesting fastObject follows; deeper bodies go to
@@ -39,6 +48,42 @@ type fastParser struct {
 	s  string // b, copied once: unescaped strings are slices of it
 	i  int
 	st *stacks
+	// bad is set when a string is not UTF-8, which ends the parse; the
+	// path to the string is recorded as the parse unwinds.
+	bad *notUTF8
+}
+
+// notUTF8 is where fastObject found a string that is not UTF-8.
+type notUTF8 struct {
+	offset int  // of its first bad byte in the body
+	name   bool // the string is a member name of the object at path
+	// path leads to the string (to its object when name is set), its
+	// steps (".key", "[2]") innermost first.
+	path []string
+}
+
+// step records where the parse that found a bad string unwinds through.
+func (p *fastParser) step(s string) {
+	if p.bad != nil {
+		p.bad.path = append(p.bad.path, s)
+	}
+}
+
+// err is the 400 of the bad string.
+func (n *notUTF8) err(body []byte) *core.Error {
+	var b strings.Builder
+	for i := len(n.path) - 1; i >= 0; i-- {
+		b.WriteString(n.path[i])
+	}
+	path := strings.TrimPrefix(b.String(), ".")
+	where := path
+	if n.name {
+		where = "a member name"
+		if path != "" {
+			where += " in " + path
+		}
+	}
+	return notUTF8Error(body, path, where, n.offset)
 }
 
 // stacks hold the elements and members read of the arrays and objects
@@ -116,6 +161,9 @@ func (p *fastParser) value(depth int) (any, bool) {
 			p.space()
 			k, ok := p.str()
 			if !ok {
+				if p.bad != nil {
+					p.bad.name = true
+				}
 				return nil, false
 			}
 			if p.space(); p.i >= len(p.b) || p.b[p.i] != ':' {
@@ -125,6 +173,7 @@ func (p *fastParser) value(depth int) (any, bool) {
 			p.space()
 			v, ok := p.value(depth + 1)
 			if !ok {
+				p.step(member("", k))
 				return nil, false
 			}
 			p.st.members = append(p.st.members, keyValue{k, v})
@@ -150,10 +199,11 @@ func (p *fastParser) value(depth int) (any, bool) {
 			return []any{}, true
 		}
 		open := len(p.st.elems)
-		for {
+		for n := 0; ; n++ {
 			p.space()
 			v, ok := p.value(depth + 1)
 			if !ok {
+				p.step(index("", n))
 				return nil, false
 			}
 			p.st.elems = append(p.st.elems, v)
@@ -227,8 +277,8 @@ func (p *fastParser) str() (string, bool) {
 		switch c := p.b[j]; {
 		case c == '"':
 			p.i = j + 1
-			if !ascii && !utf8.Valid(p.b[start:j]) {
-				return "", false // encoding/json replaces invalid bytes
+			if !ascii && !p.validUTF8(start, j) {
+				return "", false
 			}
 			return p.s[start:j], true
 		case c == '\\':
@@ -257,8 +307,24 @@ func (p *fastParser) escaped(from int) (string, bool) {
 	if json.Unmarshal(p.b[from:j+1], &s) != nil {
 		return "", false
 	}
+	if !p.validUTF8(from+1, j) {
+		return "", false
+	}
 	p.i = j + 1
 	return s, true
+}
+
+// validUTF8 reports whether b[start:end], the text of a string, is UTF-8;
+// when it is not, the parse ends, with p.bad set (encoding/json would
+// replace the bad bytes, which would still reach the provider). An escaped
+// lone surrogate (\ud800) is ASCII, so UTF-8: JSON's grammar allows it,
+// and it is decoded to U+FFFD as encoding/json does.
+func (p *fastParser) validUTF8(start, end int) bool {
+	if utf8.Valid(p.b[start:end]) {
+		return true
+	}
+	p.bad = &notUTF8{offset: start + invalidUTF8At(p.b[start:end])}
+	return false
 }
 
 // number reads a number in JSON's grammar, kept as written.

@@ -44,12 +44,15 @@ func TestFastObject(t *testing.T) {
 		{`{"a":` + strings.Repeat("[", maxFastDepth+2) + strings.Repeat("]", maxFastDepth+2) + `}`, false},
 	}
 	for _, tc := range cases {
-		m, ok := fastObject([]byte(tc.body))
+		m, ok, err := fastObject([]byte(tc.body))
 		if ok != tc.ok {
 			t.Errorf("fastObject(%.60q): ok %v, want %v", tc.body, ok, tc.ok)
 		}
 		if ok {
 			checkSameAsDecoder(t, []byte(tc.body), m)
+		}
+		if err != nil && utf8.ValidString(tc.body) {
+			t.Errorf("fastObject(%.60q) refused UTF-8 text: %s", tc.body, err.Message)
 		}
 	}
 }
@@ -73,9 +76,15 @@ func FuzzFastObject(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		if m, ok := fastObject(body); ok {
+		m, ok, err := fastObject(body)
+		if ok || err != nil {
+			if utf8.Valid(body) != ok {
+				t.Fatalf("fastObject(%q): ok %v, refusal %v, for a body whose UTF-8 validity is %v", body, ok, err, utf8.Valid(body))
+			}
+		}
+		if ok {
 			checkSameAsDecoder(t, body, m)
-		} else if json.Valid(body) && len(body) > 0 {
+		} else if err == nil && json.Valid(body) && len(body) > 0 {
 			// Only unusual valid objects are left to encoding/json.
 			var x any
 			if json.Unmarshal(body, &x) == nil {

@@ -10,6 +10,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/llm-gateway/gateway/core"
 )
@@ -134,15 +135,43 @@ func (v *validator) err() *core.Error {
 
 // parseObject parses body as one JSON object, numbers kept as json.Number.
 // A well-formed object takes fastObject's one pass; anything else is
-// decoded by encoding/json, whose errors the messages quote.
+// decoded by encoding/json, whose errors the messages quote. Text that is
+// not UTF-8 is refused: see fastObject.
 func parseObject(body []byte) (map[string]any, *core.Error) {
 	if len(bytes.TrimSpace(body)) == 0 {
 		return nil, core.BadRequest("", "request body is not valid JSON: the body is empty")
 	}
-	if m, ok := fastObject(body); ok {
-		return m, nil
+	if m, ok, err := fastObject(body); ok || err != nil {
+		return m, err
 	}
-	return decodeObject(body)
+	m, err := decodeObject(body)
+	if err == nil && !utf8.Valid(body) {
+		// A valid object fastObject leaves to encoding/json (one nested
+		// deeper than it follows): checked whole, as nothing else is.
+		return nil, notUTF8Error(body, "", "the body", invalidUTF8At(body))
+	}
+	return m, err
+}
+
+// notUTF8Error is the 400 of a body with text that is not UTF-8, which
+// JSON requires (RFC 8259 §8.1): param is the JSON path of the string ("" when
+// unknown), where names it for the message, and offset is the body offset
+// of its first bad byte.
+func notUTF8Error(body []byte, param, where string, offset int) *core.Error {
+	return core.BadRequest(param, "request body is not valid JSON: %s is not valid UTF-8 (byte 0x%02x at byte offset %d)", where, body[offset], offset)
+}
+
+// invalidUTF8At is the offset of the first byte of b that is not part of
+// a UTF-8 sequence, len(b) if there is none.
+func invalidUTF8At(b []byte) int {
+	for i := 0; i < len(b); {
+		r, n := utf8.DecodeRune(b[i:])
+		if r == utf8.RuneError && n == 1 {
+			return i
+		}
+		i += n
+	}
+	return len(b)
 }
 
 // decodeObject is parseObject with encoding/json alone.

@@ -453,6 +453,60 @@ func TestInvalidBodies(t *testing.T) {
 	}
 }
 
+// TestNotUTF8 checks that a body with text that is not UTF-8, which JSON
+// requires (RFC 8259 §8.1), is refused with a 400 naming the string rather
+// than decoded with U+FFFD in its place and forwarded as sent; escaped lone
+// surrogates are valid JSON and pass.
+func TestNotUTF8(t *testing.T) {
+	deep := strings.Repeat("[", maxFastDepth+1) + `"` + "\xff" + `"` + strings.Repeat("]", maxFastDepth+1)
+	runCases(t, chatStrict, []tc{
+		fail("content 0xff 0xfe", msgs(`{"role":"user","content":"hi `+"\xff\xfe"+`"}`), "messages[0].content",
+			"request body is not valid JSON: messages[0].content is not valid UTF-8 (byte 0xff at byte offset 59)"),
+		fail("lone continuation byte", msgs(`{"role":"user","content":"caf`+"\x80"+`"}`), "messages[0].content", "(byte 0x80 at byte offset 59)"),
+		fail("truncated sequence", msgs(`{"role":"user","content":"euro `+"\xe2\x82"+`"}`), "messages[0].content", "(byte 0xe2 at byte offset 61)"),
+		fail("overlong encoding", msgs(`{"role":"user","content":"`+"\xc0\xaf"+`"}`), "messages[0].content", "byte 0xc0"),
+		fail("encoded surrogate", msgs(`{"role":"user","content":"`+"\xed\xa0\x80"+`"}`), "messages[0].content", "byte 0xed"),
+		fail("beyond U+10FFFF", msgs(`{"role":"user","content":"`+"\xf4\x90\x80\x80"+`"}`), "messages[0].content", "byte 0xf4"),
+		fail("with escapes", msgs(`{"role":"user","content":"a\n\"b\" `+"\xff"+`"}`), "messages[0].content", "messages[0].content is not valid UTF-8 (byte 0xff"),
+		fail("after valid text", msgs(`{"role":"user","content":"é ✓ 😀 `+"\xff"+`"}`), "messages[0].content", "byte 0xff"),
+		fail("content part", msgs(`{"role":"user","content":[{"type":"text","text":"ok"},{"type":"text","text":"`+"\xfe"+`"}]}`),
+			"messages[0].content[1].text", "messages[0].content[1].text is not valid UTF-8"),
+		fail("second message", msgs(`{"role":"system","content":"s"},{"role":"user","content":"`+"\xff"+`"}`), "messages[1].content", "byte 0xff"),
+		fail("model", `{"model":"gpt`+"\xff"+`","messages":[{"role":"user","content":"hi"}]}`, "model", "model is not valid UTF-8"),
+		fail("stop element", chat(`"stop":["ok","`+"\xff"+`"]`), "stop[1]", "stop[1] is not valid UTF-8"),
+		fail("unknown field", chat(`"metadata":{"a b":[1,"`+"\xff"+`"]}`), `metadata["a b"][1]`, `metadata["a b"][1] is not valid UTF-8`),
+		fail("member name", msgs(`{"role":"user","content":"x","na`+"\xff"+`me":"y"}`), "messages[0]", "a member name in messages[0] is not valid UTF-8"),
+		fail("top-level member name", chat(`"`+"\xff"+`":1`), "", "request body is not valid JSON: a member name is not valid UTF-8"),
+		fail("nested too deep for the fast parse", chat(`"x":`+deep), "", "request body is not valid JSON: the body is not valid UTF-8 (byte 0xff"),
+		fail("before a syntax error", chat(`"x":"`+"\xff"+`",}`), "x", "x is not valid UTF-8"),
+		fail("syntax error first", chat(`"x":01,"y":"`+"\xff"+`"`), "", "request body is not valid JSON: invalid character '1'"),
+		pass("UTF-8 text", msgs(`{"role":"user","content":"café ✓ 日本語 😀 \u00e9\ud83d\ude00"}`)),
+		pass("U+FFFD itself", msgs(`{"role":"user","content":"`+"\xef\xbf\xbd"+`"}`)),
+		pass("escaped lone surrogate", msgs(`{"role":"user","content":"\ud800 and \udc00"}`)),
+		pass("nested deep, UTF-8", chat(`"x":`+strings.Repeat("[", maxFastDepth+1)+`"é"`+strings.Repeat("]", maxFastDepth+1))),
+	})
+	// Every body validator refuses it the same way: those that parse the
+	// whole body, and ValidateMessages, which reads two members.
+	validators := map[string]func([]byte) (Info, *core.Error){
+		"completions": ValidateCompletion,
+		"embeddings":  ValidateEmbedding,
+		"responses":   ValidateResponses,
+		"rerank":      ValidateRerank,
+		"images":      ValidateImageGeneration,
+		"messages":    ValidateMessages,
+		"model only":  ValidateModelOnly,
+	}
+	for name, validate := range validators {
+		runCases(t, validate, []tc{
+			fail(name+" value", `{"model":"m","x":"ab`+"\xff"+`"}`, "x", "request body is not valid JSON: x is not valid UTF-8 (byte 0xff at byte offset 20)"),
+			fail(name+" nested", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"`+"\xff"+`"}]}]}`,
+				"messages[0].content[0].text", "messages[0].content[0].text is not valid UTF-8"),
+			fail(name+" escaped", `{"model":"m","system":"\"`+"\xff"+`\""}`, "system", "system is not valid UTF-8"),
+			fail(name+" member name", `{"model":"m","`+"\x80"+`":1}`, "", "a member name is not valid UTF-8 (byte 0x80 at byte offset 14)"),
+		})
+	}
+}
+
 func TestCompletion(t *testing.T) {
 	comp := func(extra string) string {
 		b := `{"model":"gpt-3.5-turbo-instruct","prompt":"Say hi"`

@@ -3,18 +3,25 @@ package schema
 import (
 	"bytes"
 	"encoding/json"
+	"unicode/utf8"
 )
 
 // topLevel checks body the way parseObject does, but keeps only the
-// top-level members named in keys: a body that json.Valid accepts and that
-// is an object is scanned once more, without allocating, for those
-// members, which alone are decoded (as parseObject decodes them). Any
-// other body goes to parseObject for its verdict and message. It serves
-// validators that read a few fields of bodies that may be large
-// (Anthropic's Messages API carries whole conversations).
+// top-level members named in keys: a body that json.Valid accepts, that is
+// UTF-8 (which json.Valid does not check) and that is an object is scanned
+// once more, without allocating, for those members, which alone are
+// decoded (as parseObject decodes them). Any other body goes to
+// parseObject for its verdict and message. It serves validators that read
+// a few fields of bodies that may be large (Anthropic's Messages API
+// carries whole conversations).
+//
+// utf8.Valid takes ASCII eight bytes at a time: over the whole body it
+// costs less than checking the strings in the member scan, which walks
+// them a byte at a time (BenchmarkValidateMessagesLarge's 200 KB body:
+// about 3 µs against 27 µs, of some 300 µs json.Valid takes).
 func topLevel(body []byte, keys ...string) (map[string]any, bool) {
 	trimmed := bytes.TrimLeft(body, " \t\r\n")
-	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(body) {
+	if len(trimmed) == 0 || trimmed[0] != '{' || !json.Valid(body) || !utf8.Valid(body) {
 		return nil, false
 	}
 	m := make(map[string]any, len(keys))

@@ -27,6 +27,8 @@ func TestMessagesTopLevelMatchesTree(t *testing.T) {
 		`{"model":"m","stream":"yes"}`, `{"model":"m","stream":1}`,
 		`{"stream":true}`, `{}`, `{"a":{"b":[1,2,{"c":"}"}]},"model":"m"}`,
 		`{"model":"m"} x`, `{"model":"m",}`, `{"model":"\ud800"}`, "{\"model\":\"\xff\"}",
+		`{"model":"m","messages":[{"content":[{"text":"` + "\xfe" + `"}]}]}`, `{"model":"m","system":"\"` + "\xff" + `\""}`,
+		`{"` + "\x80" + `":1,"model":"m"}`, `{"model":"m","s":"é ✓ 😀"}`,
 		`[]`, `null`, `"s"`, ``, `   `, `{`,
 	} {
 		t.Run(body, func(t *testing.T) {

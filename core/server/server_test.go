@@ -591,6 +591,8 @@ func TestChatValidation(t *testing.T) {
 		{"five stop sequences", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stop":["a","b","c","d","e"]}`, "stop"},
 		{"stream_options without stream", `{"model":"m","messages":[{"role":"user","content":"hi"}],"stream_options":{"include_usage":true}}`, "stream_options"},
 		{"thinking under strict compliance", `{"model":"m","messages":[{"role":"user","content":"hi"}],"thinking":{"type":"enabled","budget_tokens":100}}`, "thinking"},
+		{"content not UTF-8", `{"model":"m","messages":[{"role":"user","content":"hi ` + "\xff\xfe" + `"}]}`, "messages[0].content"},
+		{"lone continuation byte", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"caf` + "\x80" + `"}]}]}`, "messages[0].content[0].text"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -851,6 +853,8 @@ func TestGenericProxy(t *testing.T) {
 		{"PUT", "/v1/fine_tuning/jobs/ft-1/checkpoints", "", []byte(`{"b":2}`)},
 		{"DELETE", "/v1/files/abc", "force=true", nil},
 		{"GET", "/v1/responses/resp_1", "include=x", nil},
+		// Not read, so not checked: forwarded as sent, encoding and all.
+		{"POST", "/v1/files/not-utf8", "", []byte(`{"text":"` + "\xff\xfe" + `"}`)},
 	}
 	for _, tc := range cases {
 		t.Run(tc.method+" "+tc.path, func(t *testing.T) {
