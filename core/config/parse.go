@@ -12,6 +12,7 @@ import (
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/netguard"
+	"github.com/llm-gateway/gateway/core/schema"
 	"github.com/llm-gateway/gateway/hooks"
 )
 
@@ -251,7 +252,7 @@ func (p *parser) target(path string, v any, depth int) *Config {
 		c.ForwardHeaders = p.headerNames(join(path, fForwardHeaders), v)
 	}
 	if v, ok := get(obj, fOverrideParams); ok {
-		c.OverrideParams, _ = p.object(join(path, fOverrideParams), v)
+		c.OverrideParams = p.overrideParams(join(path, fOverrideParams), v)
 	}
 	if v, ok := get(obj, fRetry); ok {
 		c.Retry = p.retry(join(path, fRetry), v)
@@ -424,6 +425,21 @@ func (p *problems) conditions(path string, v any) []Condition {
 		out = append(out, cond)
 	}
 	return out
+}
+
+// overrideParams reads override_params. They are merged over a request's
+// body after the body was validated, so the members a chat completion body
+// bounds (temperature 0-2, n 1-128, stop at most 4...) are checked here,
+// by the body's own checks; the others are the provider's to judge.
+func (p *problems) overrideParams(path string, v any) map[string]any {
+	obj, ok := p.object(path, v)
+	if !ok {
+		return nil
+	}
+	for _, pr := range schema.CheckBoundedParams(obj) {
+		p.add(path+"."+pr.Field, "%s", pr.Rule)
+	}
+	return obj
 }
 
 var retryFields = []string{"attempts", "on_status_codes", "use_retry_after_header"}

@@ -262,6 +262,74 @@ func TestParseProblems(t *testing.T) {
 	}
 }
 
+// TestParseOverrideParams: override_params are merged over a body after
+// its validation, so the members a chat completion body bounds are held to
+// those bounds (by the body's own checks); rules tying them to the rest of
+// the body, and other members, are left to the body and the provider.
+func TestParseOverrideParams(t *testing.T) {
+	tools := func(n int) string {
+		return "[" + strings.TrimSuffix(strings.Repeat(`{"type":"function","function":{"name":"f"}},`, n), ",") + "]"
+	}
+	tests := []struct {
+		name  string
+		input string
+		want  []want // none: the config is valid
+	}{
+		{"temperature above 2", `{"override_params":{"temperature":5}}`, []want{{"config.override_params.temperature", "must be between 0 and 2, got 5"}}},
+		{"temperature below 0", `{"override_params":{"temperature":-0.1}}`, []want{{"config.override_params.temperature", "got -0.1"}}},
+		{"temperature a string", `{"override_params":{"temperature":"hot"}}`, []want{{"config.override_params.temperature", "must be a number or null, got string"}}},
+		{"n of a second target", `{"strategy":{"mode":"fallback"},"targets":[{"provider":"openai"},{"provider":"openai","override_params":{"n":500}}]}`,
+			[]want{{"config.targets[1].override_params.n", "must be between 1 and 128, got 500"}}},
+		{"n zero in a nested target", `{"targets":[{"targets":[{"override_params":{"n":0}}]}]}`, []want{{"config.targets[0].targets[0].override_params.n", "got 0"}}},
+		{"n a fraction", `{"override_params":{"n":2.5}}`, []want{{"config.override_params.n", "must be an integer or null, got 2.5"}}},
+		{"top_p above 1", `{"override_params":{"top_p":1.5}}`, []want{{"config.override_params.top_p", "must be between 0 and 1, got 1.5"}}},
+		{"penalties", `{"override_params":{"frequency_penalty":-2.5,"presence_penalty":3}}`, []want{
+			{"config.override_params.frequency_penalty", "must be between -2 and 2, got -2.5"},
+			{"config.override_params.presence_penalty", "must be between -2 and 2, got 3"},
+		}},
+		{"top_logprobs above 20", `{"override_params":{"top_logprobs":21}}`, []want{{"config.override_params.top_logprobs", "must be between 0 and 20, got 21"}}},
+		{"five stop sequences", `{"override_params":{"stop":["a","b","c","d","e"]}}`, []want{{"config.override_params.stop", "must contain at most 4 sequences, got 5"}}},
+		{"stop element", `{"override_params":{"stop":["a",1]}}`, []want{{"config.override_params.stop[1]", "must be a string, got number"}}},
+		{"129 tools", `{"override_params":{"tools":` + tools(129) + `}}`, []want{{"config.override_params.tools", "must contain at most 128 elements, got 129"}}},
+		{"tool name", `{"override_params":{"tools":[{"type":"function","function":{"name":"a b"}}]}}`, []want{{"config.override_params.tools[0].function.name", "must match"}}},
+		{"functions empty", `{"override_params":{"functions":[]}}`, []want{{"config.override_params.functions", "must contain at least 1 element"}}},
+		{"logit_bias", `{"override_params":{"logit_bias":{"50256":-101,"abc":1}}}`, []want{
+			{"config.override_params.logit_bias.50256", "must be between -100 and 100, got -101"},
+			{"config.override_params.logit_bias.abc", "logit_bias keys must be integer token ids"},
+		}},
+		{"every problem, in the body's order", `{"override_params":{"top_p":2,"temperature":3,"n":0,"stop":["a","b","c","d","e"],"presence_penalty":9}}`, []want{
+			{"config.override_params.presence_penalty", "between -2 and 2"},
+			{"config.override_params.n", "between 1 and 128"},
+			{"config.override_params.stop", "at most 4"},
+			{"config.override_params.temperature", "between 0 and 2"},
+			{"config.override_params.top_p", "between 0 and 1"},
+		}},
+		{"with other problems of the target", `{"targets":[{"retry":{"attempts":11},"override_params":{"temperature":2.5},"bogus":1}]}`, []want{
+			{"config.targets[0].override_params.temperature", "between 0 and 2"},
+			{"config.targets[0].retry.attempts", "between 0 and 10"},
+			{"config.targets[0].bogus", "unknown field"},
+		}},
+
+		{"the bounds themselves", `{"override_params":{"temperature":2,"top_p":0,"n":128,"frequency_penalty":-2,"presence_penalty":2,"top_logprobs":20,"stop":["a","b","c","d"],"logit_bias":{"1":100,"2":-100},"tools":` + tools(128) + `}}`, nil},
+		{"the other ends", `{"targets":[{"override_params":{"temperature":0,"top_p":1,"n":1,"top_logprobs":0,"stop":"x","functions":[{"name":"f"}]}}]}`, nil},
+		{"nulls", `{"override_params":{"temperature":null,"n":null,"stop":null,"logit_bias":null,"top_logprobs":null}}`, nil},
+		{"top_logprobs without logprobs: the body may have it", `{"override_params":{"top_logprobs":5}}`, nil},
+		{"members the body does not bound", `{"override_params":{"model":"gpt-4o","max_tokens":7,"seed":1,"response_format":{"type":"json_object"},"top_k":1000}}`, nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			checkProblems(t, tt.input, tt.want)
+			_, err := Parse([]byte(tt.input), nil)
+			switch {
+			case tt.want == nil && err != nil:
+				t.Fatalf("Parse: %s", err.Message)
+			case tt.want != nil && (err == nil || err.Code != core.CodeValidation || err.Param != tt.want[0].path):
+				t.Fatalf("Parse = %+v, want AB01 naming %s", err, tt.want[0].path)
+			}
+		})
+	}
+}
+
 func TestParseDepth(t *testing.T) {
 	nest := func(levels int) string {
 		s := `{"provider":"openai"}`

@@ -21,27 +21,27 @@ func ValidateChatCompletion(body []byte, opts ChatOptions) (Info, *core.Error) {
 
 	v.messages(m)
 	v.model(m, true, &info)
-	optional(m, "frequency_penalty", func(x any) { v.number("frequency_penalty", x, true, -2, 2) })
-	optional(m, "presence_penalty", func(x any) { v.number("presence_penalty", x, true, -2, 2) })
+	optional(m, "frequency_penalty", v.frequencyPenalty)
+	optional(m, "presence_penalty", v.presencePenalty)
 	v.logitBias(m)
 	logprobs := false
 	optional(m, "logprobs", func(x any) { logprobs = v.boolean("logprobs", x, true) })
 	optional(m, "top_logprobs", func(x any) {
-		if _, ok := v.integer("top_logprobs", x, true, 0, 20); ok && !logprobs {
+		if v.topLogprobs(x) && !logprobs {
 			v.add("top_logprobs", "requires logprobs to be true")
 		}
 	})
 	optional(m, "max_tokens", func(x any) { v.integer("max_tokens", x, true, 1, math.MaxInt64) })
 	optional(m, "max_completion_tokens", func(x any) { v.integer("max_completion_tokens", x, true, 1, math.MaxInt64) })
-	optional(m, "n", func(x any) { v.integer("n", x, true, 1, 128) })
+	optional(m, "n", func(x any) { v.choices(x) })
 	optional(m, "response_format", v.responseFormat)
 	optional(m, "seed", func(x any) { v.integer("seed", x, true, math.MinInt64, math.MaxInt64) })
 	v.stop(m)
 	v.streaming(m, &info)
 	v.gatewayFields(m, opts.StrictCompliance, &info)
 	optional(m, "thinking", func(x any) { v.thinking(x, info.StrictCompliance) })
-	optional(m, "temperature", func(x any) { v.number("temperature", x, true, 0, 2) })
-	optional(m, "top_p", func(x any) { v.number("top_p", x, true, 0, 1) })
+	optional(m, "temperature", v.temperature)
+	optional(m, "top_p", v.topP)
 	tools := v.namedList(m, "tools", true)
 	optional(m, "tool_choice", func(x any) { v.toolChoice(x, tools) })
 	optional(m, "parallel_tool_calls", func(x any) { v.boolean("parallel_tool_calls", x, false) })

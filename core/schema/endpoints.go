@@ -37,14 +37,14 @@ func ValidateCompletion(body []byte) (Info, *core.Error) {
 		} else {
 			v.tokensOrStrings("prompt", x, false, 0)
 		}
-		optional(m, "frequency_penalty", func(x any) { v.number("frequency_penalty", x, true, -2, 2) })
-		optional(m, "presence_penalty", func(x any) { v.number("presence_penalty", x, true, -2, 2) })
+		optional(m, "frequency_penalty", v.frequencyPenalty)
+		optional(m, "presence_penalty", v.presencePenalty)
 		v.logitBias(m)
 		optional(m, "logprobs", func(x any) { v.integer("logprobs", x, true, 0, 5) })
 		optional(m, "max_tokens", func(x any) { v.integer("max_tokens", x, true, 0, math.MaxInt64) })
 		n := int64(1)
 		optional(m, "n", func(x any) {
-			if val, ok := v.integer("n", x, true, 1, 128); ok {
+			if val, ok := v.choices(x); ok {
 				n = val
 			}
 		})
@@ -56,8 +56,8 @@ func ValidateCompletion(body []byte) (Info, *core.Error) {
 		optional(m, "seed", func(x any) { v.integer("seed", x, true, math.MinInt64, math.MaxInt64) })
 		v.stop(m)
 		v.streaming(m, info)
-		optional(m, "temperature", func(x any) { v.number("temperature", x, true, 0, 2) })
-		optional(m, "top_p", func(x any) { v.number("top_p", x, true, 0, 1) })
+		optional(m, "temperature", v.temperature)
+		optional(m, "top_p", v.topP)
 		optional(m, "echo", func(x any) { v.boolean("echo", x, true) })
 		optional(m, "suffix", func(x any) { v.str("suffix", x, true) })
 		optional(m, "user", func(x any) { v.str("user", x, false) })
@@ -170,8 +170,8 @@ func ValidateResponses(body []byte) (Info, *core.Error) {
 			}
 		})
 		optional(m, "stream", func(x any) { info.Stream = v.boolean("stream", x, true) })
-		optional(m, "temperature", func(x any) { v.number("temperature", x, true, 0, 2) })
-		optional(m, "top_p", func(x any) { v.number("top_p", x, true, 0, 1) })
+		optional(m, "temperature", v.temperature)
+		optional(m, "top_p", v.topP)
 		optional(m, "max_output_tokens", func(x any) { v.integer("max_output_tokens", x, true, 1, math.MaxInt64) })
 		v.gatewayFields(m, true, info)
 	})

@@ -57,10 +57,16 @@ const maxListedProblems = 50
 // maxShownValue caps how much of a client value is echoed in a message.
 const maxShownValue = 64
 
+// problem is one problem of a body: param is the path of its field, rule
+// what is wrong with it, msg the problem as the message lists it (most
+// often the path and the rule).
 type problem struct {
-	param string
-	msg   string
+	param, rule, msg string
 }
+
+// fieldProblem is the problem of the field at path, listed as the path
+// followed by rule.
+func fieldProblem(path, rule string) problem { return problem{path, rule, path + " " + rule} }
 
 // validator collects the problems of one body.
 type validator struct {
@@ -106,8 +112,7 @@ func (v *validator) path(rel string) string {
 // the message is the path followed by the formatted rule, so every message
 // names its field.
 func (v *validator) add(rel, format string, args ...any) {
-	path := v.path(rel)
-	v.problems = append(v.problems, problem{param: path, msg: path + " " + fmt.Sprintf(format, args...)})
+	v.problems = append(v.problems, fieldProblem(v.path(rel), fmt.Sprintf(format, args...)))
 }
 
 // err turns the collected problems into one 400, or nil.
@@ -589,18 +594,17 @@ func (v *validator) logitBias(m map[string]any) {
 	var bad []problem
 	for k, val := range obj { // a key's path is rendered only for a problem
 		if !isTokenID(k) {
-			bad = append(bad, problem{member("logit_bias", k), fmt.Sprintf("logit_bias keys must be integer token ids, got %s", shown(k))})
+			msg := fmt.Sprintf("logit_bias keys must be integer token ids, got %s", shown(k))
+			bad = append(bad, problem{member("logit_bias", k), msg, msg})
 			continue
 		}
 		n, ok := val.(json.Number)
 		if !ok {
-			p := member("logit_bias", k)
-			bad = append(bad, problem{p, fmt.Sprintf("%s must be a number, got %s", p, kind(val))})
+			bad = append(bad, fieldProblem(member("logit_bias", k), fmt.Sprintf("must be a number, got %s", kind(val))))
 			continue
 		}
 		if f, _ := strconv.ParseFloat(string(n), 64); !(f >= -100 && f <= 100) {
-			p := member("logit_bias", k)
-			bad = append(bad, problem{p, fmt.Sprintf("%s must be between -100 and 100, got %s", p, shown(n))})
+			bad = append(bad, fieldProblem(member("logit_bias", k), fmt.Sprintf("must be between -100 and 100, got %s", shown(n))))
 		}
 	}
 	sort.Slice(bad, func(i, j int) bool { return bad[i].param < bad[j].param }) // map order is random

@@ -39,6 +39,10 @@ func TestConfigHeaderValidation(t *testing.T) {
 		{"number", `42`, "config", core.CodeValidation, "must be a JSON object, got number"},
 		{"boolean", `true`, "config", core.CodeValidation, "must be a JSON object, got boolean"},
 		{"broken array", `[{"provider":`, "config", core.CodeValidation, "config: is not valid JSON"},
+		{"override_params beyond the body's bounds", `{"provider":"openai","override_params":{"temperature":5}}`,
+			"config.override_params.temperature", core.CodeValidation, "config.override_params.temperature: must be between 0 and 2, got 5"},
+		{"override_params of a second target beyond the body's bounds", `{"strategy":{"mode":"fallback"},"targets":[{"provider":"openai"},{"provider":"openai","override_params":{"n":500}}]}`,
+			"config.targets[1].override_params.n", core.CodeValidation, "config.targets[1].override_params.n: must be between 1 and 128, got 500"},
 		{"unknown slug", `pc-nosuch`, "x-gateway-config", "<null>", `no saved config "pc-nosuch"`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
