@@ -139,6 +139,29 @@ type Usage struct {
 	TotalTokens      int `json:"total_tokens"`
 }
 
+// Routing is the outcome of routing a request: the target the router's
+// walk of its config ended on, the one that answered or, for an error the
+// gateway made (a timeout, an unreachable provider, an open circuit
+// breaker), the last one tried. It is returned in the x-gateway-* response
+// headers and kept in the log record, alike for answers and errors.
+type Routing struct {
+	// Provider is the name of the target's provider, Model the model it
+	// was asked for: the request's, a config target's override_params
+	// model, or the one the provider names (ModelNamer). The log record and
+	// the usage's cost are the target's.
+	Provider string
+	Model    string
+	// OptionPath is the config path of the target ("config.targets[1]"),
+	// RetryCount the retries made on it (-1 when every attempt failed),
+	// CacheStatus HIT, MISS, ... or DISABLED ("" when the cache was not
+	// consulted). Fallbacks counts the targets whose answers a strategy
+	// passed over (a fallback's failed targets) before this one.
+	OptionPath  string
+	RetryCount  int
+	Fallbacks   int
+	CacheStatus string
+}
+
 // Response is the upstream's answer as the pipeline hands it back. Exactly
 // one of Body and Stream is set.
 type Response struct {
@@ -150,23 +173,8 @@ type Response struct {
 	Stream io.ReadCloser
 	// SSE marks Stream as server-sent events, forwarded event by event.
 	SSE bool
-	// Provider is the name of the provider that answered, Model the model
-	// it was asked for: the request's, a config target's override_params
-	// model, or the one the provider names (ModelNamer). The log record and
-	// the usage's cost are the answering target's.
-	Provider string
-	Model    string
-
-	// Routing outcome, returned in the x-gateway-* response headers:
-	// OptionPath is the config path of the target that answered
-	// ("config.targets[1]"), RetryCount the retries made on it (-1 when
-	// every attempt failed), CacheStatus HIT, MISS, ... or DISABLED.
-	// Fallbacks counts the targets whose answers a strategy passed over
-	// (a fallback's failed targets) before the one that answered.
-	OptionPath  string
-	RetryCount  int
-	Fallbacks   int
-	CacheStatus string
+	// Routing is the target that answered.
+	Routing
 	// HookResults, when hooks ran, are returned as "hook_results" (a JSON
 	// value: before_request_hooks and after_request_hooks).
 	HookResults any

@@ -56,7 +56,7 @@ func (w *walk) cacheLookup(ctx context.Context, req *core.Request, l *config.Lea
 	}
 	cs.status = string(status)
 	if entry != nil && status.Hit() {
-		cs.hit = &core.Response{Status: entry.Status, Header: http.Header(entry.Header), CacheStatus: cs.status}
+		cs.hit = &core.Response{Status: entry.Status, Header: http.Header(entry.Header)}
 		if entry.Stream {
 			cs.hit.Stream, cs.hit.SSE = io.NopCloser(bytes.NewReader(entry.Body)), true
 		} else {

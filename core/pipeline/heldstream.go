@@ -30,7 +30,7 @@ func holdStream(resp *core.Response) (*core.Response, []byte, *core.Error) {
 	case len(held) > maxHeldStream:
 		return nil, nil, core.Upstream(nil, "the stream is larger than the %d MiB the output guardrails can hold", maxHeldStream>>20)
 	}
-	return &core.Response{Status: resp.Status, Header: resp.Header, Body: streamAnswer(held), Provider: resp.Provider, Model: resp.Model}, held, nil
+	return &core.Response{Status: resp.Status, Header: resp.Header, Body: streamAnswer(held), Routing: resp.Routing}, held, nil
 }
 
 // streamEvent is what streamAnswer reads of one event's data.

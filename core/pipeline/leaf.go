@@ -157,7 +157,7 @@ func (p *Pipeline) breakerFor(t core.Target, l *config.Leaf) *breaker.Breaker {
 // breaker, the cache, and the upstream call with its timeout and retries.
 func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 	l := n.Leaf
-	res := result{path: n.Path}
+	res := result{at: core.Routing{OptionPath: n.Path}}
 	t, cerr := w.target(ctx, n)
 	if cerr != nil {
 		res.err = cerr
@@ -168,6 +168,7 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 		res.err = core.BadRequest("x-gateway-provider", "unknown provider %q; known providers: %s", t.Provider, strings.Join(w.p.names, ", "))
 		return res
 	}
+	res.at.Provider = prov.Name()
 	if !prov.Supports(w.req.Endpoint) {
 		res.err = core.BadRequest("x-gateway-provider", "provider %q does not support %s requests", prov.Name(), w.req.Endpoint)
 		return res
@@ -188,6 +189,7 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 			lreq.Model = model
 		}
 	}
+	res.at.Model = targetModel(prov, &lreq)
 	if err := lreq.Target.Models.Check(&lreq); err != nil {
 		res.err = err
 		return res
@@ -231,13 +233,14 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 		return fail(err)
 	}
 	cs := w.cacheLookup(ctx, &lreq, l, hr.URL)
+	res.at.CacheStatus = cs.status
 	if cs.hit != nil {
 		// A cached answer is no call to the target: the circuit breaker
 		// neither counts it as a success nor spends its half-open probe on it.
 		stop()
 		cancel(nil)
 		res.resp = cs.hit
-		res.resp.Provider, res.resp.Model = prov.Name(), targetModel(prov, &lreq)
+		res.resp.Routing = res.at
 		return res
 	}
 
@@ -258,24 +261,24 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 	}
 	var hresp *http.Response
 	if l.Retry != nil && l.Retry.Attempts > 0 {
-		hresp, res.retries, err = w.p.sendWithRetries(retryClient, hr, l.Retry, deadline)
+		hresp, res.at.RetryCount, err = w.p.sendWithRetries(retryClient, hr, l.Retry, deadline)
 	} else {
 		hresp, err = client.Do(hr)
 	}
 	if err != nil {
 		if l.Retry != nil && l.Retry.Attempts > 0 {
-			res.retries = -1
+			res.at.RetryCount = -1
 		}
 		return fail(err)
 	}
 	if l.Retry != nil && l.Retry.Attempts > 0 && retryable(l.Retry, hresp.StatusCode) {
-		res.retries = -1 // every attempt answered with a retryable failure
+		res.at.RetryCount = -1 // every attempt answered with a retryable failure
 	}
 	if done != nil {
 		done(breaker.IsFailure(*l.CircuitBreaker, hresp.StatusCode, nil))
 	}
 
-	resp := &core.Response{Status: hresp.StatusCode, Header: hresp.Header, Provider: prov.Name(), Model: targetModel(prov, &lreq), CacheStatus: cs.status}
+	resp := &core.Response{Status: hresp.StatusCode, Header: hresp.Header, Routing: res.at}
 	// An AWS event stream is a stream for a provider that translates
 	// streams (bedrock), which makes it server-sent events; a proxied one
 	// reaches the client as it came.

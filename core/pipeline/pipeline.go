@@ -141,11 +141,12 @@ func (p *Pipeline) DoRoute(ctx context.Context, req *core.Request, root *config.
 	if len(w.before)+len(w.after) > 0 {
 		results = &HookResults{Before: nonNil(w.before), After: nonNil(w.after)}
 	}
+	res.at.Fallbacks = w.passedOver
 	if res.err != nil {
-		return nil, &RouteError{Err: res.err, OptionPath: res.path, RetryCount: res.retries, HookResults: results}
+		return nil, &RouteError{Err: res.err, Routing: res.at, HookResults: results}
 	}
 	resp := res.resp
-	resp.OptionPath, resp.RetryCount, resp.Fallbacks = res.path, res.retries, w.passedOver
+	resp.Routing = res.at
 	if results != nil {
 		resp.HookResults = results
 		if w.softFail && resp.Status >= 200 && resp.Status < 300 {
@@ -170,11 +171,13 @@ func nonNil(h []hooks.HookResult) []hooks.HookResult {
 }
 
 // RouteError is the failure of a routed request, with the target it ended
-// on and the retries made there, for the x-gateway-* response headers.
+// on, as an answer has it (core.Response.Routing), for the x-gateway-*
+// response headers and the log record.
 type RouteError struct {
-	Err         *core.Error
-	OptionPath  string // empty when no target was called
-	RetryCount  int
+	Err *core.Error
+	// Routing's OptionPath is empty when the walk reached no target (an
+	// error of the config's strategy, every circuit breaker open).
+	core.Routing
 	HookResults *HookResults // nil when no hook ran
 }
 

@@ -47,10 +47,12 @@ type resolved struct {
 
 // result is what routing to one node produced.
 type result struct {
-	resp    *core.Response
-	err     *core.Error
-	path    string // the leaf that answered
-	retries int
+	resp *core.Response
+	err  *core.Error
+	// at is where the walk ended: the leaf that answered or failed (the
+	// answer carries it too, as resp.Routing; DoRoute adds the walk's
+	// Fallbacks), or the node whose hooks refused the request.
+	at core.Routing
 	// skipped: the target's circuit breaker was open, it took no request.
 	skipped bool
 }
@@ -90,7 +92,7 @@ func (w *walk) node(ctx context.Context, n *config.Node) result {
 		w.before = append(w.before, out.Hooks...)
 		w.softFail = w.softFail || (out.Failed && !out.Denied)
 		if out.Denied {
-			return result{path: n.Path, err: denied(hooks.BeforeRequest, n.Path)}
+			return result{at: core.Routing{OptionPath: n.Path}, err: denied(hooks.BeforeRequest, n.Path)}
 		}
 		if out.Body != nil {
 			w.req.Body, w.req.JSON = out.Body, nil
@@ -104,7 +106,7 @@ func (w *walk) node(ctx context.Context, n *config.Node) result {
 			var err *core.Error
 			if checked, held, err = holdStream(res.resp); err != nil {
 				res.release()
-				return result{path: res.path, retries: res.retries, err: err}
+				return result{at: res.at, err: err}
 			}
 		}
 		out := w.p.hooks.Run(ctx, hooks.AfterResponse, n.After, w.req, checked)
@@ -112,7 +114,7 @@ func (w *walk) node(ctx context.Context, n *config.Node) result {
 		w.softFail = w.softFail || (out.Failed && !out.Denied)
 		if out.Denied {
 			res.release()
-			return result{path: res.path, retries: res.retries, err: denied(hooks.AfterResponse, n.Path)}
+			return result{at: res.at, err: denied(hooks.AfterResponse, n.Path)}
 		}
 		switch {
 		case out.Body == nil:

@@ -125,7 +125,7 @@ func BenchmarkRecord(b *testing.B) {
 	s := &Server{now: time.Now, logs: discardSink{}, logPaths: map[string]string{"/chat/completions": "/v1/chat/completions"}}
 	req := &core.Request{TraceID: "t", Endpoint: core.EndpointChatComplete, Method: "POST", Path: "/chat/completions", Model: "gpt-4o-mini",
 		Principal: &core.Principal{KeyID: "k", WorkspaceID: "w", OrganisationID: "o"}, Target: core.Target{Provider: "openai"}, ReceivedAt: time.Now()}
-	resp := &core.Response{Status: 200, OptionPath: "config.targets[0]", CacheStatus: "DISABLED"}
+	resp := &core.Response{Status: 200, Routing: core.Routing{OptionPath: "config.targets[0]", CacheStatus: "DISABLED"}}
 	b.ReportAllocs()
 	for b.Loop() {
 		s.record(req, resp, 200, core.Usage{}, nil)
@@ -142,7 +142,7 @@ func BenchmarkWriteResponse(b *testing.B) {
 		req := &core.Request{TraceID: "t", Endpoint: core.EndpointChatComplete, Method: "POST", Path: "/chat/completions", ReceivedAt: time.Now()}
 		b.ReportAllocs()
 		for b.Loop() {
-			resp := &core.Response{Status: 200, Header: hdr, Body: benchAnswer, Provider: "openai", OptionPath: "config.targets[0]", HookResults: res}
+			resp := &core.Response{Status: 200, Header: hdr, Body: benchAnswer, Routing: core.Routing{Provider: "openai", OptionPath: "config.targets[0]"}, HookResults: res}
 			if err := s.writeResponse(c, req, resp, nil); err != nil {
 				b.Fatal(err)
 			}

@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"cmp"
 	"encoding/json"
+	"errors"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/pipeline"
 )
 
 // logPath is the client's path of a request with provider path p: a
@@ -17,17 +19,32 @@ func (s *Server) logPath(p string) string {
 	return "/v1" + p
 }
 
-// answeredModel is the model of the target that answered req with resp
-// (a config target's override_params, or the deployment's model on
+// answeredModel is the model of the target req was routed to (rt: a
+// config target's override_params, or the deployment's model on
 // azure-openai), else the request's.
-func answeredModel(req *core.Request, resp *core.Response) string {
-	if resp != nil && resp.Model != "" {
-		return resp.Model
+func answeredModel(req *core.Request, rt *core.Routing) string {
+	if rt != nil && rt.Model != "" {
+		return rt.Model
 	}
 	return req.Model
 }
 
-// record queues the log record of one data-plane request.
+// routingOf is where a request was routed: its answer's target, or that
+// of the error a routed request ended with (pipeline.RouteError); nil for
+// a request that was not routed.
+func routingOf(resp *core.Response, err error) *core.Routing {
+	if resp != nil {
+		return &resp.Routing
+	}
+	var re *pipeline.RouteError
+	if errors.As(err, &re) {
+		return &re.Routing
+	}
+	return nil
+}
+
+// record queues the log record of one data-plane request; err is the
+// error it ended with, a routed request's pipeline.RouteError included.
 func (s *Server) record(req *core.Request, resp *core.Response, status int, usage core.Usage, err error) {
 	if s.logs == nil || req == nil {
 		return
@@ -41,14 +58,15 @@ func (s *Server) record(req *core.Request, resp *core.Response, status int, usag
 		Method: req.Method, Path: s.logPath(req.Path), Status: status, Stream: req.Stream || (resp != nil && resp.SSE),
 		LatencyMs: float64(now.Sub(req.ReceivedAt).Microseconds()) / 1000, Usage: usage,
 	}
-	if resp != nil {
-		rec.OptionPath, rec.RetryCount, rec.FallbackCount, rec.CacheStatus = resp.OptionPath, resp.RetryCount, resp.Fallbacks, resp.CacheStatus
-		if resp.Provider != "" {
-			// The provider that answered: a config may route away from
-			// the headers' choice (a fallback to another provider).
-			rec.Provider = resp.Provider
+	if rt := routingOf(resp, err); rt != nil {
+		rec.OptionPath, rec.RetryCount, rec.FallbackCount, rec.CacheStatus = rt.OptionPath, rt.RetryCount, rt.Fallbacks, rt.CacheStatus
+		if rt.Provider != "" {
+			// The provider that answered, or failed last: a config may
+			// route away from the headers' choice (a fallback to another
+			// provider).
+			rec.Provider = rt.Provider
 		}
-		rec.Model = answeredModel(req, resp)
+		rec.Model = answeredModel(req, rt)
 	}
 	if p := req.Principal; p != nil {
 		rec.OrganisationID, rec.WorkspaceID, rec.APIKeyID = p.OrganisationID, p.WorkspaceID, p.KeyID

@@ -1,8 +1,11 @@
 package server_test
 
 import (
+	"cmp"
 	"context"
+	"net"
 	"net/http"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -10,6 +13,7 @@ import (
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/config"
 	"github.com/llm-gateway/gateway/core/server"
+	"github.com/llm-gateway/gateway/plugins/cache"
 )
 
 // idManaged resolves @oa to a managed provider of integration integ-1 and
@@ -225,11 +229,31 @@ func TestRecordPromptMetadata(t *testing.T) {
 
 // A record says how its answer was reached: the target that answered, the
 // retries made on it and the targets a fallback passed over before it, so
-// analytics can count the requests the routing rescued.
+// analytics can count the requests the routing rescued. An error the
+// gateway made itself (a timeout, an unreachable provider, an open circuit
+// breaker) names the last target tried in the same way, in the record and
+// in the response headers, as a provider's own error answer does.
 func TestRecordRoutingOutcome(t *testing.T) {
 	t.Parallel()
 	var flaky atomic.Int32
+	store, err := cache.OpenBolt(t.TempDir()+"/c.db", cache.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	// dead is a trusted address that refuses connections: port P of
+	// 127.0.0.2, while this test holds 127.0.0.1:P.
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { ln.Close() })
+	dead := "127.0.0.2:" + strconv.Itoa(ln.Addr().(*net.TCPAddr).Port)
 	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if strings.HasPrefix(r.URL.Path, "/v1/slow/") {
+			<-r.Context().Done() // until the gateway's timeout gives up
+			return
+		}
 		// Under /v1/down every call fails; under /v1/flaky every other one.
 		if strings.HasPrefix(r.URL.Path, "/v1/down/") || strings.HasPrefix(r.URL.Path, "/v1/flaky/") && flaky.Add(1)%2 == 1 {
 			w.Header().Set("Content-Type", "application/json")
@@ -239,33 +263,64 @@ func TestRecordRoutingOutcome(t *testing.T) {
 		}
 		w.Header().Set("Content-Type", "application/json")
 		w.Write([]byte(`{"id":"c1","object":"chat.completion","choices":[]}`))
-	}))
+	}), func(c *gatewayConfig) { c.trusted, c.cache = []string{dead}, store })
 	host := func(path string) string { return `{"custom_host":"` + g.host + path + `"}` }
+	deadHost := `{"custom_host":"http://` + dead + `/v1"}`
 	cases := []struct {
 		name              string
 		config            string
 		status            int
 		path              string
 		retries, fallback int
+		cache             string // "" for DISABLED
+		// before: requests sent first with the same config (to open a
+		// circuit breaker); errText: what the record's error says.
+		before  int
+		errText string
 	}{
 		{"the first target", `{"strategy":{"mode":"fallback"},"targets":[` + host("") + `,` + host("") + `]}`,
-			200, "config.targets[0]", 0, 0},
+			200, "config.targets[0]", 0, 0, "", 0, ""},
 		{"after a fallback", `{"strategy":{"mode":"fallback"},"targets":[` + host("/down") + `,` + host("") + `]}`,
-			200, "config.targets[1]", 0, 1},
+			200, "config.targets[1]", 0, 1, "", 0, ""},
 		{"after two", `{"strategy":{"mode":"fallback"},"targets":[` + host("/down") + `,` + host("/down") + `,` + host("") + `]}`,
-			200, "config.targets[2]", 0, 2},
+			200, "config.targets[2]", 0, 2, "", 0, ""},
 		{"after a retry", `{"retry":{"attempts":1,"on_status_codes":[503]},"custom_host":"` + g.host + `/flaky"}`,
-			200, "config", 1, 0},
+			200, "config", 1, 0, "", 0, ""},
 		{"every target failed", `{"strategy":{"mode":"fallback"},"targets":[` + host("/down") + `,` + host("/down") + `]}`,
-			503, "config.targets[1]", 0, 1},
+			503, "config.targets[1]", 0, 1, "", 0, "overloaded"},
+		{"an unreachable last target", `{"strategy":{"mode":"fallback"},"targets":[` + host("/down") + `,` + deadHost + `]}`,
+			502, "config.targets[1]", 0, 1, "", 0, "could not reach provider openai"},
+		{"every target timed out", `{"strategy":{"mode":"fallback"},"request_timeout":50,"targets":[` + host("/slow") + `,` + host("/slow") + `]}`,
+			408, "config.targets[1]", 0, 1, "", 0, "timed out"},
+		{"retries against an unreachable target", `{"retry":{"attempts":1},"custom_host":"http://` + dead + `/v1"}`,
+			502, "config", -1, 0, "", 0, "could not reach provider openai"},
+		{"an open circuit breaker", `{"circuit_breaker":{"failure_threshold":1},"custom_host":"` + g.host + `/down/breaker"}`,
+			503, "config", 0, 0, "", 1, "circuit breaker is open"},
+		{"a timeout under a cache", `{"cache":{"mode":"simple"},"request_timeout":50,"custom_host":"` + g.host + `/slow"}`,
+			408, "config", 0, 0, "MISS", 0, "timed out"},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
+			for range tc.before {
+				g.do(t, http.MethodPost, "/v1/chat/completions", []byte(chatBody), "x-gateway-config", tc.config)
+			}
 			r := g.do(t, http.MethodPost, "/v1/chat/completions", []byte(chatBody), "x-gateway-config", tc.config)
 			rec := g.logs.one(t, r.trace())
 			if r.status != tc.status || rec.OptionPath != tc.path || rec.RetryCount != tc.retries || rec.FallbackCount != tc.fallback {
 				t.Fatalf("%d: record at %q after %d retries and %d fallbacks, want %d at %q after %d and %d: %s",
 					r.status, rec.OptionPath, rec.RetryCount, rec.FallbackCount, tc.status, tc.path, tc.retries, tc.fallback, r.body)
+			}
+			cacheStatus := cmp.Or(tc.cache, "DISABLED")
+			if rec.Provider != "openai" || rec.CacheStatus != cacheStatus || !strings.Contains(rec.Error, tc.errText) {
+				t.Errorf("record: provider %q cache %q error %q, want openai, %s and an error that says %q", rec.Provider, rec.CacheStatus, rec.Error, cacheStatus, tc.errText)
+			}
+			for name, want := range map[string]string{
+				"x-gateway-provider": "openai", "x-gateway-last-used-option-index": tc.path,
+				"x-gateway-retry-attempt-count": strconv.Itoa(tc.retries), "x-gateway-cache-status": cacheStatus,
+			} {
+				if got := r.header.Get(name); got != want {
+					t.Errorf("%s: %q, want %q", name, got, want)
+				}
 			}
 			if rescued := tc.status == 200 && tc.retries+tc.fallback > 0; rec.Rescued() != rescued {
 				t.Fatalf("Rescued() = %v", !rescued)

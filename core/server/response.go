@@ -2,6 +2,7 @@ package server
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -44,16 +45,7 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 			rh.Add(name, v)
 		}
 	}
-	rh.Set(core.HeaderProvider, resp.Provider)
-	if resp.OptionPath != "" {
-		rh.Set(headerOptionIndex, resp.OptionPath)
-	}
-	rh.Set(headerRetryCount, strconv.Itoa(resp.RetryCount))
-	cacheStatus := resp.CacheStatus
-	if cacheStatus == "" {
-		cacheStatus = "DISABLED"
-	}
-	rh.Set(headerCacheStatus, cacheStatus)
+	setRoutingHeaders(rh, &resp.Routing)
 	rh.Set(core.HeaderTraceID, req.TraceID)
 	setLimitHeaders(rh, adm)
 	if resp.Stream == nil {
@@ -95,6 +87,19 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 	return nil
 }
 
+// setRoutingHeaders sets the x-gateway-* headers that say where a request
+// was routed (rt): of an answer, and of an error the router ended with.
+func setRoutingHeaders(rh *fasthttp.ResponseHeader, rt *core.Routing) {
+	if rt.Provider != "" {
+		rh.Set(core.HeaderProvider, rt.Provider)
+	}
+	if rt.OptionPath != "" {
+		rh.Set(headerOptionIndex, rt.OptionPath)
+	}
+	rh.Set(headerRetryCount, strconv.Itoa(rt.RetryCount))
+	rh.Set(headerCacheStatus, cmp.Or(rt.CacheStatus, string(core.CacheDisabled)))
+}
+
 // streamPanic is an eventStream's panic handler for req's stream: it logs
 // the panic (with attrs, and the stack) and ends the stream with an
 // internal error that quotes the trace id.
@@ -115,7 +120,7 @@ func (s *Server) settle(req *core.Request, resp *core.Response, adm core.Admissi
 		if core.CacheStatus(resp.CacheStatus).Hit() {
 			spent = core.Usage{}
 		}
-		adm.Done(spent, resp.Provider, answeredModel(req, resp))
+		adm.Done(spent, resp.Provider, answeredModel(req, &resp.Routing))
 	}
 	s.record(req, resp, resp.Status, usage, err)
 }

@@ -3,7 +3,6 @@ package server
 import (
 	"context"
 	"errors"
-	"strconv"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -169,14 +168,13 @@ func (s *Server) run(c *fiber.Ctx, req *core.Request, err *core.Error, check bod
 	resp, derr := s.pipeline.DoRoute(context.Background(), req, rt.node)
 	if derr != nil {
 		ce := asCoreError(derr)
-		s.record(req, nil, ce.Status, core.Usage{}, ce)
+		s.record(req, nil, ce.Status, core.Usage{}, derr)
 		var re *pipeline.RouteError
 		if !errors.As(derr, &re) {
 			return ce
 		}
 		if re.OptionPath != "" {
-			c.Set(headerOptionIndex, re.OptionPath)
-			c.Set(headerRetryCount, strconv.Itoa(re.RetryCount))
+			setRoutingHeaders(&c.Response().Header, &re.Routing)
 		}
 		if re.HookResults != nil {
 			// A guardrail's refusal says which hooks decided it.

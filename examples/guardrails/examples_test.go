@@ -121,7 +121,7 @@ func input(stage hooks.Stage, req, resp []byte, params map[string]any) *hooks.Ch
 		Parameters: params,
 	}
 	if stage == hooks.AfterResponse {
-		in.Response = &core.Response{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: resp, Provider: "openai"}
+		in.Response = &core.Response{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: resp, Routing: core.Routing{Provider: "openai"}}
 	}
 	return in
 }

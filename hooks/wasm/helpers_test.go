@@ -219,7 +219,7 @@ func chatInput(stage hooks.Stage, params map[string]any) *hooks.CheckInput {
 		Parameters: params,
 	}
 	if stage == hooks.AfterResponse {
-		in.Response = &core.Response{Status: 200, Header: http.Header{"Content-Type": {"application/json"}, "Set-Cookie": {"x=1"}}, Body: []byte(answerBody), Provider: "openai"}
+		in.Response = &core.Response{Status: 200, Header: http.Header{"Content-Type": {"application/json"}, "Set-Cookie": {"x=1"}}, Body: []byte(answerBody), Routing: core.Routing{Provider: "openai"}}
 	}
 	return in
 }

@@ -31,7 +31,7 @@ func sampleInput(stage hooks.Stage, params map[string]any) *hooks.CheckInput {
 		Parameters: params,
 	}
 	if stage == hooks.AfterResponse {
-		in.Response = &core.Response{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: sampleResponse, Provider: "openai"}
+		in.Response = &core.Response{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: sampleResponse, Routing: core.Routing{Provider: "openai"}}
 	}
 	return in
 }

@@ -70,7 +70,7 @@ func newRequest(body string) *core.Request {
 }
 
 func newResponse(body string) *core.Response {
-	return &core.Response{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body), Provider: "openai"}
+	return &core.Response{Status: 200, Header: http.Header{"Content-Type": {"application/json"}}, Body: []byte(body), Routing: core.Routing{Provider: "openai"}}
 }
 
 // jparams decodes check parameters the way configs are decoded (numbers as
