@@ -51,9 +51,14 @@ type Error struct {
 	Header [][2]string
 }
 
+// Error is the message followed by the cause, unless the message already
+// ends with it (as most upstream failures' messages do, for the client), so
+// that a log says the cause once.
 func (e *Error) Error() string {
 	if e.Err != nil {
-		return fmt.Sprintf("%s: %v", e.Message, e.Err)
+		if cause := e.Err.Error(); !strings.HasSuffix(e.Message, cause) {
+			return e.Message + ": " + cause
+		}
 	}
 	return e.Message
 }

@@ -41,6 +41,28 @@ func TestTypeMismatch(t *testing.T) {
 	}
 }
 
+// TestErrorText: an error's text is its message and then its cause, which
+// it names once when the message already ends with it.
+func TestErrorText(t *testing.T) {
+	refused := errors.New(`Post "http://h/v1": dial tcp h:1: connect: connection refused`)
+	for _, tc := range []struct {
+		name string
+		err  *Error
+		want string
+	}{
+		{"no cause", BadRequest("model", "model is required"), "model is required"},
+		{"a cause the message leaves out", Internal(errors.New("disk full"), "internal error"), "internal error: disk full"},
+		{"a cause the message ends with", Upstream(refused, "could not reach provider openai: %v", refused),
+			`could not reach provider openai: Post "http://h/v1": dial tcp h:1: connect: connection refused`},
+		{"a message that is the cause", Upstream(refused, "%v", refused), refused.Error()},
+		{"a cause named inside the message", Upstream(errors.New("EOF"), "EOF before the answer"), "EOF before the answer: EOF"},
+	} {
+		if got := tc.err.Error(); got != tc.want {
+			t.Errorf("%s: %q, want %q", tc.name, got, tc.want)
+		}
+	}
+}
+
 // TestUntranslatableBody: the 400 names the field of a value of the wrong
 // type, else the body.
 func TestUntranslatableBody(t *testing.T) {
