@@ -333,13 +333,21 @@ func (p *problems) group(path, strategyPath string, c *Config, raw []any) {
 			p.add(join(strategyPath, "default"), "%q names no target of this group", d)
 		}
 	case ModeLoadbalance:
-		positive := false
-		for _, t := range c.Targets {
+		// The strategy draws from the sum of the weights, which must be a
+		// number: two weights of 1e308 add up to +Inf.
+		positive, total := false, 0.0
+		for i, t := range c.Targets {
 			if t == nil {
 				return // already reported
 			}
-			if t.Weight == nil || *t.Weight > 0 {
-				positive = true
+			w := 1.0
+			if t.Weight != nil {
+				w = *t.Weight
+			}
+			positive = positive || w > 0
+			if total += w; math.IsInf(total, 1) {
+				p.add(join(index(targetsPath, i), fWeight), "the weights of this loadbalance group add up to more than %g; weights are shares of the group's total, so smaller numbers in the same proportions do the same", math.MaxFloat64)
+				return
 			}
 		}
 		if !positive {

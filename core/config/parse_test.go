@@ -130,6 +130,10 @@ func TestParseProblems(t *testing.T) {
 		{"weight out of range", `{"weight":1e999}`, []want{{"config.weight", "out of range"}}},
 		{"all weights zero", `{"strategy":{"mode":"loadbalance"},"targets":[{"weight":0},{"weight":0}]}`,
 			[]want{{"config.targets", "at least one target with a positive weight"}}},
+		{"weights that add up past the largest number", `{"strategy":{"mode":"loadbalance"},"targets":[{"weight":1e308},{"weight":1e308},{"weight":1}]}`,
+			[]want{{"config.targets[1].weight", "add up to more than 1.7976931348623157e+308"}}},
+		{"a nested group's weights past the largest number", `{"targets":[{"strategy":{"mode":"loadbalance"},"targets":[{"weight":1.7976931348623157e308},{"weight":1e300}]}]}`,
+			[]want{{"config.targets[0].targets[1].weight", "add up to more than"}}},
 
 		// Retry.
 		{"retry attempts too many", `{"retry":{"attempts":11}}`, []want{{"config.retry.attempts", "between 0 and 10, got 11"}}},
