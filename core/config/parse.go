@@ -376,7 +376,12 @@ func (p *problems) strategy(path string, v any) *Strategy {
 		}
 	}
 	if v, ok := get(obj, "on_status_codes"); ok {
-		s.OnStatusCodes = p.statusCodes(join(path, "on_status_codes"), v)
+		cp := join(path, "on_status_codes")
+		if s.Mode != "" && s.Mode != ModeFallback {
+			p.add(cp, "only used with mode fallback")
+		} else {
+			s.OnStatusCodes = p.statusCodes(cp, v)
+		}
 	}
 	condPath := join(path, "conditions")
 	if v, ok := get(obj, "conditions"); ok {

@@ -121,6 +121,12 @@ func TestParseProblems(t *testing.T) {
 			}},
 		{"status codes not array", `{"strategy":{"mode":"fallback","on_status_codes":500},"targets":[{}]}`,
 			[]want{{"config.strategy.on_status_codes", "must be an array of HTTP status codes"}}},
+		{"status codes on loadbalance", `{"strategy":{"mode":"loadbalance","on_status_codes":[429]},"targets":[{}]}`,
+			[]want{{"config.strategy.on_status_codes", "only used with mode fallback"}}},
+		{"status codes on single", `{"targets":[{"strategy":{"mode":"single","on_status_codes":[500]},"targets":[{}]}]}`,
+			[]want{{"config.targets[0].strategy.on_status_codes", "only used with mode fallback"}}},
+		{"status codes on conditional", `{"strategy":{"mode":"conditional","on_status_codes":[500],"conditions":[{"query":{},"then":"a"}]},"targets":[{"name":"a"}]}`,
+			[]want{{"config.strategy.on_status_codes", "only used with mode fallback"}}},
 
 		// Weight.
 		{"negative weight", `{"strategy":{"mode":"loadbalance"},"targets":[{"weight":1},{"weight":-0.5}]}`,
