@@ -26,6 +26,9 @@ const (
 	MaxRequestTimeoutMs = 86_400_000
 	// MaxRetryAttempts bounds retry.attempts.
 	MaxRetryAttempts = 10
+	// MaxCacheAge bounds cache.max_age (seconds, about 292 years) so that
+	// it fits a time.Duration.
+	MaxCacheAge = math.MaxInt64 / 1_000_000_000
 	// maxProblems is how many problems one error message lists.
 	maxProblems = 100
 	// maxInt bounds integer settings that end up in an int.
@@ -496,7 +499,14 @@ func (p *problems) cache(path string, v any) *Cache {
 		}
 	}
 	if v, ok := get(obj, "max_age"); ok {
-		c.MaxAge, _ = p.integer(join(path, "max_age"), v, 0, math.MaxInt64/1_000_000_000, "seconds")
+		mp := join(path, "max_age")
+		if n, isNum := v.(json.Number); isNum && isZero(n) {
+			// Not the default, as an unset max_age is: a cache that keeps
+			// answers for no time is no cache.
+			p.add(mp, "must be at least 1 (seconds): an answer kept for 0 s is never reused; leave out max_age for the default, or leave out cache not to cache")
+		} else {
+			c.MaxAge, _ = p.integer(mp, v, 1, MaxCacheAge, "seconds")
+		}
 	}
 	if v, ok := get(obj, "similarity_threshold"); ok {
 		tp := join(path, "similarity_threshold")
@@ -786,14 +796,23 @@ func (p *problems) integer(path string, v any, lo, hi int64, unit string) (int64
 		return 0, false
 	}
 	if i < lo || i > hi {
-		if hi == math.MaxInt64 || hi >= maxInt {
-			p.add(path, "must be %s of at least %d, got %s", what, lo, n)
-		} else {
+		switch {
+		case hi < maxInt:
 			p.add(path, "must be %s between %d and %d, got %s", what, lo, hi, n)
+		case i > hi: // a bound too large to be worth naming unless it is passed
+			p.add(path, "must be %s of at most %d, got %s", what, hi, n)
+		default:
+			p.add(path, "must be %s of at least %d, got %s", what, lo, n)
 		}
 		return 0, false
 	}
 	return i, true
+}
+
+// isZero reports whether n is a whole number 0 ("0", "0.0", "-0", "0e5").
+func isZero(n json.Number) bool {
+	i, ok := wholeNumber(n)
+	return ok && i == 0
 }
 
 // wholeNumber reads n as an int64, accepting "3", "3.0" and "3e2"; values

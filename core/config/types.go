@@ -93,7 +93,7 @@ const (
 // Cache settings of a target; replaced whole by a child's.
 type Cache struct {
 	Mode   string `json:"mode"`
-	MaxAge int64  `json:"max_age,omitempty"` // seconds; 0 means the gateway default
+	MaxAge int64  `json:"max_age,omitempty"` // seconds, 1 to MaxCacheAge; 0 (unset) means the gateway default
 	// SimilarityThreshold (semantic) is the cosine similarity above which an
 	// earlier answer is reused; default 0.95.
 	SimilarityThreshold *float64 `json:"similarity_threshold,omitempty"`
