@@ -123,6 +123,9 @@ func parseFeedbackList(body []byte) ([]feedbackBody, *core.Error) {
 	if len(body) == 0 || body[0] != '[' {
 		fields, err := decodeObject(body)
 		if err != nil {
+			if tooDeep(err) {
+				return nil, err // decodeObject's, which names the limit
+			}
 			p.add("body", "must be a feedback object {trace_id, value, weight, metadata} or an array of them")
 			return nil, p.err()
 		}
@@ -130,8 +133,10 @@ func parseFeedbackList(body []byte) ([]feedbackBody, *core.Error) {
 		return []feedbackBody{it}, p.err()
 	}
 	var raws []json.RawMessage
-	switch {
-	case json.Unmarshal(body, &raws) != nil:
+	switch err := json.Unmarshal(body, &raws); {
+	case tooDeep(err):
+		return nil, deepBody(err)
+	case err != nil:
 		p.add("body", "is not a JSON array of feedback objects")
 	case len(raws) == 0:
 		p.add("body", "the array is empty; send at least one feedback object")

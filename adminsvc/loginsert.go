@@ -98,6 +98,9 @@ func parseCustomLogs(body []byte) ([]*core.LogRecord, *core.Error) {
 	if len(body) == 0 || body[0] != '[' {
 		fields, err := decodeObject(body)
 		if err != nil {
+			if tooDeep(err) {
+				return nil, err // decodeObject's, which names the limit
+			}
 			p.add("body", "must be a log object {request, response, metadata} or an array of them")
 			return nil, p.err()
 		}
@@ -105,8 +108,10 @@ func parseCustomLogs(body []byte) ([]*core.LogRecord, *core.Error) {
 		return []*core.LogRecord{rec}, p.err()
 	}
 	var raws []json.RawMessage
-	switch {
-	case json.Unmarshal(body, &raws) != nil:
+	switch err := json.Unmarshal(body, &raws); {
+	case tooDeep(err):
+		return nil, deepBody(err)
+	case err != nil:
 		p.add("body", "is not a JSON array of log objects")
 	case len(raws) == 0:
 		p.add("body", "the array is empty; send at least one log object")

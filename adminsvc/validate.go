@@ -3,6 +3,7 @@ package adminsvc
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"slices"
 	"strconv"
@@ -44,9 +45,33 @@ func decodeObject(body []byte) (map[string]json.RawMessage, *core.Error) {
 	}
 	var fields map[string]json.RawMessage
 	if err := json.Unmarshal(body, &fields); err != nil || fields == nil {
+		if tooDeep(err) {
+			return nil, deepBody(err)
+		}
 		return nil, core.ValidationError("body", "request body is not a JSON object")
 	}
 	return fields, nil
+}
+
+// maxJSONDepth is how deep objects and arrays may nest in a JSON body:
+// encoding/json's limit.
+const maxJSONDepth = 10000
+
+// tooDeep reports whether err is (or wraps) encoding/json's refusal of a
+// value nested deeper than maxJSONDepth: a syntax error that says
+// "exceeded max depth" (so says either implementation of encoding/json).
+func tooDeep(err error) bool {
+	var se *json.SyntaxError
+	return errors.As(err, &se) && strings.HasSuffix(se.Error(), "exceeded max depth")
+}
+
+// deepBody is the 400 of a body that err, from encoding/json, says nests
+// too deeply: valid JSON perhaps, but not one the admin API reads. The
+// error wraps err, so tooDeep recognises it.
+func deepBody(err error) *core.Error {
+	e := core.ValidationError("body", "request body nests objects and arrays more than %d levels deep", maxJSONDepth)
+	e.Err = err
+	return e
 }
 
 // page is a validated current_page / page_size pair.
