@@ -82,11 +82,12 @@ func (c *Configs) Reload() error {
 	s := &configSnap{byRef: map[string]*savedRoute{}, defaults: map[string]*savedRoute{}, deployments: c.deploymentRoutes(deps),
 		guards: c.workspaceGuards(wss)}
 	for _, rec := range recs {
-		cfg, perr := config.Parse(rec.Config, c.hooks)
+		cfg, warnings, perr := config.ParseStored(rec.Config, c.hooks)
 		if perr != nil {
 			slog.Error("a saved config no longer validates; it is skipped", "config", rec.Slug, "error", perr.Message)
 			continue
 		}
+		warnStored("saved config", rec.Slug, "/v1/configs/"+rec.Slug, warnings)
 		r := &savedRoute{rec: rec, cfg: cfg, node: config.Resolve(cfg)}
 		s.byRef[rec.ID], s.byRef[rec.Slug] = r, r
 		if rec.IsDefault == 1 && rec.Status == store.StatusActive {
@@ -108,6 +109,15 @@ func (c *Configs) SavedConfig(ref string, p *core.Principal) (config.Saved, *cor
 		return config.Saved{}, core.BadRequest("x-gateway-config", "x-gateway-config: saved config %q is %s", ref, r.rec.Status)
 	}
 	return r.saved(), nil
+}
+
+// warnStored logs what a stored config breaks of the rules added since it
+// was stored (config.ParseStored): it is used as before, and refused on its
+// next write until it is fixed.
+func warnStored(what, slug, path string, warnings []string) {
+	if len(warnings) > 0 {
+		slog.Warn("a stored config breaks rules added since it was stored; it is used as before, and its next update must fix it", "kind", what, "slug", slug, "fix_with", "PUT "+path, "problems", strings.Join(warnings, "; "))
+	}
 }
 
 // workspaceGuards are the default guardrails of the workspaces that have

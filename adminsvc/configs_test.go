@@ -1406,3 +1406,30 @@ func TestConfigPutBackMaskedSecret(t *testing.T) {
 		t.Fatalf("param %q: %s", r.errField("param"), r.raw)
 	}
 }
+
+// A config stored before a rule that now refuses it (here cache.max_age 0
+// and override_params out of the body's bounds) is still routed after a
+// restart; the admin API refuses it on its next write.
+func TestConfigStoredBeforeANewerRule(t *testing.T) {
+	e, _ := newCfgEnv(t)
+	at := e.clock.Now()
+	raw := json.RawMessage(`{"provider":"openai","cache":{"mode":"simple","max_age":0},"override_params":{"temperature":5}}`)
+	if err := e.st.Update(func(tx store.Tx) error {
+		return tx.Put(store.BucketConfigs, "cfg-old", store.SavedConfig{ID: "cfg-old", Slug: "old", Name: "old", OrganisationID: e.orgID,
+			WorkspaceID: e.wsID, Status: store.StatusActive, CreatedAt: at, LastUpdatedAt: at, Config: raw})
+	}); err != nil {
+		t.Fatal(err)
+	}
+	cfgs := e.reopenWithConfigs()
+	saved, err := cfgs.SavedConfig("old", nil)
+	if err != nil {
+		t.Fatalf("the stored config is not routed: %s", err.Message)
+	}
+	if saved.Config.OverrideParams["temperature"] == nil {
+		t.Errorf("override_params lost: %v", saved.Config.OverrideParams)
+	}
+	r := e.do(http.MethodPut, "/v1/configs/old", adminKey, map[string]any{"config": json.RawMessage(raw)})
+	if r.status != http.StatusBadRequest || !strings.Contains(r.errField("message"), "config.cache.max_age") {
+		t.Fatalf("update: %d %s", r.status, r.raw)
+	}
+}

@@ -35,10 +35,11 @@ func (c *Configs) deploymentRoutes(recs []store.Deployment) map[string]*deployme
 	out := make(map[string]*deploymentRoute, len(recs))
 	for _, rec := range recs {
 		d := &deploymentRoute{allowed: rec.AllowedWorkspaces}
-		if cfg, perr := config.Parse(rec.Config, c.hooks); perr != nil {
+		if cfg, warnings, perr := config.ParseStored(rec.Config, c.hooks); perr != nil {
 			slog.Error("a deployment's config no longer validates; requests naming it are refused", "deployment", rec.Slug, "error", perr.Message)
 			d.invalid = perr.Message
 		} else {
+			warnStored("deployment", rec.Slug, "/v1/deployments/"+rec.Slug, warnings)
 			d.saved = config.Saved{ID: rec.ID, Config: cfg, Node: config.Resolve(cfg)}
 		}
 		out[rec.Slug] = d

@@ -57,6 +57,28 @@ func Parse(raw []byte, reg *hooks.Registry) (*Config, *core.Error) {
 	return c, nil
 }
 
+// ParseStored is Parse of a config stored before the gateway's current
+// rules: the rules added since configs could be stored with what they
+// refuse (see problems.addTightened) do not refuse it, so an upgrade leaves
+// a stored config working as it did. What they would refuse comes back as
+// warnings ("<path>: <problem>"), for the operator's log; the admin API
+// refuses it on the config's next write.
+func ParseStored(raw []byte, reg *hooks.Registry) (*Config, []string, *core.Error) {
+	c, p := parse(raw, reg)
+	var hard, tightened problems
+	for _, pr := range p {
+		if pr.tightened {
+			tightened = append(tightened, pr)
+		} else {
+			hard = append(hard, pr)
+		}
+	}
+	if err := hard.err(); err != nil {
+		return nil, nil, err
+	}
+	return c, tightened.list(), nil
+}
+
 func parse(raw []byte, reg *hooks.Registry) (*Config, problems) {
 	p := parser{reg: reg}
 	v, ok := decode(&p.problems, raw)
@@ -95,13 +117,26 @@ func decode(p *problems, raw []byte) (any, bool) {
 	return v, true
 }
 
-// problem is one thing wrong with a config, at a JSON path.
-type problem struct{ path, msg string }
+// problem is one thing wrong with a config, at a JSON path. tightened
+// marks a rule added after configs could be stored with what it refuses
+// (see ParseStored).
+type problem struct {
+	path, msg string
+	tightened bool
+}
 
 type problems []problem
 
 func (p *problems) add(path, format string, args ...any) {
-	*p = append(*p, problem{path, fmt.Sprintf(format, args...)})
+	*p = append(*p, problem{path: path, msg: fmt.Sprintf(format, args...)})
+}
+
+// addTightened adds a problem of a rule that a stored config may break
+// (ParseStored loads it as it loaded before the rule). The config is
+// parsed on as it was before the rule: what the rule refuses is ignored or
+// kept as it was.
+func (p *problems) addTightened(path, format string, args ...any) {
+	*p = append(*p, problem{path: path, msg: fmt.Sprintf(format, args...), tightened: true})
 }
 
 // err is the AB01 error listing every problem, or nil.
@@ -349,7 +384,7 @@ func (p *problems) group(path, strategyPath string, c *Config, raw []any) {
 			}
 			positive = positive || w > 0
 			if total += w; math.IsInf(total, 1) {
-				p.add(join(index(targetsPath, i), fWeight), "the weights of this loadbalance group add up to more than %g; weights are shares of the group's total, so smaller numbers in the same proportions do the same", math.MaxFloat64)
+				p.addTightened(join(index(targetsPath, i), fWeight), "the weights of this loadbalance group add up to more than %g; weights are shares of the group's total, so smaller numbers in the same proportions do the same", math.MaxFloat64)
 				return
 			}
 		}
@@ -381,7 +416,7 @@ func (p *problems) strategy(path string, v any) *Strategy {
 	if v, ok := get(obj, "on_status_codes"); ok {
 		cp := join(path, "on_status_codes")
 		if s.Mode != "" && s.Mode != ModeFallback {
-			p.add(cp, "only used with mode fallback")
+			p.addTightened(cp, "only used with mode fallback")
 		} else {
 			s.OnStatusCodes = p.statusCodes(cp, v)
 		}
@@ -453,7 +488,7 @@ func (p *problems) overrideParams(path string, v any) map[string]any {
 		return nil
 	}
 	for _, pr := range schema.CheckBoundedParams(obj) {
-		p.add(path+"."+pr.Field, "%s", pr.Rule)
+		p.addTightened(path+"."+pr.Field, "%s", pr.Rule)
 	}
 	return obj
 }
@@ -503,7 +538,7 @@ func (p *problems) cache(path string, v any) *Cache {
 		if n, isNum := v.(json.Number); isNum && isZero(n) {
 			// Not the default, as an unset max_age is: a cache that keeps
 			// answers for no time is no cache.
-			p.add(mp, "must be at least 1 (seconds): an answer kept for 0 s is never reused; leave out max_age for the default, or leave out cache not to cache")
+			p.addTightened(mp, "must be at least 1 (seconds): an answer kept for 0 s is never reused; leave out max_age for the default, or leave out cache not to cache")
 		} else {
 			c.MaxAge, _ = p.integer(mp, v, 1, MaxCacheAge, "seconds")
 		}

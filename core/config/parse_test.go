@@ -549,3 +549,63 @@ func TestParseWithRegistry(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) { checkProblemsWith(t, tc.reg, input, tc.want) })
 	}
 }
+
+// A config stored before a rule that refuses it still loads as it did
+// (ParseStored), with the rule's problem as a warning; Parse, which writes
+// use, refuses it. Rules older than storage refuse it in both.
+func TestParseStored(t *testing.T) {
+	tests := []struct {
+		name  string
+		input string
+		warn  string // the warning's path; "" when the config is refused
+		check func(t *testing.T, c *Config)
+	}{
+		{"override_params out of bounds", `{"override_params":{"temperature":5}}`, "config.override_params.temperature",
+			func(t *testing.T, c *Config) {
+				if c.OverrideParams["temperature"] == nil {
+					t.Errorf("override_params lost: %v", c.OverrideParams)
+				}
+			}},
+		{"cache max_age 0: the default, as before", `{"cache":{"mode":"simple","max_age":0}}`, "config.cache.max_age",
+			func(t *testing.T, c *Config) {
+				if c.Cache == nil || c.Cache.MaxAge != 0 {
+					t.Errorf("cache %+v, want the default max_age", c.Cache)
+				}
+			}},
+		{"on_status_codes with loadbalance: ignored, as before", `{"strategy":{"mode":"loadbalance","on_status_codes":[500]},"targets":[{"provider":"openai"},{"provider":"groq"}]}`, "config.strategy.on_status_codes",
+			func(t *testing.T, c *Config) {
+				if c.Strategy == nil || c.Strategy.OnStatusCodes != nil {
+					t.Errorf("strategy %+v", c.Strategy)
+				}
+			}},
+		{"weights adding up past the largest float", `{"strategy":{"mode":"loadbalance"},"targets":[{"provider":"openai","weight":1e308},{"provider":"groq","weight":1e308}]}`, "config.targets[1].weight",
+			func(t *testing.T, c *Config) {
+				if len(c.Targets) != 2 {
+					t.Errorf("targets %d", len(c.Targets))
+				}
+			}},
+		{"an older rule still refuses", `{"retry":{"attempts":11}}`, "", nil},
+		{"an older rule beside a newer one", `{"retry":{"attempts":11},"cache":{"mode":"simple","max_age":0}}`, "", nil},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			if _, err := Parse([]byte(tt.input), nil); err == nil {
+				t.Fatalf("Parse accepted it")
+			}
+			c, warnings, err := ParseStored([]byte(tt.input), nil)
+			if tt.warn == "" {
+				if err == nil {
+					t.Fatalf("ParseStored accepted it (warnings %q)", warnings)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("ParseStored: %s", err.Message)
+			}
+			if len(warnings) != 1 || !strings.HasPrefix(warnings[0], tt.warn+": ") {
+				t.Fatalf("warnings %q, want one at %s", warnings, tt.warn)
+			}
+			tt.check(t, c)
+		})
+	}
+}
