@@ -33,8 +33,9 @@ type workspaceEntryView struct {
 	RateLimits  []store.RateLimit `json:"rate_limits,omitempty"`
 }
 
-// entryUsageView is an entry's usage limits with current_usage and status
-// (active, or exhausted while its requests are refused for it).
+// entryUsageView is the usage limits of an integration's workspace entry,
+// or one of a workspace's, with current_usage and status (active, or
+// exhausted while its requests are refused for it).
 type entryUsageView struct {
 	usageLimitsView
 	Status string `json:"status"`

@@ -595,11 +595,19 @@ func (s *Service) createPolicy(c *fiber.Ctx, caller *core.Principal, wsRef strin
 // resetEntityUsage zeroes the usage the limits engine counts against an
 // entity's own usage_limits (reset_usage on a key, provider or virtual key).
 func (s *Service) resetEntityUsage(ctx context.Context, kind, id string) error {
+	return s.resetRuleUsage(ctx, limits.EntityUsageID(kind, id))
+}
+
+// resetRuleUsage zeroes the usage the limits engine counts for implicit
+// usage limits, by rule id (a workspace's: limits.WorkspaceUsageIDs).
+func (s *Service) resetRuleUsage(ctx context.Context, rules ...string) error {
 	if s.limits == nil {
 		return nil
 	}
-	if err := s.limits.ResetUsage(ctx, limits.EntityUsageID(kind, id), ""); err != nil {
-		return core.Internal(err, "the change was stored but the usage could not be reset")
+	for _, rule := range rules {
+		if err := s.limits.ResetUsage(ctx, rule, ""); err != nil {
+			return core.Internal(err, "the change was stored but the usage could not be reset")
+		}
 	}
 	return nil
 }

@@ -218,7 +218,7 @@ func TestNextUsageResetShown(t *testing.T) {
 		map[string]any{"credit_limit": 5}, map[string]any{"credit_limit": 50, "periodic_reset": "monthly"}}}))
 	keyNext, wsNext := t0.Add(72*time.Hour), t0.Add(240*time.Hour)
 	f.mu.Lock()
-	f.next = map[string]time.Time{limits.EntityUsageID("api_key", id): keyNext, limits.WorkspaceUsageID(e.wsID, 1): wsNext}
+	f.next = map[string]time.Time{limits.EntityUsageID("api_key", id): keyNext, limits.WorkspaceUsageIDs(e.wsID, make([]store.UsageLimits, 2))[1]: wsNext} // the second of two cost limits
 	f.mu.Unlock()
 	key := mustOK(t, e.do(http.MethodGet, "/v1/api-keys/"+id, adminKey, nil))
 	if ul, _ := key.body["usage_limits"].(map[string]any); ul["next_usage_reset_at"] != keyNext.Format(time.RFC3339) {

@@ -1,6 +1,7 @@
 package adminsvc
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -48,25 +49,43 @@ type workspaceView struct {
 	CreatedAt      time.Time                `json:"created_at"`
 	LastUpdatedAt  time.Time                `json:"last_updated_at"`
 	Defaults       *store.WorkspaceDefaults `json:"defaults"`
-	UsageLimits    []store.UsageLimits      `json:"usage_limits"`
+	UsageLimits    []entryUsageView         `json:"usage_limits"`
 	RateLimits     []store.RateLimit        `json:"rate_limits"`
 	Users          []memberView             `json:"users,omitzero"` // GET /{id}: [] when none
 	Object         string                   `json:"object"`
 }
 
-// workspaceView is w as shown; each usage limit's next_usage_reset_at is
-// when the limits engine next resets it.
-func (s *Service) workspaceView(w store.Workspace) workspaceView {
-	v := workspaceView{ID: w.ID, Slug: w.Slug, Name: w.Name, Description: w.Description, OrganisationID: w.OrganisationID,
-		Status: w.Status, CreatedAt: w.CreatedAt, LastUpdatedAt: w.LastUpdatedAt, Defaults: w.Defaults,
-		UsageLimits: slices.Clone(nonNil(w.UsageLimits)), RateLimits: nonNil(w.RateLimits), Object: "workspace"}
-	if v.Defaults == nil {
-		v.Defaults = &store.WorkspaceDefaults{}
+// workspaceViews are wss as shown, with one read of the limits engine's
+// counter: each usage limit with what the engine counted for it
+// (current_usage, and status exhausted while it refuses the workspace's
+// requests for it; see withUsage) and, as next_usage_reset_at, when the
+// engine next resets it.
+func (s *Service) workspaceViews(ctx context.Context, wss ...store.Workspace) []workspaceView {
+	ids := make([][]string, len(wss))
+	var rules []string
+	for i, w := range wss {
+		ids[i] = limits.WorkspaceUsageIDs(w.ID, w.UsageLimits)
+		rules = append(rules, ids[i]...)
 	}
-	for i := range v.UsageLimits {
-		s.nextReset(&v.UsageLimits[i], limits.WorkspaceUsageID(w.ID, i))
+	used := s.ruleUsage(ctx, rules)
+	out := make([]workspaceView, len(wss))
+	for i, w := range wss {
+		v := workspaceView{ID: w.ID, Slug: w.Slug, Name: w.Name, Description: w.Description, OrganisationID: w.OrganisationID,
+			Status: w.Status, CreatedAt: w.CreatedAt, LastUpdatedAt: w.LastUpdatedAt, Defaults: w.Defaults,
+			UsageLimits: make([]entryUsageView, len(w.UsageLimits)), RateLimits: nonNil(w.RateLimits), Object: "workspace"}
+		if v.Defaults == nil {
+			v.Defaults = &store.WorkspaceDefaults{}
+		}
+		for j, rule := range ids[i] {
+			ul := &v.UsageLimits[j]
+			ul.UsageLimits, ul.Status = w.UsageLimits[j], store.StatusActive
+			st, counted := used[rule]
+			withUsage(&ul.usageLimitsView, &ul.Status, st, counted)
+			s.nextReset(&ul.UsageLimits, rule)
+		}
+		out[i] = v
 	}
-	return v
+	return out
 }
 
 // workspaceBody is a parsed create or update body; nil fields were absent.
@@ -79,6 +98,7 @@ type workspaceBody struct {
 	hasUsage          bool
 	rateLimits        []store.RateLimit
 	hasRate           bool
+	resetUsage        bool // update only
 }
 
 var workspaceFields = []string{"name", "description", "defaults", "users", "usage_limits", "rate_limits"}
@@ -88,10 +108,12 @@ func parseWorkspaceBody(fields map[string]json.RawMessage, create bool, now time
 	known := workspaceFields
 	if !create {
 		known = slices.DeleteFunc(slices.Clone(known), func(f string) bool { return f == "users" })
+		known = append(known, "reset_usage")
 		if _, ok := fields["users"]; ok {
 			p.add("users", "is not changed here; use /admin/workspaces/{id}/users")
 			delete(fields, "users")
 		}
+		b.resetUsage = resetUsage(fields, p)
 	}
 	unknownFields(fields, "", known, p)
 	var name, desc string
@@ -284,7 +306,7 @@ func (s *Service) createWorkspace(c *fiber.Ctx) error {
 	if err := s.workspaceChanged("stored"); err != nil {
 		return err
 	}
-	return c.JSON(s.workspaceView(ws))
+	return c.JSON(s.workspaceViews(c.UserContext(), ws)[0])
 }
 
 // parseStatuses reads the status filter: comma-separated active, archived.
@@ -330,13 +352,14 @@ func (s *Service) listWorkspaces(c *fiber.Ctx) error {
 	if err != nil {
 		return err
 	}
-	var out []workspaceView
+	var match []store.Workspace
 	for _, w := range all {
 		if w.OrganisationID == caller.OrganisationID && slices.Contains(statuses, w.Status) &&
 			strings.Contains(strings.ToLower(w.Name), name) && (exact == "" || w.Name == exact) {
-			out = append(out, s.workspaceView(w))
+			match = append(match, w)
 		}
 	}
+	out := s.workspaceViews(c.UserContext(), match...)
 	slices.SortFunc(out, func(a, b workspaceView) int {
 		if c := a.CreatedAt.Compare(b.CreatedAt); c != 0 {
 			return c
@@ -357,7 +380,7 @@ func (s *Service) getWorkspace(c *fiber.Ctx) error {
 		if err != nil {
 			return err
 		}
-		v = s.workspaceView(ws)
+		v = s.workspaceViews(c.UserContext(), ws)[0]
 		v.Users, err = workspaceMembers(tx, ws.ID)
 		v.Users = nonNil(v.Users)
 		return err
@@ -384,6 +407,7 @@ func (s *Service) updateWorkspace(c *fiber.Ctx) error {
 	now := s.now()
 	b := parseWorkspaceBody(fields, false, now, &p)
 	var ws store.Workspace
+	var resets []string // the usage limits whose usage is reset
 	err := s.st.Update(func(tx store.Tx) (err error) {
 		if ws, err = s.resolveWorkspace(tx, caller, c.Params("id"), false); err != nil {
 			return err
@@ -406,9 +430,12 @@ func (s *Service) updateWorkspace(c *fiber.Ctx) error {
 		if b.hasDefaults {
 			ws.Defaults = b.defaults
 		}
+		before := limits.WorkspaceUsageIDs(ws.ID, ws.UsageLimits)
 		if b.hasUsage {
 			ws.UsageLimits = b.usageLimits
 		}
+		after := limits.WorkspaceUsageIDs(ws.ID, ws.UsageLimits)
+		resets = usageResets(before, after, b.resetUsage)
 		if b.hasRate {
 			ws.RateLimits = b.rateLimits
 		}
@@ -421,7 +448,28 @@ func (s *Service) updateWorkspace(c *fiber.Ctx) error {
 	if err := s.workspaceChanged("stored"); err != nil {
 		return err
 	}
-	return c.JSON(s.workspaceView(ws))
+	if err := s.resetRuleUsage(c.UserContext(), resets...); err != nil {
+		return err
+	}
+	return c.JSON(s.workspaceViews(c.UserContext(), ws)[0])
+}
+
+// usageResets are the usage limits of a workspace whose usage an update
+// resets, by rule id (limits.WorkspaceUsageIDs), before and after it: those
+// it removed, a limit whose type changed among them (its id is another, so
+// a limit of that type added later starts from 0, not from what was counted
+// before), and with reset_usage every limit it has.
+func usageResets(before, after []string, reset bool) []string {
+	var out []string
+	for _, id := range before {
+		if !slices.Contains(after, id) {
+			out = append(out, id)
+		}
+	}
+	if reset {
+		out = append(out, after...)
+	}
+	return out
 }
 
 // dependentBuckets hold records that belong to a workspace through their

@@ -273,3 +273,73 @@ func TestWorkspaceDefaultMetadataReachesKeys(t *testing.T) {
 		t.Fatalf("default metadata %v", got)
 	}
 }
+
+// A workspace's usage limits are counted per limit, known by its type, with
+// the requests of the workspace's keys: reordering them keeps each one's
+// count, while a limit removed, or whose type changes (cost and tokens are
+// not comparable), has its count reset, so it never comes back with the
+// limit. GET shows each limit's current_usage and status; reset_usage: true
+// zeroes them all, as the 412 says. (The upstream answers 2 tokens a
+// request, which cost a fraction of a cent.)
+func TestWorkspaceUsageLimitsByType(t *testing.T) {
+	m := newMgEnv(t)
+	m.withEngine()
+	m.integration("shared", providerKey, nil) // provider @shared in the default workspace
+	_, key := m.wsKey(m.wsID, core.ScopeCompletionsWrite)
+	tokens := func(limit float64) map[string]any { return map[string]any{"type": "tokens", "credit_limit": limit} }
+	cost := func(limit float64) map[string]any { return map[string]any{"type": "cost", "credit_limit": limit} }
+	const spent = -1 // a current_usage above 0 and below a cent: a cost limit's
+	for _, step := range []struct {
+		name   string
+		body   map[string]any // of the PUT
+		chats  []int          // the statuses of the chat requests after it
+		refuse string         // in the refusal's message
+		usage  []float64      // of each usage limit after them, as GET shows it
+		status []string       // of each usage limit after them
+	}{
+		{"a cost and a tokens limit", map[string]any{"usage_limits": []any{cost(1), tokens(5)}},
+			[]int{200, 200}, "", []float64{spent, 4}, []string{"active", "active"}},
+		{"swapped: each keeps its own count", map[string]any{"usage_limits": []any{tokens(5), cost(1)}},
+			[]int{200, 412}, "allows 5 tokens and 6 is used; raise its credit_limit or reset its usage (PUT /v1/admin/workspaces/" + m.wsID + " with reset_usage: true)",
+			[]float64{6, spent}, []string{"exhausted", "active"}},
+		{"reset_usage zeroes both", map[string]any{"reset_usage": true},
+			[]int{200}, "", []float64{2, spent}, []string{"active", "active"}},
+		{"the cost limit removed", map[string]any{"usage_limits": []any{tokens(5)}},
+			nil, "", []float64{2}, []string{"active"}},
+		{"tokens becomes cost: counted from 0", map[string]any{"usage_limits": []any{cost(5)}},
+			nil, "", []float64{0}, []string{"active"}},
+		{"cost becomes tokens again: the old tokens count is gone", map[string]any{"usage_limits": []any{tokens(3)}},
+			[]int{200, 200, 412}, "allows 3 tokens and 4 is used", []float64{4}, []string{"exhausted"}},
+		{"the limits removed", map[string]any{"usage_limits": nil},
+			[]int{200}, "", nil, nil},
+		{"and added again: counted from 0", map[string]any{"usage_limits": []any{tokens(3)}},
+			nil, "", []float64{0}, []string{"active"}},
+		{"a limit raised keeps its count", map[string]any{"usage_limits": []any{tokens(10)}},
+			[]int{200}, "", []float64{2}, []string{"active"}},
+	} {
+		m.ok(http.MethodPut, "/v1/admin/workspaces/"+m.wsID, adminKey, step.body)
+		for i, want := range step.chats {
+			r := m.chat(key, "x-gateway-provider", "@shared")
+			if r.status != want {
+				t.Fatalf("%s: request %d: %d %s, want %d", step.name, i, r.status, r.raw, want)
+			}
+			if want != 200 && !strings.Contains(r.errField("message"), step.refuse) {
+				t.Fatalf("%s: refusal %q does not say %q", step.name, r.errField("message"), step.refuse)
+			}
+		}
+		g := m.ok(http.MethodGet, "/v1/admin/workspaces/"+m.wsID, adminKey, nil)
+		uls, _ := g.body["usage_limits"].([]any)
+		if len(uls) != len(step.usage) {
+			t.Fatalf("%s: usage_limits %s, want %d", step.name, g.raw, len(step.usage))
+		}
+		for i, want := range step.usage {
+			ul := uls[i].(map[string]any)
+			got, ok := ul["current_usage"].(float64)
+			if !ok || (want == spent && (got <= 0 || got >= 0.01)) || (want != spent && got != want) || ul["status"] != step.status[i] {
+				t.Fatalf("%s: usage_limits[%d] %v, want current_usage %v, status %s", step.name, i, ul, want, step.status[i])
+			}
+		}
+	}
+	wantProblems(t, m.do(http.MethodPut, "/v1/admin/workspaces/"+m.wsID, adminKey, map[string]any{"reset_usage": "yes"}), "reset_usage")
+	wantProblems(t, m.do(http.MethodPost, "/v1/admin/workspaces", adminKey, map[string]any{"name": "x", "reset_usage": true}), "reset_usage")
+}

@@ -228,7 +228,10 @@ func exhausted(r *usageRule, value string, used float64) *core.Error {
 	if value != "" {
 		msg += " for " + value
 	}
-	msg += fmt.Sprintf(" and %g is used; raise its credit_limit or reset its usage", used)
+	msg += fmt.Sprintf(" and %g is used; raise its credit_limit", used)
+	if r.reset != "" {
+		msg += " or reset its usage (" + r.reset + ")"
+	}
 	return &core.Error{Status: http.StatusPreconditionFailed, Type: "budget_exceeded_error", Code: core.CodeBudgetExhausted, Message: msg}
 }
 

@@ -6,11 +6,13 @@
 package limits
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"log/slog"
+	"strconv"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -109,9 +111,25 @@ func schedKey(rule string) string        { return "s|" + rule }
 // usage (reset_usage) through it.
 func EntityUsageID(kind, id string) string { return kind + ":" + id + "#usage" }
 
-// WorkspaceUsageID is the rule id of a workspace's i-th usage limit.
-func WorkspaceUsageID(workspace string, i int) string {
-	return fmt.Sprintf("workspace:%s#usage%d", workspace, i)
+// WorkspaceUsageIDs are the rule ids of uls, the usage limits of a
+// workspace, in their order. A limit is known by its type (cost, the
+// default, or tokens) and, among the workspace's limits of that type, by
+// its rank: "workspace:<id>#usage.cost", "workspace:<id>#usage.tokens",
+// then "…#usage.cost.2" for a second cost limit. So reordering the list
+// keeps what each limit counted, and a limit whose type changes (cost and
+// tokens are not comparable) is another limit, counted from 0.
+func WorkspaceUsageIDs(workspace string, uls []store.UsageLimits) []string {
+	ids := make([]string, len(uls))
+	rank := map[string]int{}
+	for i, ul := range uls {
+		typ := cmp.Or(ul.Type, "cost")
+		rank[typ]++
+		ids[i] = "workspace:" + workspace + "#usage." + typ
+		if n := rank[typ]; n > 1 {
+			ids[i] += "." + strconv.Itoa(n)
+		}
+	}
+	return ids
 }
 
 // IntegrationWorkspaceUsageID is the rule id of the usage_limits of an
@@ -154,6 +172,9 @@ func New(o Options) (*Engine, error) {
 	})
 	if err != nil {
 		return nil, fmt.Errorf("limits: load usage states: %w", err)
+	}
+	if err := e.moveLegacyUsage(context.Background()); err != nil {
+		return nil, fmt.Errorf("limits: move the usage of workspaces' usage limits to their ids: %w", err)
 	}
 	if err := e.Reload(); err != nil {
 		return nil, err
@@ -199,7 +220,7 @@ func (e *Engine) Reload() error {
 			sc := policyScope(p.ID, policyLabel(p.Name, p.ID), p.Conditions, p.GroupBy, p.WorkspaceID)
 			s.usage = append(s.usage, &usageRule{scope: sc, tokens: p.Type == "tokens", limit: p.CreditLimit, threshold: p.AlertThreshold,
 				audience: audience{workspaceID: p.WorkspaceID, orgID: p.OrganisationID}, period: p.PeriodicReset, periodDays: p.PeriodicResetDays,
-				explicit: p.NextUsageResetAt, policy: true})
+				explicit: p.NextUsageResetAt, policy: true, reset: "PUT /v1/policies/usage-limits/" + p.ID + " with reset_usage_for_value"})
 		}
 		if err := e.loadEntities(tx, s); err != nil {
 			return err
@@ -300,7 +321,9 @@ func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
 		}
 		if k.UsageLimits != nil {
 			sc := implicitScope(EntityUsageID("api_key", k.ID), label, "api_key", k.ID)
-			s.usage = append(s.usage, entityUsage(sc, *k.UsageLimits, k.WorkspaceID, k.OrganisationID, k.AlertEmails))
+			r := entityUsage(sc, *k.UsageLimits, k.WorkspaceID, k.OrganisationID, k.AlertEmails)
+			r.reset = "PUT /v1/api-keys/" + k.ID + " with reset_usage: true"
+			s.usage = append(s.usage, r)
 		}
 	}
 	wss, err := store.List[store.Workspace](tx, store.BucketWorkspaces)
@@ -317,9 +340,11 @@ func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
 		for i, rl := range w.RateLimits {
 			s.appendRate(implicitScope(fmt.Sprintf("workspace:%s#rate%d", w.ID, i), label, "workspace_id", w.ID), rl.Type, rl.Unit, rl.Value)
 		}
-		for i, ul := range w.UsageLimits {
-			sc := implicitScope(WorkspaceUsageID(w.ID, i), label, "workspace_id", w.ID)
-			s.usage = append(s.usage, entityUsage(sc, ul, w.ID, w.OrganisationID, nil))
+		for i, id := range WorkspaceUsageIDs(w.ID, w.UsageLimits) {
+			sc := implicitScope(id, label, "workspace_id", w.ID)
+			r := entityUsage(sc, w.UsageLimits[i], w.ID, w.OrganisationID, nil)
+			r.reset = "PUT /v1/admin/workspaces/" + w.ID + " with reset_usage: true"
+			s.usage = append(s.usage, r)
 		}
 	}
 	provs, err := store.List[store.Provider](tx, store.BucketProviders)
@@ -327,14 +352,14 @@ func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
 		return err
 	}
 	for _, p := range provs {
-		e.entity(s, "provider:"+p.ID, "provider @"+p.Slug, p.ID, p.RateLimits, p.UsageLimits, p.WorkspaceID, p.OrganisationID)
+		e.entity(s, "provider:"+p.ID, "provider @"+p.Slug, "/v1/providers/"+p.Slug, p.ID, p.RateLimits, p.UsageLimits, p.WorkspaceID, p.OrganisationID)
 	}
 	vks, err := store.List[store.VirtualKey](tx, store.BucketVirtualKeys)
 	if err != nil {
 		return err
 	}
 	for _, v := range vks {
-		e.entity(s, "virtual_key:"+v.ID, "virtual key "+v.Slug, v.ID, v.RateLimits, v.UsageLimits, v.WorkspaceID, v.OrganisationID)
+		e.entity(s, "virtual_key:"+v.ID, "virtual key "+v.Slug, "/v1/virtual-keys/"+v.Slug, v.ID, v.RateLimits, v.UsageLimits, v.WorkspaceID, v.OrganisationID)
 	}
 	integs, err := store.List[store.Integration](tx, store.BucketIntegrations)
 	if err != nil {
@@ -391,12 +416,15 @@ func integrationEntries(s *snapshot, id, slug, org string, entries []store.Integ
 	}
 }
 
-// entity adds a provider's or virtual key's limits (condition provider=id).
-func (e *Engine) entity(s *snapshot, prefix, label, id string, rls []store.RateLimit, ul *store.UsageLimits, ws, org string) {
+// entity adds a provider's or virtual key's limits (condition provider=id);
+// route is the record's admin route, which resets its usage.
+func (e *Engine) entity(s *snapshot, prefix, label, route, id string, rls []store.RateLimit, ul *store.UsageLimits, ws, org string) {
 	for i, rl := range rls {
 		s.appendRate(implicitScope(fmt.Sprintf("%s#rate%d", prefix, i), label, "provider", id), rl.Type, rl.Unit, rl.Value)
 	}
 	if ul != nil {
-		s.usage = append(s.usage, entityUsage(implicitScope(EntityUsageID(strings.TrimSuffix(prefix, ":"+id), id), label, "provider", id), *ul, ws, org, nil))
+		r := entityUsage(implicitScope(EntityUsageID(strings.TrimSuffix(prefix, ":"+id), id), label, "provider", id), *ul, ws, org, nil)
+		r.reset = "PUT " + route + " with reset_usage: true"
+		s.usage = append(s.usage, r)
 	}
 }

@@ -659,19 +659,23 @@ func TestEntityLimits(t *testing.T) {
 		other  *core.Request // not covered by the limit
 		status int
 		label  string
+		reset  string // how a 412 says to reset the usage
 	}{
 		{"api key rate", store.APIKey{ID: "key-1", Name: "ci", Status: store.StatusActive, RateLimits: []store.RateLimit{{Type: "requests", Unit: "rpm", Value: 1}}},
-			request(), request(key("key-2")), http.StatusTooManyRequests, `API key "ci" (key-1)`},
+			request(), request(key("key-2")), http.StatusTooManyRequests, `API key "ci" (key-1)`, ""},
 		{"workspace rate", store.Workspace{ID: "ws-1", Slug: "team", Status: store.StatusActive, RateLimits: []store.RateLimit{{Type: "requests", Unit: "rps", Value: 1}}},
-			request(), func() *core.Request { r := request(); r.Principal.WorkspaceID = "ws-2"; return r }(), http.StatusTooManyRequests, "workspace team (ws-1)"},
+			request(), func() *core.Request { r := request(); r.Principal.WorkspaceID = "ws-2"; return r }(), http.StatusTooManyRequests, "workspace team (ws-1)", ""},
 		{"provider rate", store.Provider{ID: "prov-1", Slug: "openai-prod", Status: store.StatusActive, RateLimits: []store.RateLimit{{Type: "requests", Unit: "rpd", Value: 1}}},
-			request(provider("prov-1", "")), request(), http.StatusTooManyRequests, "provider @openai-prod"},
+			request(provider("prov-1", "")), request(), http.StatusTooManyRequests, "provider @openai-prod", ""},
 		{"api key usage", store.APIKey{ID: "key-1", Name: "ci", Status: store.StatusActive, UsageLimits: &store.UsageLimits{Type: "tokens", CreditLimit: 10}},
-			request(), request(key("key-2")), http.StatusPreconditionFailed, `API key "ci"`},
+			request(), request(key("key-2")), http.StatusPreconditionFailed, `API key "ci"`, "PUT /v1/api-keys/key-1 with reset_usage: true"},
 		{"workspace usage", store.Workspace{ID: "ws-1", Slug: "team", Status: store.StatusActive, UsageLimits: []store.UsageLimits{{Type: "tokens", CreditLimit: 10}}},
-			request(), func() *core.Request { r := request(); r.Principal.WorkspaceID = "ws-2"; return r }(), http.StatusPreconditionFailed, "workspace team"},
+			request(), func() *core.Request { r := request(); r.Principal.WorkspaceID = "ws-2"; return r }(), http.StatusPreconditionFailed, "workspace team",
+			"PUT /v1/admin/workspaces/ws-1 with reset_usage: true"},
 		{"provider usage", store.Provider{ID: "prov-1", Slug: "openai-prod", Status: store.StatusActive, UsageLimits: &store.UsageLimits{Type: "cost", CreditLimit: 0.01}},
-			request(provider("prov-1", "")), request(), http.StatusPreconditionFailed, "provider @openai-prod"},
+			request(provider("prov-1", "")), request(), http.StatusPreconditionFailed, "provider @openai-prod", "PUT /v1/providers/openai-prod with reset_usage: true"},
+		{"policy usage", usagePolicy("u1", "tokens", 10, nil), request(), func() *core.Request { r := request(); r.Principal.WorkspaceID = "ws-2"; return r }(),
+			http.StatusPreconditionFailed, `policy "budget-u1" (u1)`, "PUT /v1/policies/usage-limits/u1 with reset_usage_for_value"},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -684,6 +688,9 @@ func TestEntityLimits(t *testing.T) {
 			_, err = e.eng.Admit(ctx, c.req)
 			if err == nil || err.Status != c.status || !strings.Contains(err.Message, c.label) {
 				t.Fatalf("second request: %v, want %d naming %s", err, c.status, c.label)
+			}
+			if c.reset != "" && !strings.HasSuffix(err.Message, "; raise its credit_limit or reset its usage ("+c.reset+")") {
+				t.Errorf("message %q does not say how to reset: %s", err.Message, c.reset)
 			}
 			if _, err := e.eng.Admit(ctx, c.other); err != nil {
 				t.Fatalf("a request the limit does not cover: %v", err)
@@ -916,13 +923,38 @@ func TestNextReset(t *testing.T) {
 		{"u1", next},
 		{EntityUsageID("api_key", "weekly"), t0.Add(7 * 24 * time.Hour)},
 		{EntityUsageID("api_key", "never"), time.Time{}},
-		{WorkspaceUsageID("ws-1", 0), time.Time{}},
-		{WorkspaceUsageID("ws-1", 1), t0.Add(48 * time.Hour)},
+		{"workspace:ws-1#usage.cost", time.Time{}},
+		{"workspace:ws-1#usage.cost.2", t0.Add(48 * time.Hour)},
 		{"unknown", time.Time{}},
 	} {
 		got, ok := e.eng.NextReset(tc.rule)
 		if ok != !tc.want.IsZero() || !got.Equal(tc.want) {
 			t.Errorf("%s: %v %v, want %v", tc.rule, got, ok, tc.want)
+		}
+	}
+}
+
+// A workspace's usage limit is known by its type (cost when unset) and its
+// rank among the workspace's limits of that type, not by its place in the
+// list: reordering keeps each limit's id, a type change gives another.
+func TestWorkspaceUsageIDs(t *testing.T) {
+	for _, tc := range []struct {
+		types []string
+		want  []string
+	}{
+		{nil, []string{}},
+		{[]string{"cost", "tokens"}, []string{"workspace:ws-1#usage.cost", "workspace:ws-1#usage.tokens"}},
+		{[]string{"tokens", "cost"}, []string{"workspace:ws-1#usage.tokens", "workspace:ws-1#usage.cost"}},
+		{[]string{"", "tokens"}, []string{"workspace:ws-1#usage.cost", "workspace:ws-1#usage.tokens"}},
+		{[]string{"cost", "tokens", "", "tokens"},
+			[]string{"workspace:ws-1#usage.cost", "workspace:ws-1#usage.tokens", "workspace:ws-1#usage.cost.2", "workspace:ws-1#usage.tokens.2"}},
+	} {
+		uls := make([]store.UsageLimits, len(tc.types))
+		for i, typ := range tc.types {
+			uls[i].Type = typ
+		}
+		if got := WorkspaceUsageIDs("ws-1", uls); !slices.Equal(got, tc.want) {
+			t.Errorf("%v: %q, want %q", tc.types, got, tc.want)
 		}
 	}
 }

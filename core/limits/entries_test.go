@@ -109,6 +109,10 @@ func TestIntegrationEntryUsageLimit(t *testing.T) {
 	if err == nil || err.Status != http.StatusPreconditionFailed || !strings.Contains(err.Message, entriesLabel) {
 		t.Fatalf("exhausted entry: %v, want 412 naming %s", err, entriesLabel)
 	}
+	// No admin route resets an entry's usage: the 412 does not offer it.
+	if !strings.HasSuffix(err.Message, "; raise its credit_limit") {
+		t.Errorf("message %q", err.Message)
+	}
 	a, err := e.eng.Admit(ctx, ws2)
 	if err != nil || a == nil {
 		t.Fatalf("the other workspace's entry: admission %v, error %v", a, err)

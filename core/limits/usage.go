@@ -228,8 +228,8 @@ func (e *Engine) RunOnce(ctx context.Context, now time.Time) {
 
 // ResetUsage zeroes the usage of one group value of policy id ("" for all
 // of them), reactivating it and clearing its alerts. Implicit limits are
-// reset by their ids too ("api_key:<id>#usage", "workspace:<id>#usage0",
-// "provider:<id>#usage", "virtual_key:<id>#usage",
+// reset by their ids too (EntityUsageID: "api_key:<id>#usage",
+// "provider:<id>#usage", "virtual_key:<id>#usage"; WorkspaceUsageIDs;
 // IntegrationWorkspaceUsageID).
 func (e *Engine) ResetUsage(ctx context.Context, policyID, valueKey string) error {
 	return e.resetRule(ctx, policyID, valueKey, e.o.Now(), nil, false, true)
@@ -318,7 +318,7 @@ func putStates(tx store.Tx, sts []valueState) error {
 }
 
 // NextReset is when the usage counted for rule (a usage policy's id, an
-// EntityUsageID or a WorkspaceUsageID) next resets; false when it does not
+// EntityUsageID or one of WorkspaceUsageIDs) next resets; false when it does not
 // reset by itself (no periodic rule) or the rule is unknown.
 func (e *Engine) NextReset(rule string) (time.Time, bool) {
 	sc := e.schedOf(rule)
