@@ -2,6 +2,8 @@ package adminsvc_test
 
 import (
 	"net/http"
+	"net/url"
+	"slices"
 	"testing"
 	"time"
 
@@ -249,4 +251,66 @@ func TestUsagePolicyWithoutEngine(t *testing.T) {
 	}
 	wantErr(t, e.do(http.MethodPut, usagePath+"/"+id+"/entities/x/reset", adminKey, nil), 404, core.CodeNotFound)
 	wantErr(t, e.do(http.MethodPut, usagePath+"/"+id, adminKey, map[string]any{"credit_limit": 500, "reset_usage_for_value": "x"}), 404, core.CodeNotFound)
+}
+
+// A group value that holds the separators of value keys ("," between
+// group_by keys, "=" after a key) is escaped with "\", so two groups never
+// share a budget; the escaped value key is what the entities list shows
+// and searches, and what reset_usage_for_value and the entity reset route
+// take (URL-escaped there).
+func TestUsagePolicyEscapedValueKeys(t *testing.T) {
+	m := newMgEnv(t)
+	m.withEngine()
+	m.integration("shared", providerKey, nil) // provider @shared in the default workspace
+	_, key := m.wsKey(m.wsID, core.ScopeCompletionsWrite)
+	id := m.ok(http.MethodPost, usagePath, adminKey, map[string]any{"name": "per a and b", "workspace_id": "default",
+		"conditions": []any{map[string]any{"key": "workspace_id", "value": "default"}},
+		"group_by":   []any{map[string]any{"key": "metadata.a"}, map[string]any{"key": "metadata.b"}},
+		"type":       "tokens", "credit_limit": 1}).str("id")
+	chat := func(meta string) resp {
+		return m.chat(key, "x-gateway-provider", "@shared", "x-gateway-metadata", meta)
+	}
+	first, second := `{"a":"p,metadata.b=q","b":"r"}`, `{"a":"p","b":"q,metadata.b=r"}`
+	firstKey, secondKey := `metadata.a=p\,metadata.b\=q,metadata.b=r`, `metadata.a=p,metadata.b=q\,metadata.b\=r`
+	for i, c := range []struct {
+		meta   string
+		status int
+	}{
+		{first, 200}, {first, 412}, // 2 tokens spend the first group's budget of 1
+		{second, 200}, {second, 412}, // not the second's
+	} {
+		if r := chat(c.meta); r.status != c.status {
+			t.Fatalf("request %d (%s): %d %s, want %d", i, c.meta, r.status, r.raw, c.status)
+		}
+	}
+	entities := func(q string) []string {
+		t.Helper()
+		var out []string
+		for _, it := range m.ok(http.MethodGet, usagePath+"/"+id+"/entities"+q, adminKey, nil).list() {
+			out = append(out, it["value_key"].(string)+"|"+it["status"].(string))
+		}
+		return out
+	}
+	for q, want := range map[string][]string{
+		"":                                  {secondKey + "|exhausted", firstKey + "|exhausted"}, // sorted by value key
+		"?search=" + url.QueryEscape(`p\,`): {firstKey + "|exhausted"},
+		"?search=" + url.QueryEscape(`q\,`): {secondKey + "|exhausted"},
+	} {
+		if got := entities(q); !slices.Equal(got, want) {
+			t.Fatalf("entities%s: %v, want %v", q, got, want)
+		}
+	}
+	m.ok(http.MethodPut, usagePath+"/"+id+"/entities/"+url.PathEscape(firstKey)+"/reset", adminKey, nil)
+	m.ok(http.MethodPut, usagePath+"/"+id, adminKey, map[string]any{"reset_usage_for_value": secondKey})
+	if got, want := entities(""), []string{secondKey + "|active", firstKey + "|active"}; !slices.Equal(got, want) {
+		t.Fatalf("after the resets: %v, want %v", got, want)
+	}
+	for _, meta := range []string{first, second} {
+		if r := chat(meta); r.status != 200 {
+			t.Fatalf("%s after its reset: %d %s", meta, r.status, r.raw)
+		}
+	}
+	// An unescaped key names no group.
+	wantErr(t, m.do(http.MethodPut, usagePath+"/"+id, adminKey, map[string]any{"reset_usage_for_value": "metadata.a=p,metadata.b=q,metadata.b=r"}),
+		404, core.CodeNotFound)
 }

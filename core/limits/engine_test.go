@@ -229,6 +229,34 @@ func TestGroupBy(t *testing.T) {
 	}
 }
 
+// Group values a client sends (metadata) cannot make two groups one: with
+// group_by metadata.a, metadata.b, the values ("p,metadata.b=q", "r") and
+// ("p", "q,metadata.b=r") are two groups, each with its own budget.
+func TestGroupValuesApart(t *testing.T) {
+	ctx := context.Background()
+	for _, pair := range [][2][2]string{
+		{{"p,metadata.b=q", "r"}, {"p", "q,metadata.b=r"}},
+		{{`p\`, ",metadata.b=q"}, {`p\,metadata.b=`, "q"}},
+	} {
+		e := newEnv(t)
+		p := usagePolicy("u1", "tokens", 10, nil)
+		p.GroupBy = []store.PolicyGroupBy{{Key: "metadata.a"}, {Key: "metadata.b"}}
+		e.put(t, p)
+		req := func(i int) *core.Request { return request(meta("a", pair[i][0]), meta("b", pair[i][1])) }
+		a, err := e.eng.Admit(ctx, req(0))
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Done(core.Usage{TotalTokens: 20}, "openai", "gpt-4o")
+		if _, err := e.eng.Admit(ctx, req(0)); err == nil || err.Status != http.StatusPreconditionFailed {
+			t.Fatalf("%q: %v, want its budget spent", pair[0], err)
+		}
+		if _, err := e.eng.Admit(ctx, req(1)); err != nil {
+			t.Errorf("%q: %v, after %q spent its own budget", pair[1], err, pair[0])
+		}
+	}
+}
+
 func TestRequestsWindow(t *testing.T) {
 	e := newEnv(t)
 	e.put(t, ratePolicy("p1", "requests", "rpm", 2, nil), ratePolicy("p2", "requests", "rph", 10, nil))
@@ -813,16 +841,27 @@ func TestUnmatchedAdmitAllocatesNothing(t *testing.T) {
 
 // TestCounterKeys: a request's counter key is the limit's key (rateKey,
 // usageKey) of its group value, the value naming it in messages and states.
+// A value's "\", "," and "=" are escaped with a "\", so no value passes for
+// the separators of another group's key; other values are as they were.
 func TestCounterKeys(t *testing.T) {
-	req := request(meta("user", "ann"))
+	ann := request(meta("user", "ann"))
+	ab := func(a, b string) *core.Request { return request(meta("a", a), meta("b", b)) }
 	for _, c := range []struct {
 		group []string
+		req   *core.Request
 		value string
 	}{
-		{nil, ""},
-		{[]string{"api_key"}, "api_key=key-1"},
-		{[]string{"api_key", "metadata.user", "metadata.team"}, "api_key=key-1,metadata.user=ann,metadata.team="},
-		{[]string{strings.Repeat("metadata.long", 20)}, strings.Repeat("metadata.long", 20) + "="}, // past the stack buffer
+		{nil, ann, ""},
+		{[]string{"api_key"}, ann, "api_key=key-1"},
+		{[]string{"api_key", "metadata.user", "metadata.team"}, ann, "api_key=key-1,metadata.user=ann,metadata.team="},
+		{[]string{strings.Repeat("metadata.long", 20)}, ann, strings.Repeat("metadata.long", 20) + "="}, // past the stack buffer
+		// Two groups that joined unescaped would both be metadata.a=p,metadata.b=q,metadata.b=r.
+		{[]string{"metadata.a", "metadata.b"}, ab("p,metadata.b=q", "r"), `metadata.a=p\,metadata.b\=q,metadata.b=r`},
+		{[]string{"metadata.a", "metadata.b"}, ab("p", "q,metadata.b=r"), `metadata.a=p,metadata.b=q\,metadata.b\=r`},
+		// A "\" is escaped too, so an escaped "," cannot be forged either.
+		{[]string{"metadata.a", "metadata.b"}, ab(`p\`, "q"), `metadata.a=p\\,metadata.b=q`},
+		{[]string{"metadata.a", "metadata.b"}, ab(`p\,metadata.b=q`, ""), `metadata.a=p\\\,metadata.b\=q,metadata.b=`},
+		{[]string{"metadata.a"}, ab(strings.Repeat(",", 100), ""), "metadata.a=" + strings.Repeat(`\,`, 100)}, // past the stack buffer
 	} {
 		var gs []store.PolicyGroupBy
 		for _, g := range c.group {
@@ -830,7 +869,7 @@ func TestCounterKeys(t *testing.T) {
 		}
 		var s snapshot
 		s.appendRate(policyScope("p1", "", nil, gs, ""), "requests", "rpm", 1)
-		k, v := s.requests[0].key(req)
+		k, v := s.requests[0].key(c.req)
 		if v != c.value || k != rateKey("p1", c.value) {
 			t.Errorf("group %v: key %q, value %q; want %q, %q", c.group, k, v, rateKey("p1", c.value), c.value)
 		}

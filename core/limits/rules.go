@@ -114,9 +114,10 @@ func (s *scope) matches(req *core.Request) bool {
 
 // key is req's counter key under the limit, prefix + group value, and the
 // group value itself (a part of key): "key=value" per group_by key, in the
-// policy's order, joined by ","; "" without group_by. Without group_by the
-// key is the prefix; with it, building a key of up to 128 bytes is its one
-// allocation.
+// policy's order, joined by ","; "" without group_by. A value's "\", ","
+// and "=" are escaped (appendGroupValue), so two groups never share a
+// value key. Without group_by the key is the prefix; with it, building a
+// key of up to 128 bytes is its one allocation.
 func (s *scope) key(req *core.Request) (key, value string) {
 	if len(s.group) == 0 {
 		return s.prefix, ""
@@ -129,10 +130,28 @@ func (s *scope) key(req *core.Request) (key, value string) {
 		}
 		b = append(b, s.group[i].name...)
 		b = append(b, '=')
-		b = append(b, s.group[i].of(req)...)
+		b = appendGroupValue(b, s.group[i].of(req))
 	}
 	key = string(b)
 	return key, key[len(s.prefix):]
+}
+
+// appendGroupValue appends v, one group_by key's value (metadata comes from
+// clients), to b with a "\" before each "\", "," and "=": else a value
+// holding ",metadata.b=x" would pass for another key's value, and a client
+// could spend or exhaust another group's budget. A value without them is
+// appended as it is, so the keys counted before values were escaped are
+// still theirs.
+func appendGroupValue(b []byte, v string) []byte {
+	for {
+		i := strings.IndexAny(v, `\,=`)
+		if i < 0 {
+			return append(b, v...)
+		}
+		b = append(b, v[:i]...)
+		b = append(b, '\\', v[i])
+		v = v[i+1:]
+	}
 }
 
 // rateRule is one requests- or tokens-per-window limit.
