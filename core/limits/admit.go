@@ -203,6 +203,8 @@ func (e *Engine) counterErr(err error) *core.Error {
 }
 
 // tooMany is the 429 of a rate limit, with retry-after and x-ratelimit-*.
+// A limit of 0 admits no request at any time: its 429 says so, with no
+// time to retry in (see rateHeaders).
 func tooMany(r *rateRule, value string, count int64, reset, now time.Time) *core.Error {
 	secs := ceilSeconds(reset, now)
 	what := "requests"
@@ -213,7 +215,11 @@ func tooMany(r *rateRule, value string, count int64, reset, now time.Time) *core
 	if value != "" {
 		msg += " for " + value
 	}
-	msg += fmt.Sprintf("; retry in %d s", secs)
+	if r.limit == 0 {
+		msg += "; it admits no requests until an admin raises its value, so retrying will not help"
+	} else {
+		msg += fmt.Sprintf("; retry in %d s", secs)
+	}
 	return &core.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Code: core.CodeRateLimited, Message: msg,
 		Header: rateHeaders(r.limit, max(r.limit-count, 0), secs, true)}
 }
@@ -235,8 +241,16 @@ func exhausted(r *usageRule, value string, used float64) *core.Error {
 	return &core.Error{Status: http.StatusPreconditionFailed, Type: "budget_exceeded_error", Code: core.CodeBudgetExhausted, Message: msg}
 }
 
+// rateHeaders are the x-ratelimit-* headers of a requests limit (or of the
+// tokens limit that refused a request), with retry-after on a refusal
+// (retry). A limit of 0 never gives room back, so it has no reset to wait
+// for: only its limit and remaining (0) are sent, and no retry-after that
+// would have clients retry in vain.
 func rateHeaders(limit, remaining, resetSecs int64, retry bool) [][2]string {
 	h := make([][2]string, 0, 4)
+	if limit == 0 {
+		return append(h, [2]string{"x-ratelimit-limit", "0"}, [2]string{"x-ratelimit-remaining", "0"})
+	}
 	if retry {
 		h = append(h, [2]string{"retry-after", strconv.FormatInt(resetSecs, 10)})
 	}

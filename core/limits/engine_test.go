@@ -342,6 +342,39 @@ func TestRetryAfterFromBuckets(t *testing.T) {
 	}
 }
 
+// A rate limit of 0 refuses every request, now and later: its 429 says it
+// admits none until an admin raises it, and sends no retry-after or
+// x-ratelimit-reset (no wait would help), only its limit and remaining.
+func TestZeroRateLimit(t *testing.T) {
+	ctx := context.Background()
+	for _, c := range []struct {
+		name string
+		rec  any
+	}{
+		{"requests", store.Workspace{ID: "ws-1", Slug: "team", Status: store.StatusActive, RateLimits: []store.RateLimit{{Type: "requests", Unit: "rpm", Value: 0}}}},
+		{"tokens", store.APIKey{ID: "key-1", Name: "ci", Status: store.StatusActive, RateLimits: []store.RateLimit{{Type: "tokens", Unit: "rpd", Value: 0}}}},
+		{"policy", ratePolicy("p1", "requests", "rph", 0, nil, "api_key")},
+	} {
+		t.Run(c.name, func(t *testing.T) {
+			e := newEnv(t)
+			e.put(t, c.rec)
+			for _, later := range []time.Duration{0, time.Second, 48 * time.Hour} {
+				e.clk.add(later)
+				_, err := e.eng.Admit(ctx, request())
+				if err == nil || err.Status != http.StatusTooManyRequests || !strings.Contains(err.Message, "it admits no requests until an admin raises its value") ||
+					strings.Contains(err.Message, "retry in") {
+					t.Fatalf("+%v: %v, want a 429 saying it admits none", later, err)
+				}
+				for name, want := range map[string]string{"retry-after": "", "x-ratelimit-reset": "", "x-ratelimit-limit": "0", "x-ratelimit-remaining": "0"} {
+					if got := header(err.Header, name); got != want {
+						t.Errorf("+%v: %s = %q, want %q", later, name, got, want)
+					}
+				}
+			}
+		})
+	}
+}
+
 func TestTokensCountedAfterDone(t *testing.T) {
 	e := newEnv(t)
 	e.put(t, ratePolicy("t1", "tokens", "rpm", 100, nil))
