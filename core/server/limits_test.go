@@ -3,6 +3,7 @@ package server_test
 import (
 	"context"
 	"encoding/json"
+	"io"
 	"net/http"
 	"slices"
 	"strings"
@@ -295,6 +296,53 @@ func TestLimiterCacheHitSpendsNothing(t *testing.T) {
 			usages, _ := lim.dones()
 			if len(usages) != 2 || usages[0].TotalTokens != 12 || usages[1] != (core.Usage{}) {
 				t.Fatalf("Done got %+v, want the miss's 12 tokens then nothing for the hit", usages)
+			}
+		})
+	}
+}
+
+// A stream whose upstream breaks off is counted with the usage its events
+// reported before the break: nothing for a chat stream cut before its usage
+// chunk (OpenAI's chunks, and the chunks the gateway translates other
+// providers' streams into, carry it at the end), or a Responses stream
+// before response.completed; the input tokens of an Anthropic Messages
+// stream, whose message_start reports them first.
+func TestLimiterBrokenStreamCountsUsageSoFar(t *testing.T) {
+	chunk := "data: {\"choices\":[{\"index\":0,\"delta\":{\"content\":\"Hel\"}}]}\n\n"
+	for _, tc := range []struct {
+		name, path, provider, body string
+		events                     string // before the break
+		want                       core.Usage
+	}{
+		{"chat, before the usage chunk", "/v1/chat/completions", "openai", `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+			chunk, core.Usage{}},
+		{"chat, after the usage chunk", "/v1/chat/completions", "openai", `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+			chunk + "data: {\"choices\":[],\"usage\":{\"prompt_tokens\":3,\"completion_tokens\":4,\"total_tokens\":7}}\n\n",
+			core.Usage{PromptTokens: 3, CompletionTokens: 4, TotalTokens: 7}},
+		{"responses, before response.completed", "/v1/responses", "openai", `{"model":"gpt-4o-mini","stream":true,"input":"hi"}`,
+			"event: response.created\ndata: {\"type\":\"response.created\",\"response\":{\"usage\":null}}\n\n", core.Usage{}},
+		{"messages, after message_start", "/v1/messages", "anthropic", `{"model":"claude-x","max_tokens":8,"stream":true,"messages":[{"role":"user","content":"hi"}]}`,
+			"event: message_start\ndata: {\"type\":\"message_start\",\"message\":{\"id\":\"m\",\"usage\":{\"input_tokens\":5,\"output_tokens\":1}}}\n\n",
+			core.Usage{PromptTokens: 5, CompletionTokens: 1, TotalTokens: 6}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lim := &fakeLimiter{allow: 10}
+			g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+				w.Header().Set("Content-Type", "text/event-stream")
+				w.WriteHeader(200)
+				io.WriteString(w, tc.events)
+				w.(http.Flusher).Flush()
+				if err := breakConnection(w); err != nil {
+					panic(err)
+				}
+			}), func(c *gatewayConfig) { c.limiter = lim })
+			r := g.do(t, http.MethodPost, tc.path, []byte(tc.body), "x-gateway-provider", tc.provider)
+			if !strings.Contains(string(r.body), "the provider's stream broke off") {
+				t.Fatalf("stream %q, want it to end with the break", r.body)
+			}
+			g.logs.one(t, r.trace()) // settled
+			if usages, _ := lim.dones(); len(usages) != 1 || usages[0] != tc.want {
+				t.Fatalf("Done got %+v, want %+v", usages, tc.want)
 			}
 		})
 	}
