@@ -20,7 +20,10 @@ var (
 	periodicResets   = []string{"weekly", "monthly"}
 	maxResetDays     = 365
 	rateLimitFields  = []string{"type", "unit", "value"}
-	usageLimitFields = []string{"type", "credit_limit", "alert_threshold", "periodic_reset", "periodic_reset_days", "next_usage_reset_at"}
+	usageLimitFields = []string{"type", "credit_limit", "alert_threshold", "periodic_reset", "periodic_reset_days", "next_usage_reset_at",
+		// Shown by reads, taken and ignored by writes, so a usage_limits
+		// object read can be sent back as it is.
+		"current_usage", "status"}
 )
 
 // parseRateLimits reads a rate_limits array (param names it in problems);

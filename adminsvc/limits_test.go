@@ -27,6 +27,7 @@ func TestParseLimits(t *testing.T) {
 		{"next reset in the past", ``, `{"credit_limit":1,"periodic_reset":"weekly","next_usage_reset_at":"2025-12-31T23:59:59Z"}`, []string{"ul.next_usage_reset_at"}},
 		{"next reset now", ``, `{"credit_limit":1,"next_usage_reset_at":"2026-01-01T00:00:00Z"}`, []string{"ul.next_usage_reset_at"}},
 		{"next reset not a date", ``, `{"credit_limit":1,"next_usage_reset_at":"tomorrow"}`, []string{"ul.next_usage_reset_at"}},
+		{"what a read shows, sent back", ``, `{"credit_limit":1,"current_usage":0.5,"status":"exhausted"}`, nil},
 	}
 	now := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range cases {
