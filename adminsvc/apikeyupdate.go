@@ -57,7 +57,7 @@ func (s *Service) updateAPIKey(c *fiber.Ctx) error {
 		if err := checkRoleReach(caller, target, "change"); err != nil {
 			return err
 		}
-		if body.hasUsageLimits && unitChanged(k.UsageLimits, body.UsageLimits) {
+		if body.hasUsageLimits && usageRestarts(k.UsageLimits, body.UsageLimits) {
 			body.ResetUsage = true
 		}
 		applyKeyFields(&k, body, now)

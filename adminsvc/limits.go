@@ -54,12 +54,14 @@ func parseRateLimits(raw json.RawMessage, param string, p *problems) []store.Rat
 	return out
 }
 
-// unitChanged reports whether a usage limit changes what it counts (cost
-// or tokens, cost when unset): the usage counted so far, in the old unit,
-// is then reset, never read in the new one.
-func unitChanged(old, new *store.UsageLimits) bool {
+// usageRestarts reports whether an update of a usage limit from old to new
+// resets the usage counted so far: when the limit is removed (a limit
+// added again later starts from nothing, not from what was counted before
+// it was removed), or when it changes what it counts (cost or tokens, cost
+// when unset), since usage in the old unit is never read in the new one.
+func usageRestarts(old, new *store.UsageLimits) bool {
 	unit := func(u *store.UsageLimits) string { return cmp.Or(u.Type, "cost") }
-	return old != nil && new != nil && unit(old) != unit(new)
+	return old != nil && (new == nil || unit(old) != unit(new))
 }
 
 // parseUsageLimits reads one usage_limits object; null or absent gives nil.

@@ -249,11 +249,11 @@ func updateManaged[T any](s *Service, c *fiber.Ctx, k managedKind[T], known, imm
 				return err
 			}
 		}
-		unitChange := false
+		restarts := false
 		if raw, ok := fields["usage_limits"]; ok {
 			old := *f.usageLimits
 			*f.usageLimits = parseUsageLimits(raw, "usage_limits", now, &p)
-			unitChange = unitChanged(old, *f.usageLimits)
+			restarts = usageRestarts(old, *f.usageLimits)
 		}
 		if raw, ok := fields["rate_limits"]; ok {
 			*f.rateLimits = parseRateLimits(raw, "rate_limits", &p)
@@ -262,7 +262,7 @@ func updateManaged[T any](s *Service, c *fiber.Ctx, k managedKind[T], known, imm
 			*f.expiresAt = exp
 		}
 		id = *f.id
-		if reset = resetUsage(fields, &p) || unitChange; reset && f.lastResetAt != nil {
+		if reset = resetUsage(fields, &p) || restarts; reset && f.lastResetAt != nil {
 			*f.lastResetAt = &now
 		}
 		if err := p.err(); err != nil {

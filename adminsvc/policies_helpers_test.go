@@ -173,7 +173,8 @@ func TestResetUsageReachesTheLimitsEngine(t *testing.T) {
 
 // A usage limit that changes its unit (tokens to cost, or back) resets
 // the usage counted in the old one, for keys and managed providers alike;
-// a change of the limit alone keeps it.
+// so does one removed (added again, it starts from nothing); a change of
+// the limit alone keeps it.
 func TestUsageLimitUnitChangeResetsUsage(t *testing.T) {
 	e := newEnv(t)
 	f := e.withLimits()
@@ -189,6 +190,8 @@ func TestUsageLimitUnitChangeResetsUsage(t *testing.T) {
 		{"tokens to cost", map[string]any{"type": "cost", "credit_limit": 300}, 1},
 		{"cost to the default unit (cost)", map[string]any{"credit_limit": 400}, 1},
 		{"cost to tokens", map[string]any{"type": "tokens", "credit_limit": 500}, 2},
+		{"removed", nil, 3},
+		{"added again", map[string]any{"type": "tokens", "credit_limit": 500}, 3},
 	} {
 		if r := e.do(http.MethodPut, "/v1/api-keys/"+id, adminKey, map[string]any{"usage_limits": tc.limits}); r.status != 200 {
 			t.Fatalf("%s: %d %s", tc.name, r.status, r.raw)
