@@ -1182,6 +1182,29 @@ func TestInputItemsPagination(t *testing.T) {
 	})
 }
 
+func TestInputItemsID(t *testing.T) {
+	tests := []struct {
+		path, wantID string
+		wantOK       bool
+	}{
+		{"/v1/responses/resp_abc/input_items", "resp_abc", true},
+		{"/v1/responses//input_items", "", false},
+		{"/v1/responses/a/b/input_items", "", false},
+		// Shorter than prefix and suffix together: they overlap.
+		{"/v1/responses/input_items", "", false},
+		{"/v1/responses/", "", false},
+		{"/v1/models", "", false},
+	}
+	for _, tc := range tests {
+		t.Run(tc.path, func(t *testing.T) {
+			id, ok := inputItemsID(tc.path)
+			if id != tc.wantID || ok != tc.wantOK {
+				t.Fatalf("inputItemsID(%q) = %q, %t; want %q, %t", tc.path, id, ok, tc.wantID, tc.wantOK)
+			}
+		})
+	}
+}
+
 // ---- introspection ----
 
 func TestIntrospection(t *testing.T) {

@@ -346,7 +346,7 @@ type call struct {
 
 func inputItemsID(path string) (string, bool) {
 	const prefix, suffix = "/v1/responses/", "/input_items"
-	if !strings.HasPrefix(path, prefix) || !strings.HasSuffix(path, suffix) {
+	if len(path) < len(prefix)+len(suffix) || !strings.HasPrefix(path, prefix) || !strings.HasSuffix(path, suffix) {
 		return "", false
 	}
 	id := path[len(prefix) : len(path)-len(suffix)]
