@@ -204,7 +204,7 @@ func TestValidation(t *testing.T) {
 		}
 	})
 
-	for _, q := range []string{"limit=0", "limit=101", "limit=abc", "order=sideways"} {
+	for _, q := range []string{"limit=0", "limit=101", "limit=abc", "order=sideways", "limit=", "order=", "after="} {
 		t.Run("input_items "+q, func(t *testing.T) {
 			expectError(t, e.call(t, "GET", "/v1/responses/resp_1/input_items?"+q, nil), 400)
 		})

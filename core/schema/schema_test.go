@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"net/http"
+	"net/url"
 	"reflect"
 	"strings"
 	"testing"
@@ -735,25 +736,34 @@ func decodeUseNumber(t *testing.T, b []byte) map[string]any {
 
 func TestValidateInputItemsQuery(t *testing.T) {
 	cases := []struct {
-		name                        string
-		limit, order, after, before string
-		want                        InputItemsQuery
-		errParam, errFrag           string
+		name, query       string
+		want              InputItemsQuery
+		errParam, errFrag string
 	}{
 		{name: "defaults", want: InputItemsQuery{Limit: 20, Order: "asc"}},
-		{name: "edges", limit: "1", order: "desc", after: "item_1", before: "item_9", want: InputItemsQuery{Limit: 1, Order: "desc", After: "item_1", Before: "item_9"}},
-		{name: "limit 100", limit: "100", order: "asc", want: InputItemsQuery{Limit: 100, Order: "asc"}},
-		{name: "limit 0", limit: "0", errParam: "limit", errFrag: `limit must be an integer between 1 and 100, got "0"`},
-		{name: "limit 101", limit: "101", errParam: "limit", errFrag: `got "101"`},
-		{name: "limit abc", limit: "abc", errParam: "limit", errFrag: `got "abc"`},
-		{name: "limit fraction", limit: "1.5", errParam: "limit", errFrag: "between 1 and 100"},
-		{name: "order sideways", order: "sideways", errParam: "order", errFrag: `order must be one of asc, desc, got "sideways"`},
-		{name: "order case", order: "ASC", errParam: "order", errFrag: "one of asc, desc"},
-		{name: "both bad", limit: "-1", order: "up", errParam: "limit", errFrag: `got "-1"; order must be one of asc, desc, got "up"`},
+		{name: "edges", query: "limit=1&order=desc&after=item_1&before=item_9", want: InputItemsQuery{Limit: 1, Order: "desc", After: "item_1", Before: "item_9"}},
+		{name: "limit 100", query: "limit=100&order=asc", want: InputItemsQuery{Limit: 100, Order: "asc"}},
+		{name: "limit 0", query: "limit=0", errParam: "limit", errFrag: `limit must be an integer between 1 and 100, got "0"`},
+		{name: "limit 101", query: "limit=101", errParam: "limit", errFrag: `got "101"`},
+		{name: "limit abc", query: "limit=abc", errParam: "limit", errFrag: `got "abc"`},
+		{name: "limit fraction", query: "limit=1.5", errParam: "limit", errFrag: "between 1 and 100"},
+		{name: "order sideways", query: "order=sideways", errParam: "order", errFrag: `order must be one of asc, desc, got "sideways"`},
+		{name: "order case", query: "order=ASC", errParam: "order", errFrag: "one of asc, desc"},
+		{name: "both bad", query: "limit=-1&order=up", errParam: "limit", errFrag: `got "-1"; order must be one of asc, desc, got "up"`},
+		// Given without a value: the provider would read them as given.
+		{name: "limit empty", query: "limit=", errParam: "limit", errFrag: `limit must be an integer between 1 and 100, got ""`},
+		{name: "limit bare", query: "limit", errParam: "limit", errFrag: `got ""`},
+		{name: "order empty", query: "order=", errParam: "order", errFrag: `order must be one of asc, desc, got ""`},
+		{name: "after empty", query: "after=", errParam: "after", errFrag: `after must be an item id, got ""`},
+		{name: "before empty", query: "limit=5&before=", errParam: "before", errFrag: `before must be an item id, got ""`},
 	}
 	for _, c := range cases {
 		t.Run(c.name, func(t *testing.T) {
-			q, err := ValidateInputItemsQuery(c.limit, c.order, c.after, c.before)
+			vals, perr := url.ParseQuery(c.query)
+			if perr != nil {
+				t.Fatal(perr)
+			}
+			q, err := ValidateInputItemsQuery(func(name string) (string, bool) { return vals.Get(name), vals.Has(name) })
 			if c.errParam == "" {
 				if err != nil {
 					t.Fatalf("unexpected error %q", err.Message)

@@ -1,8 +1,10 @@
 package server
 
 import (
+	"bytes"
 	"context"
 	"errors"
+	"net/url"
 	"strings"
 
 	"github.com/gofiber/fiber/v2"
@@ -65,16 +67,45 @@ func strictCompliance(c *fiber.Ctx, cfgStrict *bool) (bool, *core.Error) {
 
 // checkInputItems validates GET /responses/{id}/input_items, spec §4.2. A
 // parameter given twice is refused: only one value is checked, and the
-// provider might read the other.
-func checkInputItems(c *fiber.Ctx, _ *core.Request) *core.Error {
+// provider might read the other. So is an id of slashes (%2F), which the
+// path sent on would lose (see emptyResponseID).
+func checkInputItems(c *fiber.Ctx, req *core.Request) *core.Error {
+	if emptyResponseID(c) {
+		return refuseEmptyResponseID(c, req)
+	}
 	args := c.Context().QueryArgs()
 	for _, name := range []string{"limit", "order", "after", "before"} {
 		if len(args.PeekMulti(name)) > 1 {
 			return core.BadRequest(name, "%s is given more than once; give it once", name)
 		}
 	}
-	_, err := schema.ValidateInputItemsQuery(c.Query("limit"), c.Query("order"), c.Query("after"), c.Query("before"))
+	_, err := schema.ValidateInputItemsQuery(func(name string) (string, bool) {
+		return c.Query(name), args.Has(name)
+	})
 	return err
+}
+
+// emptyResponseID reports whether the client sent GET
+// /v1/responses//input_items: a response id left empty (or made of
+// slashes, %2F), which the routing (runs of "/" as one, see checkSegments)
+// and fasthttp's normalising of the path sent on take out, so that the
+// generic proxy would ask for the response whose id is "input_items".
+func emptyResponseID(c *fiber.Ctx) bool {
+	if !bytes.EqualFold(bytes.TrimRight(c.Request().URI().Path(), "/"), []byte("/v1/responses/input_items")) {
+		return false
+	}
+	// The path as the request line gave it: the routing rewrote the URI's.
+	sent, _, _ := strings.Cut(string(c.Request().Header.RequestURI()), "?")
+	if p, err := url.PathUnescape(sent); err == nil {
+		sent = p
+	}
+	return strings.HasSuffix(strings.ToLower(strings.TrimRight(sent, "/")), "//input_items")
+}
+
+// refuseEmptyResponseID is the 400 for an empty response id (see
+// emptyResponseID).
+func refuseEmptyResponseID(*fiber.Ctx, *core.Request) *core.Error {
+	return core.BadRequest("response_id", "response_id is empty: GET /v1/responses/{response_id}/input_items needs the id of a stored response")
 }
 
 // registerDataRoutes adds the unified routes and, after them, the generic
@@ -113,9 +144,18 @@ func (s *Server) registerDataRoutes(v1 fiber.Router) {
 // methods the spec names. It goes last, after every route it must not take.
 func (s *Server) registerProxy(v1 fiber.Router) {
 	proxy := s.serve(core.EndpointProxy, nil)
-	for _, m := range []string{fiber.MethodPost, fiber.MethodGet, fiber.MethodPut, fiber.MethodDelete} {
+	for _, m := range []string{fiber.MethodPost, fiber.MethodPut, fiber.MethodDelete} {
 		v1.Add(m, "/*", proxy)
 	}
+	// GET /v1/responses//input_items is routed as /v1/responses/input_items
+	// and reaches the proxy: its empty id is refused.
+	emptyID := s.serve(core.EndpointResponseItems, refuseEmptyResponseID)
+	v1.Add(fiber.MethodGet, "/*", func(c *fiber.Ctx) error {
+		if emptyResponseID(c) {
+			return emptyID(c)
+		}
+		return proxy(c)
+	})
 }
 
 // serve is the handler of every data-plane route: scope check, request

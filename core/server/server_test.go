@@ -1015,6 +1015,12 @@ func TestInputItems(t *testing.T) {
 		{"order=sideways", "order"},
 		{"limit=5&limit=500", "limit"}, // the second would reach the provider unchecked
 		{"after=a&order=asc&after=b", "after"},
+		// Given without a value: the provider would read them as given.
+		{"limit=", "limit"},
+		{"limit", "limit"},
+		{"order=", "order"},
+		{"after=", "after"},
+		{"limit=5&before=", "before"},
 	}
 	for _, tc := range bad {
 		t.Run(tc.query, func(t *testing.T) {
@@ -1031,6 +1037,30 @@ func TestInputItems(t *testing.T) {
 			}
 		})
 	}
+	// An empty response id, which fasthttp's normalising of the path would
+	// take out: the generic proxy would ask for the response "input_items".
+	for _, path := range []string{"/v1/responses//input_items", "/v1/responses//input_items?limit=5", "/v1//responses//input_items/", "/v1/responses/%2F/input_items"} {
+		t.Run("empty id "+path, func(t *testing.T) {
+			before := g.up.hits()
+			r := g.do(t, "GET", path, nil)
+			if r.status != 400 {
+				t.Fatalf("status %d: %s", r.status, r.body)
+			}
+			if e := errorOf(t, r); deref(e.Param) != "response_id" || !strings.Contains(e.Message, "response_id is empty") {
+				t.Errorf("param %s message %q", deref(e.Param), e.Message)
+			}
+			if g.up.hits() != before {
+				t.Error("a request without a response id reached the upstream")
+			}
+		})
+	}
+	t.Run("the response whose id is input_items", func(t *testing.T) {
+		// Not an empty id: the generic proxy forwards it as it came.
+		g.do(t, "GET", "/v1/responses/input_items", nil)
+		if got := g.up.last(t); got.Method != "GET" || got.Path != "/v1/responses/input_items" {
+			t.Errorf("upstream saw %s %s", got.Method, got.Path)
+		}
+	})
 	for _, q := range []string{"limit=5&order=desc&after=msg_020", "limit=1", "limit=100&order=asc", ""} {
 		t.Run("valid "+q, func(t *testing.T) {
 			path := "/v1/responses/resp_1/input_items"
