@@ -63,8 +63,11 @@ func (a *ModelAccess) Check(req *Request) *Error {
 		return nil
 	}
 	model := req.Model
-	if model == "" && isMultipart(req) {
-		model = multipartModel(req)
+	if model == "" {
+		var err *Error
+		if model, err = MultipartModel(req); err != nil {
+			return err
+		}
 	}
 	if model != "" {
 		if a.Allows(model) {
@@ -103,26 +106,42 @@ func isMultipart(req *Request) bool {
 	return strings.HasPrefix(strings.ToLower(req.Header.Get("Content-Type")), "multipart/form-data")
 }
 
-// multipartModel is the "model" field of a multipart/form-data body
-// (image edits, transcriptions, translations), or "" when it has none or
-// cannot be read. Only targets with model rules read it.
-func multipartModel(req *Request) string {
+// MultipartModel is the "model" field of a multipart/form-data body
+// (image edits, transcriptions, translations; "" for another body), or ""
+// when it has none or cannot be read to its end. A form with more than
+// one model field is a 400 naming model, as a query parameter given twice
+// is: the gateway would check one, and servers differ on which they take
+// (Starlette's, vLLM's, takes the last).
+func MultipartModel(req *Request) (string, *Error) {
+	if !isMultipart(req) {
+		return "", nil
+	}
 	_, params, err := mime.ParseMediaType(req.Header.Get("Content-Type"))
 	if err != nil || params["boundary"] == "" {
-		return ""
+		return "", nil
 	}
 	r := multipart.NewReader(bytes.NewReader(req.Body), params["boundary"])
+	model, fields := "", 0
 	for {
 		part, err := r.NextPart()
-		if err != nil {
-			return ""
+		if err == io.EOF {
+			return model, nil
 		}
-		if part.FormName() == "model" && part.FileName() == "" {
+		if err != nil {
+			return "", nil
+		}
+		if part.FormName() != "model" {
+			continue
+		}
+		if fields++; fields > 1 {
+			return "", BadRequest("model", "model is given more than once; give it once (the form has more than one model field)")
+		}
+		if part.FileName() == "" {
 			v, err := io.ReadAll(io.LimitReader(part, 1024))
 			if err != nil {
-				return ""
+				return "", nil
 			}
-			return strings.TrimSpace(string(v))
+			model = strings.TrimSpace(string(v))
 		}
 	}
 }

@@ -29,9 +29,9 @@ func TestNewModelAccessNilWhenUnrestricted(t *testing.T) {
 	}
 }
 
-// multipartBody is a form with a file part and, when model is not "", a
-// model field after it (where the OpenAI SDKs may put it).
-func multipartBody(t *testing.T, model string) (body []byte, contentType string) {
+// multipartBody is a form with a file part and a model field after it
+// (where the OpenAI SDKs may put it) for each of models that is not "".
+func multipartBody(t *testing.T, models ...string) (body []byte, contentType string) {
 	t.Helper()
 	var b bytes.Buffer
 	w := multipart.NewWriter(&b)
@@ -40,8 +40,10 @@ func multipartBody(t *testing.T, model string) (body []byte, contentType string)
 		t.Fatal(err)
 	}
 	f.Write(bytes.Repeat([]byte{0xff, 0xfb, 0x90}, 4096))
-	if model != "" {
-		w.WriteField("model", model)
+	for _, model := range models {
+		if model != "" {
+			w.WriteField("model", model)
+		}
 	}
 	w.Close()
 	return b.Bytes(), w.FormDataContentType()
@@ -50,8 +52,8 @@ func multipartBody(t *testing.T, model string) (body []byte, contentType string)
 func TestModelAccessCheck(t *testing.T) {
 	denyList := NewModelAccess("provider @prod", "openai-prod", false, map[string]bool{"gpt-4o": false, "gpt-4o-mini": true})
 	allowList := NewModelAccess("provider @prod", "openai-prod", true, map[string]bool{"gpt-4o": false, "gpt-4o-mini": true})
-	form := func(model string) *Request {
-		body, ct := multipartBody(t, model)
+	form := func(models ...string) *Request {
+		body, ct := multipartBody(t, models...)
 		return &Request{Endpoint: EndpointTranscription, Method: http.MethodPost, Body: body, Header: http.Header{"Content-Type": {ct}}}
 	}
 	chat := func(model string) *Request {
@@ -102,22 +104,78 @@ func TestModelAccessCheck(t *testing.T) {
 	}
 }
 
+// TestModelAccessCheckModelTwice: a form whose first model field is
+// allowed and another is not is refused whatever the rules, since a
+// server that takes the last model would serve the other.
+func TestModelAccessCheckModelTwice(t *testing.T) {
+	body, ct := multipartBody(t, "gpt-4o-mini", "gpt-4o")
+	for _, tc := range []struct {
+		name   string
+		access *ModelAccess
+		req    *Request
+	}{
+		{"deny-list", NewModelAccess("provider @prod", "openai-prod", false, map[string]bool{"gpt-4o": false}), &Request{Endpoint: EndpointTranscription, Method: http.MethodPost}},
+		{"allow-list", NewModelAccess("provider @prod", "openai-prod", true, map[string]bool{"gpt-4o-mini": true}), &Request{Endpoint: EndpointImageEdit, Method: http.MethodPost}},
+		{"allow-list, generic proxy", NewModelAccess("provider @prod", "openai-prod", true, map[string]bool{"gpt-4o-mini": true}), &Request{Endpoint: EndpointProxy, Method: http.MethodPost, Path: "/images/variations"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			tc.req.Body, tc.req.Header = body, http.Header{"Content-Type": {ct}}
+			err := tc.access.Check(tc.req)
+			if err == nil || err.Status != http.StatusBadRequest || err.Param != "model" || !strings.Contains(err.Message, "model is given more than once; give it once") {
+				t.Fatalf("got %v, want a 400 naming model", err)
+			}
+		})
+	}
+}
+
 func TestMultipartModel(t *testing.T) {
 	body, ct := multipartBody(t, " whisper-1 \r\n")
+	twice, twiceCT := multipartBody(t, "whisper-1", "gpt-4o-transcribe")
+	same, sameCT := multipartBody(t, "whisper-1", "whisper-1")
+	// A model field before the file, the body cut inside the file.
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	w.WriteField("model", "whisper-1")
+	f, _ := w.CreateFormFile("file", "speech.mp3")
+	f.Write(bytes.Repeat([]byte{0xff, 0xfb, 0x90}, 4096))
+	w.Close()
+	first, firstCT := b.Bytes(), w.FormDataContentType()
+	// A file part named model next to the field.
+	b = bytes.Buffer{}
+	w = multipart.NewWriter(&b)
+	w.WriteField("model", "whisper-1")
+	f, _ = w.CreateFormFile("model", "model.bin")
+	f.Write([]byte("gpt-4o-transcribe"))
+	w.Close()
+	fileModel, fileModelCT := b.Bytes(), w.FormDataContentType()
 	for _, tc := range []struct {
 		name, contentType string
 		body              []byte
 		want              string
+		twice             bool // refused: more than one model field
 	}{
-		{"after the file", ct, body, "whisper-1"},
-		{"no boundary", "multipart/form-data", body, ""},
-		{"another boundary", "multipart/form-data; boundary=nope", body, ""},
-		{"truncated", ct, body[:len(body)/2], ""},
+		{"after the file", ct, body, "whisper-1", false},
+		{"no boundary", "multipart/form-data", body, "", false},
+		{"another boundary", "multipart/form-data; boundary=nope", body, "", false},
+		{"truncated", ct, body[:len(body)/2], "", false},
+		{"truncated after the model", firstCT, first[:len(first)/2], "", false},
+		{"before the file", firstCT, first, "whisper-1", false},
+		{"not multipart", "application/json", []byte(`{"model":"whisper-1"}`), "", false},
+		{"two models", twiceCT, twice, "", true},
+		{"the same model twice", sameCT, same, "", true},
+		{"a file part named model", fileModelCT, fileModel, "", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			req := &Request{Body: tc.body, Header: http.Header{"Content-Type": {tc.contentType}}}
-			if got := multipartModel(req); got != tc.want {
-				t.Fatalf("got %q, want %q", got, tc.want)
+			got, err := MultipartModel(req)
+			if tc.twice {
+				if err == nil || err.Status != http.StatusBadRequest || err.Param != "model" || !strings.Contains(err.Message, "model is given more than once; give it once") {
+					t.Fatalf("got %q, %v; want a 400 naming model", got, err)
+				}
+				return
+			}
+			if err != nil || got != tc.want {
+				t.Fatalf("got %q, %v; want %q", got, err, tc.want)
 			}
 		})
 	}

@@ -45,6 +45,14 @@ func checkChat(c *fiber.Ctx, req *core.Request) *core.Error {
 	return nil
 }
 
+// checkMultipart checks the multipart form of an image edit, a
+// transcription or a translation, passed through byte for byte otherwise:
+// more than one model field is refused (see core.MultipartModel).
+func checkMultipart(_ *fiber.Ctx, req *core.Request) *core.Error {
+	_, err := core.MultipartModel(req)
+	return err
+}
+
 // strictCompliance reads x-gateway-strict-open-ai-compliance (alias
 // x-gateway-strict-reference-compliance), else cfgStrict, the config's
 // strict_reference_compliance (nil when unset); on by default.
@@ -120,10 +128,10 @@ func (s *Server) registerDataRoutes(v1 fiber.Router) {
 		{fiber.MethodPost, "/completions", core.EndpointComplete, fromInfo(schema.ValidateCompletion)},
 		{fiber.MethodPost, "/embeddings", core.EndpointEmbed, fromInfo(schema.ValidateEmbedding)},
 		{fiber.MethodPost, "/images/generations", core.EndpointImageGenerate, fromInfo(schema.ValidateImageGeneration)},
-		{fiber.MethodPost, "/images/edits", core.EndpointImageEdit, nil},
+		{fiber.MethodPost, "/images/edits", core.EndpointImageEdit, checkMultipart},
 		{fiber.MethodPost, "/audio/speech", core.EndpointCreateSpeech, fromInfo(schema.ValidateModelOnly)},
-		{fiber.MethodPost, "/audio/transcriptions", core.EndpointTranscription, nil},
-		{fiber.MethodPost, "/audio/translations", core.EndpointTranslation, nil},
+		{fiber.MethodPost, "/audio/transcriptions", core.EndpointTranscription, checkMultipart},
+		{fiber.MethodPost, "/audio/translations", core.EndpointTranslation, checkMultipart},
 		{fiber.MethodPost, "/moderations", core.EndpointModeration, fromInfo(schema.ValidateModelOnly)},
 		{fiber.MethodPost, "/rerank", core.EndpointRerank, fromInfo(schema.ValidateRerank)},
 		{fiber.MethodPost, "/responses", core.EndpointResponses, fromInfo(schema.ValidateResponses)},

@@ -1004,6 +1004,64 @@ func TestBinaryBodies(t *testing.T) {
 	}
 }
 
+// TestMultipartModelTwice: a multipart form with more than one model field
+// is refused on the routes that pass forms through: the gateway reads the
+// first (where an integration's model rules apply) and servers built on
+// Starlette (vLLM) take the last.
+func TestMultipartModelTwice(t *testing.T) {
+	t.Parallel()
+	g := newGateway(t, mockUpstream())
+	form := func(fields ...[2]string) ([]byte, string) {
+		var buf bytes.Buffer
+		mw := multipart.NewWriter(&buf)
+		for _, f := range fields {
+			if f[0] == "file" {
+				fw, _ := mw.CreateFormFile("file", f[1])
+				fw.Write(bytes.Repeat([]byte{0xff, 0xfb}, 500))
+			} else {
+				mw.WriteField(f[0], f[1])
+			}
+		}
+		mw.Close()
+		return buf.Bytes(), mw.FormDataContentType()
+	}
+	model := func(m string) [2]string { return [2]string{"model", m} }
+	file := [2]string{"file", "a.mp3"}
+	for _, path := range []string{"/v1/audio/transcriptions", "/v1/audio/translations", "/v1/images/edits"} {
+		for _, tc := range []struct {
+			name   string
+			fields [][2]string
+			refuse bool
+		}{
+			{"one model", [][2]string{model("whisper-1"), file}, false},
+			{"no model", [][2]string{file}, false},
+			{"two models", [][2]string{model("whisper-1"), file, model("gpt-4o-transcribe")}, true},
+			{"the same model twice", [][2]string{model("whisper-1"), model("whisper-1"), file}, true},
+		} {
+			t.Run(path+" "+tc.name, func(t *testing.T) {
+				body, ct := form(tc.fields...)
+				before := g.up.hits()
+				r := g.do(t, "POST", path, body, "Content-Type", ct)
+				if !tc.refuse {
+					if g.up.hits() != before+1 {
+						t.Fatalf("status %d, not sent on: %s", r.status, r.body)
+					}
+					return
+				}
+				if r.status != 400 {
+					t.Fatalf("status %d: %s", r.status, r.body)
+				}
+				if e := errorOf(t, r); deref(e.Param) != "model" || !strings.Contains(e.Message, "model is given more than once; give it once") {
+					t.Errorf("param %s message %q", deref(e.Param), e.Message)
+				}
+				if g.up.hits() != before {
+					t.Error("a form with two models reached the upstream")
+				}
+			})
+		}
+	}
+}
+
 func TestInputItems(t *testing.T) {
 	t.Parallel()
 	g := newGateway(t, mockUpstream())
