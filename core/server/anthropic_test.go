@@ -136,6 +136,24 @@ func TestAnthropicChatCompletions(t *testing.T) {
 		}
 	})
 
+	for _, tc := range []struct{ name, body, param, message string }{
+		{"system message alone", `{"model":"claude-x","messages":[{"role":"system","content":"s"}]}`,
+			"messages", "provider anthropic needs at least one user or assistant message besides system messages"},
+		{"empty user content", `{"model":"claude-x","messages":[{"role":"user","content":""}]}`,
+			"messages[0].content", "messages[0].content is empty: provider anthropic needs text"},
+	} {
+		t.Run(tc.name+" refused", func(t *testing.T) {
+			before := g.up.hits()
+			r := g.do(t, "POST", "/v1/chat/completions", []byte(tc.body), "x-gateway-provider", "anthropic")
+			if e := errorOf(t, r); r.status != 400 || deref(e.Param) != tc.param || !strings.Contains(e.Message, tc.message) {
+				t.Errorf("status %d error %+v", r.status, e)
+			}
+			if g.up.hits() != before {
+				t.Error("the request was sent")
+			}
+		})
+	}
+
 	t.Run("stream", func(t *testing.T) {
 		base := g.listen(t)
 		req := g.liveRequest(base, "POST", "/v1/chat/completions", []byte(`{"model":"claude-x","stream":true,"messages":[{"role":"user","content":"hi"}]}`),

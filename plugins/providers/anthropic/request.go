@@ -218,7 +218,10 @@ func messages(body []byte) (*messagesRequest, error) {
 // translateMessages turns OpenAI messages into Anthropic's system prompt
 // (every system and developer message, in order) and turns: user and
 // assistant messages one turn each, consecutive tool messages one user turn
-// of tool_result blocks.
+// of tool_result blocks. Anthropic refuses a message without content but
+// for a last assistant one (a prefill): another is a 400 naming its
+// content (chat.EmptyContent), and an empty last assistant message is left
+// out, as it prefills nothing; no turn at all is a 400 naming messages.
 func translateMessages(msgs []chat.Message) (system any, turns []turn, err error) {
 	var sys []block
 	toolTurn := -1 // the index of the turn the last tool message went to
@@ -239,6 +242,9 @@ func translateMessages(msgs []chat.Message) (system any, turns []turn, err error
 			if err != nil {
 				return nil, nil, err
 			}
+			if len(blocks) == 0 {
+				return nil, nil, chat.EmptyContent(at, Name)
+			}
 			turns = append(turns, turn{Role: "user", Content: blocks})
 		case "assistant":
 			blocks, err := assistantBlocks(at, &m)
@@ -252,6 +258,12 @@ func translateMessages(msgs []chat.Message) (system any, turns []turn, err error
 					return nil, nil, err
 				}
 				blocks = append(blocks, block{Type: "tool_use", ID: c.ID, Name: c.Function.Name, Input: input})
+			}
+			if len(blocks) == 0 {
+				if i == len(msgs)-1 {
+					continue
+				}
+				return nil, nil, chat.EmptyContent(at, Name)
 			}
 			turns = append(turns, turn{Role: "assistant", Content: blocks})
 		case "tool":
@@ -273,6 +285,9 @@ func translateMessages(msgs []chat.Message) (system any, turns []turn, err error
 		default:
 			return nil, nil, core.BadRequest(at+".role", "role %q is not supported by provider anthropic", m.Role)
 		}
+	}
+	if len(turns) == 0 {
+		return nil, nil, chat.NoConversation(Name)
 	}
 	switch len(sys) {
 	case 0:

@@ -118,6 +118,9 @@ func TestTranslateRequest(t *testing.T) {
 		{"content_blocks merged from a stream's deltas, without type",
 			`{"model":"m","messages":[` + user + `,{"role":"assistant","content":"4","content_blocks":[{"index":0,"thinking":"hm","signature":"sig"},{"index":1,"data":"enc"}]}]}`,
 			`{"model":"m","max_tokens":4096,"messages":[` + userTurn + `,{"role":"assistant","content":[{"type":"thinking","thinking":"hm","signature":"sig"},{"type":"redacted_thinking","data":"enc"},{"type":"text","text":"4"}]}]}`},
+		{"an empty last assistant message, prefilling nothing, is left out",
+			`{"model":"m","messages":[` + user + `,{"role":"assistant","content":""}]}`,
+			`{"model":"m","max_tokens":4096,"messages":[` + userTurn + `]}`},
 		{"thinking passes through",
 			`{"model":"m","thinking":{"type":"enabled","budget_tokens":1024},"messages":[` + user + `]}`,
 			`{"model":"m","max_tokens":4096,"thinking":{"type":"enabled","budget_tokens":1024},"messages":[` + userTurn + `]}`},
@@ -157,6 +160,15 @@ func TestTranslateRequestRefused(t *testing.T) {
 		{"arguments not an object", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","tool_calls":[{"id":"c","type":"function","function":{"name":"f","arguments":"[1"}}]}]}`, "messages[1].tool_calls[0].function.arguments"},
 		{"tool type", `{"model":"m",` + msgs + `,"tools":[{"type":"custom","custom":{"name":"x"}}]}`, "tools[0].type"},
 		{"tool_choice", `{"model":"m",` + msgs + `,"tool_choice":{"type":"allowed_tools"},"tools":[{"type":"function","function":{"name":"f"}}]}`, "tool_choice"},
+		// Anthropic refuses a request without messages, and a message without
+		// content but for a last assistant one.
+		{"system message alone", `{"model":"claude-x","messages":[{"role":"system","content":"s"}]}`, "messages"},
+		{"system and developer messages alone", `{"model":"m","messages":[{"role":"system","content":"s"},{"role":"developer","content":[{"type":"text","text":"d"}]}]}`, "messages"},
+		{"system and an empty last assistant message", `{"model":"m","messages":[{"role":"system","content":"s"},{"role":"assistant","content":""}]}`, "messages"},
+		{"empty user content", `{"model":"m","messages":[{"role":"user","content":""}]}`, "messages[0].content"},
+		{"user content of empty texts", `{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":""}]}]}`, "messages[1].content"},
+		{"empty user content before others", `{"model":"m","messages":[{"role":"user","content":[]},{"role":"user","content":"hi"}]}`, "messages[0].content"},
+		{"empty assistant content before the last message", `{"model":"m","messages":[{"role":"user","content":"hi"},{"role":"assistant","content":""},{"role":"user","content":"hi"}]}`, "messages[1].content"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := translateRequest([]byte(tc.in))

@@ -47,6 +47,12 @@ func TestTranslateRequest(t *testing.T) {
 		{"system and developer to system, in order",
 			`{"model":"m","messages":[{"role":"system","content":"be brief"},` + user + `,{"role":"developer","content":[{"type":"text","text":"no lists"},{"type":"text","text":""}]}]}`,
 			`{"system":[{"text":"be brief"},{"text":"no lists"}],"messages":[` + userTurn + `]}`},
+		{"an empty user message merged with a user message that has content",
+			`{"model":"m","messages":[{"role":"user","content":""},` + user + `]}`,
+			`{"messages":[` + userTurn + `]}`},
+		{"an empty last assistant message, prefilling nothing, is left out",
+			`{"model":"m","messages":[` + user + `,{"role":"assistant","content":""}]}`,
+			`{"messages":[` + userTurn + `]}`},
 		{"images from data: URLs",
 			`{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"what?"},{"type":"image_url","image_url":{"url":"data:image/jpeg;base64,/9j/"}}]}]}`,
 			`{"messages":[{"role":"user","content":[{"text":"what?"},{"image":{"format":"jpeg","source":{"bytes":"/9j/"}}}]}]}`},
@@ -112,6 +118,13 @@ func TestTranslateRequestRefused(t *testing.T) {
 		{`{"model":"m","thinking":true,"messages":[` + user + `]}`, "thinking"},
 		{`{"model":"m","messages":[{"role":"user","content":[{"type":"thinking","thinking":"x"}]}]}`, "messages[0].content[0].type"},
 		{`{"model":"m","messages":[` + user + `,{"role":"assistant","content":[{"type":"redacted_thinking"}]}]}`, "messages[1].content[0].data"},
+		// Converse refuses a request without messages, and a turn without
+		// content.
+		{`{"model":"m","messages":[{"role":"system","content":"s"}]}`, "messages"},
+		{`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"developer","content":"d"},{"role":"assistant","content":""}]}`, "messages"},
+		{`{"model":"m","messages":[{"role":"user","content":""}]}`, "messages[0].content"},
+		{`{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":[{"type":"text","text":""}]},{"role":"user","content":[]},{"role":"assistant","content":"a"}]}`, "messages[1].content"},
+		{`{"model":"m","messages":[` + user + `,{"role":"assistant","content":""},{"role":"user","content":"more"}]}`, "messages[1].content"},
 	} {
 		_, _, err := translateRequest([]byte(tc.in))
 		var ce *core.Error

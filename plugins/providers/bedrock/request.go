@@ -207,14 +207,19 @@ func translateTools(in *chat.Request, toolTurns bool) (*toolConfig, error) {
 // as reasoningContent blocks, in order, before its text and toolUse
 // blocks), tool messages as toolResult blocks of a user turn; consecutive
 // turns of one role are merged into one, as Converse wants the roles to
-// alternate. toolTurns reports tool calls or results.
+// alternate. toolTurns reports tool calls or results. Converse refuses a
+// turn without content: one is a 400 naming the content of its first
+// message (chat.EmptyContent), but for a last assistant turn (an empty
+// prefill), which is left out; no turn at all is a 400 naming messages.
 func translateMessages(msgs []chat.Message) (system []textBlock, turns []turn, toolTurns bool, err error) {
-	add := func(role string, blocks []block) {
+	var first []int // the index of each turn's first message
+	add := func(i int, role string, blocks []block) {
 		if n := len(turns); n > 0 && turns[n-1].Role == role {
 			turns[n-1].Content = append(turns[n-1].Content, blocks...)
 			return
 		}
 		turns = append(turns, turn{Role: role, Content: blocks})
+		first = append(first, i)
 	}
 	for i := range msgs {
 		m := &msgs[i]
@@ -240,17 +245,29 @@ func translateMessages(msgs []chat.Message) (system []textBlock, turns []turn, t
 					toolTurns = true
 				}
 			}
-			add(m.Role, blocks)
+			add(i, m.Role, blocks)
 		case "tool":
 			texts, err := chat.AppendTexts([]textBlock{}, at, m.Content, newTextBlock)
 			if err != nil {
 				return nil, nil, false, err
 			}
-			add("user", []block{{ToolResult: &toolResult{ToolUseID: m.ToolCallID, Content: texts}}})
+			add(i, "user", []block{{ToolResult: &toolResult{ToolUseID: m.ToolCallID, Content: texts}}})
 			toolTurns = true
 		default:
 			return nil, nil, false, core.BadRequest(at+".role", "role %q is not supported by provider bedrock", m.Role)
 		}
+	}
+	for k, t := range turns {
+		if len(t.Content) > 0 {
+			continue
+		}
+		if k < len(turns)-1 || t.Role != "assistant" {
+			return nil, nil, false, chat.EmptyContent(fmt.Sprintf("messages[%d]", first[k]), Name)
+		}
+		turns = turns[:k]
+	}
+	if len(turns) == 0 {
+		return nil, nil, false, chat.NoConversation(Name)
 	}
 	return system, turns, toolTurns, nil
 }

@@ -274,7 +274,9 @@ func translateTools(in *chat.Request) ([]tool, *toolConfig, error) {
 // turns (tool calls as functionCall parts), tool messages as
 // functionResponse parts of a user turn, named after the function of the
 // assistant's tool call they answer. Consecutive turns of one role are
-// merged into one; a message without parts adds none.
+// merged into one; a message without parts adds none. No turn at all (system
+// messages alone, or with empty ones) is a 400 naming messages: Gemini
+// refuses a request without contents.
 func translateMessages(msgs []chat.Message) (system *content, contents []content, err error) {
 	var sys []part
 	calls := map[string]string{} // an assistant's tool call id → its function's name
@@ -325,6 +327,9 @@ func translateMessages(msgs []chat.Message) (system *content, contents []content
 		default:
 			return nil, nil, core.BadRequest(at+".role", "role %q is not supported by provider gemini", m.Role)
 		}
+	}
+	if len(contents) == 0 {
+		return nil, nil, chat.NoConversation(Name)
 	}
 	if len(sys) > 0 {
 		system = &content{Parts: sys}

@@ -126,6 +126,10 @@ func TestTranslateRequestRefused(t *testing.T) {
 		{"thinking without a budget", `{"model":"m","thinking":{"type":"enabled"},"messages":[` + user + `]}`, "thinking.budget_tokens", false},
 		{"thinking of another type", `{"model":"m","thinking":{"type":"auto"},"messages":[` + user + `]}`, "thinking.type", false},
 		{"thinking not an object", `{"model":"m","thinking":true,"messages":[` + user + `]}`, "thinking", false},
+		// Gemini refuses a request without contents.
+		{"system message alone", `{"model":"m","messages":[{"role":"system","content":"s"}]}`, "messages", false},
+		{"system and developer messages alone", `{"model":"m","messages":[{"role":"system","content":"s"},{"role":"developer","content":"d"}]}`, "messages", false},
+		{"system and empty messages", `{"model":"m","messages":[{"role":"system","content":"s"},{"role":"user","content":""},{"role":"assistant","content":[]}]}`, "messages", true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, _, err := TranslateRequest([]byte(tc.in), tc.stream)

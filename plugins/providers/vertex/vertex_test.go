@@ -110,6 +110,31 @@ func TestBuildRequest(t *testing.T) {
 	}
 }
 
+// TestConversationRequired: a chat of system messages alone, or with a
+// user message without content, is a 400 naming what is missing, for
+// Claude and Gemini models alike, not a request the model refuses.
+func TestConversationRequired(t *testing.T) {
+	p := New()
+	target := core.Target{Provider: Name, APIKey: "ya29.token", Vertex: core.VertexSettings{ProjectID: "my-project-1", Region: "europe-west4"}}
+	for _, tc := range []struct {
+		name, model, messages, param string
+	}{
+		{"claude, system alone", "claude-opus-4@20250514", `[{"role":"system","content":"s"}]`, "messages"},
+		{"claude, empty user content", "claude-opus-4@20250514", `[{"role":"system","content":"s"},{"role":"user","content":""}]`, "messages[1].content"},
+		{"gemini, system alone", "gemini-2.5-flash", `[{"role":"system","content":"s"}]`, "messages"},
+		{"gemini, only empty user content", "gemini-2.5-flash", `[{"role":"system","content":"s"},{"role":"user","content":""}]`, "messages"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &core.Request{Endpoint: core.EndpointChatComplete, Model: tc.model, Body: []byte(`{"model":"` + tc.model + `","messages":` + tc.messages + `}`)}
+			_, err := p.BuildRequest(context.Background(), req, &target)
+			ce, ok := err.(*core.Error)
+			if !ok || ce.Status != 400 || ce.Param != tc.param {
+				t.Fatalf("%v, want a 400 naming %s", err, tc.param)
+			}
+		})
+	}
+}
+
 // TestAnthropicBeta: the client's anthropic-beta header (every value)
 // reaches Claude models, on chat completions and Anthropic's own Messages
 // API, as provider anthropic sends it on, and no other model. The header is

@@ -259,6 +259,20 @@ func AppendTexts[B any](dst []B, at string, content json.RawMessage, block func(
 	return dst, nil
 }
 
+// NoConversation is the 400 for messages that leave provider, which takes
+// system and developer messages apart from the conversation, no user or
+// assistant message to send: system messages alone, say.
+func NoConversation(provider string) error {
+	return core.BadRequest("messages", "provider %s needs at least one user or assistant message besides system messages", provider)
+}
+
+// EmptyContent is the 400 for message at ("messages[2]"), a user or
+// assistant message whose content gives provider nothing to send (an
+// empty text, no parts): it refuses such messages.
+func EmptyContent(at, provider string) error {
+	return core.BadRequest(at+".content", "%s.content is empty: provider %s needs text, an image or (for an assistant) tool calls in every user and assistant message but a last assistant one", at, provider)
+}
+
 // AppendBlocks appends to dst the blocks of user or assistant content,
 // at being the message's path, for provider: each non-empty text (and an
 // assistant's refusal) made by text, each image_url part by image (whose
