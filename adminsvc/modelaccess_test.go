@@ -179,6 +179,44 @@ func TestIntegrationModelsEnforced(t *testing.T) {
 	t.Run("disabled model removed", func(t *testing.T) { check(t, chat("gpt-4o"), "") })
 }
 
+// TestIntegrationModelsAzureDeployment: a body without model sent to an
+// azure-openai integration's deployment is checked against the
+// integration's rules by the deployment's model name
+// (x-gateway-azure-model-name); under allow_all_models: false, a deployment
+// whose model is not known is refused, never let through.
+func TestIntegrationModelsAzureDeployment(t *testing.T) {
+	m := newMgEnv(t)
+	m.integration("azure-prod", providerKey, map[string]any{"ai_provider_id": "azure-openai", "configurations": map[string]any{
+		"custom_host": m.up.srv.URL, "azure_resource_name": "my-res", "azure_deployment_id": "dep-1"}})
+	m.ok(http.MethodPut, "/v1/integrations/azure-prod/models", adminKey, map[string]any{"allow_all_models": false, "models": []any{
+		map[string]any{"slug": "gpt-4o-mini"}, map[string]any{"slug": "gpt-4o", "enabled": false}}})
+	const noModel = `{"messages":[{"role":"user","content":"hi"}]}`
+	for _, tc := range []struct {
+		name, body, modelName, refuse string
+	}{
+		{"an enabled model's deployment", noModel, "gpt-4o-mini", ""},
+		{"a disabled model's deployment", noModel, "gpt-4o", "model gpt-4o cannot be used through provider @azure-prod: it is disabled"},
+		{"an unlisted model's deployment", noModel, "o3", "only serves the models enabled on it"},
+		{"a deployment whose model is not known", noModel, "", "which model the Azure deployment serves is not known"},
+		{"the body's model, as ever", `{"model":"gpt-4o-mini","messages":[{"role":"user","content":"hi"}]}`, "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			before := m.up.count()
+			r := m.send(http.MethodPost, "/v1/chat/completions", "application/json", tc.body, adminKey,
+				"x-gateway-provider", "@azure-prod", "x-gateway-azure-model-name", tc.modelName)
+			if tc.refuse == "" {
+				if r.status != http.StatusOK || m.up.count() != before+1 || m.up.last(t).URL.Path != "/openai/deployments/dep-1/chat/completions" {
+					t.Fatalf("want it through: %d %s", r.status, r.raw)
+				}
+				return
+			}
+			if r.status != http.StatusForbidden || r.errField("param") != "model" || !strings.Contains(r.errField("message"), tc.refuse) || m.up.count() != before {
+				t.Fatalf("want a 403 on model with %q before any call: %d %s", tc.refuse, r.status, r.raw)
+			}
+		})
+	}
+}
+
 // TestIntegrationModelsList: GET /v1/models through a provider whose
 // integration has model rules lists only the models they allow.
 func TestIntegrationModelsList(t *testing.T) {

@@ -213,6 +213,21 @@ func (t *Target) ApplyAzure(over AzureSettings, resourceParam string) *Error {
 	return nil
 }
 
+// PicksModel reports whether t serves a request whose body names no model:
+// an azure-openai target whose deployment is known (its deployment id, or
+// the deployment a virtual key's deploymentConfig sends such a request to,
+// see PickAzureDeployment), which serves the model deployed there.
+func (t *Target) PicksModel() bool {
+	if t.Provider != AzureProvider {
+		return false
+	}
+	if t.Azure.DeploymentID != "" {
+		return true
+	}
+	_, err := PickAzureDeployment(t.AzureDeployments, "")
+	return err == nil
+}
+
 // AzureDeployment is one deployment of an azure-openai virtual key's
 // deploymentConfig. A request whose model is its Alias (its Name when it
 // has no alias) is sent to it; the one marked IsDefault takes the models
@@ -252,6 +267,9 @@ func PickAzureDeployment(deps []AzureDeployment, model string) (AzureDeployment,
 		names := make([]string, len(deps))
 		for i, d := range deps {
 			names[i] = d.Model()
+		}
+		if model == "" {
+			return AzureDeployment{}, BadRequest("model", "model is required: none of this virtual key's Azure deployments (%s) is its default", strings.Join(names, ", "))
 		}
 		return AzureDeployment{}, BadRequest("model", "model %q names none of this virtual key's Azure deployments (%s), and none is its default", model, strings.Join(names, ", "))
 	}

@@ -85,3 +85,54 @@ func TestApplyAzure(t *testing.T) {
 		})
 	}
 }
+
+// TestPicksModel: an azure-openai target whose deployment is known serves
+// a body without model; no other target does.
+func TestPicksModel(t *testing.T) {
+	deps := []AzureDeployment{{Name: "d1", Alias: "gpt-4o"}, {Name: "d2", IsDefault: true}}
+	for _, tc := range []struct {
+		name string
+		t    Target
+		want bool
+	}{
+		{"deployment id", Target{Provider: AzureProvider, Azure: AzureSettings{DeploymentID: "dep"}}, true},
+		{"no deployment", Target{Provider: AzureProvider, Azure: AzureSettings{ResourceName: "res", ModelName: "gpt-4o"}}, false},
+		{"a virtual key's default deployment", Target{Provider: AzureProvider, AzureDeployments: deps}, true},
+		{"a virtual key's only deployment", Target{Provider: AzureProvider, AzureDeployments: deps[:1]}, true},
+		{"a virtual key's deployments, none the default", Target{Provider: AzureProvider, AzureDeployments: []AzureDeployment{deps[0], {Name: "d3"}}}, false},
+		{"another provider with a deployment id", Target{Provider: "openai", Azure: AzureSettings{DeploymentID: "dep"}}, false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			if got := tc.t.PicksModel(); got != tc.want {
+				t.Fatalf("got %v, want %v", got, tc.want)
+			}
+		})
+	}
+}
+
+// TestPickAzureDeploymentWithoutModel: a request without model goes to the
+// default (or only) deployment; without one it is a 400 saying model is
+// required.
+func TestPickAzureDeploymentWithoutModel(t *testing.T) {
+	for _, tc := range []struct {
+		name, want, refusal string
+		deps                []AzureDeployment
+	}{
+		{"the default", "d2", "", []AzureDeployment{{Name: "d1", Alias: "gpt-4o"}, {Name: "d2", IsDefault: true}}},
+		{"the only one", "d1", "", []AzureDeployment{{Name: "d1", Alias: "gpt-4o"}}},
+		{"none the default", "", "model is required: none of this virtual key's Azure deployments (gpt-4o, d3) is its default", []AzureDeployment{{Name: "d1", Alias: "gpt-4o"}, {Name: "d3"}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			d, err := PickAzureDeployment(tc.deps, "")
+			if tc.refusal != "" {
+				if err == nil || err.Status != http.StatusBadRequest || err.Param != "model" || err.Message != tc.refusal {
+					t.Fatalf("got %+v, %v", d, err)
+				}
+				return
+			}
+			if err != nil || d.Name != tc.want {
+				t.Fatalf("got %+v, %v; want %s", d, err, tc.want)
+			}
+		})
+	}
+}

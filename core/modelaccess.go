@@ -52,12 +52,16 @@ func (a *ModelAccess) Allows(model string) bool {
 }
 
 // Check refuses req, as sent to a target with these rules, when the model
-// it names is not allowed, with a 403 whose param is "model". A request
-// whose model the gateway reads nowhere is refused under OnlyEnabled only,
-// where allowing it would let any model through: a unified route's body
-// without a model, or a POST or PUT the generic proxy forwards unread. GET
-// and DELETE through the proxy (listing models, reading files and batches)
-// and reading a stored response's input items name no model and pass.
+// it names is not allowed, with a 403 whose param is "model". A unified
+// route's request without a model sent to an Azure OpenAI deployment
+// (Target.PicksModel) names the deployment's model name (azure_model_name)
+// when it is given. A request whose model the gateway reads nowhere is
+// refused under OnlyEnabled only, where allowing it would let any model
+// through: a unified route's body without a model (to a deployment whose
+// model name is not given, too), or a POST or PUT the generic proxy
+// forwards unread. GET and DELETE through the proxy (listing models,
+// reading files and batches) and reading a stored response's input items
+// name no model and pass.
 func (a *ModelAccess) Check(req *Request) *Error {
 	if a == nil {
 		return nil
@@ -68,6 +72,10 @@ func (a *ModelAccess) Check(req *Request) *Error {
 		if model, err = MultipartModel(req); err != nil {
 			return err
 		}
+	}
+	deployment := model == "" && req.Endpoint != EndpointProxy && req.Target.PicksModel()
+	if deployment {
+		model = req.Target.Azure.ModelName
 	}
 	if model != "" {
 		if a.Allows(model) {
@@ -90,6 +98,9 @@ func (a *ModelAccess) Check(req *Request) *Error {
 			return nil
 		}
 		return modelRefusal("%s only serves the models enabled on integration %s (allow_all_models is false), and the gateway does not read which model a %s to /v1%s through the generic proxy uses: such requests are refused for it", a.Via, a.Integration, req.Method, req.Path)
+	}
+	if deployment {
+		return modelRefusal("model is required: %s only serves the models enabled on integration %s (allow_all_models is false), and which model the Azure deployment serves is not known: name it in the body's model or in %s", a.Via, a.Integration, AzureHeaders[AzureModelName])
 	}
 	return modelRefusal("model is required: %s only serves the models enabled on integration %s (allow_all_models is false)", a.Via, a.Integration)
 }

@@ -62,6 +62,12 @@ func TestModelAccessCheck(t *testing.T) {
 	proxy := func(method string) *Request {
 		return &Request{Endpoint: EndpointProxy, Method: method, Path: "/assistants"}
 	}
+	// azure is a chat completion without model to an Azure OpenAI
+	// deployment whose model name is modelName.
+	azure := func(endpoint Endpoint, modelName string) *Request {
+		return &Request{Endpoint: endpoint, Method: http.MethodPost,
+			Target: Target{Provider: AzureProvider, Azure: AzureSettings{DeploymentID: "dep-1", ModelName: modelName}}}
+	}
 	for _, tc := range []struct {
 		name   string
 		access *ModelAccess
@@ -89,6 +95,16 @@ func TestModelAccessCheck(t *testing.T) {
 		{"allow-list: proxy POST", allowList, proxy(http.MethodPost), "a POST to /v1/assistants through the generic proxy"},
 		{"allow-list: proxy PUT", allowList, proxy(http.MethodPut), "generic proxy"},
 		{"allow-list: input items", allowList, &Request{Endpoint: EndpointResponseItems, Method: http.MethodGet}, ""},
+		// A body without model sent to an Azure deployment: its model name decides.
+		{"allow-list: deployment of an enabled model", allowList, azure(EndpointChatComplete, "gpt-4o-mini"), ""},
+		{"allow-list: deployment of an unlisted model", allowList, azure(EndpointEmbed, "o3"), "model o3 cannot be used through provider @prod: integration openai-prod only serves"},
+		{"allow-list: deployment of a disabled model", allowList, azure(EndpointChatComplete, "gpt-4o"), "disabled on integration openai-prod"},
+		{"allow-list: deployment of an unknown model", allowList, azure(EndpointChatComplete, ""), "which model the Azure deployment serves is not known: name it in the body's model or in x-gateway-azure-model-name"},
+		{"allow-list: no deployment", allowList, &Request{Endpoint: EndpointChatComplete, Method: http.MethodPost, Target: Target{Provider: AzureProvider, Azure: AzureSettings{ModelName: "gpt-4o-mini"}}}, "model is required"},
+		{"allow-list: another provider's model name", allowList, &Request{Endpoint: EndpointChatComplete, Method: http.MethodPost, Target: Target{Provider: "openai", Azure: AzureSettings{DeploymentID: "d", ModelName: "gpt-4o-mini"}}}, "model is required"},
+		{"allow-list: deployment, generic proxy", allowList, azure(EndpointProxy, "gpt-4o-mini"), "through the generic proxy"},
+		{"deny-list: deployment of a disabled model", denyList, azure(EndpointChatComplete, "gpt-4o"), "disabled on integration openai-prod"},
+		{"deny-list: deployment of an unknown model", denyList, azure(EndpointChatComplete, ""), ""},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			err := tc.access.Check(tc.req)

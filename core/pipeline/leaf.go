@@ -97,6 +97,28 @@ func (w *walk) resolveTarget(ctx context.Context, n *config.Node) (core.Target, 
 	return t, nil
 }
 
+// EveryTarget reports whether ok holds for the target of every leaf under
+// root, as it is worked out for req (see target): a fallback's, a load
+// balancer's and a conditional's every target, whichever would be tried.
+// A leaf whose target cannot be worked out fails it; the walk reports why.
+func (p *Pipeline) EveryTarget(ctx context.Context, req *core.Request, root *config.Node, ok func(*core.Target) bool) bool {
+	w := &walk{p: p, req: req}
+	var every func(n *config.Node) bool
+	every = func(n *config.Node) bool {
+		if n.Leaf != nil {
+			t, err := w.resolveTarget(ctx, n)
+			return err == nil && ok(&t)
+		}
+		for _, c := range n.Children {
+			if !every(c) {
+				return false
+			}
+		}
+		return true
+	}
+	return every(root)
+}
+
 // headerHost reports whether the request headers' target h has the host
 // x-gateway-custom-host names: a managed target's host is its
 // integration's (the server refuses the header next to one).

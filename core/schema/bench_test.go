@@ -88,7 +88,7 @@ func benchmarkMessages(b *testing.B, text string) {
 	b.SetBytes(int64(len(body)))
 	b.ReportAllocs()
 	for b.Loop() {
-		if info, err := ValidateMessages(body); err != nil || info.Model == "" {
+		if info, err := ValidateMessages(body, nil); err != nil || info.Model == "" {
 			b.Fatal(err)
 		}
 	}

@@ -20,7 +20,7 @@ func ValidateChatCompletion(body []byte, opts ChatOptions) (Info, *core.Error) {
 	v := &validator{}
 
 	v.messages(m)
-	v.model(m, true, &info)
+	v.model(m, opts.ModelOptional.requires(m), &info)
 	optional(m, "frequency_penalty", v.frequencyPenalty)
 	optional(m, "presence_penalty", v.presencePenalty)
 	v.logitBias(m)

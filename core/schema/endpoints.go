@@ -28,10 +28,11 @@ func validateObject(body []byte, check func(m map[string]any, v *validator, info
 // embeddings request.
 const maxEmbeddingInputs = 2048
 
-// ValidateCompletion validates a POST /completions (legacy) body.
-func ValidateCompletion(body []byte) (Info, *core.Error) {
+// ValidateCompletion validates a POST /completions (legacy) body; model
+// says whether it may leave model out.
+func ValidateCompletion(body []byte, model ModelOptional) (Info, *core.Error) {
 	return validateObject(body, func(m map[string]any, v *validator, info *Info) {
-		v.model(m, true, info)
+		v.model(m, model.requires(m), info)
 		if x, ok := m["prompt"]; !ok {
 			v.add("prompt", "is required")
 		} else {
@@ -65,10 +66,11 @@ func ValidateCompletion(body []byte) (Info, *core.Error) {
 	})
 }
 
-// ValidateEmbedding validates a POST /embeddings body.
-func ValidateEmbedding(body []byte) (Info, *core.Error) {
+// ValidateEmbedding validates a POST /embeddings body; model says whether
+// it may leave model out.
+func ValidateEmbedding(body []byte, model ModelOptional) (Info, *core.Error) {
 	return validateObject(body, func(m map[string]any, v *validator, info *Info) {
-		v.model(m, true, info)
+		v.model(m, model.requires(m), info)
 		if x, ok := m["input"]; !ok {
 			v.add("input", "is required")
 		} else {
@@ -234,23 +236,27 @@ func ValidateImageGeneration(body []byte) (Info, *core.Error) {
 
 // ValidateMessages validates the part of a POST /messages (Anthropic's
 // Messages API) or /messages/count_tokens body the gateway reads: a JSON
-// object with a model and, for /messages, an optional boolean stream. The
-// rest is the provider's to check.
-func ValidateMessages(body []byte) (Info, *core.Error) {
+// object with a model (unless model says it may leave it out) and, for
+// /messages, an optional boolean stream. The rest is the provider's to
+// check.
+func ValidateMessages(body []byte, model ModelOptional) (Info, *core.Error) {
+	check := checkMessages(model)
 	if m, ok := topLevel(body, "model", "stream"); ok {
 		// Only the two fields are decoded: the conversation is not parsed.
 		var v validator
 		info := Info{StrictCompliance: true}
-		checkMessages(m, &v, &info)
+		check(m, &v, &info)
 		return info, v.err()
 	}
-	return validateObject(body, checkMessages)
+	return validateObject(body, check)
 }
 
 // checkMessages checks the fields of a Messages body the gateway reads.
-func checkMessages(m map[string]any, v *validator, info *Info) {
-	v.model(m, true, info)
-	optional(m, "stream", func(x any) { info.Stream = v.boolean("stream", x, true) })
+func checkMessages(model ModelOptional) func(m map[string]any, v *validator, info *Info) {
+	return func(m map[string]any, v *validator, info *Info) {
+		v.model(m, model.requires(m), info)
+		optional(m, "stream", func(x any) { info.Stream = v.boolean("stream", x, true) })
+	}
 }
 
 // ValidateModelOnly validates the part of a body the gateway reads on

@@ -24,12 +24,12 @@ func FuzzValidateChatCompletion(f *testing.F) {
 			t.Fatalf("bad error %+v", err)
 		}
 		// The other validators share the helpers; they must not panic either.
-		ValidateCompletion(body)
-		ValidateEmbedding(body)
+		ValidateCompletion(body, nil)
+		ValidateEmbedding(body, nil)
 		ValidateResponses(body)
 		ValidateRerank(body)
 		ValidateImageGeneration(body)
-		ValidateMessages(body)
+		ValidateMessages(body, nil)
 		out, serr := StripGatewayFields(body)
 		if serr != nil {
 			return

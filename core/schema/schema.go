@@ -42,6 +42,24 @@ type ChatOptions struct {
 	// caller). A boolean strict_reference_compliance or
 	// strict_open_ai_compliance field in the body overrides it.
 	StrictCompliance bool
+	// ModelOptional lets the body leave model out (see ModelOptional).
+	ModelOptional ModelOptional
+}
+
+// ModelOptional says whether a body may leave model out, which a body of
+// chat completions, completions, embeddings or messages must otherwise
+// name: true when every target the request may be sent to picks the model
+// itself (an Azure OpenAI deployment). It is asked only for a body without
+// model; nil means no.
+type ModelOptional func() bool
+
+// requires reports whether body m must name a model: unless it names one,
+// it must when o is nil or says so.
+func (o ModelOptional) requires(m map[string]any) bool {
+	if _, named := m["model"]; named || o == nil {
+		return true
+	}
+	return !o()
 }
 
 // Gateway-only body fields.

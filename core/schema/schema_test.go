@@ -86,6 +86,74 @@ func chatLax(b []byte) (Info, *core.Error) {
 	return ValidateChatCompletion(b, ChatOptions{StrictCompliance: false})
 }
 
+// modelRequired is validate for a request whose body must name a model.
+func modelRequired(validate func([]byte, ModelOptional) (Info, *core.Error)) func([]byte) (Info, *core.Error) {
+	return func(b []byte) (Info, *core.Error) { return validate(b, nil) }
+}
+
+// TestModelOptional: a body may leave model out when ModelOptional says so
+// (every target picks its model: an Azure OpenAI deployment), and only
+// then; it is asked only for a body without model, and a model that is
+// given is checked as ever.
+func TestModelOptional(t *testing.T) {
+	validators := []struct {
+		name, body string // body: valid but for its model
+		validate   func([]byte, ModelOptional) (Info, *core.Error)
+	}{
+		{"chat", `{"messages":[{"role":"user","content":"hi"}]`, func(b []byte, o ModelOptional) (Info, *core.Error) {
+			return ValidateChatCompletion(b, ChatOptions{StrictCompliance: true, ModelOptional: o})
+		}},
+		{"completions", `{"prompt":"hi"`, ValidateCompletion},
+		{"embeddings", `{"input":"hi"`, ValidateEmbedding},
+		{"messages", `{"max_tokens":8,"messages":[{"role":"user","content":"hi"}]`, ValidateMessages},
+	}
+	yes := func() bool { return true }
+	no := func() bool { return false }
+	for _, v := range validators {
+		for _, c := range []struct {
+			name, model string // model: members to add, "" for none
+			optional    ModelOptional
+			param, frag string // "" when it passes
+			asked       bool
+		}{
+			{name: "no model, optional", optional: yes, asked: true},
+			{name: "no model, not optional", optional: no, param: "model", frag: "model is required", asked: true},
+			{name: "no model, nil", param: "model", frag: "model is required"},
+			{name: "a model", model: `"model":"gpt-4o"`, optional: yes},
+			{name: "an empty model", model: `"model":""`, optional: yes, param: "model", frag: "must not be empty"},
+			{name: "a null model", model: `"model":null`, optional: yes, param: "model", frag: "must be a string"},
+		} {
+			t.Run(v.name+"/"+c.name, func(t *testing.T) {
+				body := v.body
+				if c.model != "" {
+					body += "," + c.model
+				}
+				asked := false
+				optional := c.optional
+				if optional != nil {
+					optional = func() bool { asked = true; return c.optional() }
+				}
+				info, err := v.validate([]byte(body+"}"), optional)
+				if asked != c.asked {
+					t.Errorf("asked = %v, want %v", asked, c.asked)
+				}
+				if c.param == "" {
+					if err != nil {
+						t.Fatalf("want ok, got %q", err.Message)
+					}
+					if want := strings.TrimSuffix(strings.TrimPrefix(c.model, `"model":"`), `"`); info.Model != want {
+						t.Errorf("model %q, want %q", info.Model, want)
+					}
+					return
+				}
+				if err == nil || err.Status != http.StatusBadRequest || err.Param != c.param || !strings.Contains(err.Message, c.frag) {
+					t.Fatalf("got %v, want a 400 naming %s with %q", err, c.param, c.frag)
+				}
+			})
+		}
+	}
+}
+
 func TestChatCompletionMessages(t *testing.T) {
 	runCases(t, chatStrict, []tc{
 		pass("minimal", chat("")),
@@ -420,12 +488,12 @@ func TestProblemListIsCapped(t *testing.T) {
 func TestInvalidBodies(t *testing.T) {
 	validators := map[string]func([]byte) (Info, *core.Error){
 		"chat":        chatStrict,
-		"completions": ValidateCompletion,
-		"embeddings":  ValidateEmbedding,
+		"completions": modelRequired(ValidateCompletion),
+		"embeddings":  modelRequired(ValidateEmbedding),
 		"responses":   ValidateResponses,
 		"rerank":      ValidateRerank,
 		"images":      ValidateImageGeneration,
-		"messages":    ValidateMessages,
+		"messages":    modelRequired(ValidateMessages),
 		"model only":  ValidateModelOnly,
 	}
 	cases := []struct{ body, frag string }{
@@ -489,12 +557,12 @@ func TestNotUTF8(t *testing.T) {
 	// Every body validator refuses it the same way: those that parse the
 	// whole body, and ValidateMessages, which reads two members.
 	validators := map[string]func([]byte) (Info, *core.Error){
-		"completions": ValidateCompletion,
-		"embeddings":  ValidateEmbedding,
+		"completions": modelRequired(ValidateCompletion),
+		"embeddings":  modelRequired(ValidateEmbedding),
 		"responses":   ValidateResponses,
 		"rerank":      ValidateRerank,
 		"images":      ValidateImageGeneration,
-		"messages":    ValidateMessages,
+		"messages":    modelRequired(ValidateMessages),
 		"model only":  ValidateModelOnly,
 	}
 	for name, validate := range validators {
@@ -516,7 +584,7 @@ func TestCompletion(t *testing.T) {
 		}
 		return b + "}"
 	}
-	runCases(t, ValidateCompletion, []tc{
+	runCases(t, modelRequired(ValidateCompletion), []tc{
 		pass("minimal", comp("")),
 		fail("model missing", `{"prompt":"x"}`, "model", "model is required"),
 		fail("prompt missing", `{"model":"m"}`, "prompt", "prompt is required"),
@@ -555,14 +623,14 @@ func TestCompletion(t *testing.T) {
 		fail("echo string", comp(`"echo":"y"`), "echo", "must be a boolean or null"),
 		fail("suffix number", comp(`"suffix":1`), "suffix", "must be a string or null"),
 	})
-	info, err := ValidateCompletion([]byte(comp(`"stream":true,"stream_options":{"include_usage":true}`)))
+	info, err := ValidateCompletion([]byte(comp(`"stream":true,"stream_options":{"include_usage":true}`)), nil)
 	if err != nil || !sameInfo(info, Info{Model: "gpt-3.5-turbo-instruct", Stream: true, IncludeUsage: true, StrictCompliance: true}) {
 		t.Fatalf("info = %+v, err = %v", info, err)
 	}
 }
 
 func TestEmbedding(t *testing.T) {
-	runCases(t, ValidateEmbedding, []tc{
+	runCases(t, modelRequired(ValidateEmbedding), []tc{
 		pass("string", `{"model":"text-embedding-3-small","input":"hello"}`),
 		pass("strings", `{"model":"m","input":["a","b"]}`),
 		pass("2048 strings", `{"model":"m","input":`+repeat(`"a"`, 2048)+`}`),
@@ -609,14 +677,14 @@ func TestResponses(t *testing.T) {
 }
 
 func TestMessages(t *testing.T) {
-	runCases(t, ValidateMessages, []tc{
+	runCases(t, modelRequired(ValidateMessages), []tc{
 		pass("a Messages request", `{"model":"claude-sonnet-4-5","max_tokens":64,"messages":[{"role":"user","content":"hi"}],"stream":true}`),
 		pass("fields the provider checks", `{"model":"m","messages":"not checked here"}`),
 		fail("model missing", `{"messages":[]}`, "model", "model is required"),
 		fail("model empty", `{"model":""}`, "model", "must not be empty"),
 		fail("stream string", `{"model":"m","stream":"yes"}`, "stream", "must be a boolean or null"),
 	})
-	info, err := ValidateMessages([]byte(`{"model":"m","stream":true}`))
+	info, err := ValidateMessages([]byte(`{"model":"m","stream":true}`), nil)
 	if err != nil || !info.Stream || info.Model != "m" {
 		t.Fatalf("info = %+v, err = %v", info, err)
 	}

@@ -6,7 +6,7 @@ import (
 
 // messagesByTree is ValidateMessages as it was: the whole body parsed.
 func messagesByTree(body []byte) (Info, *Info, string) {
-	info, err := validateObject(body, checkMessages)
+	info, err := validateObject(body, checkMessages(nil))
 	if err != nil {
 		return info, nil, err.Message
 	}
@@ -32,7 +32,7 @@ func TestMessagesTopLevelMatchesTree(t *testing.T) {
 		`[]`, `null`, `"s"`, ``, `   `, `{`,
 	} {
 		t.Run(body, func(t *testing.T) {
-			info, err := ValidateMessages([]byte(body))
+			info, err := ValidateMessages([]byte(body), nil)
 			wantInfo, ok, wantMsg := messagesByTree([]byte(body))
 			gotMsg := ""
 			if err != nil {
@@ -50,7 +50,7 @@ func FuzzMessagesTopLevel(f *testing.F) {
 		f.Add([]byte(seed))
 	}
 	f.Fuzz(func(t *testing.T, body []byte) {
-		info, err := ValidateMessages(body)
+		info, err := ValidateMessages(body, nil)
 		wantInfo, _, wantMsg := messagesByTree(body)
 		gotMsg := ""
 		if err != nil {

@@ -16,11 +16,17 @@ import (
 type azureManaged struct{ url string }
 
 func (m *azureManaged) Resolve(_ context.Context, ref string, _ bool, _ *core.Principal) (core.Target, *core.Error) {
-	if ref != "azure-prod" {
-		return core.Target{}, core.BadRequest("x-gateway-provider", "no provider @%s in this workspace", ref)
+	t := core.Target{Provider: "azure-openai", BaseURL: m.url, CustomHost: true, APIKey: "stored-azure-key",
+		Azure: core.AzureSettings{ResourceName: "integ-res", DeploymentID: "integ-dep", APIVersion: "2024-06-01"}}
+	switch ref {
+	case "azure-prod":
+		return t, nil
+	case "azure-deps", "azure-deps-no-default": // a virtual key's deploymentConfig
+		t.Azure.DeploymentID = ""
+		t.AzureDeployments = []core.AzureDeployment{{Name: "d1", Alias: "gpt-4o"}, {Name: "d2", IsDefault: ref == "azure-deps"}}
+		return t, nil
 	}
-	return core.Target{Provider: "azure-openai", BaseURL: m.url, CustomHost: true, APIKey: "stored-azure-key",
-		Azure: core.AzureSettings{ResourceName: "integ-res", DeploymentID: "integ-dep", APIVersion: "2024-06-01"}}, nil
+	return core.Target{}, core.BadRequest("x-gateway-provider", "no provider @%s in this workspace", ref)
 }
 
 // TestAzureEndToEnd: an azure-openai request through the server reaches
@@ -151,6 +157,87 @@ func TestAzureEntraEndToEnd(t *testing.T) {
 			}
 			if up := g.up.last(t); up.Header.Get("Authorization") != "Bearer "+tc.bearer || up.Header.Get("Api-Key") != "" {
 				t.Errorf("upstream headers %v", up.Header)
+			}
+		})
+	}
+}
+
+// TestAzureWithoutModel: an Azure OpenAI deployment picks its model, so a
+// body without model is sent to it (chat completions, embeddings,
+// completions, and Anthropic's messages through its chat completions)
+// whether the deployment comes from the headers, a config, an integration
+// or a virtual key's default deployment; the log names the deployment's
+// model name, else its id. Where any target might be another provider, or
+// no deployment is known, model is still required.
+func TestAzureWithoutModel(t *testing.T) {
+	t.Parallel()
+	m := &azureManaged{}
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"c1","object":"chat.completion","created":1,"model":"gpt-4o-2024-08-06","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}]}`))
+	}), func(c *gatewayConfig) { c.managed = m })
+	m.url = g.up.URL
+	azure := []string{"x-gateway-provider", "azure-openai", "x-gateway-custom-host", g.up.URL, "x-gateway-azure-deployment-id", "gpt-4o-dep"}
+	managed := func(slug string) []string {
+		return []string{"x-gateway-provider", "@" + slug, "x-gateway-custom-host", "", "Authorization", ""}
+	}
+	config := func(cfg string) []string {
+		return []string{"x-gateway-provider", "", "x-gateway-custom-host", "", "x-gateway-config", cfg}
+	}
+	azureTarget := `{"provider":"azure-openai","custom_host":"` + g.up.URL + `","azure_deployment_id":"cfg-dep"}`
+	const (
+		chat       = `{"messages":[{"role":"user","content":"hi"}]}`
+		embeddings = `{"input":"hi"}`
+		completion = `{"prompt":"hi"}`
+		messages   = `{"max_tokens":16,"messages":[{"role":"user","content":"hi"}]}`
+	)
+	for _, tc := range []struct {
+		name, path, body string
+		headers          []string
+		wantPath         string // upstream path; "" for a 400 naming model
+		wantModel        string // the log record's
+	}{
+		{"chat, headers", "/v1/chat/completions", chat, azure, "/openai/deployments/gpt-4o-dep/chat/completions", "gpt-4o-dep"},
+		{"embeddings, model name", "/v1/embeddings", embeddings, append(azure, "x-gateway-azure-model-name", "text-embedding-3-small"),
+			"/openai/deployments/gpt-4o-dep/embeddings", "text-embedding-3-small"},
+		{"completions", "/v1/completions", completion, azure, "/openai/deployments/gpt-4o-dep/completions", "gpt-4o-dep"},
+		{"messages through chat", "/v1/messages", messages, azure, "/openai/deployments/gpt-4o-dep/chat/completions", "gpt-4o-dep"},
+		{"integration", "/v1/chat/completions", chat, managed("azure-prod"), "/openai/deployments/integ-dep/chat/completions", "integ-dep"},
+		{"a virtual key's default deployment", "/v1/chat/completions", chat, managed("azure-deps"), "/openai/deployments/d2/chat/completions", "d2"},
+		{"config target", "/v1/embeddings", embeddings, config(azureTarget), "/openai/deployments/cfg-dep/embeddings", "cfg-dep"},
+		{"config fallback between deployments", "/v1/chat/completions", chat,
+			config(`{"strategy":{"mode":"fallback"},"targets":[` + azureTarget + `,{"provider":"@azure-prod"}]}`), "/openai/deployments/cfg-dep/chat/completions", "cfg-dep"},
+		// Still required.
+		{"azure without a deployment", "/v1/chat/completions", chat, append(azure, "x-gateway-azure-deployment-id", ""), "", ""},
+		{"another provider", "/v1/chat/completions", chat, nil, "", ""},
+		{"another provider's embeddings", "/v1/embeddings", embeddings, nil, "", ""},
+		{"another provider's messages", "/v1/messages", messages, nil, "", ""},
+		{"a fallback to another provider", "/v1/chat/completions", chat,
+			config(`{"strategy":{"mode":"fallback"},"targets":[` + azureTarget + `,{"provider":"openai","custom_host":"` + g.up.URL + `"}]}`), "", ""},
+		{"a virtual key without a default deployment", "/v1/chat/completions", chat, managed("azure-deps-no-default"), "", ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			trace := "azure-no-model-" + strings.ReplaceAll(tc.name, " ", "-")
+			before := g.up.hits()
+			r := g.do(t, http.MethodPost, tc.path, []byte(tc.body), append([]string{"x-gateway-trace-id", trace}, tc.headers...)...)
+			if tc.wantPath == "" {
+				if e := errorOf(t, r); r.status != http.StatusBadRequest || deref(e.Param) != "model" || !strings.Contains(e.Message, "model is required") || g.up.hits() != before {
+					t.Fatalf("got %d param %s: %s", r.status, deref(e.Param), e.Message)
+				}
+				return
+			}
+			if r.status != http.StatusOK || g.up.hits() != before+1 {
+				t.Fatalf("got %d %s", r.status, r.body)
+			}
+			got := g.up.last(t)
+			if got.Path != tc.wantPath || strings.Contains(string(got.Body), `"model"`) {
+				t.Errorf("upstream %s %s", got.Path, got.Body)
+			}
+			if tc.path != "/v1/messages" && string(got.Body) != tc.body {
+				t.Errorf("body changed on the way: %s", got.Body)
+			}
+			if rec := g.logs.one(t, trace); rec.Model != tc.wantModel {
+				t.Errorf("log record model %q, want %q", rec.Model, tc.wantModel)
 			}
 		})
 	}

@@ -10,26 +10,34 @@ import (
 	"github.com/gofiber/fiber/v2"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/config"
 	"github.com/llm-gateway/gateway/core/pipeline"
 	"github.com/llm-gateway/gateway/core/schema"
 )
 
 // bodyCheck validates a request before it is sent and fills what the body
-// tells (model, stream). It may rewrite req.Body.
-type bodyCheck func(c *fiber.Ctx, req *core.Request) *core.Error
+// tells (model, stream). It may rewrite req.Body. model says whether a body
+// may leave model out (see Server.modelOptional).
+type bodyCheck func(c *fiber.Ctx, req *core.Request, model schema.ModelOptional) *core.Error
 
 // fromInfo adapts a schema validator into a bodyCheck.
 func fromInfo(validate func([]byte) (schema.Info, *core.Error)) bodyCheck {
-	return func(_ *fiber.Ctx, req *core.Request) *core.Error {
-		info, err := validate(req.Body)
+	return fromModelInfo(func(body []byte, _ schema.ModelOptional) (schema.Info, *core.Error) { return validate(body) })
+}
+
+// fromModelInfo adapts a schema validator of a body that names a model,
+// unless it is told it may leave it out, into a bodyCheck.
+func fromModelInfo(validate func([]byte, schema.ModelOptional) (schema.Info, *core.Error)) bodyCheck {
+	return func(_ *fiber.Ctx, req *core.Request, model schema.ModelOptional) *core.Error {
+		info, err := validate(req.Body, model)
 		req.Model, req.Stream, req.IncludeUsage = info.Model, info.Stream, info.IncludeUsage
 		return err
 	}
 }
 
 // checkChat validates a chat completion, spec §4.3.
-func checkChat(c *fiber.Ctx, req *core.Request) *core.Error {
-	info, err := schema.ValidateChatCompletion(req.Body, schema.ChatOptions{StrictCompliance: req.StrictCompliance})
+func checkChat(c *fiber.Ctx, req *core.Request, model schema.ModelOptional) *core.Error {
+	info, err := schema.ValidateChatCompletion(req.Body, schema.ChatOptions{StrictCompliance: req.StrictCompliance, ModelOptional: model})
 	req.Model, req.Stream, req.IncludeUsage, req.StrictCompliance = info.Model, info.Stream, info.IncludeUsage, info.StrictCompliance
 	if err != nil {
 		return err
@@ -48,7 +56,7 @@ func checkChat(c *fiber.Ctx, req *core.Request) *core.Error {
 // checkMultipart checks the multipart form of an image edit, a
 // transcription or a translation, passed through byte for byte otherwise:
 // more than one model field is refused (see core.MultipartModel).
-func checkMultipart(_ *fiber.Ctx, req *core.Request) *core.Error {
+func checkMultipart(_ *fiber.Ctx, req *core.Request, _ schema.ModelOptional) *core.Error {
 	_, err := core.MultipartModel(req)
 	return err
 }
@@ -77,9 +85,9 @@ func strictCompliance(c *fiber.Ctx, cfgStrict *bool) (bool, *core.Error) {
 // parameter given twice is refused: only one value is checked, and the
 // provider might read the other. So is an id of slashes (%2F), which the
 // path sent on would lose (see emptyResponseID).
-func checkInputItems(c *fiber.Ctx, req *core.Request) *core.Error {
+func checkInputItems(c *fiber.Ctx, req *core.Request, _ schema.ModelOptional) *core.Error {
 	if emptyResponseID(c) {
-		return refuseEmptyResponseID(c, req)
+		return refuseEmptyResponseID(c, req, nil)
 	}
 	args := c.Context().QueryArgs()
 	for _, name := range []string{"limit", "order", "after", "before"} {
@@ -112,7 +120,7 @@ func emptyResponseID(c *fiber.Ctx) bool {
 
 // refuseEmptyResponseID is the 400 for an empty response id (see
 // emptyResponseID).
-func refuseEmptyResponseID(*fiber.Ctx, *core.Request) *core.Error {
+func refuseEmptyResponseID(*fiber.Ctx, *core.Request, schema.ModelOptional) *core.Error {
 	return core.BadRequest("response_id", "response_id is empty: GET /v1/responses/{response_id}/input_items needs the id of a stored response")
 }
 
@@ -125,8 +133,8 @@ func (s *Server) registerDataRoutes(v1 fiber.Router) {
 		check        bodyCheck
 	}{
 		{fiber.MethodPost, "/chat/completions", core.EndpointChatComplete, checkChat},
-		{fiber.MethodPost, "/completions", core.EndpointComplete, fromInfo(schema.ValidateCompletion)},
-		{fiber.MethodPost, "/embeddings", core.EndpointEmbed, fromInfo(schema.ValidateEmbedding)},
+		{fiber.MethodPost, "/completions", core.EndpointComplete, fromModelInfo(schema.ValidateCompletion)},
+		{fiber.MethodPost, "/embeddings", core.EndpointEmbed, fromModelInfo(schema.ValidateEmbedding)},
 		{fiber.MethodPost, "/images/generations", core.EndpointImageGenerate, fromInfo(schema.ValidateImageGeneration)},
 		{fiber.MethodPost, "/images/edits", core.EndpointImageEdit, checkMultipart},
 		{fiber.MethodPost, "/audio/speech", core.EndpointCreateSpeech, fromInfo(schema.ValidateModelOnly)},
@@ -136,8 +144,8 @@ func (s *Server) registerDataRoutes(v1 fiber.Router) {
 		{fiber.MethodPost, "/rerank", core.EndpointRerank, fromInfo(schema.ValidateRerank)},
 		{fiber.MethodPost, "/responses", core.EndpointResponses, fromInfo(schema.ValidateResponses)},
 		{fiber.MethodGet, "/responses/:id/input_items", core.EndpointResponseItems, checkInputItems},
-		{fiber.MethodPost, "/messages", core.EndpointMessages, fromInfo(schema.ValidateMessages)},
-		{fiber.MethodPost, "/messages/count_tokens", core.EndpointMessagesCount, fromInfo(schema.ValidateMessages)},
+		{fiber.MethodPost, "/messages", core.EndpointMessages, fromModelInfo(schema.ValidateMessages)},
+		{fiber.MethodPost, "/messages/count_tokens", core.EndpointMessagesCount, fromModelInfo(schema.ValidateMessages)},
 	}
 	s.logPaths = make(map[string]string, len(routes))
 	for _, r := range routes {
@@ -203,7 +211,7 @@ func (s *Server) run(c *fiber.Ctx, req *core.Request, err *core.Error, check bod
 		req.StrictCompliance, err = strictCompliance(c, rt.strict())
 	}
 	if err == nil && check != nil {
-		err = check(c, req)
+		err = check(c, req, s.modelOptional(req, rt.node))
 	}
 	var adm core.Admission
 	if err == nil && s.limiter != nil {
@@ -233,6 +241,18 @@ func (s *Server) run(c *fiber.Ctx, req *core.Request, err *core.Error, check bod
 		return ce
 	}
 	return s.writeResponse(c, req, resp, adm)
+}
+
+// modelOptional says whether req's body may leave model out, which the
+// unified routes otherwise require: when every target of root (see
+// pipeline.EveryTarget) picks the model itself (core.Target.PicksModel: an
+// Azure OpenAI deployment, whose model the request log then names by its
+// azure_model_name, else its deployment id). It is asked only for a body
+// without model.
+func (s *Server) modelOptional(req *core.Request, root *config.Node) schema.ModelOptional {
+	return func() bool {
+		return s.pipeline.EveryTarget(context.Background(), req, root, (*core.Target).PicksModel)
+	}
 }
 
 func asCoreError(err error) *core.Error {

@@ -67,8 +67,38 @@ func (a *Azure) Name() string { return AzureName }
 
 // ModelOf is the target's azure_model_name, the model behind its
 // deployment (which decides the model, whatever the body names), for the
-// log record and the usage's cost; "" when it is not set.
-func (a *Azure) ModelOf(_ *core.Request, t *core.Target) string { return t.Azure.ModelName }
+// log record and the usage's cost; when it is not set, "" (the body's model
+// is the request's), or for a body without a model the deployment's id,
+// which is all the gateway knows of the model then.
+func (a *Azure) ModelOf(req *core.Request, t *core.Target) string {
+	if t.Azure.ModelName != "" || req.Model != "" || req.Endpoint == core.EndpointProxy {
+		return t.Azure.ModelName
+	}
+	s, err := deployment(req, t)
+	if err != nil {
+		return ""
+	}
+	return s.DeploymentID
+}
+
+// deployment is the settings of target t's deployment that req goes to: a
+// virtual key with a deploymentConfig sends a unified endpoint's request
+// to the deployment its model picks (core.PickAzureDeployment), unless a
+// header or config names a deployment of its own.
+func deployment(req *core.Request, t *core.Target) (core.AzureSettings, error) {
+	s := t.Azure
+	if len(t.AzureDeployments) > 0 && s.DeploymentID == "" && req.Endpoint != core.EndpointProxy {
+		d, err := core.PickAzureDeployment(t.AzureDeployments, req.Model)
+		if err != nil {
+			return s, err
+		}
+		s.DeploymentID = d.Name
+		if d.APIVersion != "" {
+			s.APIVersion = d.APIVersion
+		}
+	}
+	return s, nil
+}
 
 // Supports reports whether Azure OpenAI serves endpoint e (Anthropic's
 // /messages is served through the deployment's chat completions, see
@@ -76,23 +106,15 @@ func (a *Azure) ModelOf(_ *core.Request, t *core.Target) string { return t.Azure
 func (a *Azure) Supports(e core.Endpoint) bool { return a.p.Supports(e) }
 
 // BuildRequest sends the client's body unchanged to the target's Azure
-// deployment; a virtual key with a deploymentConfig sends it to the
-// deployment the request's model picks (core.PickAzureDeployment), unless
-// a header or config names a deployment of its own. A missing resource name (without a custom host) or a
-// missing deployment (for a unified endpoint) is a 400 naming its header;
-// so is a setting CheckAzure refuses (each source checks its own already:
-// this is the last line that keeps them from changing the host or path).
+// deployment (see deployment). A missing resource name (without a custom
+// host) or a missing deployment (for a unified endpoint) is a 400 naming
+// its header; so is a setting CheckAzure refuses (each source checks its
+// own already: this is the last line that keeps them from changing the
+// host or path).
 func (a *Azure) BuildRequest(ctx context.Context, req *core.Request, t *core.Target) (*http.Request, error) {
-	s := t.Azure
-	if len(t.AzureDeployments) > 0 && s.DeploymentID == "" && req.Endpoint != core.EndpointProxy {
-		d, err := core.PickAzureDeployment(t.AzureDeployments, req.Model)
-		if err != nil {
-			return nil, err
-		}
-		s.DeploymentID = d.Name
-		if d.APIVersion != "" {
-			s.APIVersion = d.APIVersion
-		}
+	s, err := deployment(req, t)
+	if err != nil {
+		return nil, err
 	}
 	for f := range core.AzureFields {
 		if v := s.Get(f); v != "" {
@@ -128,7 +150,6 @@ func (a *Azure) BuildRequest(ctx context.Context, req *core.Request, t *core.Tar
 	}
 	var token string
 	if s.AuthMode == core.AzureAuthEntra || s.AuthMode == core.AzureAuthManaged {
-		var err error
 		if token, err = a.entraToken(ctx, t); err != nil {
 			return nil, err
 		}

@@ -101,6 +101,36 @@ func TestAzureBuildRequestRefused(t *testing.T) {
 	}
 }
 
+// TestAzureModelOf: the model the log and a usage's cost name: the
+// deployment's azure_model_name, else the body's model, else (for a body
+// without one) the id of the deployment that serves it.
+func TestAzureModelOf(t *testing.T) {
+	deps := []core.AzureDeployment{{Name: "d1", Alias: "gpt-4o"}, {Name: "d2", IsDefault: true}}
+	for _, tc := range []struct {
+		name, model string
+		endpoint    core.Endpoint
+		target      core.Target
+		want        string
+	}{
+		{"model name", "gpt-4o-mini", core.EndpointChatComplete, core.Target{Azure: core.AzureSettings{DeploymentID: "dep", ModelName: "gpt-4o"}}, "gpt-4o"},
+		{"model name, body without model", "", core.EndpointChatComplete, core.Target{Azure: core.AzureSettings{DeploymentID: "dep", ModelName: "gpt-4o"}}, "gpt-4o"},
+		{"the body's model", "gpt-4o-mini", core.EndpointChatComplete, core.Target{Azure: core.AzureSettings{DeploymentID: "dep"}}, ""},
+		{"the deployment id", "", core.EndpointEmbed, core.Target{Azure: core.AzureSettings{DeploymentID: "emb-dep"}}, "emb-dep"},
+		{"the default deployment of a virtual key", "", core.EndpointChatComplete, core.Target{AzureDeployments: deps}, "d2"},
+		{"a deployment header over a virtual key's", "", core.EndpointChatComplete, core.Target{Azure: core.AzureSettings{DeploymentID: "hdr"}, AzureDeployments: deps}, "hdr"},
+		{"the only deployment of a virtual key", "", core.EndpointChatComplete, core.Target{AzureDeployments: deps[:1:1]}, "d1"},
+		{"no deployment", "", core.EndpointChatComplete, core.Target{AzureDeployments: []core.AzureDeployment{deps[0], {Name: "d3"}}}, ""},
+		{"proxy", "", core.EndpointProxy, core.Target{Azure: core.AzureSettings{DeploymentID: "dep"}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			req := &core.Request{Endpoint: tc.endpoint, Model: tc.model}
+			if got := NewAzure().ModelOf(req, &tc.target); got != tc.want {
+				t.Fatalf("got %q, want %q", got, tc.want)
+			}
+		})
+	}
+}
+
 // TestAzureSupports: the deployment endpoints, Anthropic's /messages
 // (through chat completions) and the proxy, nothing else.
 func TestAzureSupports(t *testing.T) {

@@ -69,8 +69,10 @@ type messagesMetadata struct {
 }
 
 // chatRequest is the chat completion request a Messages request becomes.
+// Its model is left out when the request names none (an Azure OpenAI
+// deployment's, which picks the model itself).
 type chatRequest struct {
-	Model               string          `json:"model"`
+	Model               string          `json:"model,omitempty"`
 	Messages            []chatMessage   `json:"messages"`
 	MaxTokens           *int64          `json:"max_tokens,omitempty"`
 	MaxCompletionTokens *int64          `json:"max_completion_tokens,omitempty"`
