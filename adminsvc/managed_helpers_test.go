@@ -24,7 +24,9 @@ import (
 	"github.com/llm-gateway/gateway/store"
 )
 
-// upstream is an httptest provider that records what it received.
+// upstream is an httptest provider that records what it received. It
+// answers 2 tokens' worth, whole, or streamed when the request asks for a
+// stream.
 type upstream struct {
 	srv *httptest.Server
 	mu  sync.Mutex
@@ -34,10 +36,17 @@ type upstream struct {
 func newUpstream(t *testing.T) *upstream {
 	u := &upstream{}
 	u.srv = httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		io.Copy(io.Discard, r.Body)
+		body, _ := io.ReadAll(r.Body)
 		u.mu.Lock()
 		u.got = append(u.got, r.Clone(context.Background()))
 		u.mu.Unlock()
+		if strings.Contains(string(body), `"stream":true`) {
+			w.Header().Set("Content-Type", "text/event-stream")
+			io.WriteString(w, "data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[{\"index\":0,\"delta\":{\"content\":\"hi\"}}]}\n\n"+
+				"data: {\"id\":\"c1\",\"object\":\"chat.completion.chunk\",\"choices\":[],\"usage\":{\"prompt_tokens\":1,\"completion_tokens\":1,\"total_tokens\":2}}\n\n"+
+				"data: [DONE]\n\n")
+			return
+		}
 		w.Header().Set("Content-Type", "application/json")
 		io.WriteString(w, `{"id":"c1","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"hi"},"finish_reason":"stop"}],"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":2}}`)
 	}))
@@ -115,8 +124,12 @@ func (m *mgEnv) startManaged() {
 	if err != nil {
 		e.t.Fatal(err)
 	}
-	pl, err := pipeline.New(pipeline.Options{Client: upstreamClient(), GuardedClient: upstreamClient(), Managed: m.managed,
-		Hooks: &hooks.Runner{Registry: guardrails.Hooks()}})
+	po := pipeline.Options{Client: upstreamClient(), GuardedClient: upstreamClient(), Managed: m.managed,
+		Hooks: &hooks.Runner{Registry: guardrails.Hooks()}}
+	if m.limiter != nil {
+		po.Limiter = m.limiter
+	}
+	pl, err := pipeline.New(po)
 	if err != nil {
 		e.t.Fatal(err)
 	}

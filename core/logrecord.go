@@ -40,8 +40,9 @@ type LogRecord struct {
 	APIKeyID       string            `json:"api_key_id,omitempty"`
 	Provider       string            `json:"provider,omitempty"`
 	// ProviderID is the id of the managed provider or virtual key the
-	// request's headers named (req.Target's, as limits count it),
-	// IntegrationID the managed provider's integration, whose models'
+	// request was sent to (the one that answered, or failed last, when a
+	// config routed it; else the headers'), whose limits count it;
+	// IntegrationID is the managed provider's integration, whose models'
 	// pricing_config prices it; ConfigID is the id of the saved config the
 	// request was routed by. All empty otherwise: unmanaged targets, inline
 	// configs.

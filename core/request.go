@@ -76,6 +76,15 @@ type Request struct {
 	// saved config or a deployment's) rather than inline: its api_key is
 	// never sent to a host the request's headers chose.
 	StoredConfig bool
+	// RoutedByConfig is set when a config routes the request (inline, a
+	// saved one, a key's or workspace's default, a deployment's): which
+	// targets it calls is known only as the router walks the config, so
+	// the own limits of each managed target are admitted by the pipeline
+	// as it calls it (Limiter.AdmitTarget), the headers' target included
+	// where a leaf of the config keeps it, and Limiter.Admit leaves
+	// Target's out. Without a config the headers' target is the one
+	// called, and its limits are admitted with the request.
+	RoutedByConfig bool
 	// PromptID and PromptSlug name the saved prompt the request was
 	// rendered from (/v1/prompts/{id}/completions); empty otherwise.
 	PromptID, PromptSlug string
@@ -160,6 +169,10 @@ type Routing struct {
 	RetryCount  int
 	Fallbacks   int
 	CacheStatus string
+	// ProviderID and IntegrationID are the target's managed provider (or
+	// virtual key) and its integration, as in Target; empty for an
+	// unmanaged target.
+	ProviderID, IntegrationID string
 }
 
 // Response is the upstream's answer as the pipeline hands it back. Exactly
@@ -178,4 +191,10 @@ type Response struct {
 	// HookResults, when hooks ran, are returned as "hook_results" (a JSON
 	// value: before_request_hooks and after_request_hooks).
 	HookResults any
+	// Admission is the answering target's share of its own limits when
+	// the pipeline admitted them (a managed target a config chose, see
+	// Request.RoutedByConfig); nil otherwise. Whoever ends the answer
+	// tells it the usage (Done), as it tells the request's admission, and
+	// sends its x-ratelimit-* headers when they are the tighter.
+	Admission Admission
 }

@@ -38,21 +38,48 @@ type admission struct {
 // refused request never counts against the limits after it; the requests
 // limits before it did count it (a counter has no undo), as a client over
 // one limit is expected to back off anyway. Each kind is checked in the
-// snapshot's own limits, then in those of the request's integration entry.
-// When no limit applies the Admission is nil and nothing is allocated; a
-// request without a managed target never looks at the entries.
+// snapshot's own limits, then in those of the request's managed target
+// (its provider's or virtual key's, then its integration's entry), unless
+// a config routes the request: then the pipeline admits each target it
+// calls (AdmitTarget). When no limit applies the Admission is nil and
+// nothing is allocated; a request without a managed target never looks at
+// the targets' limits.
 func (e *Engine) Admit(ctx context.Context, req *core.Request) (core.Admission, *core.Error) {
 	s := e.snap.Load()
 	if s == nil {
 		return nil, nil
 	}
-	all := [2]*ruleSet{&s.ruleSet, s.entryFor(req)}
-	sets := all[:1]
-	if all[1] != nil {
-		sets = all[:]
-	} else if s.empty() {
+	var all [3]*ruleSet
+	sets := append(all[:0], &s.ruleSet)
+	if !req.RoutedByConfig {
+		sets = s.appendTarget(sets, req, &req.Target)
+	}
+	if len(sets) == 1 && s.empty() {
 		return nil, nil
 	}
+	return e.admit(ctx, s, req, sets, req.Target.IntegrationID)
+}
+
+// AdmitTarget implements core.Limiter: Admit for the own limits of t only,
+// those of its provider or virtual key, then of its integration's entry
+// for req's workspace. A target without any (an unmanaged one) costs a
+// nil check or two and allocates nothing.
+func (e *Engine) AdmitTarget(ctx context.Context, req *core.Request, t *core.Target) (core.Admission, *core.Error) {
+	s := e.snap.Load()
+	if s == nil {
+		return nil, nil
+	}
+	var all [2]*ruleSet
+	sets := s.appendTarget(all[:0], req, t)
+	if len(sets) == 0 {
+		return nil, nil
+	}
+	return e.admit(ctx, s, req, sets, t.IntegrationID)
+}
+
+// admit checks and counts req against the limits in sets, in Admit's
+// order; integ is the integration whose pricing overrides price its cost.
+func (e *Engine) admit(ctx context.Context, s *snapshot, req *core.Request, sets []*ruleSet, integ string) (core.Admission, *core.Error) {
 	now := e.o.Now()
 	var a admission // on the stack; copied to the heap only when returned
 	if err := e.admitUsage(ctx, sets, req, &a, now); err != nil {
@@ -97,7 +124,7 @@ func (e *Engine) Admit(ctx context.Context, req *core.Request) (core.Admission, 
 	if len(a.tokens) == 0 && len(a.usage) == 0 && !a.hasHdr {
 		return nil, nil
 	}
-	a.e, a.snap, a.integ = e, s, req.Target.IntegrationID
+	a.e, a.snap, a.integ = e, s, integ
 	adm := new(admission)
 	*adm = a
 	return adm, nil

@@ -16,6 +16,11 @@ type benchCase struct {
 	req *core.Request
 }
 
+// benchProvider is managed provider prov-1 of int-1 with a requests limit
+// and a cost budget.
+var benchProvider = store.Provider{ID: "prov-1", Slug: "openai-prod", IntegrationID: "int-1", Status: store.StatusActive,
+	RateLimits: []store.RateLimit{{Type: "requests", Unit: "rpm", Value: 1 << 40}}, UsageLimits: &store.UsageLimits{Type: "cost", CreditLimit: 1e12}}
+
 // benchLimits are the limits of each benchmark case; the request has key
 // "key-1", workspace "ws-1" and metadata team=red, plus the case's options.
 var benchLimits = []struct {
@@ -41,6 +46,11 @@ var benchLimits = []struct {
 	// The same through a provider of the integration: its entry for ws-1
 	// applies (one requests limit, one cost budget).
 	{"entry", []any{benchIntegration(100)}, []reqOpt{provider("prov-1", "int-1")}},
+	// A provider's own limits, its target named by the headers (Admit),
+	// then chosen by a config (Admit leaves them out, AdmitTarget takes
+	// them).
+	{"provider", []any{benchProvider}, []reqOpt{provider("prov-1", "int-1")}},
+	{"provider-config", []any{benchProvider}, []reqOpt{provider("prov-1", "int-1"), routed}},
 }
 
 // benchThree is a requests limit grouped by key, a tokens limit on a
@@ -72,10 +82,21 @@ func newBenchCase(b *testing.B, recs []any, opts ...reqOpt) benchCase {
 
 var benchUsage = core.Usage{PromptTokens: 100, CompletionTokens: 50, TotalTokens: 150}
 
-// once is one request's Admit, Headers and Done.
+// once is one request's Admit, Headers and Done, and for a request a
+// config routes, its target's AdmitTarget, Headers and Done.
 func (c benchCase) once(b *testing.B) {
 	a, err := c.e.eng.Admit(context.Background(), c.req)
 	if err != nil {
+		b.Fatal(err)
+	}
+	if a != nil {
+		a.Headers()
+		a.Done(benchUsage, "openai", "gpt-4o")
+	}
+	if !c.req.RoutedByConfig {
+		return
+	}
+	if a, err = c.e.eng.AdmitTarget(context.Background(), c.req, &c.req.Target); err != nil {
 		b.Fatal(err)
 	}
 	if a != nil {

@@ -383,10 +383,9 @@ func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
 }
 
 // integrationEntries adds the limits of the enabled workspace entries of
-// integration id (slug, organisation org), each with the conditions
-// integration=<id> and workspace_id=<workspace> and counted for that pair,
-// to s.entries (a disabled entry lets the workspace not use the
-// integration at all, so its limits never apply).
+// integration id (slug, organisation org) to s.entries, by integration
+// and workspace, each counted for that pair (a disabled entry lets the
+// workspace not use the integration at all, so its limits never apply).
 func integrationEntries(s *snapshot, id, slug, org string, entries []store.IntegrationWorkspace, wsLabels map[string]string) {
 	for _, w := range entries {
 		if !w.Enabled || (len(w.RateLimits) == 0 && w.UsageLimits == nil) {
@@ -400,10 +399,10 @@ func integrationEntries(s *snapshot, id, slug, org string, entries []store.Integ
 		prefix := "integration_workspace:" + id + "/" + w.ID
 		set := &ruleSet{}
 		for i, rl := range w.RateLimits {
-			set.appendRate(implicitScope(fmt.Sprintf("%s#rate%d", prefix, i), label, "integration", id, "workspace_id", w.ID), rl.Type, rl.Unit, rl.Value)
+			set.appendRate(implicitScope(fmt.Sprintf("%s#rate%d", prefix, i), label), rl.Type, rl.Unit, rl.Value)
 		}
 		if w.UsageLimits != nil {
-			sc := implicitScope(IntegrationWorkspaceUsageID(id, w.ID), label, "integration", id, "workspace_id", w.ID)
+			sc := implicitScope(IntegrationWorkspaceUsageID(id, w.ID), label)
 			set.usage = append(set.usage, entityUsage(sc, *w.UsageLimits, w.ID, org, nil))
 		}
 		if set.empty() {
@@ -416,15 +415,24 @@ func integrationEntries(s *snapshot, id, slug, org string, entries []store.Integ
 	}
 }
 
-// entity adds a provider's or virtual key's limits (condition provider=id);
-// route is the record's admin route, which resets its usage.
+// entity adds a provider's or virtual key's limits to s.targets, by its
+// id (the ProviderID of the targets it resolves to); route is the
+// record's admin route, which resets its usage.
 func (e *Engine) entity(s *snapshot, prefix, label, route, id string, rls []store.RateLimit, ul *store.UsageLimits, ws, org string) {
+	set := &ruleSet{}
 	for i, rl := range rls {
-		s.appendRate(implicitScope(fmt.Sprintf("%s#rate%d", prefix, i), label, "provider", id), rl.Type, rl.Unit, rl.Value)
+		set.appendRate(implicitScope(fmt.Sprintf("%s#rate%d", prefix, i), label), rl.Type, rl.Unit, rl.Value)
 	}
 	if ul != nil {
-		r := entityUsage(implicitScope(EntityUsageID(strings.TrimSuffix(prefix, ":"+id), id), label, "provider", id), *ul, ws, org, nil)
+		r := entityUsage(implicitScope(EntityUsageID(strings.TrimSuffix(prefix, ":"+id), id), label), *ul, ws, org, nil)
 		r.reset = "PUT " + route + " with reset_usage: true"
-		s.usage = append(s.usage, r)
+		set.usage = append(set.usage, r)
 	}
+	if set.empty() {
+		return
+	}
+	if s.targets == nil {
+		s.targets = map[string]*ruleSet{}
+	}
+	s.targets[id] = set
 }

@@ -76,6 +76,8 @@ func (e *env) put(t testing.TB, recs ...any) {
 				err = tx.Put(store.BucketWorkspaces, v.ID, v)
 			case store.Provider:
 				err = tx.Put(store.BucketProviders, v.ID, v)
+			case store.VirtualKey:
+				err = tx.Put(store.BucketVirtualKeys, v.ID, v)
 			case store.Integration:
 				err = tx.Put(store.BucketIntegrations, v.ID, v)
 			case store.User:

@@ -21,12 +21,6 @@ const (
 	dimWorkspace
 	dimMetadata
 	dimEndpoint
-	// dimProvider is the managed provider (or virtual key) id; only the
-	// implicit policies of providers use it.
-	dimProvider
-	// dimIntegration is the managed provider's integration id; only the
-	// implicit policies of an integration's workspace entries use it.
-	dimIntegration
 )
 
 // field is one parsed condition or group_by key.
@@ -48,10 +42,6 @@ func parseField(key string) field {
 		f.dim = dimWorkspace
 	case "endpoint_type":
 		f.dim = dimEndpoint
-	case "provider":
-		f.dim = dimProvider
-	case "integration":
-		f.dim = dimIntegration
 	default:
 		if m, ok := strings.CutPrefix(key, "metadata."); ok && m != "" {
 			f.dim, f.meta = dimMetadata, m
@@ -79,10 +69,6 @@ func (f *field) of(req *core.Request) string {
 		return req.Metadata[f.meta]
 	case dimEndpoint:
 		return string(req.Endpoint)
-	case dimProvider:
-		return req.Target.ProviderID
-	case dimIntegration:
-		return req.Target.IntegrationID
 	}
 	return ""
 }
@@ -245,41 +231,64 @@ func (s *ruleSet) empty() bool {
 type entryKey struct{ integration, workspace string }
 
 // snapshot is the immutable set of limits requests are checked against:
-// its own ruleSet, checked for every request, and the limits of the
-// integrations' workspace entries, checked only for requests whose
-// managed target belongs to the integration and whose key is in the
-// workspace (so a request without a managed target never looks at them).
+// its own ruleSet (the limits of keys, workspaces and policies), checked
+// for every request, and the own limits of managed targets, checked only
+// for the requests sent to them: a provider's or virtual key's (targets,
+// by its id), and an integration's entry for a workspace (entries), for
+// the requests whose key is in the workspace. A request without a managed
+// target never looks at them. The index is their condition: their rules
+// have none of their own.
 type snapshot struct {
 	ruleSet
+	targets map[string]*ruleSet
 	entries map[entryKey]*ruleSet
-	// byID holds every usage limit, the entries' too.
+	// byID holds every usage limit, the targets' and entries' too.
 	byID map[string]*usageRule
 	// prices are the integrations' pricing overrides.
 	prices store.Prices
 }
 
-// entryFor is the limits of the entry of req's integration for req's
-// workspace; nil when there are none.
-func (s *snapshot) entryFor(req *core.Request) *ruleSet {
-	if req.Target.IntegrationID == "" || len(s.entries) == 0 || req.Principal == nil || req.Principal.WorkspaceID == "" {
-		return nil
+// appendTarget appends the own limits of managed target t of req to sets:
+// those of its provider or virtual key, then those of its integration's
+// entry for req's workspace, each when there are any.
+func (s *snapshot) appendTarget(sets []*ruleSet, req *core.Request, t *core.Target) []*ruleSet {
+	if t.ProviderID != "" && len(s.targets) > 0 {
+		if set := s.targets[t.ProviderID]; set != nil {
+			sets = append(sets, set)
+		}
 	}
-	return s.entries[entryKey{req.Target.IntegrationID, req.Principal.WorkspaceID}]
+	if t.IntegrationID == "" || len(s.entries) == 0 || req.Principal == nil || req.Principal.WorkspaceID == "" {
+		return sets
+	}
+	if set := s.entries[entryKey{t.IntegrationID, req.Principal.WorkspaceID}]; set != nil {
+		sets = append(sets, set)
+	}
+	return sets
 }
 
-// usageRules yields every usage limit of the snapshot, the entries' too.
+// usageRules yields every usage limit of the snapshot, the targets' and
+// entries' too.
 func (s *snapshot) usageRules() iter.Seq[*usageRule] {
 	return func(yield func(*usageRule) bool) {
-		for _, r := range s.usage {
-			if !yield(r) {
+		each := func(set *ruleSet) bool {
+			for _, r := range set.usage {
+				if !yield(r) {
+					return false
+				}
+			}
+			return true
+		}
+		if !each(&s.ruleSet) {
+			return
+		}
+		for _, set := range s.targets {
+			if !each(set) {
 				return
 			}
 		}
 		for _, set := range s.entries {
-			for _, r := range set.usage {
-				if !yield(r) {
-					return
-				}
+			if !each(set) {
+				return
 			}
 		}
 	}
@@ -326,7 +335,8 @@ func policyLabel(name *string, id string) string {
 }
 
 // implicitScope is the scope of an entity's own limit: its conditions
-// (dimension, value pairs), no grouping.
+// (dimension, value pairs; none for a managed target's, whose index in
+// the snapshot is its condition), no grouping.
 func implicitScope(id, label string, dimValue ...string) scope {
 	conds := make([]field, 0, len(dimValue)/2)
 	for i := 0; i+1 < len(dimValue); i += 2 {

@@ -190,7 +190,7 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 		res.err = core.BadRequest("x-gateway-provider", "unknown provider %q; known providers: %s", t.Provider, strings.Join(w.p.names, ", "))
 		return res
 	}
-	res.at.Provider = prov.Name()
+	res.at.Provider, res.at.ProviderID, res.at.IntegrationID = prov.Name(), t.ProviderID, t.IntegrationID
 	if !prov.Supports(w.req.Endpoint) {
 		res.err = core.BadRequest("x-gateway-provider", "provider %q does not support %s requests", prov.Name(), w.req.Endpoint)
 		return res
@@ -215,6 +215,17 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 	if err := lreq.Target.Models.Check(&lreq); err != nil {
 		res.err = err
 		return res
+	}
+	// The target's own limits, for a managed target a config chose (the
+	// headers' alone are admitted with the request): the answer carries
+	// the admission, told the usage when it ends.
+	var adm core.Admission
+	if t.Managed && w.req.RoutedByConfig && w.p.limiter != nil {
+		var err *core.Error
+		if adm, err = w.p.limiter.AdmitTarget(ctx, &lreq, &lreq.Target); err != nil {
+			res.err, res.refused = err, true
+			return res
+		}
 	}
 
 	// The call's own context, cancelled by the request timeout (or when the
@@ -262,7 +273,7 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 		stop()
 		cancel(nil)
 		res.resp = cs.hit
-		res.resp.Routing = res.at
+		res.resp.Routing, res.resp.Admission = res.at, adm
 		return res
 	}
 
@@ -300,7 +311,7 @@ func (w *walk) leaf(ctx context.Context, n *config.Node) result {
 		done(breaker.IsFailure(*l.CircuitBreaker, hresp.StatusCode, nil))
 	}
 
-	resp := &core.Response{Status: hresp.StatusCode, Header: hresp.Header, Routing: res.at}
+	resp := &core.Response{Status: hresp.StatusCode, Header: hresp.Header, Routing: res.at, Admission: adm}
 	// An AWS event stream is a stream for a provider that translates
 	// streams (bedrock), which makes it server-sent events; a proxied one
 	// reaches the client as it came.

@@ -53,6 +53,10 @@ type Options struct {
 	// Managed resolves configs' "@slug" providers and virtual keys; nil
 	// refuses them.
 	Managed core.ManagedTargets
+	// Limiter admits the own limits of the managed targets a config routes
+	// a request to, as each is called (core.Request.RoutedByConfig); nil
+	// enforces none.
+	Limiter core.Limiter
 }
 
 // Pipeline is safe for concurrent use.
@@ -68,6 +72,7 @@ type Pipeline struct {
 	rand         func() float64
 	maxRetryWait time.Duration
 	managed      core.ManagedTargets
+	limiter      core.Limiter
 	// The clients as retries send through them (see forRetries), and the
 	// pooled retriers.
 	retryClient, retryGuarded *http.Client
@@ -106,7 +111,7 @@ func New(o Options) (*Pipeline, error) {
 	}
 	slices.Sort(names)
 	p := &Pipeline{providers: o.Providers, names: names, client: o.Client, guarded: o.GuardedClient,
-		hooks: o.Hooks, cache: o.Cache, breakers: o.Breakers, now: o.Now, rand: o.Rand, maxRetryWait: o.MaxRetryWait, managed: o.Managed,
+		hooks: o.Hooks, cache: o.Cache, breakers: o.Breakers, now: o.Now, rand: o.Rand, maxRetryWait: o.MaxRetryWait, managed: o.Managed, limiter: o.Limiter,
 		retryClient: forRetries(o.Client), retryGuarded: forRetries(o.GuardedClient)}
 	p.retriers.New = func() any { return newRetrier(p) }
 	return p, nil

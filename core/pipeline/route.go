@@ -55,6 +55,11 @@ type result struct {
 	at core.Routing
 	// skipped: the target's circuit breaker was open, it took no request.
 	skipped bool
+	// refused: the target's own limits refused the call (err is their 412
+	// or 429). Strategies see it as an answer of that status, not as a
+	// failed call, so a fallback's on_status_codes decide whether it moves
+	// on, as for a provider's own 429.
+	refused bool
 }
 
 func (r result) status() int {
@@ -65,9 +70,10 @@ func (r result) status() int {
 }
 
 // failed reports the result as an error for strategies' MoveOn: a call that
-// produced no answer from the provider.
+// produced no answer from the provider (but for a refusal of the target's
+// limits, which stands for one).
 func (r result) failed() error {
-	if r.resp == nil {
+	if r.resp == nil && !r.refused {
 		return r.err
 	}
 	return nil

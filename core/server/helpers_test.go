@@ -266,7 +266,7 @@ func newGateway(t testing.TB, h http.Handler, opts ...func(*gatewayConfig)) *gat
 	guardedTr := policy.NewTransport()
 	guardedTr.DialContext = loopbackOnly(guardedTr.DialContext)
 	pipe, err := pipeline.New(pipeline.Options{Client: &http.Client{Transport: transport.New(tr)}, GuardedClient: &http.Client{Transport: transport.New(guardedTr)}, Managed: cfg.managed,
-		Hooks: &hooks.Runner{Registry: cfg.hooks}, Cache: cfg.cache})
+		Hooks: &hooks.Runner{Registry: cfg.hooks}, Cache: cfg.cache, Limiter: cfg.limiter})
 	if err != nil {
 		t.Fatal(err)
 	}

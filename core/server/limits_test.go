@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"slices"
+	"strconv"
 	"strings"
 	"sync"
 	"testing"
@@ -29,6 +30,18 @@ type fakeLimiter struct {
 	// seenReqs are the endpoint and metadata of every request admitted or
 	// refused, as "endpoint method" (method from the JSON-RPC metadata).
 	seenReqs []string
+	// AdmitTarget refuses the targets in refuseTargets (by ProviderID)
+	// and admits the others with targetRemaining requests left (of 10);
+	// targets are the ProviderIDs it was asked about, routed whether a
+	// config routed each request Admit saw, doneBy the admission each Done
+	// went to ("request", or the target's ProviderID).
+	refuseTargets   map[string]*core.Error
+	targetRemaining int
+	targets         []string
+	routed          []bool
+	doneBy          []string
+	// noRequestLimits: Admit admits with no admission (no limit applies).
+	noRequestLimits bool
 }
 
 func (l *fakeLimiter) Admit(_ context.Context, req *core.Request) (core.Admission, *core.Error) {
@@ -36,17 +49,35 @@ func (l *fakeLimiter) Admit(_ context.Context, req *core.Request) (core.Admissio
 	defer l.mu.Unlock()
 	l.seen++
 	l.seenReqs = append(l.seenReqs, strings.TrimSpace(string(req.Endpoint)+" "+req.Metadata["mcp_method"]+req.Metadata["a2a_method"]))
+	l.routed = append(l.routed, req.RoutedByConfig)
 	if l.seen > l.allow {
 		return nil, &core.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Message: `rate limit exceeded: policy "p"`,
 			Header: [][2]string{{"retry-after", "42"}, {"x-ratelimit-limit", "1"}, {"x-ratelimit-remaining", "0"}, {"x-ratelimit-reset", "42"}}}
 	}
-	return fakeAdmission{l}, nil
+	if l.noRequestLimits {
+		return nil, nil
+	}
+	return fakeAdmission{l: l, of: "request", limit: "1", remaining: "0"}, nil
 }
 
-type fakeAdmission struct{ l *fakeLimiter }
+func (l *fakeLimiter) AdmitTarget(_ context.Context, _ *core.Request, t *core.Target) (core.Admission, *core.Error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.targets = append(l.targets, t.ProviderID)
+	if err := l.refuseTargets[t.ProviderID]; err != nil {
+		return nil, err
+	}
+	return fakeAdmission{l: l, of: t.ProviderID, limit: "10", remaining: strconv.Itoa(l.targetRemaining)}, nil
+}
+
+type fakeAdmission struct {
+	l                *fakeLimiter
+	of               string
+	limit, remaining string
+}
 
 func (a fakeAdmission) Headers() [][2]string {
-	return [][2]string{{"x-ratelimit-limit", "1"}, {"x-ratelimit-remaining", "0"}, {"x-ratelimit-reset", "60"}}
+	return [][2]string{{"x-ratelimit-limit", a.limit}, {"x-ratelimit-remaining", a.remaining}, {"x-ratelimit-reset", "60"}}
 }
 
 func (a fakeAdmission) Done(u core.Usage, provider, model string) {
@@ -54,6 +85,7 @@ func (a fakeAdmission) Done(u core.Usage, provider, model string) {
 	defer a.l.mu.Unlock()
 	a.l.done = append(a.l.done, u)
 	a.l.model = append(a.l.model, provider+"/"+model)
+	a.l.doneBy = append(a.l.doneBy, a.of)
 }
 
 func (l *fakeLimiter) dones() ([]core.Usage, []string) {
@@ -345,5 +377,123 @@ func TestLimiterBrokenStreamCountsUsageSoFar(t *testing.T) {
 				t.Fatalf("Done got %+v, want %+v", usages, tc.want)
 			}
 		})
+	}
+}
+
+// TestLimiterTargetsOfConfigs: a managed target named by the headers alone
+// is admitted with the request (Admit); one a config routes to is admitted
+// by the pipeline (AdmitTarget), and Admit is told the request is routed
+// by a config (so it leaves the headers' target out). The answering
+// target's admission is told the usage as the request's is, for whole
+// answers and streams, nothing for a cached answer; the answer carries the
+// tighter of the two admissions' x-ratelimit-* headers. A refusal of the
+// target is the answer, naming the target in the routing headers and the
+// log record.
+func TestLimiterTargetsOfConfigs(t *testing.T) {
+	whole := func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"x","object":"chat.completion","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}`))
+	}
+	stream := func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		writeSSE(w, `{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"hi"}}]}`)
+		writeSSE(w, `{"id":"x","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}`)
+		writeSSE(w, `[DONE]`)
+	}
+	const streamBody = `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	noHost := []string{"x-gateway-custom-host", ""}
+	headerOA := append([]string{"x-gateway-provider", "@oa"}, noHost...)
+	configOA := append([]string{"x-gateway-provider", "", "x-gateway-config", `{"provider":"@oa"}`}, noHost...)
+	configVK := append([]string{"x-gateway-provider", "", "x-gateway-config", `{"virtual_key":"vk-openai"}`}, noHost...)
+	spent := &core.Error{Status: http.StatusPreconditionFailed, Type: "budget_exceeded_error", Message: "usage limit exhausted: provider @oa"}
+	for _, tc := range []struct {
+		name            string
+		answer          func(w http.ResponseWriter)
+		body            string
+		headers         []string
+		noRequestLimits bool
+		refuse          map[string]*core.Error
+		status          int
+		routed          bool
+		targets         []string // AdmitTarget was asked about
+		doneBy          []string
+		limit           string // the answer's x-ratelimit-limit
+		providerID      string // the log record's
+	}{
+		{name: "headers", answer: whole, body: chatBody, headers: headerOA, status: 200,
+			doneBy: []string{"request"}, limit: "1", providerID: "prov-1"},
+		{name: "config provider", answer: whole, body: chatBody, headers: configOA, status: 200, routed: true,
+			targets: []string{"prov-1"}, doneBy: []string{"request", "prov-1"}, limit: "1", providerID: "prov-1"},
+		{name: "config provider, stream", answer: stream, body: streamBody, headers: configOA, status: 200, routed: true,
+			targets: []string{"prov-1"}, doneBy: []string{"request", "prov-1"}, limit: "1", providerID: "prov-1"},
+		{name: "config virtual key", answer: whole, body: chatBody, headers: configVK, status: 200, routed: true,
+			targets: []string{"vk-1"}, doneBy: []string{"request", "vk-1"}, limit: "1", providerID: "vk-1"},
+		{name: "config virtual key, stream", answer: stream, body: streamBody, headers: configVK, status: 200, routed: true,
+			targets: []string{"vk-1"}, doneBy: []string{"request", "vk-1"}, limit: "1", providerID: "vk-1"},
+		{name: "the target's headers, the tighter", answer: whole, body: chatBody, headers: configOA, noRequestLimits: true, status: 200, routed: true,
+			targets: []string{"prov-1"}, doneBy: []string{"prov-1"}, limit: "10", providerID: "prov-1"},
+		{name: "the target's budget spent", answer: whole, body: chatBody, headers: configOA, refuse: map[string]*core.Error{"prov-1": spent}, status: 412, routed: true,
+			targets: []string{"prov-1"}, providerID: "prov-1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lim := &fakeLimiter{allow: 10, refuseTargets: tc.refuse, targetRemaining: 4, noRequestLimits: tc.noRequestLimits}
+			m := &idManaged{}
+			g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tc.answer(w) }),
+				func(c *gatewayConfig) { c.limiter, c.managed = lim, m })
+			m.url = g.host
+			r := g.do(t, http.MethodPost, "/v1/chat/completions", []byte(tc.body), tc.headers...)
+			if r.status != tc.status {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			rec := g.logs.one(t, r.trace()) // the answer has ended
+			if rec.Status != tc.status || rec.ProviderID != tc.providerID || r.header.Get("x-gateway-provider") != "openai" {
+				t.Errorf("log record status %d provider id %q, answer's provider %q", rec.Status, rec.ProviderID, r.header.Get("x-gateway-provider"))
+			}
+			usages, _ := lim.dones()
+			lim.mu.Lock()
+			defer lim.mu.Unlock()
+			if !slices.Equal(lim.routed, []bool{tc.routed}) || !slices.Equal(lim.targets, tc.targets) || !slices.Equal(lim.doneBy, tc.doneBy) {
+				t.Fatalf("Admit saw routed %v, AdmitTarget %q, Done went to %q; want %v, %q, %q", lim.routed, lim.targets, lim.doneBy, tc.routed, tc.targets, tc.doneBy)
+			}
+			for i, u := range usages {
+				if u.TotalTokens != 12 {
+					t.Errorf("Done of %s got %+v, want the answer's 12 tokens", lim.doneBy[i], u)
+				}
+			}
+			if got := r.header.Get("x-ratelimit-limit"); got != tc.limit {
+				t.Errorf("x-ratelimit-limit %q, want %q", got, tc.limit)
+			}
+		})
+	}
+}
+
+// A cached answer from a managed target a config routes to counts as a
+// call of the target (it is admitted), and spends nothing of its usage.
+func TestLimiterTargetCacheHit(t *testing.T) {
+	store, err := cache.OpenBolt(t.TempDir()+"/c.db", cache.BoltOptions{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	lim := &fakeLimiter{allow: 10, noRequestLimits: true}
+	m := &idManaged{}
+	g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"x","object":"chat.completion","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}`))
+	}), func(c *gatewayConfig) { c.limiter, c.managed, c.cache = lim, m, store })
+	m.url = g.host
+	for range 2 {
+		r := g.do(t, http.MethodPost, "/v1/chat/completions", []byte(chatBody), "x-gateway-provider", "", "x-gateway-custom-host", "",
+			"x-gateway-config", `{"provider":"@oa","cache":{"mode":"simple"}}`)
+		if r.status != http.StatusOK {
+			t.Fatalf("%d %s", r.status, r.body)
+		}
+		g.logs.one(t, r.trace())
+	}
+	usages, _ := lim.dones()
+	lim.mu.Lock()
+	defer lim.mu.Unlock()
+	if !slices.Equal(lim.targets, []string{"prov-1", "prov-1"}) || len(usages) != 2 || usages[0].TotalTokens != 12 || usages[1] != (core.Usage{}) {
+		t.Fatalf("AdmitTarget asked about %q; Done got %+v, want the miss's 12 tokens then nothing for the hit", lim.targets, usages)
 	}
 }

@@ -63,8 +63,8 @@ func (s *Server) record(req *core.Request, resp *core.Response, status int, usag
 		if rt.Provider != "" {
 			// The provider that answered, or failed last: a config may
 			// route away from the headers' choice (a fallback to another
-			// provider).
-			rec.Provider = rt.Provider
+			// provider), managed or not.
+			rec.Provider, rec.ProviderID, rec.IntegrationID = rt.Provider, rt.ProviderID, rt.IntegrationID
 		}
 		rec.Model = answeredModel(req, rt)
 	}

@@ -47,7 +47,7 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 	}
 	setRoutingHeaders(rh, &resp.Routing)
 	rh.Set(core.HeaderTraceID, req.TraceID)
-	setLimitHeaders(rh, adm)
+	setLimitHeaders(rh, tighter(adm, resp.Admission))
 	if resp.Stream == nil {
 		usage := core.Usage{}
 		if resp.Status < 300 {
@@ -111,16 +111,22 @@ func (s *Server) streamPanic(req *core.Request, attrs ...any) func(p any) *core.
 }
 
 // settle ends a request answered by the pipeline: the limits engine counts
-// its usage against the tokens and usage limits that apply (none for a
-// cached answer: no provider was called, so nothing was spent), and its
-// log record, with the usage the answer carried, is queued.
+// its usage against the tokens and usage limits that apply, the request's
+// (adm) and the answering target's own (resp.Admission), none for a cached
+// answer (no provider was called, so nothing was spent), and its log
+// record, with the usage the answer carried, is queued.
 func (s *Server) settle(req *core.Request, resp *core.Response, adm core.Admission, usage core.Usage, err error) {
-	if adm != nil {
+	if adm != nil || resp.Admission != nil {
 		spent := usage
 		if core.CacheStatus(resp.CacheStatus).Hit() {
 			spent = core.Usage{}
 		}
-		adm.Done(spent, resp.Provider, answeredModel(req, &resp.Routing))
+		model := answeredModel(req, &resp.Routing)
+		for _, a := range [...]core.Admission{adm, resp.Admission} {
+			if a != nil {
+				a.Done(spent, resp.Provider, model)
+			}
+		}
 	}
 	s.record(req, resp, resp.Status, usage, err)
 }
@@ -247,6 +253,36 @@ func sendWithHookResults(c *fiber.Ctx, body []byte, results any) {
 		out = append(buf[:0], body...)
 	}
 	r.SwapBody(out)
+}
+
+// tighter is whichever of the request's admission and its answering
+// target's (either may be nil) has the x-ratelimit-* headers of the
+// tighter requests limit, the one with less remaining: the headers name
+// the tightest limit that applied, as they do when one admission holds
+// them all.
+func tighter(req, target core.Admission) core.Admission {
+	if target == nil {
+		return req
+	}
+	if req == nil {
+		return target
+	}
+	r, ok := remaining(req)
+	if t, tok := remaining(target); tok && (!ok || t < r) {
+		return target
+	}
+	return req
+}
+
+// remaining is adm's x-ratelimit-remaining; false when it has none.
+func remaining(adm core.Admission) (int64, bool) {
+	for _, h := range adm.Headers() {
+		if h[0] == "x-ratelimit-remaining" {
+			n, err := strconv.ParseInt(h[1], 10, 64)
+			return n, err == nil
+		}
+	}
+	return 0, false
 }
 
 // setLimitHeaders sets adm's x-ratelimit-* headers on rh (over any of the

@@ -202,7 +202,7 @@ func (s *Server) run(c *fiber.Ctx, req *core.Request, err *core.Error, check bod
 	if err == nil {
 		rt, err = s.routeFor(c, req.Principal, req.Target.Provider, req.Metadata[core.MetadataEnvironment])
 		rt = s.withWorkspaceGuardrails(rt, req.Principal)
-		req.ConfigID, req.StoredConfig = rt.savedID, rt.stored
+		req.ConfigID, req.StoredConfig, req.RoutedByConfig = rt.savedID, rt.stored, rt.cfg != nil
 	}
 	if err == nil && rt.cfg == nil && req.Target.Provider == "" {
 		err = s.missingProvider()

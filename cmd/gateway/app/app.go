@@ -201,12 +201,18 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	if err != nil {
 		return nil, err
 	}
+	engine, stopLimits, err := startLimits(ctx, st, o.LimitsRedisURL, logger)
+	if err != nil {
+		return nil, err
+	}
+	a.onClose(stopLimits)
 	pipe, err := pipeline.New(pipeline.Options{
 		Client:        &http.Client{Transport: transport.New(transport.Provider())},
 		GuardedClient: guarded,
 		Hooks:         &hooks.Runner{Logger: logger, Registry: guardrails.Hooks()},
 		Cache:         responses,
 		Managed:       managed,
+		Limiter:       engine,
 	})
 	if err != nil {
 		return nil, err
@@ -232,11 +238,6 @@ func New(ctx context.Context, o Options) (_ *App, err error) {
 	auditLog := store.NewAuditWriter(st, store.AuditWriterOptions{Logger: logger})
 	a.onClose(auditLog.Close)
 	audit := adminsvc.NewAudit(auditLog, time.Now)
-	engine, stopLimits, err := startLimits(ctx, st, o.LimitsRedisURL, logger)
-	if err != nil {
-		return nil, err
-	}
-	a.onClose(stopLimits)
 	exports, err := adminsvc.NewExports(adminsvc.ExportsOptions{Store: st, Dir: filepath.Join(o.DataDir, "exports"),
 		Retention: o.ExportRetention, MaxTotalBytes: o.ExportMaxTotalBytes, MaxUnfinished: o.ExportMaxUnfinished, Logger: logger})
 	if err != nil {

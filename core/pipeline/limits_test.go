@@ -1,0 +1,142 @@
+package pipeline_test
+
+import (
+	"context"
+	"net/http"
+	"slices"
+	"sync"
+	"testing"
+
+	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/pipeline"
+)
+
+// idManaged resolves every managed reference to the upstream at url, as a
+// managed target whose ProviderID is the reference ("@p1" → "p1").
+type idManaged struct{ url string }
+
+func (m idManaged) Resolve(_ context.Context, ref string, _ bool, _ *core.Principal) (core.Target, *core.Error) {
+	return core.Target{Provider: "openai", BaseURL: m.url, CustomHost: true, APIKey: "stored-" + ref, ProviderID: ref}, nil
+}
+
+// targetLimiter refuses the targets in refuse (by ProviderID) and admits
+// the others; it records the targets it was asked about. Admit is the
+// server's, never called by the pipeline.
+type targetLimiter struct {
+	refuse map[string]*core.Error
+	mu     sync.Mutex
+	asked  []string
+}
+
+func (l *targetLimiter) Admit(context.Context, *core.Request) (core.Admission, *core.Error) {
+	panic("the pipeline called Admit")
+}
+
+func (l *targetLimiter) AdmitTarget(_ context.Context, _ *core.Request, t *core.Target) (core.Admission, *core.Error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.asked = append(l.asked, t.ProviderID)
+	if err := l.refuse[t.ProviderID]; err != nil {
+		return nil, err
+	}
+	return targetAdmission(t.ProviderID), nil
+}
+
+// targetAdmission is the admission of the target it names.
+type targetAdmission string
+
+func (targetAdmission) Headers() [][2]string            { return nil }
+func (targetAdmission) Done(core.Usage, string, string) {}
+
+var (
+	budgetSpent = &core.Error{Status: http.StatusPreconditionFailed, Type: "budget_exceeded_error", Message: "usage limit exhausted: provider @p1"}
+	rateLimited = &core.Error{Status: http.StatusTooManyRequests, Type: "rate_limit_error", Message: "rate limit exceeded: provider @p1",
+		Header: [][2]string{{"retry-after", "7"}}}
+)
+
+// TestTargetLimits: the pipeline admits the own limits of each managed
+// target a config routes a request to, as it calls it, the headers'
+// target included where a leaf keeps it; a request its headers alone
+// route (admitted by the server) and unmanaged targets are not asked
+// about. A refusal fails the leaf like an answer of its status: a fallback
+// moves on (by default, or when on_status_codes lists it) without calling
+// the target, and the answer carries the admission of the target that
+// gave it.
+func TestTargetLimits(t *testing.T) {
+	t.Parallel()
+	a := newUpstream(t, ok("a"))
+	cases := []struct {
+		name      string
+		config    string
+		routed    bool   // a config routes the request (else the headers alone)
+		header    string // the headers' managed target's ProviderID, if any
+		refuse    map[string]*core.Error
+		asked     []string // the targets AdmitTarget was asked about
+		status    int
+		path      string // the answering (or failing) target
+		admission string // the answer's admission; "" for none
+		hits      int64
+	}{
+		{name: "config provider", config: `{"provider":"@p1"}`, routed: true,
+			asked: []string{"p1"}, status: 200, path: "config", admission: "p1", hits: 1},
+		{name: "config virtual key", config: `{"virtual_key":"vk1"}`, routed: true,
+			asked: []string{"vk1"}, status: 200, path: "config", admission: "vk1", hits: 1},
+		{name: "headers alone", config: `{}`, header: "p1",
+			asked: nil, status: 200, path: "config", hits: 1},
+		{name: "headers' target kept by a config leaf", config: `{"retry":{"attempts":1}}`, routed: true, header: "p1",
+			asked: []string{"p1"}, status: 200, path: "config", admission: "p1", hits: 1},
+		{name: "headers' target replaced by the config", config: `{"provider":"@p2"}`, routed: true, header: "p1",
+			asked: []string{"p2"}, status: 200, path: "config", admission: "p2", hits: 1},
+		{name: "unmanaged target", config: `{"provider":"openai","custom_host":"$A"}`, routed: true,
+			asked: nil, status: 200, path: "config", hits: 1},
+		{name: "budget spent", config: `{"provider":"@p1"}`, routed: true, refuse: map[string]*core.Error{"p1": budgetSpent},
+			asked: []string{"p1"}, status: 412, path: "config"},
+		{name: "rate limited", config: `{"virtual_key":"p1"}`, routed: true, refuse: map[string]*core.Error{"p1": rateLimited},
+			asked: []string{"p1"}, status: 429, path: "config"},
+		{name: "fallback past a spent budget", config: `{"strategy":{"mode":"fallback"},"targets":[{"provider":"@p1"},{"provider":"@p2"}]}`, routed: true,
+			refuse: map[string]*core.Error{"p1": budgetSpent}, asked: []string{"p1", "p2"}, status: 200, path: "config.targets[1]", admission: "p2", hits: 1},
+		{name: "fallback past a rate limit to an unmanaged target", config: `{"strategy":{"mode":"fallback"},"targets":[{"virtual_key":"p1"},{"provider":"openai","custom_host":"$A"}]}`, routed: true,
+			refuse: map[string]*core.Error{"p1": rateLimited}, asked: []string{"p1"}, status: 200, path: "config.targets[1]", hits: 1},
+		{name: "fallback on listed statuses", config: `{"strategy":{"mode":"fallback","on_status_codes":[429]},"targets":[{"provider":"@p1"},{"provider":"@p2"}]}`, routed: true,
+			refuse: map[string]*core.Error{"p1": rateLimited}, asked: []string{"p1", "p2"}, status: 200, path: "config.targets[1]", admission: "p2", hits: 1},
+		{name: "fallback not on an unlisted status", config: `{"strategy":{"mode":"fallback","on_status_codes":[500]},"targets":[{"provider":"@p1"},{"provider":"@p2"}]}`, routed: true,
+			refuse: map[string]*core.Error{"p1": budgetSpent}, asked: []string{"p1"}, status: 412, path: "config.targets[0]"},
+		{name: "every target refused", config: `{"strategy":{"mode":"fallback"},"targets":[{"provider":"@p1"},{"provider":"@p2"}]}`, routed: true,
+			refuse: map[string]*core.Error{"p1": rateLimited, "p2": budgetSpent}, asked: []string{"p1", "p2"}, status: 412, path: "config.targets[1]"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			lim := &targetLimiter{refuse: tc.refuse}
+			e := newEnv(t, func(o *pipeline.Options) { o.Managed, o.Limiter = idManaged{a.URL()}, lim })
+			req := chat("hi")
+			req.RoutedByConfig = tc.routed
+			if tc.header != "" {
+				req.Target = core.Target{Provider: "openai", BaseURL: a.URL(), CustomHost: true, APIKey: "stored", Managed: true, ProviderID: tc.header}
+			}
+			before := a.Hits()
+			resp, err := e.pipe.DoRoute(context.Background(), req, route(t, tc.config, "$A", a.URL()))
+			if !slices.Equal(lim.asked, tc.asked) {
+				t.Errorf("AdmitTarget asked about %q, want %q", lim.asked, tc.asked)
+			}
+			if n := a.Hits() - before; n != tc.hits {
+				t.Errorf("%d upstream calls, want %d", n, tc.hits)
+			}
+			if tc.status != 200 {
+				var re *pipeline.RouteError
+				if resp != nil || !asRouteError(err, &re) || re.Err != tc.refuse[tc.asked[len(tc.asked)-1]] || re.OptionPath != tc.path || re.Provider != "openai" {
+					t.Fatalf("got %+v %v, want the refusal %d at %s", resp, err, tc.status, tc.path)
+				}
+				return
+			}
+			if err != nil || resp.Status != 200 || resp.OptionPath != tc.path {
+				t.Fatalf("got %+v %v, want 200 from %s", resp, err, tc.path)
+			}
+			if got, _ := resp.Admission.(targetAdmission); string(got) != tc.admission {
+				t.Errorf("the answer's admission is %v, want %q", resp.Admission, tc.admission)
+			}
+			if tc.admission != "" && resp.ProviderID != tc.admission {
+				t.Errorf("the answer's routing names provider id %q, want %q", resp.ProviderID, tc.admission)
+			}
+		})
+	}
+}
