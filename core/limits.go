@@ -33,6 +33,9 @@ type Admission interface {
 	// the answer, as name/value pairs.
 	Headers() [][2]string
 	// Done counts the answer's tokens and cost once it has ended, streams
-	// included; provider and model are those that served it.
-	Done(usage Usage, provider, model string)
+	// included; provider and model are those that served it, integration
+	// the managed provider's integration ("" for none), whose pricing
+	// overrides price the cost: the answering target's, which a config
+	// may have chosen.
+	Done(usage Usage, provider, integration, model string)
 }

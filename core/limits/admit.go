@@ -21,7 +21,6 @@ type hit[R any] struct {
 type admission struct {
 	e      *Engine
 	snap   *snapshot
-	integ  string
 	tokens []hit[*rateRule]
 	usage  []hit[*usageRule]
 	// The tightest requests-type limit, for the x-ratelimit-* headers.
@@ -57,7 +56,7 @@ func (e *Engine) Admit(ctx context.Context, req *core.Request) (core.Admission, 
 	if len(sets) == 1 && s.empty() {
 		return nil, nil
 	}
-	return e.admit(ctx, s, req, sets, req.Target.IntegrationID)
+	return e.admit(ctx, s, req, sets)
 }
 
 // AdmitTarget implements core.Limiter: Admit for the own limits of t only,
@@ -74,12 +73,12 @@ func (e *Engine) AdmitTarget(ctx context.Context, req *core.Request, t *core.Tar
 	if len(sets) == 0 {
 		return nil, nil
 	}
-	return e.admit(ctx, s, req, sets, t.IntegrationID)
+	return e.admit(ctx, s, req, sets)
 }
 
 // admit checks and counts req against the limits in sets, in Admit's
-// order; integ is the integration whose pricing overrides price its cost.
-func (e *Engine) admit(ctx context.Context, s *snapshot, req *core.Request, sets []*ruleSet, integ string) (core.Admission, *core.Error) {
+// order.
+func (e *Engine) admit(ctx context.Context, s *snapshot, req *core.Request, sets []*ruleSet) (core.Admission, *core.Error) {
 	now := e.o.Now()
 	var a admission // on the stack; copied to the heap only when returned
 	if err := e.admitUsage(ctx, sets, req, &a, now); err != nil {
@@ -124,7 +123,7 @@ func (e *Engine) admit(ctx context.Context, s *snapshot, req *core.Request, sets
 	if len(a.tokens) == 0 && len(a.usage) == 0 && !a.hasHdr {
 		return nil, nil
 	}
-	a.e, a.snap, a.integ = e, s, integ
+	a.e, a.snap = e, s
 	adm := new(admission)
 	*adm = a
 	return adm, nil
@@ -170,9 +169,10 @@ func (a *admission) Headers() [][2]string {
 }
 
 // Done implements core.Admission: tokens go into the tokens-type windows,
-// tokens or cost into the usage limits, and crossing a usage limit's
-// threshold or credit limit queues its alert once.
-func (a *admission) Done(u core.Usage, provider, model string) {
+// tokens or cost (priced for the integration that served the answer) into
+// the usage limits, and crossing a usage limit's threshold or credit limit
+// queues its alert once.
+func (a *admission) Done(u core.Usage, provider, integration, model string) {
 	tokens := int64(u.TotalTokens)
 	if tokens == 0 {
 		tokens = int64(u.PromptTokens + u.CompletionTokens)
@@ -193,7 +193,7 @@ func (a *admission) Done(u core.Usage, provider, model string) {
 		amount := float64(tokens)
 		if !h.rule.tokens {
 			if !priced {
-				cost, priced = a.cost(u, provider, model), true
+				cost, priced = a.cost(u, provider, integration, model), true
 			}
 			amount = cost
 		}
@@ -213,8 +213,8 @@ func (a *admission) Done(u core.Usage, provider, model string) {
 // cost prices usage: the integration's override for the model, else the
 // pricing table's list price; an unknown model costs nothing (logged once
 // per provider and model).
-func (a *admission) cost(u core.Usage, provider, model string) float64 {
-	if p, ok := a.snap.prices.Price(a.e.o.Pricing, a.integ, provider, model); ok {
+func (a *admission) cost(u core.Usage, provider, integration, model string) float64 {
+	if p, ok := a.snap.prices.Price(a.e.o.Pricing, integration, provider, model); ok {
 		return p.Cost(u)
 	}
 	if _, warned := a.e.unpriced.LoadOrStore(provider+"/"+model, struct{}{}); !warned {

@@ -91,7 +91,7 @@ func (c benchCase) once(b *testing.B) {
 	}
 	if a != nil {
 		a.Headers()
-		a.Done(benchUsage, "openai", "gpt-4o")
+		a.Done(benchUsage, "openai", "", "gpt-4o")
 	}
 	if !c.req.RoutedByConfig {
 		return
@@ -101,7 +101,7 @@ func (c benchCase) once(b *testing.B) {
 	}
 	if a != nil {
 		a.Headers()
-		a.Done(benchUsage, "openai", "gpt-4o")
+		a.Done(benchUsage, "openai", "", "gpt-4o")
 	}
 }
 

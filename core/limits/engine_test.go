@@ -249,7 +249,7 @@ func TestGroupValuesApart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.Done(core.Usage{TotalTokens: 20}, "openai", "gpt-4o")
+		a.Done(core.Usage{TotalTokens: 20}, "openai", "", "gpt-4o")
 		if _, err := e.eng.Admit(ctx, req(0)); err == nil || err.Status != http.StatusPreconditionFailed {
 			t.Fatalf("%q: %v, want its budget spent", pair[0], err)
 		}
@@ -390,11 +390,11 @@ func TestTokensCountedAfterDone(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Done(core.Usage{PromptTokens: 40, CompletionTokens: 20, TotalTokens: 60}, "openai", "gpt-4o")
+	a.Done(core.Usage{PromptTokens: 40, CompletionTokens: 20, TotalTokens: 60}, "openai", "", "gpt-4o")
 	if _, err := e.eng.Admit(ctx, request()); err != nil {
 		t.Fatalf("60 of 100 used: %v", err)
 	}
-	b.Done(core.Usage{TotalTokens: 50}, "openai", "gpt-4o")
+	b.Done(core.Usage{TotalTokens: 50}, "openai", "", "gpt-4o")
 	_, err = e.eng.Admit(ctx, request())
 	if err == nil || err.Status != http.StatusTooManyRequests || err.Code != core.CodeRateLimited || !strings.Contains(err.Message, "100 tokens per minute") {
 		t.Fatalf("110 of 100 used: %v, want 429", err)
@@ -417,12 +417,15 @@ func TestUsageCost(t *testing.T) {
 	for _, c := range []struct {
 		name     string
 		opts     []reqOpt
+		integ    string // of the target that answered
 		want     float64
 		exhausts bool
 	}{
-		{"list price", nil, 1.1, true},
+		{"list price", nil, "", 1.1, true},
 		// The integration's pricing_config for gpt-4o ($1 / $2): 0.2 + 0.12.
-		{"integration override", []reqOpt{provider("prov-1", "int-1")}, 0.32, false},
+		{"integration override", []reqOpt{provider("prov-1", "int-1")}, "int-1", 0.32, false},
+		// A config sent the request to a provider of the integration.
+		{"integration of a config's target", []reqOpt{routed}, "int-1", 0.32, false},
 	} {
 		t.Run(c.name, func(t *testing.T) {
 			e := newEnv(t)
@@ -432,7 +435,7 @@ func TestUsageCost(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a.Done(use, "openai", "gpt-4o")
+			a.Done(use, "openai", c.integ, "gpt-4o")
 			sts, _ := e.eng.UsageStates(ctx, "u1")
 			if len(sts) != 1 || sts[0].CurrentUsage < c.want-1e-9 || sts[0].CurrentUsage > c.want+1e-9 {
 				t.Fatalf("states %+v, want usage %v", sts, c.want)
@@ -471,7 +474,7 @@ func TestAlertsOnceEachToTheRightPeople(t *testing.T) {
 	spend := func() *core.Error {
 		a, err := e.eng.Admit(ctx, request())
 		if err == nil {
-			a.Done(core.Usage{TotalTokens: 300}, "openai", "gpt-4o")
+			a.Done(core.Usage{TotalTokens: 300}, "openai", "", "gpt-4o")
 		}
 		return err
 	}
@@ -537,7 +540,7 @@ func TestDoneAppliesEveryUsageLimit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	a.Done(core.Usage{TotalTokens: 150}, "openai", "gpt-4o")
+	a.Done(core.Usage{TotalTokens: 150}, "openai", "", "gpt-4o")
 	var kinds []string
 	for _, m := range e.outbox(t) {
 		kinds = append(kinds, m.Kind)
@@ -582,7 +585,7 @@ func TestPolicyUpdated(t *testing.T) {
 			old := usagePolicy("u1", "tokens", 1000, num(500))
 			e.put(t, old)
 			a, _ := e.eng.Admit(ctx, request())
-			a.Done(core.Usage{TotalTokens: 1200}, "openai", "gpt-4o")
+			a.Done(core.Usage{TotalTokens: 1200}, "openai", "", "gpt-4o")
 			upd := old
 			upd.CreditLimit, upd.AlertThreshold = c.limit, c.thr
 			e.put(t, upd)
@@ -609,7 +612,7 @@ func TestResetUsage(t *testing.T) {
 	e.put(t, p)
 	for _, u := range []string{"ann", "bob"} {
 		a, _ := e.eng.Admit(ctx, request(meta("user", u)))
-		a.Done(core.Usage{TotalTokens: 150}, "openai", "gpt-4o")
+		a.Done(core.Usage{TotalTokens: 150}, "openai", "", "gpt-4o")
 	}
 	if err := e.eng.ResetUsage(ctx, "u1", "metadata.user=ann"); err != nil {
 		t.Fatal(err)
@@ -637,7 +640,7 @@ func TestPeriodicReset(t *testing.T) {
 	p.PeriodicResetDays, p.NextUsageResetAt = 1, &next
 	e.put(t, p)
 	a, _ := e.eng.Admit(ctx, request())
-	a.Done(core.Usage{TotalTokens: 100}, "openai", "gpt-4o")
+	a.Done(core.Usage{TotalTokens: 100}, "openai", "", "gpt-4o")
 	if _, err := e.eng.Admit(ctx, request()); err == nil || err.Status != http.StatusPreconditionFailed {
 		t.Fatalf("exhausted: %v", err)
 	}
@@ -660,7 +663,7 @@ func TestPeriodicReset(t *testing.T) {
 		t.Fatal(err)
 	}
 	a, _ = e.eng.Admit(ctx, request())
-	a.Done(core.Usage{TotalTokens: 100}, "openai", "gpt-4o")
+	a.Done(core.Usage{TotalTokens: 100}, "openai", "", "gpt-4o")
 	e.clk.add(12 * time.Hour)
 	e.eng.RunOnce(ctx, e.clk.Now())
 	if _, err := e.eng.Admit(ctx, request()); err == nil {
@@ -682,7 +685,7 @@ func TestPeriodicResetWithoutDate(t *testing.T) {
 	p.PeriodicReset = "weekly"
 	e.put(t, p)
 	a, _ := e.eng.Admit(ctx, request())
-	a.Done(core.Usage{TotalTokens: 100}, "openai", "gpt-4o")
+	a.Done(core.Usage{TotalTokens: 100}, "openai", "", "gpt-4o")
 	// A restart keeps the schedule (a week from when it was first seen).
 	e.eng.Close()
 	eng2, err := New(Options{Store: e.st, Counter: e.ctr, Now: e.clk.Now})
@@ -747,7 +750,7 @@ func TestEntityLimits(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
-			a.Done(core.Usage{PromptTokens: 10_000, CompletionTokens: 10_000, TotalTokens: 20_000}, "openai", "gpt-4o")
+			a.Done(core.Usage{PromptTokens: 10_000, CompletionTokens: 10_000, TotalTokens: 20_000}, "openai", "", "gpt-4o")
 			_, err = e.eng.Admit(ctx, c.req)
 			if err == nil || err.Status != c.status || !strings.Contains(err.Message, c.label) {
 				t.Fatalf("second request: %v, want %d naming %s", err, c.status, c.label)
@@ -768,7 +771,7 @@ func TestEntityLimitRaisedOnReload(t *testing.T) {
 	k := store.APIKey{ID: "key-1", Status: store.StatusActive, UsageLimits: &store.UsageLimits{Type: "tokens", CreditLimit: 10}}
 	e.put(t, k)
 	a, _ := e.eng.Admit(ctx, request())
-	a.Done(core.Usage{TotalTokens: 20}, "openai", "gpt-4o")
+	a.Done(core.Usage{TotalTokens: 20}, "openai", "", "gpt-4o")
 	k.UsageLimits = &store.UsageLimits{Type: "tokens", CreditLimit: 100}
 	e.put(t, k)
 	sts, _ := e.eng.UsageStates(ctx, "api_key:key-1#usage")
@@ -793,7 +796,7 @@ func TestUsageStatesOf(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.Done(core.Usage{TotalTokens: tokens}, "openai", "gpt-4o")
+		a.Done(core.Usage{TotalTokens: tokens}, "openai", "", "gpt-4o")
 	}
 	ids := []string{EntityUsageID("api_key", "key-1"), EntityUsageID("api_key", "key-2"), EntityUsageID("api_key", "key-3")}
 	reads := e.ctr.usageReads.Load()
@@ -924,7 +927,7 @@ func TestUnpricedModelWarnedOnce(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.Done(core.Usage{PromptTokens: 10, CompletionTokens: 10, TotalTokens: 20}, "openai", "no-such-model")
+		a.Done(core.Usage{PromptTokens: 10, CompletionTokens: 10, TotalTokens: 20}, "openai", "", "no-such-model")
 	}
 	if n := strings.Count(logs.String(), "no price for the model"); n != 1 {
 		t.Fatalf("%d warnings, want 1:\n%s", n, logs.String())
@@ -959,7 +962,7 @@ func TestStatesLoadedAtStart(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		a.Done(core.Usage{TotalTokens: 150}, "openai", "gpt-4o")
+		a.Done(core.Usage{TotalTokens: 150}, "openai", "", "gpt-4o")
 	}
 	spend()
 	if n := len(e.outbox(t)); n != 1 {

@@ -103,7 +103,7 @@ func TestIntegrationEntryUsageLimit(t *testing.T) {
 		if err != nil || a == nil {
 			t.Fatalf("admission %v, error %v", a, err)
 		}
-		a.Done(core.Usage{TotalTokens: 60}, "openai", "gpt-4o")
+		a.Done(core.Usage{TotalTokens: 60}, "openai", "", "gpt-4o")
 	}
 	_, err := e.eng.Admit(ctx, ws1)
 	if err == nil || err.Status != http.StatusPreconditionFailed || !strings.Contains(err.Message, entriesLabel) {
@@ -117,7 +117,7 @@ func TestIntegrationEntryUsageLimit(t *testing.T) {
 	if err != nil || a == nil {
 		t.Fatalf("the other workspace's entry: admission %v, error %v", a, err)
 	}
-	a.Done(core.Usage{TotalTokens: 60}, "openai", "gpt-4o")
+	a.Done(core.Usage{TotalTokens: 60}, "openai", "", "gpt-4o")
 	if _, err := e.eng.Admit(ctx, request()); err != nil {
 		t.Fatalf("a request without a managed target: %v", err)
 	}

@@ -69,11 +69,11 @@ func TestTargetLimits(t *testing.T) {
 			if err != nil || a == nil {
 				t.Fatalf("AdmitTarget: %v %v, want the target's admission", a, err)
 			}
-			a.Done(core.Usage{TotalTokens: 60}, "openai", "gpt-4o")
+			a.Done(core.Usage{TotalTokens: 60}, "openai", "", "gpt-4o")
 			if a, err = e.eng.Admit(ctx, byHeaders); err != nil || a == nil {
 				t.Fatalf("Admit through the headers: %v %v", a, err)
 			}
-			a.Done(core.Usage{TotalTokens: 60}, "openai", "gpt-4o")
+			a.Done(core.Usage{TotalTokens: 60}, "openai", "", "gpt-4o")
 
 			for name, admit := range map[string]func() (core.Admission, *core.Error){
 				"through a config":      func() (core.Admission, *core.Error) { return e.eng.AdmitTarget(ctx, byConfig, &target) },

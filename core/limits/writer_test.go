@@ -95,7 +95,7 @@ func TestDoneDoesNotWaitForTheDisk(t *testing.T) {
 	}
 	done := make(chan struct{})
 	go func() {
-		adm.Done(core.Usage{TotalTokens: 10}, "openai", "gpt-4o")
+		adm.Done(core.Usage{TotalTokens: 10}, "openai", "", "gpt-4o")
 		close(done)
 	}()
 	select {

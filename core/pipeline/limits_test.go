@@ -45,8 +45,8 @@ func (l *targetLimiter) AdmitTarget(_ context.Context, _ *core.Request, t *core.
 // targetAdmission is the admission of the target it names.
 type targetAdmission string
 
-func (targetAdmission) Headers() [][2]string            { return nil }
-func (targetAdmission) Done(core.Usage, string, string) {}
+func (targetAdmission) Headers() [][2]string                    { return nil }
+func (targetAdmission) Done(core.Usage, string, string, string) {}
 
 var (
 	budgetSpent = &core.Error{Status: http.StatusPreconditionFailed, Type: "budget_exceeded_error", Message: "usage limit exhausted: provider @p1"}

@@ -40,6 +40,7 @@ type fakeLimiter struct {
 	targets         []string
 	routed          []bool
 	doneBy          []string
+	doneInteg       []string // the integration each Done was told
 	// noRequestLimits: Admit admits with no admission (no limit applies).
 	noRequestLimits bool
 }
@@ -80,9 +81,10 @@ func (a fakeAdmission) Headers() [][2]string {
 	return [][2]string{{"x-ratelimit-limit", a.limit}, {"x-ratelimit-remaining", a.remaining}, {"x-ratelimit-reset", "60"}}
 }
 
-func (a fakeAdmission) Done(u core.Usage, provider, model string) {
+func (a fakeAdmission) Done(u core.Usage, provider, integration, model string) {
 	a.l.mu.Lock()
 	defer a.l.mu.Unlock()
+	a.l.doneInteg = append(a.l.doneInteg, integration)
 	a.l.done = append(a.l.done, u)
 	a.l.model = append(a.l.model, provider+"/"+model)
 	a.l.doneBy = append(a.l.doneBy, a.of)
@@ -419,19 +421,20 @@ func TestLimiterTargetsOfConfigs(t *testing.T) {
 		doneBy          []string
 		limit           string // the answer's x-ratelimit-limit
 		providerID      string // the log record's
+		integration     string // Done is told (its pricing prices the cost)
 	}{
 		{name: "headers", answer: whole, body: chatBody, headers: headerOA, status: 200,
-			doneBy: []string{"request"}, limit: "1", providerID: "prov-1"},
+			doneBy: []string{"request"}, limit: "1", providerID: "prov-1", integration: "integ-1"},
 		{name: "config provider", answer: whole, body: chatBody, headers: configOA, status: 200, routed: true,
-			targets: []string{"prov-1"}, doneBy: []string{"request", "prov-1"}, limit: "1", providerID: "prov-1"},
+			targets: []string{"prov-1"}, doneBy: []string{"request", "prov-1"}, limit: "1", providerID: "prov-1", integration: "integ-1"},
 		{name: "config provider, stream", answer: stream, body: streamBody, headers: configOA, status: 200, routed: true,
-			targets: []string{"prov-1"}, doneBy: []string{"request", "prov-1"}, limit: "1", providerID: "prov-1"},
+			targets: []string{"prov-1"}, doneBy: []string{"request", "prov-1"}, limit: "1", providerID: "prov-1", integration: "integ-1"},
 		{name: "config virtual key", answer: whole, body: chatBody, headers: configVK, status: 200, routed: true,
 			targets: []string{"vk-1"}, doneBy: []string{"request", "vk-1"}, limit: "1", providerID: "vk-1"},
 		{name: "config virtual key, stream", answer: stream, body: streamBody, headers: configVK, status: 200, routed: true,
 			targets: []string{"vk-1"}, doneBy: []string{"request", "vk-1"}, limit: "1", providerID: "vk-1"},
 		{name: "the target's headers, the tighter", answer: whole, body: chatBody, headers: configOA, noRequestLimits: true, status: 200, routed: true,
-			targets: []string{"prov-1"}, doneBy: []string{"prov-1"}, limit: "10", providerID: "prov-1"},
+			targets: []string{"prov-1"}, doneBy: []string{"prov-1"}, limit: "10", providerID: "prov-1", integration: "integ-1"},
 		{name: "the target's budget spent", answer: whole, body: chatBody, headers: configOA, refuse: map[string]*core.Error{"prov-1": spent}, status: 412, routed: true,
 			targets: []string{"prov-1"}, providerID: "prov-1"},
 	} {
@@ -456,8 +459,8 @@ func TestLimiterTargetsOfConfigs(t *testing.T) {
 				t.Fatalf("Admit saw routed %v, AdmitTarget %q, Done went to %q; want %v, %q, %q", lim.routed, lim.targets, lim.doneBy, tc.routed, tc.targets, tc.doneBy)
 			}
 			for i, u := range usages {
-				if u.TotalTokens != 12 {
-					t.Errorf("Done of %s got %+v, want the answer's 12 tokens", lim.doneBy[i], u)
+				if u.TotalTokens != 12 || lim.doneInteg[i] != tc.integration {
+					t.Errorf("Done of %s got %+v of integration %q, want the answer's 12 tokens of %q", lim.doneBy[i], u, lim.doneInteg[i], tc.integration)
 				}
 			}
 			if got := r.header.Get("x-ratelimit-limit"); got != tc.limit {

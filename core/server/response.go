@@ -124,7 +124,7 @@ func (s *Server) settle(req *core.Request, resp *core.Response, adm core.Admissi
 		model := answeredModel(req, &resp.Routing)
 		for _, a := range [...]core.Admission{adm, resp.Admission} {
 			if a != nil {
-				a.Done(spent, resp.Provider, model)
+				a.Done(spent, resp.Provider, resp.IntegrationID, model)
 			}
 		}
 	}
