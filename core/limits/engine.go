@@ -132,6 +132,26 @@ func WorkspaceUsageIDs(workspace string, uls []store.UsageLimits) []string {
 	return ids
 }
 
+// rateRuleIDs are the rule ids of rls, the rate limits of one record whose
+// rule ids start with prefix, in their order. A limit is known by its type
+// and unit and, among the record's limits of both, by its rank:
+// "<prefix>#rate.requests.rpm", then "…#rate.requests.rpm.2". So
+// reordering the list keeps each limit's window, where ids by place
+// ("#rate0") would hand one limit's window to another.
+func rateRuleIDs(prefix string, rls []store.RateLimit) []string {
+	ids := make([]string, len(rls))
+	rank := map[string]int{}
+	for i, rl := range rls {
+		kind := rl.Type + "." + rl.Unit
+		rank[kind]++
+		ids[i] = prefix + "#rate." + kind
+		if n := rank[kind]; n > 1 {
+			ids[i] += "." + strconv.Itoa(n)
+		}
+	}
+	return ids
+}
+
 // IntegrationWorkspaceUsageID is the rule id of the usage_limits of an
 // integration's entry for a workspace (counted for the pair).
 func IntegrationWorkspaceUsageID(integration, workspace string) string {
@@ -316,8 +336,9 @@ func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
 			continue
 		}
 		label := fmt.Sprintf("API key %q (%s)", k.Name, k.ID)
+		ids := rateRuleIDs("api_key:"+k.ID, k.RateLimits)
 		for i, rl := range k.RateLimits {
-			s.appendRate(implicitScope(fmt.Sprintf("api_key:%s#rate%d", k.ID, i), label, "api_key", k.ID), rl.Type, rl.Unit, rl.Value)
+			s.appendRate(implicitScope(ids[i], label, "api_key", k.ID), rl.Type, rl.Unit, rl.Value)
 		}
 		if k.UsageLimits != nil {
 			sc := implicitScope(EntityUsageID("api_key", k.ID), label, "api_key", k.ID)
@@ -337,8 +358,9 @@ func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
 		if w.Status == store.StatusArchived {
 			continue
 		}
+		ids := rateRuleIDs("workspace:"+w.ID, w.RateLimits)
 		for i, rl := range w.RateLimits {
-			s.appendRate(implicitScope(fmt.Sprintf("workspace:%s#rate%d", w.ID, i), label, "workspace_id", w.ID), rl.Type, rl.Unit, rl.Value)
+			s.appendRate(implicitScope(ids[i], label, "workspace_id", w.ID), rl.Type, rl.Unit, rl.Value)
 		}
 		for i, id := range WorkspaceUsageIDs(w.ID, w.UsageLimits) {
 			sc := implicitScope(id, label, "workspace_id", w.ID)
@@ -398,8 +420,9 @@ func integrationEntries(s *snapshot, id, slug, org string, entries []store.Integ
 		label := fmt.Sprintf("integration %s for %s", slug, ws)
 		prefix := "integration_workspace:" + id + "/" + w.ID
 		set := &ruleSet{}
+		ids := rateRuleIDs(prefix, w.RateLimits)
 		for i, rl := range w.RateLimits {
-			set.appendRate(implicitScope(fmt.Sprintf("%s#rate%d", prefix, i), label), rl.Type, rl.Unit, rl.Value)
+			set.appendRate(implicitScope(ids[i], label), rl.Type, rl.Unit, rl.Value)
 		}
 		if w.UsageLimits != nil {
 			sc := implicitScope(IntegrationWorkspaceUsageID(id, w.ID), label)
@@ -420,8 +443,9 @@ func integrationEntries(s *snapshot, id, slug, org string, entries []store.Integ
 // record's admin route, which resets its usage.
 func (e *Engine) entity(s *snapshot, prefix, label, route, id string, rls []store.RateLimit, ul *store.UsageLimits, ws, org string) {
 	set := &ruleSet{}
+	ids := rateRuleIDs(prefix, rls)
 	for i, rl := range rls {
-		set.appendRate(implicitScope(fmt.Sprintf("%s#rate%d", prefix, i), label), rl.Type, rl.Unit, rl.Value)
+		set.appendRate(implicitScope(ids[i], label), rl.Type, rl.Unit, rl.Value)
 	}
 	if ul != nil {
 		r := entityUsage(implicitScope(EntityUsageID(strings.TrimSuffix(prefix, ":"+id), id), label), *ul, ws, org, nil)

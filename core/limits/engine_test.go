@@ -1035,3 +1035,42 @@ func TestWorkspaceUsageIDs(t *testing.T) {
 		}
 	}
 }
+
+// A record's rate limits are known by their type and unit, not their
+// place: a list sent back reordered keeps each limit's window (by place,
+// the requests limit would read the tokens limit's window, and refuse).
+func TestRateLimitsReorderedKeepTheirWindows(t *testing.T) {
+	ctx := context.Background()
+	e := newEnv(t)
+	requests := store.RateLimit{Type: "requests", Unit: "rpm", Value: 3}
+	tokens := store.RateLimit{Type: "tokens", Unit: "rpm", Value: 1000}
+	k := store.APIKey{ID: "key-1", Name: "ci", Status: store.StatusActive, RateLimits: []store.RateLimit{requests, tokens}}
+	e.put(t, k)
+	for range 2 {
+		a, err := e.eng.Admit(ctx, request())
+		if err != nil {
+			t.Fatal(err)
+		}
+		a.Done(core.Usage{TotalTokens: 400}, "openai", "", "gpt-4o")
+	}
+	k.RateLimits = []store.RateLimit{tokens, requests}
+	e.put(t, k)
+	a, err := e.eng.Admit(ctx, request())
+	if err != nil {
+		t.Fatalf("the third request after the reorder: %v", err)
+	}
+	a.Done(core.Usage{TotalTokens: 400}, "openai", "", "gpt-4o")
+	if _, err := e.eng.Admit(ctx, request()); err == nil || err.Status != http.StatusTooManyRequests {
+		t.Fatalf("the fourth request: %v, want a 429 (1,200 tokens of 1,000, or 4 requests of 3)", err)
+	}
+}
+
+func TestRateRuleIDs(t *testing.T) {
+	got := rateRuleIDs("api_key:k", []store.RateLimit{
+		{Type: "requests", Unit: "rpm"}, {Type: "tokens", Unit: "rpm"}, {Type: "requests", Unit: "rpm"}, {Type: "requests", Unit: "rph"},
+	})
+	want := []string{"api_key:k#rate.requests.rpm", "api_key:k#rate.tokens.rpm", "api_key:k#rate.requests.rpm.2", "api_key:k#rate.requests.rph"}
+	if !slices.Equal(got, want) {
+		t.Fatalf("ids %q, want %q", got, want)
+	}
+}

@@ -77,7 +77,7 @@ func (f *field) of(req *core.Request) string {
 // how it splits them into group values. Stored policies and the implicit
 // policies of keys, workspaces and providers all have one.
 type scope struct {
-	id    string // policy id, or "api_key:<id>#rate0"-style for implicit ones
+	id    string // policy id, or "api_key:<id>#rate.requests.rpm"-style for implicit ones (rateRuleIDs)
 	label string // names the limit in messages and alerts
 	conds []field
 	group []field
