@@ -63,6 +63,13 @@ func TestWASMPlugins(t *testing.T) {
 		if status != 400 || !strings.Contains(string(body), "AB01") {
 			t.Fatalf("%d %s", status, body)
 		}
+		// A module over one of the bounds of what compiling it costs is
+		// refused naming it: one function () -> () with 100,000 i32 locals.
+		locals := []byte("\x00asm\x01\x00\x00\x00\x01\x04\x01\x60\x00\x00\x03\x02\x01\x00\x0a\x08\x01\x06\x01\xa0\x8d\x06\x7f\x0b")
+		body, status = upload(t, e.gw.URL, "POST", "/v1/plugins", watManifest, locals)
+		if status != 400 || !strings.Contains(string(body), "AB01") || !strings.Contains(string(body), "function 0 has 100000 locals (parameters included); at most 50000 are allowed") {
+			t.Fatalf("%d %s", status, body)
+		}
 	})
 
 	for _, p := range []struct {

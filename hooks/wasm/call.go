@@ -33,7 +33,7 @@ const (
 type errKind int
 
 const (
-	errTrap        errKind = iota // the guest trapped, panicked, exited or ran out of memory
+	errTrap        errKind = iota // the guest trapped, panicked, exited, ran out of memory or recursed too deep
 	errTimeout                    // the call timeout expired
 	errCanceled                   // the caller's context ended
 	errReturnCode                 // guardrail_check returned non-zero
@@ -309,6 +309,8 @@ func (p *plugin) run(ctx context.Context, function string, in *hooks.CheckInput,
 		err = &callError{errTimeout, fmt.Sprintf("timed out after %v", p.lim.timeout)}
 	case callErr != nil && ctx.Err() != nil:
 		err = &callError{errCanceled, "canceled: " + ctx.Err().Error()}
+	case callErr != nil && depthExceeded(inst.mod):
+		err = &callError{errTrap, errCallDepth}
 	case callErr != nil:
 		err = &callError{errTrap, "trapped: " + firstLine(callErr.Error())}
 	case len(res) != 1:

@@ -149,15 +149,9 @@ func (h *Host) newPlugin(ctx context.Context, m *Manifest, version int, module [
 	if len(schemaProbs) > 0 {
 		return fail(schemaProbs...)
 	}
+	// Only the prepared module is compiled, never the binary as uploaded:
+	// what compiling it costs is not bounded.
 	prepared, err := prepareModule(module)
-	if errors.Is(err, errMalformed) {
-		// The compiler says what is wrong; should it accept what could
-		// not be read, the module still does not run unbounded.
-		if _, cerr := rt.CompileModule(ctx, module); cerr != nil {
-			return fail("module: does not compile: " + cerr.Error())
-		}
-		return fail("module: its binary could not be read to bound its calls and tables (a feature the gateway does not support?)")
-	}
 	if err != nil {
 		return fail(err.Error())
 	}
@@ -324,9 +318,13 @@ func (p *plugin) instantiate(ctx context.Context) (*instance, error) {
 	inst.mod = mod
 	if p.hasInit {
 		if _, err := mod.ExportedFunction(exportInit).Call(ictx); err != nil {
+			deep := depthExceeded(mod)
 			inst.close(context.Background())
 			if ictx.Err() != nil && ctx.Err() == nil {
 				return nil, fmt.Errorf("%s timed out after %v", exportInit, instantiateTimeout)
+			}
+			if deep {
+				return nil, fmt.Errorf("%s %s", exportInit, errCallDepth)
 			}
 			return nil, fmt.Errorf("%s: %s", exportInit, firstLine(err.Error()))
 		}
@@ -337,6 +335,16 @@ func (p *plugin) instantiate(ctx context.Context) (*instance, error) {
 	}
 	p.created.Add(1)
 	return inst, nil
+}
+
+// errCallDepth is a call that trapped on the call depth limit.
+var errCallDepth = fmt.Sprintf("exceeded the call depth limit of %d (deep or endless recursion)", maxCallDepth)
+
+// depthExceeded reports whether a guest's trap was its call depth limit:
+// its counter (see prepareModule) is above the limit only then.
+func depthExceeded(mod api.Module) bool {
+	g := mod.ExportedGlobal(depthExport)
+	return g != nil && api.DecodeU32(g.Get()) > maxCallDepth
 }
 
 // prewarm fills the pool. A failure is returned: a module that cannot be

@@ -1,6 +1,7 @@
 package wasm
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
@@ -84,7 +85,7 @@ func TestLimitsAgainstCaps(t *testing.T) {
 }
 
 func TestValidate(t *testing.T) {
-	h := newHost(t, Options{MaxModuleBytes: 1 << 20, MaxCallTimeout: 100 * time.Millisecond})
+	h := newHost(t, Options{MaxModuleBytes: 4 << 20, MaxCallTimeout: 100 * time.Millisecond})
 	ok := tinyWithOutput(`{"verdict":true}`)
 	withImport := func(im wImport) []byte {
 		m := tinyGuest(bodyReturn0, "")
@@ -116,6 +117,30 @@ func TestValidate(t *testing.T) {
 	memImport.imports = append(memImport.imports, wImport{module: "env", name: "memory", memory: true})
 	manyTables := tinyGuest(bodyReturn0, "")
 	manyTables.tables = make([]wTable, 17)
+	// What compiling a module costs is bounded before it is compiled.
+	withFuncs := func(n int, f wFunc) []byte {
+		m := tinyGuest(bodyReturn0, "")
+		for range n {
+			m.funcs = append(m.funcs, f)
+		}
+		return m.encode()
+	}
+	blocks := func(n int) []byte { return bytes.Repeat([]byte{opBlock, opBlockVoid, opEnd}, n) }
+	// A module whose counts claim more than it holds is refused before
+	// wazero allocates what they say (it did, and the process died).
+	header := []byte("\x00asm\x01\x00\x00\x00")
+	oneFunc := cat(header, wSection(1, cat(uleb(1), []byte{0x60, 0, 0})), wSection(3, []byte{1, 0}))
+	codeCount := cat(oneFunc, wSection(10, uleb(1<<32-1)))
+	localsCount := cat(oneFunc, wSection(10, cat(uleb(1), uleb(7), uleb(1), uleb(1<<32-1), []byte{tI32, opEnd})))
+	dataCount := cat(header, wSection(11, cat(uleb(1), uleb(1), uleb(1<<32-1))))
+	manyTypes := cat(header, wSection(1, cat(uleb(maxSectionEntries+1), bytes.Repeat([]byte{0x60, 0, 0}, maxSectionEntries+1))))
+	nameCount := cat(ok, wSection(0, cat(wName("name"), []byte{1}, uleb(5), uleb(1<<32-1))))
+	reserved := tinyGuest(bodyReturn0, "")
+	reserved.funcs[0].export = depthExport
+	tailCall := tinyGuest(cat([]byte{0x12, 0x01}), "")
+	deepInit := deepGuest(i32Const(0))
+	deepInit.funcs = append(deepInit.funcs, wFunc{export: "_initialize", body: cat(i32Const(1<<30), call(4), []byte{opDrop})})
+	depthProblem := fmt.Sprintf("exceeded the call depth limit of %d (deep or endless recursion)", maxCallDepth)
 
 	tests := []struct {
 		name   string
@@ -129,8 +154,8 @@ func TestValidate(t *testing.T) {
 		{"all wasi allowed", tinyManifest("ok", Limits{}), withImport(wImport{module: "wasi_snapshot_preview1", name: "fd_write", params: []byte{tI32, tI32, tI32, tI32}, results: []byte{tI32}}), nil},
 		{"env.abort allowed", tinyManifest("ok", Limits{}), withImport(wImport{module: "env", name: "abort", params: []byte{tI32, tI32, tI32, tI32}}), nil},
 		{"empty module", tinyManifest("ok", Limits{}), nil, []string{"module: empty"}},
-		{"not wasm", tinyManifest("ok", Limits{}), []byte("\x00asm but not really"), []string{"module: does not compile"}},
-		{"over the size cap", tinyManifest("ok", Limits{}), make([]byte, 2<<20), []string{"module: 2097152 bytes is above the limit"}},
+		{"not wasm", tinyManifest("ok", Limits{}), []byte("\x00asm but not really"), []string{"module: not a WebAssembly binary"}},
+		{"over the size cap", tinyManifest("ok", Limits{}), make([]byte, 5<<20), []string{"module: 5242880 bytes is above the limit"}},
 		{"limits over caps", tinyManifest("ok", Limits{MemoryPages: 2048, TimeoutMs: 500}), ok, []string{"limits.memoryPages: 2048 is above", "limits.timeoutMs: 500 is above"}},
 		{"missing marker", tinyManifest("ok", Limits{}), dropFunc("guardrail_abi_v1"), []string{"exports: missing function guardrail_abi_v1"}},
 		{"missing check", tinyManifest("ok", Limits{}), dropFunc("guardrail_check"), []string{"exports: missing function guardrail_check"}},
@@ -153,6 +178,22 @@ func TestValidate(t *testing.T) {
 		{"table with a large maximum is bounded", tinyManifest("ok", Limits{}), tableGrowGuest(wTable{min: 1, max: 1 << 30, hasMax: true}, 1<<24).encode(), nil},
 		{"table over the entry cap", tinyManifest("ok", Limits{}), tableGrowGuest(wTable{min: 1 << 17}, 1).encode(), []string{"module: table 0 starts with 131072 entries; at most 65536"}},
 		{"too many tables", tinyManifest("ok", Limits{}), manyTables.encode(), []string{"module: defines 17 tables; at most 16"}},
+		{"too many functions", tinyManifest("ok", Limits{}), withFuncs(maxModuleFunctions-1, wFunc{}), []string{"module: defines 100001 functions; at most 100000 are allowed"}},
+		{"a function too large", tinyManifest("ok", Limits{}), withFuncs(1, wFunc{body: bytes.Repeat([]byte{0x01}, maxBodyBytes)}), []string{"module: function 3 is 1048578 bytes of code; at most 1048576 are allowed"}},
+		{"a function with too many locals", tinyManifest("ok", Limits{}), withFuncs(1, wFunc{locals: maxFunctionLocals + 1}), []string{"module: function 3 has 50001 locals (parameters included); at most 50000 are allowed"}},
+		{"a function with too many parameters", tinyManifest("ok", Limits{}), withFuncs(1, wFunc{params: bytes.Repeat([]byte{tI32}, maxFunctionLocals+1)}), []string{"module: function 3 has 50001 locals (parameters included)"}},
+		{"too many locals in all", tinyManifest("ok", Limits{}), withFuncs(maxModuleLocals/maxFunctionLocals+1, wFunc{locals: maxFunctionLocals}), []string{"module: its functions have 4050000 locals in all (parameters included); at most 4000000 are allowed"}},
+		{"a function with too many blocks", tinyManifest("ok", Limits{}), withFuncs(1, wFunc{body: blocks(maxFunctionControl + 1)}), []string{"module: function 3 has 5001 block, loop, if, br_if and br_table instructions; at most 5000 are allowed"}},
+		{"too many blocks in all", tinyManifest("ok", Limits{}), withFuncs(maxModuleControl/maxFunctionControl+1, wFunc{body: blocks(maxFunctionControl)}), []string{"module: its functions have more than 500000 block, loop, if, br_if and br_table instructions in all"}},
+		{"too many types", tinyManifest("ok", Limits{}), manyTypes, []string{"module: its type section has 100001 entries; at most 100000 are allowed"}},
+		{"a code section that claims 2^32-1 functions", tinyManifest("ok", Limits{}), codeCount, []string{"module: malformed code section"}},
+		{"a function that claims 2^32-1 locals", tinyManifest("ok", Limits{}), localsCount, []string{"module: function 0 has 4294967295 locals"}},
+		{"a data segment that claims 4 GiB", tinyManifest("ok", Limits{}), dataCount, []string{"module: malformed data section"}},
+		{"a name section that claims 2^32-1 names is left out", tinyManifest("ok", Limits{}), nameCount, nil},
+		{"the depth counter's name", tinyManifest("ok", Limits{}), reserved.encode(), []string{`module: exports "gateway:call_depth", a name the gateway reserves`}},
+		{"a tail call", tinyManifest("ok", Limits{}), tailCall.encode(), []string{"module: function 2: instruction 0x12 is not supported"}},
+		{"smoke recursion", tinyManifest("ok", Limits{}), deepGuest(i32Const(1 << 30)).encode(), []string{"functions.check (beforeRequestHook): smoke call: " + depthProblem, "functions.check (afterResponseHook): smoke call: " + depthProblem}},
+		{"_initialize recursion", tinyManifest("ok", Limits{}), deepInit.encode(), []string{"module: _initialize " + depthProblem}},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -485,6 +526,47 @@ func TestTimeout(t *testing.T) {
 		if s.Plugin == "spin" && (s.Calls != 3 || s.Errors != 3 || s.Timeouts != 2) {
 			t.Errorf("stats %+v", s)
 		}
+	}
+}
+
+// TestCallDepth: a guest's recursion is bounded by maxCallDepth frames
+// (prepareModule), not by wazero's stack ceiling of hundreds of MB: a
+// recursion up to the limit runs, one frame deeper fails as such, and so
+// does a far deeper one, without growing a large stack. An instance that
+// trapped on the limit is not used again, so the next call starts at 0.
+func TestCallDepth(t *testing.T) {
+	h := newHost(t, Options{PoolSize: 1})
+	mustLoad(t, h, tinyManifest("deep", Limits{TimeoutMs: 1000}), 1, deepGuest(textLength).encode())
+	c := mustCheck(t, h, "deep.check")
+	tests := []struct {
+		name  string
+		depth int // the text's length: deep(depth), depth+2 frames
+		ok    bool
+	}{
+		{"at the limit", maxCallDepth - 2, true},
+		{"one frame deeper", maxCallDepth - 1, false},
+		{"at the limit after a trap", maxCallDepth - 2, true},
+		{"far deeper", 1_000_000, false},
+		{"at the limit again", maxCallDepth - 2, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			in := chatInput(hooks.BeforeRequest, nil)
+			in.Request.Body = []byte(`{"model":"gpt-4o","messages":[{"role":"user","content":"` + strings.Repeat("x", tt.depth) + `"}]}`)
+			var before, after runtime.MemStats
+			runtime.ReadMemStats(&before)
+			_, err := c.Run(context.Background(), in)
+			runtime.ReadMemStats(&after)
+			want := fmt.Sprintf("wasm check deep.check: exceeded the call depth limit of %d (deep or endless recursion)", maxCallDepth)
+			if tt.ok && err != nil || !tt.ok && (err == nil || err.Error() != want) {
+				t.Fatalf("error %v, want ok %v", err, tt.ok)
+			}
+			// The stack wazero grows for the call is allocated on the Go
+			// heap: a few MB at the limit, some 100 MB for a million frames.
+			if grew := after.TotalAlloc - before.TotalAlloc; grew > 32<<20 {
+				t.Errorf("the call allocated %d MB", grew>>20)
+			}
+		})
 	}
 }
 

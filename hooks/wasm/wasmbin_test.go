@@ -4,18 +4,12 @@ package wasm
 // exercise import and export validation and the host's limits without a
 // toolchain. See https://webassembly.github.io/spec/core/binary/.
 
-const (
-	tI32 = 0x7f
+import "encoding/binary"
 
-	opUnreachable = 0x00
-	opLoop        = 0x03
-	opBlockVoid   = 0x40
-	opEnd         = 0x0b
-	opBr          = 0x0c
-	opCall        = 0x10
-	opDrop        = 0x1a
-	opI32Const    = 0x41
-	opMemoryGrow  = 0x40
+// Opcodes the encoder's users need beyond instrument.go's.
+const (
+	opDrop       = 0x1a
+	opMemoryGrow = 0x40
 )
 
 type wImport struct {
@@ -27,6 +21,7 @@ type wImport struct {
 type wFunc struct {
 	export          string
 	params, results []byte
+	locals          uint32 // i32 locals
 	body            []byte // instructions, without the final end
 }
 
@@ -51,30 +46,9 @@ type wModule struct {
 	data     []wData
 }
 
-func uleb(v uint64) []byte {
-	var b []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if v != 0 {
-			b = append(b, c|0x80)
-			continue
-		}
-		return append(b, c)
-	}
-}
+func uleb(v uint64) []byte { return binary.AppendUvarint(nil, v) }
 
-func sleb(v int64) []byte {
-	var b []byte
-	for {
-		c := byte(v & 0x7f)
-		v >>= 7
-		if (v == 0 && c&0x40 == 0) || (v == -1 && c&0x40 != 0) {
-			return append(b, c)
-		}
-		b = append(b, c|0x80)
-	}
-}
+func sleb(v int64) []byte { return appendSLEB(nil, v) }
 
 func wName(s string) []byte { return append(uleb(uint64(len(s))), s...) }
 
@@ -102,12 +76,18 @@ func cat(parts ...[]byte) []byte {
 	return b
 }
 
-// encode returns the module's binary: types (one per import and function),
+// encode returns the module's binary: types (one per signature),
 // imports, functions, memory, exports, code and data sections.
 func (m wModule) encode() []byte {
 	var types, imports, funcs, exports, codes, datas [][]byte
+	typeIndex := map[string]uint32{}
 	functype := func(params, results []byte) uint32 {
-		types = append(types, cat([]byte{0x60}, uleb(uint64(len(params))), params, uleb(uint64(len(results))), results))
+		t := cat([]byte{0x60}, uleb(uint64(len(params))), params, uleb(uint64(len(results))), results)
+		if i, ok := typeIndex[string(t)]; ok {
+			return i
+		}
+		types = append(types, t)
+		typeIndex[string(t)] = uint32(len(types) - 1)
 		return uint32(len(types) - 1)
 	}
 	nImportedFuncs := 0
@@ -126,7 +106,11 @@ func (m wModule) encode() []byte {
 		if f.export != "" {
 			exports = append(exports, cat(wName(f.export), []byte{0x00}, uleb(uint64(nImportedFuncs+i))))
 		}
-		body := cat([]byte{0x00}, f.body, []byte{opEnd}) // no locals
+		locals := []byte{0x00}
+		if f.locals > 0 {
+			locals = cat([]byte{0x01}, uleb(uint64(f.locals)), []byte{tI32})
+		}
+		body := cat(locals, f.body, []byte{opEnd})
 		codes = append(codes, cat(uleb(uint64(len(body))), body))
 	}
 	if m.memPages > 0 && !m.noMemExp {
@@ -200,15 +184,43 @@ var (
 // (function 3, which never loops: some 10^9 calls for n = 45).
 func recursionGuest(n int32) wModule {
 	m := tinyGuest(cat(i32Const(n), call(3), []byte{opDrop}, i32Const(0)), "")
-	fib := cat(
-		[]byte{0x20, 0x00}, i32Const(2), []byte{0x49}, // local.get 0; i32.const 2; i32.lt_u
-		[]byte{0x04, tI32, 0x20, 0x00, 0x05},                   // if (result i32) local.get 0 else
-		[]byte{0x20, 0x00}, i32Const(1), []byte{0x6b}, call(3), // fib(n-1)
-		[]byte{0x20, 0x00}, i32Const(2), []byte{0x6b}, call(3), // fib(n-2)
-		[]byte{0x6a, opEnd}, // i32.add end
-	)
-	m.funcs = append(m.funcs, wFunc{params: []byte{tI32}, results: []byte{tI32}, body: fib})
+	m.funcs = append(m.funcs, wFunc{params: []byte{tI32}, results: []byte{tI32}, body: fibBody(3)})
 	return m
+}
+
+// fibBody is fib(n) by recursion, as function self.
+func fibBody(self uint32) []byte {
+	return cat(
+		[]byte{0x20, 0x00}, i32Const(2), []byte{0x49}, // local.get 0; i32.const 2; i32.lt_u
+		[]byte{opIf, tI32, 0x20, 0x00, 0x05},                          // if (result i32) local.get 0 else
+		[]byte{0x20, 0x00}, i32Const(1), []byte{opI32Sub}, call(self), // fib(n-1)
+		[]byte{0x20, 0x00}, i32Const(2), []byte{opI32Sub}, call(self), // fib(n-2)
+		[]byte{opI32Add, opEnd}, // i32.add end
+	)
+}
+
+// deepGuest is a tinyGuest that also imports guardrail.read_input
+// (function 1) and whose check recurses as deep as the instructions depth
+// say (see textLength): it calls function 4, deep(n) = n == 0 ? 0 :
+// deep(n-1) + 1, so that n+2 frames count towards the call depth limit
+// (the check's, and deep's n+1).
+func deepGuest(depth []byte) wModule {
+	m := tinyGuest(cat(depth, call(4), []byte{opDrop}, i32Const(0)), "")
+	m.imports = append(m.imports, wImport{module: "guardrail", name: "read_input", params: []byte{tI32, tI32, tI32}, results: []byte{tI32}})
+	m.funcs = append(m.funcs, wFunc{params: []byte{tI32}, results: []byte{tI32}, body: deepBody(4)})
+	return m
+}
+
+// textLength is read_input(1, 0, 0) of deepGuest: the text's length.
+var textLength = cat(i32Const(1), i32Const(0), i32Const(0), call(1))
+
+// deepBody is deep(n) of deepGuest, as function self.
+func deepBody(self uint32) []byte {
+	return cat(
+		[]byte{0x20, 0x00, 0x45, opIf, tI32}, i32Const(0), // local.get 0; i32.eqz; if (result i32) 0
+		[]byte{0x05, 0x20, 0x00}, i32Const(1), []byte{opI32Sub}, call(self), // else deep(n-1)
+		i32Const(1), []byte{opI32Add, opEnd}, // + 1 end
+	)
 }
 
 // tableGrowGuest is a tinyGuest with one table of tables[0]'s limits whose
