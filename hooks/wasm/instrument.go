@@ -4,6 +4,7 @@ import (
 	"encoding/binary"
 	"errors"
 	"fmt"
+	"unicode/utf8"
 )
 
 // prepareModule is the module a plugin runs: the admin's binary with
@@ -29,7 +30,10 @@ import (
 //     becomes a branch to that block. A leaf (it calls host functions at
 //     most) is not counted: it adds one frame, and cannot recurse. A trap
 //     leaves the counter where it was, but the host discards an instance
-//     after any failed call, so every call starts at 0.
+//     after any failed call, so every call starts at 0. The guest cannot
+//     reach the counter: a module that refers to a global (or type) it
+//     does not define is refused, as the counter (or a type added for the
+//     block of a function with several results) would give it a meaning.
 //   - Every table has a maximum of at most maxTableEntries, and a module
 //     has at most maxTables: tables are host memory outside the memory
 //     limit (WithMemoryLimitPages), and table.grow without a maximum could
@@ -160,7 +164,11 @@ func readModule(module []byte) (*moduleInfo, error) {
 		if r.err != nil {
 			return nil, fmt.Errorf("module: malformed: a section is cut short at byte %d", r.off)
 		}
-		if id == sectionCustom {
+		if id == sectionCustom { // left out, once its name is read
+			c := reader{b: content}
+			if name := c.take(int(c.u32())); c.err != nil || !utf8.Valid(name) {
+				return nil, errors.New("module: malformed custom section")
+			}
 			continue
 		}
 		if int(id) >= len(sectionOrder) {
@@ -218,7 +226,9 @@ func (m *moduleInfo) readSection(id byte, content []byte) error {
 			r.take(int(r.count())) // name
 			switch r.byte() {
 			case 0x00:
-				r.u32()
+				if t := r.u32(); t >= uint32(len(m.types)) && r.err == nil {
+					return fmt.Errorf("module: import %d refers to type %d, which does not exist", i, t)
+				}
 				m.importedFuncs++
 			case 0x01:
 				r.byte()
@@ -239,26 +249,27 @@ func (m *moduleInfo) readSection(id byte, content []byte) error {
 		case sectionGlobal:
 			r.valTypes(1)
 			r.byte()
-			r.constExpr()
+			r.constExpr(m.importedGlobals + m.globals)
 			m.globals++
 		case sectionExport:
 			if string(r.take(int(r.count()))) == depthExport {
 				return fmt.Errorf("module: exports %q, a name the gateway reserves", depthExport)
 			}
-			r.byte()
-			r.u32()
+			if kind, idx := r.byte(), r.u32(); kind == exportKindGlobal && idx >= m.importedGlobals+m.globals {
+				return fmt.Errorf("module: exports global %d, which does not exist", idx)
+			}
 		case sectionElement:
-			if k := r.element(); k > maxTableEntries {
+			if k := r.element(m.importedGlobals + m.globals); k > maxTableEntries {
 				return fmt.Errorf("module: element segment %d has %d entries; a table holds at most %d", i, k, maxTableEntries)
 			}
 		case sectionData:
 			switch r.u32() {
 			case 0:
-				r.constExpr()
+				r.constExpr(m.importedGlobals + m.globals)
 			case 1:
 			case 2:
 				r.u32()
-				r.constExpr()
+				r.constExpr(m.importedGlobals + m.globals)
 			default:
 				r.fail()
 			}
@@ -548,7 +559,9 @@ func (m *moduleInfo) walk(dst, code []byte, fn uint32) (out []byte, calls bool, 
 		at := r.off
 		switch op := r.byte(); op {
 		case opBlock, opLoop, opIf:
-			r.blockType()
+			if t := r.blockType(); t >= int64(len(m.types)) {
+				return nil, false, 0, fmt.Errorf("module: function %d refers to type %d, which does not exist", fn, t)
+			}
 			open++
 			control++
 		case opBrIf, opBrTable:
@@ -566,9 +579,15 @@ func (m *moduleInfo) walk(dst, code []byte, fn uint32) (out []byte, calls bool, 
 				calls = true
 			}
 		case opCallIndirect:
-			r.u32()
+			if t := r.u32(); t >= uint32(len(m.types)) && r.err == nil {
+				return nil, false, 0, fmt.Errorf("module: function %d refers to type %d, which does not exist", fn, t)
+			}
 			r.u32()
 			calls = true
+		case opGlobalGet, opGlobalSet:
+			if g := r.u32(); g >= m.importedGlobals+m.globals && r.err == nil {
+				return nil, false, 0, fmt.Errorf("module: function %d refers to global %d, which does not exist", fn, g)
+			}
 		default:
 			if !r.immediates(op) && r.err == nil {
 				name := fmt.Sprintf("0x%02x", op)
@@ -731,31 +750,50 @@ func (r *reader) limits() {
 	}
 }
 
-// blockType reads a block type: empty, a value type or a type index.
-func (r *reader) blockType() {
+// blockType reads a block type: empty, a value type or a type index,
+// which it returns (-1 for the others).
+func (r *reader) blockType() int64 {
 	if r.off < len(r.b) && (r.b[r.off] == opBlockVoid || isValType(r.b[r.off])) {
 		r.off++
-		return
+		return -1
 	}
-	r.sleb(5)
+	var v int64
+	for shift := 0; shift < 35; shift += 7 {
+		c := r.byte()
+		v |= int64(c&0x7f) << shift
+		if c&0x80 == 0 {
+			if c&0x40 != 0 {
+				r.fail() // negative: no type index
+			}
+			return v
+		}
+	}
+	r.fail()
+	return -1
 }
 
-// constExpr reads a constant expression, up to its end.
-func (r *reader) constExpr() {
+// constExpr reads a constant expression, up to its end; it may read only
+// the first globals globals (not the call depth counter, which the
+// prepared module adds after them).
+func (r *reader) constExpr(globals uint32) {
 	for r.err == nil {
 		op := r.byte()
-		if op == opEnd {
+		switch {
+		case op == opEnd:
 			return
-		}
-		if !r.immediates(op) {
+		case op == opGlobalGet:
+			if r.u32() >= globals {
+				r.fail()
+			}
+		case !r.immediates(op):
 			r.fail()
 		}
 	}
 }
 
 // element reads an element segment, of any of the 8 kinds, and returns
-// the number of its entries.
-func (r *reader) element() uint32 {
+// the number of its entries; its expressions may read globals globals.
+func (r *reader) element(globals uint32) uint32 {
 	kind := r.u32()
 	if kind > 7 {
 		r.fail()
@@ -765,7 +803,7 @@ func (r *reader) element() uint32 {
 		r.u32()
 	}
 	if kind&1 == 0 { // active: an offset
-		r.constExpr()
+		r.constExpr(globals)
 	}
 	if kind != 0 && kind != 4 { // an element kind or reference type
 		r.byte()
@@ -773,7 +811,7 @@ func (r *reader) element() uint32 {
 	n := r.count()
 	for i := uint32(0); i < n && i <= maxTableEntries && r.err == nil; i++ {
 		if kind&4 != 0 {
-			r.constExpr()
+			r.constExpr(globals)
 		} else {
 			r.u32()
 		}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"slices"
+	"strings"
 	"testing"
 
 	"github.com/tetratelabs/wazero"
@@ -123,4 +124,35 @@ func BenchmarkPreparedCalls(b *testing.B) {
 			}
 		})
 	}
+}
+
+// FuzzPrepareModule: prepareModule never panics, and a module it accepts
+// compiles prepared exactly when it compiles as uploaded (the original is
+// compiled only once accepted, as bounded), custom sections aside.
+func FuzzPrepareModule(f *testing.F) {
+	f.Add(tinyWithOutput(`{"verdict":true}`))
+	f.Add(recursionGuest(3).encode())
+	f.Add(deepGuest(textLength).encode())
+	f.Add(tableGrowGuest(wTable{min: 1}, 2).encode())
+	f.Add(wModule{funcs: []wFunc{{export: "two", results: []byte{tI32, tI32}, body: cat(call(0), i32Const(1), i32Const(2), []byte{opReturn})}}}.encode())
+	f.Add([]byte("\x00asm\x01\x00\x00\x00\x00\x010")) // a custom section whose name is cut short
+	// A function that reads a global that does not exist, where the
+	// prepared module adds the call depth counter.
+	f.Add(wModule{funcs: []wFunc{{body: cat(call(0), []byte{opGlobalGet, 0x00, opDrop})}}}.encode())
+	ctx := context.Background()
+	rt := wazero.NewRuntime(ctx)
+	defer rt.Close(ctx)
+	f.Fuzz(func(t *testing.T, module []byte) {
+		prepared, err := prepareModule(module)
+		if err != nil {
+			return
+		}
+		_, errUploaded := rt.CompileModule(ctx, module)
+		if errUploaded != nil && strings.Contains(errUploaded.Error(), "custom section") {
+			return // left out of the prepared module
+		}
+		if _, err := rt.CompileModule(ctx, prepared); (err == nil) != (errUploaded == nil) {
+			t.Fatalf("compiles as uploaded: %v; prepared: %v", errUploaded, err)
+		}
+	})
 }
