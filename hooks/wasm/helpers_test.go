@@ -149,6 +149,9 @@ func newHost(t testing.TB, o Options) *Host {
 	if o.CacheDir == "" {
 		o.CacheDir = testCacheDir
 	}
+	if o.InstantiateTimeout == 0 {
+		o.InstantiateTimeout = 30 * time.Second // starting Go guests under -race on a loaded machine
+	}
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.NewTextHandler(testWriter{t}, &slog.HandlerOptions{Level: slog.LevelWarn}))
 	}

@@ -47,6 +47,9 @@ type Options struct {
 	MaxInstanceUses int
 	// MaxModuleBytes caps the size of a module (default 16 MiB).
 	MaxModuleBytes int
+	// InstantiateTimeout bounds starting an instance: creating it and
+	// running its _initialize (default 1 s).
+	InstantiateTimeout time.Duration
 	// Logger receives the guests' logs and the host's own; nil means
 	// slog.Default().
 	Logger *slog.Logger
@@ -59,6 +62,9 @@ func (o *Options) setDefaults() {
 	o.MaxMemoryPages = min(o.MaxMemoryPages, maxWasmPages)
 	if o.MaxCallTimeout <= 0 {
 		o.MaxCallTimeout = defaultCallTimeout
+	}
+	if o.InstantiateTimeout <= 0 {
+		o.InstantiateTimeout = defaultInstantiateTimeout
 	}
 	if o.MaxOutputBytes <= 0 {
 		o.MaxOutputBytes = defaultOutputBytes

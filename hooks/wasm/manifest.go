@@ -57,22 +57,22 @@ const (
 // Absolute bounds ParseManifest applies; the operator's caps (Options) are
 // checked by Host.Validate and Host.Load.
 const (
-	maxWasmPages        = 65536 // 4 GiB, the wasm32 limit
-	maxManifestTimeout  = 60_000
-	maxManifestOutput   = 16 << 20
-	maxNameLen          = 128
-	maxDescriptionLen   = 4096
-	maxFunctions        = 64
-	defaultTimeout      = 100 * time.Millisecond
-	defaultMemoryPages  = 1024
-	defaultOutputBytes  = 64 << 10
-	defaultCallTimeout  = time.Second
-	defaultPoolSize     = 4
-	defaultMaxUses      = 10_000
-	defaultModuleBytes  = 16 << 20
-	instantiateTimeout  = time.Second
-	logLineLimit        = 1024
-	supportedHooksField = "supportedHooks"
+	maxWasmPages              = 65536 // 4 GiB, the wasm32 limit
+	maxManifestTimeout        = 60_000
+	maxManifestOutput         = 16 << 20
+	maxNameLen                = 128
+	maxDescriptionLen         = 4096
+	maxFunctions              = 64
+	defaultTimeout            = 100 * time.Millisecond
+	defaultMemoryPages        = 1024
+	defaultOutputBytes        = 64 << 10
+	defaultCallTimeout        = time.Second
+	defaultPoolSize           = 4
+	defaultMaxUses            = 10_000
+	defaultModuleBytes        = 16 << 20
+	defaultInstantiateTimeout = time.Second
+	logLineLimit              = 1024
+	supportedHooksField       = "supportedHooks"
 )
 
 var (

@@ -303,12 +303,12 @@ func (p *plugin) instantiateHostModules(ctx context.Context) error {
 }
 
 // instantiate creates an instance and runs its _initialize, within the
-// instantiate timeout.
+// host's InstantiateTimeout.
 func (p *plugin) instantiate(ctx context.Context) (*instance, error) {
 	if p.closed.Load() {
 		return nil, errors.New("plugin version is unloaded")
 	}
-	ictx, cancel := context.WithTimeout(ctx, instantiateTimeout)
+	ictx, cancel := context.WithTimeout(ctx, p.host.opts.InstantiateTimeout)
 	defer cancel()
 	inst := &instance{stdout: p.newLineWriter("stdout"), stderr: p.newLineWriter("stderr"), stop: make(chan struct{})}
 	mod, err := p.rt.InstantiateModule(ictx, p.compiled, p.modCfg.WithStdout(inst.stdout).WithStderr(inst.stderr))
@@ -321,7 +321,7 @@ func (p *plugin) instantiate(ctx context.Context) (*instance, error) {
 			deep := depthExceeded(mod)
 			inst.close(context.Background())
 			if ictx.Err() != nil && ctx.Err() == nil {
-				return nil, fmt.Errorf("%s timed out after %v", exportInit, instantiateTimeout)
+				return nil, fmt.Errorf("%s timed out after %v", exportInit, p.host.opts.InstantiateTimeout)
 			}
 			if deep {
 				return nil, fmt.Errorf("%s %s", exportInit, errCallDepth)
