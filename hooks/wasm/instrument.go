@@ -11,12 +11,14 @@ import (
 // changes that bound what a guest can do, made before it is compiled (the
 // stored binary stays as uploaded).
 //
-//   - Every function body starts with an empty loop ("loop end"). wazero
-//     stops a guest whose context is done only where it checks, at the head
-//     of every loop; a guest that never loops (fib by recursion) was never
-//     checked, ran past its time limit, and, as the Go runtime cannot
-//     preempt a guest, froze the whole process at the next garbage
-//     collection. With the loop, every call is a check.
+//   - Every function body that calls another function of the module starts
+//     with an empty loop ("loop end"). wazero stops a guest whose context is
+//     done only where it checks, at the head of every loop; a guest that
+//     never loops (fib by recursion) was never checked, ran past its time
+//     limit, and, as the Go runtime cannot preempt a guest, froze the whole
+//     process at the next garbage collection. With the loop, every call that
+//     can recurse is a check; a leaf (it calls host functions at most)
+//     cannot recurse, and runs to its end or to a loop's check.
 //   - The guest's call depth is counted and bounded by maxCallDepth: wazero
 //     grows a call's stack up to its own ceiling before it traps (a million
 //     frames of a small function allocated 160 MB), per call in flight, and
@@ -504,9 +506,9 @@ func (m *moduleInfo) instrumentCode(content []byte, depth uint32) (code []byte, 
 		if totalControl += control; totalControl > maxModuleControl {
 			return nil, nil, fmt.Errorf("module: its functions have more than %d block, loop, if, br_if and br_table instructions in all", maxModuleControl)
 		}
-		if !calls {
-			code = binary.AppendUvarint(code, uint64(len(body)+len(entryCheck)))
-			code = append(append(append(code, locals...), entryCheck...), body[b.off:]...)
+		if !calls { // a leaf: neither the entry check nor the count (see prepareModule)
+			code = binary.AppendUvarint(code, uint64(len(body)))
+			code = append(code, body...)
 			continue
 		}
 		// The block's type: the function's results.
