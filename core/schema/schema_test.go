@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"maps"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -485,17 +486,20 @@ func TestProblemListIsCapped(t *testing.T) {
 	}
 }
 
+// bodyValidators are the body validators but the chat one, by name.
+var bodyValidators = map[string]func([]byte) (Info, *core.Error){
+	"completions": modelRequired(ValidateCompletion),
+	"embeddings":  modelRequired(ValidateEmbedding),
+	"responses":   ValidateResponses,
+	"rerank":      ValidateRerank,
+	"images":      ValidateImageGeneration,
+	"messages":    modelRequired(ValidateMessages),
+	"model only":  ValidateModelOnly,
+}
+
 func TestInvalidBodies(t *testing.T) {
-	validators := map[string]func([]byte) (Info, *core.Error){
-		"chat":        chatStrict,
-		"completions": modelRequired(ValidateCompletion),
-		"embeddings":  modelRequired(ValidateEmbedding),
-		"responses":   ValidateResponses,
-		"rerank":      ValidateRerank,
-		"images":      ValidateImageGeneration,
-		"messages":    modelRequired(ValidateMessages),
-		"model only":  ValidateModelOnly,
-	}
+	validators := map[string]func([]byte) (Info, *core.Error){"chat": chatStrict}
+	maps.Copy(validators, bodyValidators)
 	cases := []struct{ body, frag string }{
 		{"", "request body is not valid JSON: the body is empty"},
 		{"  \n", "request body is not valid JSON"},
@@ -556,16 +560,7 @@ func TestNotUTF8(t *testing.T) {
 	})
 	// Every body validator refuses it the same way: those that parse the
 	// whole body, and ValidateMessages, which reads two members.
-	validators := map[string]func([]byte) (Info, *core.Error){
-		"completions": modelRequired(ValidateCompletion),
-		"embeddings":  modelRequired(ValidateEmbedding),
-		"responses":   ValidateResponses,
-		"rerank":      ValidateRerank,
-		"images":      ValidateImageGeneration,
-		"messages":    modelRequired(ValidateMessages),
-		"model only":  ValidateModelOnly,
-	}
-	for name, validate := range validators {
+	for name, validate := range bodyValidators {
 		runCases(t, validate, []tc{
 			fail(name+" value", `{"model":"m","x":"ab`+"\xff"+`"}`, "x", "request body is not valid JSON: x is not valid UTF-8 (byte 0xff at byte offset 20)"),
 			fail(name+" nested", `{"model":"m","messages":[{"role":"user","content":[{"type":"text","text":"`+"\xff"+`"}]}]}`,
