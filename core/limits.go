@@ -36,6 +36,8 @@ type Admission interface {
 	// included; provider and model are those that served it, integration
 	// the managed provider's integration ("" for none), whose pricing
 	// overrides price the cost: the answering target's, which a config
-	// may have chosen.
+	// may have chosen. It is told once for each answer the request was
+	// billed for: the one delivered, and any an output guardrail withheld
+	// (see Withheld), each priced for its own target.
 	Done(usage Usage, provider, integration, model string)
 }

@@ -197,4 +197,26 @@ type Response struct {
 	// tells it the usage (Done), as it tells the request's admission, and
 	// sends its x-ratelimit-* headers when they are the tighter.
 	Admission Admission
+	// Withheld are the answers an output guardrail withheld on the way
+	// to this one (a fallback moved on past them); nil for none. The
+	// server counts their usage too.
+	Withheld []Withheld
+}
+
+// Withheld is an answer a provider produced, and billed, that an
+// afterResponseHook guardrail with deny withheld from the client (446).
+// The usage it reports counts against the request's limits and its
+// target's own as a delivered answer's does, priced for the target that
+// produced it (none for a cached answer, as no provider was called).
+type Withheld struct {
+	// Body is the answer as the guardrails checked it: a whole answer's
+	// body, or, with Stream, its event stream's bytes, held whole. The
+	// server reads its usage as a delivered answer's.
+	Body   []byte
+	Stream bool
+	// Routing is the target that produced the answer.
+	Routing
+	// Admission is the target's share of its own limits, as
+	// Response.Admission; nil when the pipeline admitted none.
+	Admission Admission
 }

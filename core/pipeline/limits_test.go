@@ -2,8 +2,10 @@ package pipeline_test
 
 import (
 	"context"
+	"fmt"
 	"net/http"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 
@@ -136,6 +138,115 @@ func TestTargetLimits(t *testing.T) {
 			}
 			if tc.admission != "" && resp.ProviderID != tc.admission {
 				t.Errorf("the answer's routing names provider id %q, want %q", resp.ProviderID, tc.admission)
+			}
+		})
+	}
+}
+
+// TestWithheldAnswers: an answer an output guardrail with deny withholds
+// (446) was produced, and billed, all the same: the pipeline reports it
+// (the whole answer, or the held stream's bytes), its target and its
+// target's admission, on the refusal and, when a fallback moves on past
+// it, on the answer it ends with, for the server to count its usage; the
+// refusal names the withheld answer it stands for. An answer the
+// guardrails let through is reported as no withheld one.
+func TestWithheldAnswers(t *testing.T) {
+	t.Parallel()
+	// Every answer says "bad words"; its usage tells the targets apart.
+	usage := map[string]string{
+		"Bearer stored-p1": `{"prompt_tokens":3,"completion_tokens":4,"total_tokens":7}`,
+		"Bearer stored-p2": `{"prompt_tokens":5,"completion_tokens":6,"total_tokens":11}`,
+	}
+	whole := func(_ int, w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "application/json")
+		fmt.Fprintf(w, `{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"bad words"}}],"usage":%s}`, usage[r.Header.Get("Authorization")])
+	}
+	stream := func(n int, w http.ResponseWriter, r *http.Request) {
+		sse([]string{
+			`{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"bad words"}}]}`,
+			`{"object":"chat.completion.chunk","choices":[],"usage":` + usage[r.Header.Get("Authorization")] + `}`,
+		}, 0, 0, false)(n, w, r)
+	}
+	const deny = `"output_guardrails":[{"test.word":{"word":"bad"},"deny":true}]`
+	for _, tc := range []struct {
+		name     string
+		config   string
+		stream   bool
+		status   int
+		withheld []string // admission, option path, stream or whole and tokens of each answer reported withheld
+		refused  string   // the one the refusal stands for
+	}{
+		{name: "whole answer withheld", config: `{"provider":"@p1",` + deny + `}`,
+			status: 446, withheld: []string{"p1 config whole 7"}, refused: "p1 config whole 7"},
+		{name: "stream withheld", config: `{"provider":"@p1",` + deny + `}`, stream: true,
+			status: 446, withheld: []string{"p1 config stream 7"}, refused: "p1 config stream 7"},
+		{name: "fallback past a withheld answer", config: `{"strategy":{"mode":"fallback"},"targets":[{"provider":"@p1",` + deny + `},{"provider":"@p2"}]}`,
+			status: 200, withheld: []string{"p1 config.targets[0] whole 7"}},
+		{name: "fallback past a withheld stream", config: `{"strategy":{"mode":"fallback"},"targets":[{"provider":"@p1",` + deny + `},{"provider":"@p2"}]}`, stream: true,
+			status: 200, withheld: []string{"p1 config.targets[0] stream 7"}},
+		{name: "every answer withheld", config: `{"strategy":{"mode":"fallback"},"targets":[{"provider":"@p1",` + deny + `},{"provider":"@p2",` + deny + `}]}`,
+			status: 446, withheld: []string{"p1 config.targets[0] whole 7", "p2 config.targets[1] whole 11"}, refused: "p2 config.targets[1] whole 11"},
+		{name: "a group's guardrail", config: `{"strategy":{"mode":"fallback"},` + deny + `,"targets":[{"provider":"@p2"},{"provider":"@p1"}]}`,
+			status: 446, withheld: []string{"p2 config.targets[0] whole 11"}, refused: "p2 config.targets[0] whole 11"},
+		{name: "answer let through", config: `{"provider":"@p1","output_guardrails":[{"test.word":{"word":"nasty"},"deny":true}]}`,
+			status: 200},
+		{name: "stream let through", config: `{"provider":"@p1","output_guardrails":[{"test.word":{"word":"nasty"},"deny":true}]}`, stream: true,
+			status: 200},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			t.Parallel()
+			s := whole
+			if tc.stream {
+				s = stream
+			}
+			a := newUpstream(t, s)
+			e := newEnv(t, func(o *pipeline.Options) { o.Managed, o.Limiter = idManaged{a.URL()}, &targetLimiter{} })
+			req := chat("hi")
+			if tc.stream {
+				req = streamChat("hi")
+			}
+			req.RoutedByConfig = true
+			resp, err := e.pipe.DoRoute(context.Background(), req, route(t, tc.config))
+			var withheld []core.Withheld
+			var refused *core.Withheld
+			if tc.status == 200 {
+				if err != nil || resp.Status != 200 {
+					t.Fatalf("got %+v %v, want 200", resp, err)
+				}
+				if resp.Stream != nil {
+					resp.Stream.Close()
+				}
+				withheld = resp.Withheld
+			} else {
+				var re *pipeline.RouteError
+				if resp != nil || !asRouteError(err, &re) || re.Err.Status != tc.status {
+					t.Fatalf("got %+v %v, want %d", resp, err, tc.status)
+				}
+				withheld, refused = re.Withheld, re.Refused
+			}
+			// An answer as reported: its target, and the usage its bytes hold.
+			describe := func(w *core.Withheld) string {
+				adm, _ := w.Admission.(targetAdmission)
+				kind, tokens := "whole", "?"
+				if w.Stream {
+					kind = "stream"
+				}
+				for _, n := range []string{"7", "11"} {
+					if strings.Contains(string(w.Body), `"total_tokens":`+n+`}`) {
+						tokens = n
+					}
+				}
+				return fmt.Sprintf("%s %s %s %s", adm, w.OptionPath, kind, tokens)
+			}
+			var got []string
+			for i := range withheld {
+				got = append(got, describe(&withheld[i]))
+			}
+			if !slices.Equal(got, tc.withheld) {
+				t.Errorf("withheld %q, want %q", got, tc.withheld)
+			}
+			if refused != nil && (len(withheld) == 0 || refused != &withheld[len(withheld)-1] || describe(refused) != tc.refused) || refused == nil && tc.refused != "" {
+				t.Errorf("the refusal stands for %+v, want %q", refused, tc.refused)
 			}
 		})
 	}

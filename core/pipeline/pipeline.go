@@ -148,10 +148,14 @@ func (p *Pipeline) DoRoute(ctx context.Context, req *core.Request, root *config.
 	}
 	res.at.Fallbacks = w.passedOver
 	if res.err != nil {
-		return nil, &RouteError{Err: res.err, Routing: res.at, HookResults: results}
+		re := &RouteError{Err: res.err, Routing: res.at, HookResults: results, Withheld: w.withheld}
+		if res.withheld > 0 {
+			re.Refused = &w.withheld[res.withheld-1]
+		}
+		return nil, re
 	}
 	resp := res.resp
-	resp.Routing = res.at
+	resp.Routing, resp.Withheld = res.at, w.withheld
 	if results != nil {
 		resp.HookResults = results
 		if w.softFail && resp.Status >= 200 && resp.Status < 300 {
@@ -184,6 +188,12 @@ type RouteError struct {
 	// error of the config's strategy, every circuit breaker open).
 	core.Routing
 	HookResults *HookResults // nil when no hook ran
+	// Withheld are the answers output guardrails withheld on the way (see
+	// core.Response.Withheld), the one this error refuses included;
+	// Refused is that one, when it refuses an answer (446), whose usage
+	// the log record carries.
+	Withheld []core.Withheld
+	Refused  *core.Withheld
 }
 
 func (e *RouteError) Error() string { return e.Err.Error() }

@@ -30,6 +30,10 @@ type walk struct {
 	// another target (core.Response.Fallbacks).
 	passedOver int
 
+	// withheld are the answers output guardrails withheld so far, whose
+	// usage the server counts (core.Withheld).
+	withheld []core.Withheld
+
 	// in is what strategies plan with, made on the walk's first group.
 	in routing.Input
 
@@ -60,6 +64,9 @@ type result struct {
 	// failed call, so a fallback's on_status_codes decide whether it moves
 	// on, as for a provider's own 429.
 	refused bool
+	// withheld, when an output guardrail denied the answer (err is its
+	// 446), is 1 + its index in walk.withheld.
+	withheld int
 }
 
 func (r result) status() int {
@@ -89,9 +96,10 @@ func (r result) release() {
 // node routes to n between its own hooks: the beforeRequestHook ones first
 // (a denial answers 446 without going further; a transform replaces the
 // request body), then the target, then on a 2xx answer the
-// afterResponseHook ones (a denial withholds the answer with 446). A
-// stream is held whole for them (holdStream) and then handed on as it
-// came, or with a transform's text in place of its own (retextStream).
+// afterResponseHook ones (a denial withholds the answer with 446, and
+// notes it for its usage to be counted: see withhold). A stream is held whole for them
+// (holdStream) and then handed on as it came, or with a transform's text
+// in place of its own (retextStream).
 func (w *walk) node(ctx context.Context, n *config.Node) result {
 	if len(n.Before) > 0 {
 		out := w.p.hooks.Run(ctx, hooks.BeforeRequest, n.Before, w.req, nil)
@@ -119,8 +127,9 @@ func (w *walk) node(ctx context.Context, n *config.Node) result {
 		w.after = append(w.after, out.Hooks...)
 		w.softFail = w.softFail || (out.Failed && !out.Denied)
 		if out.Denied {
+			w.withhold(res, held)
 			res.release()
-			return result{at: res.at, err: denied(hooks.AfterResponse, n.Path)}
+			return result{at: res.at, err: denied(hooks.AfterResponse, n.Path), withheld: len(w.withheld)}
 		}
 		switch {
 		case out.Body == nil:
@@ -134,6 +143,19 @@ func (w *walk) node(ctx context.Context, n *config.Node) result {
 		}
 	}
 	return res
+}
+
+// withhold notes res's answer, which an output guardrail withheld: the
+// provider produced it and bills it, so the server counts the usage it
+// reports against the request's limits and the target's own
+// (core.Withheld). held is the answer's stream, held whole, when it was
+// one.
+func (w *walk) withhold(res result, held []byte) {
+	body, stream := res.resp.Body, res.resp.Stream != nil
+	if stream {
+		body = held
+	}
+	w.withheld = append(w.withheld, core.Withheld{Body: body, Stream: stream, Routing: res.at, Admission: res.resp.Admission})
 }
 
 // route routes to n itself: a leaf is called; a group asks its strategy

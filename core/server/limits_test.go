@@ -500,3 +500,82 @@ func TestLimiterTargetCacheHit(t *testing.T) {
 		t.Fatalf("AdmitTarget asked about %q; Done got %+v, want the miss's 12 tokens then nothing for the hit", lim.targets, usages)
 	}
 }
+
+// TestLimiterWithheldAnswers: an answer an output guardrail with deny
+// withholds (446) was billed all the same: its usage, a whole answer's or
+// a held stream's, is counted against the request's limits and its
+// target's own, and its log record carries its tokens. A fallback past a
+// withheld answer counts both answers, each on its own target; an answer
+// let through is counted once.
+func TestLimiterWithheldAnswers(t *testing.T) {
+	whole := func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "application/json")
+		w.Write([]byte(`{"id":"x","object":"chat.completion","choices":[{"index":0,"message":{"role":"assistant","content":"bad words"}}],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}`))
+	}
+	stream := func(w http.ResponseWriter) {
+		w.Header().Set("Content-Type", "text/event-stream")
+		writeSSE(w, `{"id":"x","object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"bad words"}}]}`)
+		writeSSE(w, `{"id":"x","object":"chat.completion.chunk","choices":[],"usage":{"prompt_tokens":7,"completion_tokens":5,"total_tokens":12}}`)
+		writeSSE(w, `[DONE]`)
+	}
+	const streamBody = `{"model":"gpt-4o-mini","stream":true,"messages":[{"role":"user","content":"hi"}]}`
+	const deny = `"output_guardrails":[{"servertest.fail":{},"deny":true}]`
+	const pass = `"output_guardrails":[{"servertest.pass":{},"deny":true}]`
+	for _, tc := range []struct {
+		name            string
+		answer          func(w http.ResponseWriter)
+		body, config    string
+		noRequestLimits bool
+		status          int
+		doneBy          []string // every Done is told the answer's 12 tokens
+		providerID      string   // the log record's
+	}{
+		{name: "whole answer withheld", answer: whole, body: chatBody, config: `{"provider":"@oa",` + deny + `}`,
+			status: 446, doneBy: []string{"request", "prov-1"}, providerID: "prov-1"},
+		{name: "stream withheld", answer: stream, body: streamBody, config: `{"provider":"@oa",` + deny + `}`,
+			status: 446, doneBy: []string{"request", "prov-1"}, providerID: "prov-1"},
+		{name: "withheld, no request limits", answer: whole, body: chatBody, config: `{"virtual_key":"vk-openai",` + deny + `}`, noRequestLimits: true,
+			status: 446, doneBy: []string{"vk-1"}, providerID: "vk-1"},
+		{name: "fallback past a withheld answer", answer: whole, body: chatBody,
+			config: `{"strategy":{"mode":"fallback"},"targets":[{"provider":"@oa",` + deny + `},{"virtual_key":"vk-openai"}]}`,
+			status: 200, doneBy: []string{"request", "prov-1", "request", "vk-1"}, providerID: "vk-1"},
+		{name: "fallback past a withheld stream", answer: stream, body: streamBody,
+			config: `{"strategy":{"mode":"fallback"},"targets":[{"provider":"@oa",` + deny + `},{"virtual_key":"vk-openai"}]}`,
+			status: 200, doneBy: []string{"request", "prov-1", "request", "vk-1"}, providerID: "vk-1"},
+		{name: "every answer withheld", answer: whole, body: chatBody,
+			config: `{"strategy":{"mode":"fallback"},"targets":[{"provider":"@oa",` + deny + `},{"virtual_key":"vk-openai",` + deny + `}]}`,
+			status: 446, doneBy: []string{"request", "prov-1", "request", "vk-1"}, providerID: "vk-1"},
+		{name: "answer let through", answer: whole, body: chatBody, config: `{"provider":"@oa",` + pass + `}`,
+			status: 200, doneBy: []string{"request", "prov-1"}, providerID: "prov-1"},
+		{name: "stream let through", answer: stream, body: streamBody, config: `{"provider":"@oa",` + pass + `}`,
+			status: 200, doneBy: []string{"request", "prov-1"}, providerID: "prov-1"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			lim := &fakeLimiter{allow: 10, noRequestLimits: tc.noRequestLimits}
+			m := &idManaged{}
+			g := newGateway(t, http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) { tc.answer(w) }),
+				func(c *gatewayConfig) { c.limiter, c.managed = lim, m })
+			m.url = g.host
+			r := g.do(t, http.MethodPost, "/v1/chat/completions", []byte(tc.body),
+				"x-gateway-provider", "", "x-gateway-custom-host", "", "x-gateway-config", tc.config)
+			if r.status != tc.status {
+				t.Fatalf("%d %s", r.status, r.body)
+			}
+			rec := g.logs.one(t, r.trace()) // the answer has ended
+			if rec.Status != tc.status || rec.ProviderID != tc.providerID || rec.Usage != (core.Usage{PromptTokens: 7, CompletionTokens: 5, TotalTokens: 12}) {
+				t.Errorf("log record status %d provider id %q usage %+v, want %d of %q with the answer's 12 tokens", rec.Status, rec.ProviderID, rec.Usage, tc.status, tc.providerID)
+			}
+			usages, models := lim.dones()
+			lim.mu.Lock()
+			defer lim.mu.Unlock()
+			if !slices.Equal(lim.doneBy, tc.doneBy) {
+				t.Fatalf("Done went to %q, want %q", lim.doneBy, tc.doneBy)
+			}
+			for i, u := range usages {
+				if u.TotalTokens != 12 || models[i] != "openai/gpt-4o-mini" {
+					t.Errorf("Done of %s got %+v for %s, want the answer's 12 tokens for openai/gpt-4o-mini", lim.doneBy[i], u, models[i])
+				}
+			}
+		})
+	}
+}

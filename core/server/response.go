@@ -116,18 +116,7 @@ func (s *Server) streamPanic(req *core.Request, attrs ...any) func(p any) *core.
 // answer (no provider was called, so nothing was spent), and its log
 // record, with the usage the answer carried, is queued.
 func (s *Server) settle(req *core.Request, resp *core.Response, adm core.Admission, usage core.Usage, err error) {
-	if adm != nil || resp.Admission != nil {
-		spent := usage
-		if core.CacheStatus(resp.CacheStatus).Hit() {
-			spent = core.Usage{}
-		}
-		model := answeredModel(req, &resp.Routing)
-		for _, a := range [...]core.Admission{adm, resp.Admission} {
-			if a != nil {
-				a.Done(spent, resp.Provider, resp.IntegrationID, model)
-			}
-		}
-	}
+	spend(req, &resp.Routing, usage, adm, resp.Admission)
 	s.record(req, resp, resp.Status, usage, err)
 }
 

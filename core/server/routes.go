@@ -224,11 +224,13 @@ func (s *Server) run(c *fiber.Ctx, req *core.Request, err *core.Error, check bod
 	resp, derr := s.pipeline.DoRoute(context.Background(), req, rt.node)
 	if derr != nil {
 		ce := asCoreError(derr)
-		s.record(req, nil, ce.Status, core.Usage{}, derr)
 		var re *pipeline.RouteError
 		if !errors.As(derr, &re) {
+			s.record(req, nil, ce.Status, core.Usage{}, derr)
 			return ce
 		}
+		// The 446 of a withheld answer is logged with its usage.
+		s.record(req, nil, ce.Status, countWithheld(req, adm, re.Withheld, re.Refused), derr)
 		if re.OptionPath != "" {
 			setRoutingHeaders(&c.Response().Header, &re.Routing)
 		}
@@ -239,6 +241,10 @@ func (s *Server) run(c *fiber.Ctx, req *core.Request, err *core.Error, check bod
 			return nil
 		}
 		return ce
+	}
+	if resp.Withheld != nil {
+		countWithheld(req, adm, resp.Withheld, nil)
+		resp.Withheld = nil // their bytes are not kept while the answer is written
 	}
 	return s.writeResponse(c, req, resp, adm)
 }
