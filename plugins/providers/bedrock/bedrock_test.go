@@ -1,7 +1,6 @@
 package bedrock
 
 import (
-	"bytes"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -17,6 +16,7 @@ import (
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/awsauth/awsauthtest"
+	"github.com/llm-gateway/gateway/core/awsstream"
 )
 
 // jsonEqual reports whether two JSON documents hold the same value.
@@ -324,7 +324,7 @@ func encodeFrame(payload string, headers ...header) []byte {
 		h = binary.BigEndian.AppendUint16(h, uint16(len(hd.value)))
 		h = append(h, hd.value...)
 	}
-	total := preludeLen + len(h) + len(payload) + crcLen
+	total := awsstream.PreludeLen + len(h) + len(payload) + awsstream.CRCLen
 	b := binary.BigEndian.AppendUint32(nil, uint32(total))
 	b = binary.BigEndian.AppendUint32(b, uint32(len(h)))
 	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
@@ -335,80 +335,6 @@ func encodeFrame(payload string, headers ...header) []byte {
 // event is an event frame of type typ.
 func event(typ, payload string) []byte {
 	return encodeFrame(payload, header{":event-type", typ}, header{":content-type", "application/json"}, header{":message-type", "event"})
-}
-
-// TestFrameReader: frames decode with their headers and payload (headers
-// of other types skipped); a bad CRC, a truncated frame and a bad length
-// are errors; a clean end is io.EOF.
-func TestFrameReader(t *testing.T) {
-	good := event("messageStart", `{"role":"assistant"}`)
-	// A frame with a non-string header (type 4, int32) before the strings.
-	var mixed []byte
-	{
-		h := []byte{3}
-		h = append(h, "ver"...)
-		h = append(h, 4, 0, 0, 0, 1)
-		f := encodeFrame(`{}`, header{":event-type", "metadata"}, header{":message-type", "event"})
-		// Splice the int header in front of the others: rebuild the frame.
-		hdrLen := binary.BigEndian.Uint32(f[4:8])
-		strHeaders := f[preludeLen : preludeLen+hdrLen]
-		all := append(append([]byte{}, h...), strHeaders...)
-		total := preludeLen + len(all) + 2 + crcLen
-		mixed = binary.BigEndian.AppendUint32(nil, uint32(total))
-		mixed = binary.BigEndian.AppendUint32(mixed, uint32(len(all)))
-		mixed = binary.BigEndian.AppendUint32(mixed, crc32.ChecksumIEEE(mixed))
-		mixed = append(append(mixed, all...), "{}"...)
-		mixed = binary.BigEndian.AppendUint32(mixed, crc32.ChecksumIEEE(mixed))
-	}
-	badPrelude := append([]byte{}, good...)
-	badPrelude[8] ^= 1
-	badMessage := append([]byte{}, good...)
-	badMessage[len(badMessage)-6] ^= 1 // a payload byte
-	tooLong := append([]byte{}, good...)
-	binary.BigEndian.PutUint32(tooLong[0:4], maxFrame+1)
-	binary.BigEndian.PutUint32(tooLong[8:12], crc32.ChecksumIEEE(tooLong[:8]))
-	for _, tc := range []struct {
-		name   string
-		stream []byte
-		events []string // event types read before the end
-		err    string   // "" for a clean io.EOF
-	}{
-		{"two frames", append(append([]byte{}, good...), mixed...), []string{"messageStart", "metadata"}, ""},
-		{"empty", nil, nil, ""},
-		{"bad prelude CRC", badPrelude, nil, "prelude CRC"},
-		{"bad message CRC", badMessage, nil, "message CRC"},
-		{"truncated in the prelude", good[:5], nil, "inside a frame"},
-		{"truncated in the payload", append(append([]byte{}, good...), good[:len(good)-1]...), []string{"messageStart"}, "inside a frame"},
-		{"too long", tooLong, nil, "bytes"},
-	} {
-		t.Run(tc.name, func(t *testing.T) {
-			d := frameReader{r: bytes.NewReader(tc.stream)}
-			var got []string
-			for {
-				f, err := d.next()
-				if err == io.EOF && tc.err == "" {
-					break
-				}
-				if err != nil {
-					if tc.err == "" || !strings.Contains(err.Error(), tc.err) {
-						t.Fatalf("error %v, want %q", err, tc.err)
-					}
-					break
-				}
-				if f.MessageType != "event" {
-					t.Fatalf("message type %q", f.MessageType)
-				}
-				got = append(got, f.EventType)
-			}
-			if !reflect.DeepEqual(got, tc.events) {
-				t.Fatalf("events %v, want %v", got, tc.events)
-			}
-		})
-	}
-	f, err := (&frameReader{r: bytes.NewReader(good)}).next()
-	if err != nil || string(f.Payload) != `{"role":"assistant"}` {
-		t.Fatalf("%v %q", err, f.Payload)
-	}
 }
 
 func TestTranslateEmbed(t *testing.T) {

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/awsstream"
 	"github.com/llm-gateway/gateway/plugins/providers/anthropic"
 	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
 )
@@ -124,8 +125,8 @@ func translateCountTokensAnswer(_ *core.Request, resp *core.Response) ([]byte, e
 // error event.
 type messagesStream struct {
 	chat.Stream
-	frames  frameReader // reads Src
-	stopped bool        // message_stop or error was handed on
+	frames  awsstream.Reader // reads Src
+	stopped bool             // message_stop or error was handed on
 
 	chunk struct {
 		Bytes b64 `json:"bytes"`
@@ -140,7 +141,7 @@ func (s *messagesStream) Read(p []byte) (int, error) { return s.ReadWith(p, s.fi
 
 // fill reads and translates the next frame.
 func (s *messagesStream) fill() {
-	f, err := s.frames.next()
+	f, err := s.frames.Next()
 	switch {
 	case err == io.EOF && s.stopped:
 		s.Err = io.EOF
@@ -157,11 +158,11 @@ func (s *messagesStream) fill() {
 
 // translate appends to Out the server-sent event of a chunk frame; other
 // event frames are dropped.
-func (s *messagesStream) translate(f *frame) error {
-	if err := f.failure(); err != nil {
+func (s *messagesStream) translate(f *awsstream.Frame) error {
+	if err := failure(f); err != nil {
 		return err
 	}
-	if f.EventType != "chunk" {
+	if string(f.EventType) != "chunk" {
 		return nil
 	}
 	s.chunk.Bytes = s.chunk.Bytes[:0]
@@ -198,6 +199,20 @@ func (b *b64) UnmarshalJSON(v []byte) error {
 	out, err := base64.StdEncoding.AppendDecode((*b)[:0], v[1:len(v)-1])
 	*b = out
 	return err
+}
+
+// knownTypes are the types of the Anthropic events chunks carry.
+var knownTypes = [...]string{"content_block_delta", "message_start", "content_block_start", "content_block_stop",
+	"message_delta", "message_stop", "ping", "error"}
+
+// known is v as a string, without allocating when it is one of knownTypes.
+func known(v []byte) string {
+	for _, k := range knownTypes {
+		if string(v) == k {
+			return k
+		}
+	}
+	return string(v)
 }
 
 // eventName is a JSON string read without allocating when it is one of

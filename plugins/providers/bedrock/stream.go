@@ -6,6 +6,7 @@ import (
 	"io"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/awsstream"
 	"github.com/llm-gateway/gateway/plugins/providers/internal/chat"
 )
 
@@ -19,10 +20,10 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 	var s io.ReadCloser
 	switch req.Endpoint {
 	case core.EndpointChatComplete:
-		s = &chunkStream{Stream: chat.Stream{Src: resp.Stream}, frames: frameReader{r: resp.Stream}, includeUsage: chat.IncludeUsage(req),
+		s = &chunkStream{Stream: chat.Stream{Src: resp.Stream}, frames: awsstream.Reader{R: resp.Stream}, includeUsage: chat.IncludeUsage(req),
 			blocks: !req.StrictCompliance, chunks: chat.Chunks{ID: completionID(resp), Model: req.Model, Created: p.now().Unix()}}
 	case core.EndpointMessages:
-		s = &messagesStream{Stream: chat.Stream{Src: resp.Stream}, frames: frameReader{r: resp.Stream}}
+		s = &messagesStream{Stream: chat.Stream{Src: resp.Stream}, frames: awsstream.Reader{R: resp.Stream}}
 	default:
 		return
 	}
@@ -62,7 +63,7 @@ func (p *Provider) TranslateStream(req *core.Request, resp *core.Response) {
 //     frame whose CRC does not match fails the same way.
 type chunkStream struct {
 	chat.Stream
-	frames       frameReader // reads Src
+	frames       awsstream.Reader // reads Src
 	includeUsage bool
 	blocks       bool // reasoning deltas are handed on as content_blocks
 	chunks       chat.Chunks
@@ -78,7 +79,7 @@ func (s *chunkStream) Read(p []byte) (int, error) { return s.ReadWith(p, s.fill)
 
 // fill reads and translates the next frame.
 func (s *chunkStream) fill() {
-	f, err := s.frames.next()
+	f, err := s.frames.Next()
 	switch {
 	case err == io.EOF && s.stopped:
 		s.finish()
@@ -126,8 +127,8 @@ func (e *StreamError) Error() string { return "Bedrock sent an error: " + e.Type
 
 // failure is the error of an exception or error frame (a StreamError) or
 // of a frame of another message type; nil for an event frame.
-func (f *frame) failure() error {
-	switch f.MessageType {
+func failure(f *awsstream.Frame) error {
+	switch string(f.MessageType) {
 	case "event":
 		return nil
 	case "exception":
@@ -135,17 +136,17 @@ func (f *frame) failure() error {
 			Message string `json:"message"`
 		}
 		_ = json.Unmarshal(f.Payload, &e) // a payload of another shape leaves the message out
-		return &StreamError{Type: f.ExceptionType, Message: e.Message}
+		return &StreamError{Type: string(f.ExceptionType), Message: e.Message}
 	case "error":
-		return &StreamError{Type: f.ErrorCode, Message: f.ErrorMessage}
+		return &StreamError{Type: string(f.ErrorCode), Message: string(f.ErrorMessage)}
 	}
 	return fmt.Errorf("Bedrock's stream sent a frame of message type %q", f.MessageType)
 }
 
 // translate appends to Out the chunks of one frame; io.EOF ends the
 // stream cleanly (metadata after messageStop).
-func (s *chunkStream) translate(f *frame) error {
-	if err := f.failure(); err != nil {
+func (s *chunkStream) translate(f *awsstream.Frame) error {
+	if err := failure(f); err != nil {
 		return err
 	}
 	ev := &s.ev
@@ -153,7 +154,7 @@ func (s *chunkStream) translate(f *frame) error {
 	if err := json.Unmarshal(f.Payload, ev); err != nil {
 		return fmt.Errorf("an event of Bedrock's stream is not JSON: %w", err)
 	}
-	switch f.EventType {
+	switch string(f.EventType) {
 	case "messageStart":
 		s.chunk(chat.RoleDelta, "", false)
 	case "contentBlockStart":

@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/awsstream"
 )
 
 // converseFrames is a ConverseStream answer: text, then a tool call.
@@ -103,7 +104,7 @@ func TestTranslateStreamFails(t *testing.T) {
 		}},
 		{"end before messageStop", start, func(err error) bool { return errors.Is(err, io.ErrUnexpectedEOF) }},
 		{"bad CRC", append(append([]byte{}, start...), broken...), func(err error) bool { return strings.Contains(err.Error(), "CRC") }},
-		{"truncated", append(append([]byte{}, start...), broken[:20]...), func(err error) bool { return errors.Is(err, errTruncated) }},
+		{"truncated", append(append([]byte{}, start...), broken[:20]...), func(err error) bool { return errors.Is(err, awsstream.ErrTruncated) }},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, s := translated(t, `{}`, bytes.NewReader(tc.stream))
