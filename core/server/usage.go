@@ -11,33 +11,65 @@ import (
 )
 
 // Usage comes in the shapes of OpenAI chat and completions (prompt /
-// completion tokens) and of the Responses and Anthropic APIs (input /
-// output tokens); both are read.
-var usageKey = []byte(`"usage"`)
+// completion tokens), of the Responses and Anthropic APIs (input / output
+// tokens), of Gemini (usageMetadata's token counts) and of Bedrock
+// (Converse's inputTokens / outputTokens, InvokeModel streams'
+// amazon-bedrock-invocationMetrics); all are read. usageKey starts every
+// key that holds usage in a server-sent event (usageMetadata too).
+var usageKey = []byte(`"usage`)
+
+// The top-level members of a JSON document that addUsage reads, in the
+// order it applies them.
+const (
+	memberUsage             = iota // "usage"
+	memberMessage                  // "message": its "usage" (Anthropic's message_start event)
+	memberResponse                 // "response": its "usage" (the Responses API's events)
+	memberUsageMetadata            // "usageMetadata" (Gemini)
+	memberInvocationMetrics        // "amazon-bedrock-invocationMetrics" (the last event of a Bedrock InvokeModel stream)
+	usageMembers
+)
+
+// usageMember is which of the members addUsage reads the key of a
+// top-level member is (as written: escapes are not decoded); -1 for none.
+func usageMember(key []byte) int {
+	switch string(key) {
+	case "usage":
+		return memberUsage
+	case "message":
+		return memberMessage
+	case "response":
+		return memberResponse
+	case "usageMetadata":
+		return memberUsageMetadata
+	case "amazon-bedrock-invocationMetrics":
+		return memberInvocationMetrics
+	}
+	return -1
+}
 
 // addUsage updates u from a JSON document's usage: its top-level "usage"
-// object, then that of its top-level "message" (Anthropic's message_start
-// event) and "response" (the Responses API's events). The document is only
-// scanned, not decoded: skipping the answer's text costs a fraction of
-// decoding it, and a "usage" key anywhere else is not taken.
+// object, then that of its top-level "message" and "response", then its
+// top-level "usageMetadata" and "amazon-bedrock-invocationMetrics" (see
+// usageMember). The document is only scanned, not decoded: skipping the
+// answer's text costs a fraction of decoding it, and a "usage" key
+// anywhere else is not taken.
 func addUsage(doc []byte, u *core.Usage) {
-	var top, message, response []byte
+	var objs [usageMembers][]byte
 	i := skipSpace(doc, 0)
 	if i >= len(doc) || doc[i] != '{' {
 		return
 	}
 	// A repeated key's last value counts, as in decoders.
 	for m := (members{b: doc, i: i + 1}); m.next(); {
-		switch string(m.key) {
-		case "usage":
-			top = object(m.val)
-		case "message":
-			message = memberObject(m.val, "usage")
-		case "response":
-			response = memberObject(m.val, "usage")
+		switch k := usageMember(m.key); k {
+		case -1:
+		case memberMessage, memberResponse:
+			objs[k] = memberObject(m.val, "usage")
+		default:
+			objs[k] = object(m.val)
 		}
 	}
-	for _, obj := range [...][]byte{top, message, response} {
+	for _, obj := range objs {
 		if obj != nil {
 			addCounters(obj, u)
 		}
@@ -47,31 +79,89 @@ func addUsage(doc []byte, u *core.Usage) {
 	}
 }
 
-// addCounters sets the counters a usage object has and that are positive.
+// What a usage counter counts toward.
+const (
+	toPrompt = iota
+	toCompletion
+	toTotal
+)
+
+// usageCounter is the slot of a usage object's counter key among the
+// usageCounters that addCounters reads, and what it counts toward; slot
+// -1 when key is no counter. The prompt counts the prompt cache's reads
+// and writes, as OpenAI's prompt_tokens does: Anthropic's and Bedrock's
+// input counts leave them out, so they are added (Gemini's
+// promptTokenCount holds its cached content already). Gemini's thoughts
+// are the completion's, as its translation counts them.
+func usageCounter(key []byte) (slot, to int) {
+	switch string(key) {
+	case "prompt_tokens": // OpenAI
+		return 0, toPrompt
+	case "input_tokens": // the Responses API, Anthropic
+		return 1, toPrompt
+	case "cache_read_input_tokens": // Anthropic
+		return 2, toPrompt
+	case "cache_creation_input_tokens":
+		return 3, toPrompt
+	case "promptTokenCount": // Gemini
+		return 4, toPrompt
+	case "inputTokens": // Bedrock's Converse
+		return 5, toPrompt
+	case "cacheReadInputTokens":
+		return 6, toPrompt
+	case "cacheWriteInputTokens":
+		return 7, toPrompt
+	case "inputTokenCount": // Bedrock's invocation metrics
+		return 8, toPrompt
+	case "cacheReadInputTokenCount":
+		return 9, toPrompt
+	case "cacheWriteInputTokenCount":
+		return 10, toPrompt
+	case "completion_tokens":
+		return 11, toCompletion
+	case "output_tokens":
+		return 12, toCompletion
+	case "candidatesTokenCount":
+		return 13, toCompletion
+	case "thoughtsTokenCount":
+		return 14, toCompletion
+	case "outputTokens":
+		return 15, toCompletion
+	case "outputTokenCount":
+		return 16, toCompletion
+	case "total_tokens":
+		return 17, toTotal
+	case "totalTokenCount":
+		return 18, toTotal
+	case "totalTokens":
+		return 19, toTotal
+	}
+	return -1, 0
+}
+
+// usageCounters is the number of usageCounter's slots.
+const usageCounters = 20
+
+// addCounters sets the sums of a usage object's counters (see
+// usageCounter) that are positive. A repeated key's last value counts.
 func addCounters(obj []byte, u *core.Usage) {
-	var prompt, input, completion, output, total int
+	var counts [usageCounters]int
+	var sums [3]int
 	for m := (members{b: obj, i: 1}); m.next(); {
-		switch string(m.key) {
-		case "prompt_tokens":
-			prompt = count(m.val)
-		case "input_tokens":
-			input = count(m.val)
-		case "completion_tokens":
-			completion = count(m.val)
-		case "output_tokens":
-			output = count(m.val)
-		case "total_tokens":
-			total = count(m.val)
+		if slot, to := usageCounter(m.key); slot >= 0 {
+			n := count(m.val)
+			sums[to] += n - counts[slot]
+			counts[slot] = n
 		}
 	}
-	if prompt+input > 0 {
-		u.PromptTokens = prompt + input
+	if sums[toPrompt] > 0 {
+		u.PromptTokens = sums[toPrompt]
 	}
-	if completion+output > 0 {
-		u.CompletionTokens = completion + output
+	if sums[toCompletion] > 0 {
+		u.CompletionTokens = sums[toCompletion]
 	}
-	if total > 0 {
-		u.TotalTokens = total
+	if sums[toTotal] > 0 {
+		u.TotalTokens = sums[toTotal]
 	}
 }
 

@@ -64,6 +64,19 @@ func TestParseUsageShapes(t *testing.T) {
 		{"repeated key: the last counts", `{"usage":{"prompt_tokens":1},"usage":null}`, core.Usage{}},
 		{"not a number", `{"usage":{"prompt_tokens":"5","completion_tokens":-3}}`, core.Usage{}},
 		{"total larger than the sum", `{"usage":{"prompt_tokens":1,"completion_tokens":1,"total_tokens":10}}`, core.Usage{PromptTokens: 1, CompletionTokens: 1, TotalTokens: 10}},
+		{"repeated counter: the last counts", `{"usage":{"prompt_tokens":5,"completion_tokens":1,"prompt_tokens":2}}`, core.Usage{PromptTokens: 2, CompletionTokens: 1, TotalTokens: 3}},
+		{"anthropic prompt cache", `{"usage":{"input_tokens":7,"cache_creation_input_tokens":100,"cache_read_input_tokens":20,"output_tokens":2}}`,
+			core.Usage{PromptTokens: 127, CompletionTokens: 2, TotalTokens: 129}},
+		{"gemini", `{"candidates":[{"content":{"parts":[{"text":"\"usageMetadata\":{}"}]}}],"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"thoughtsTokenCount":3,"cachedContentTokenCount":4,"totalTokenCount":18},"modelVersion":"gemini-2.0-flash"}`,
+			core.Usage{PromptTokens: 10, CompletionTokens: 8, TotalTokens: 18}},
+		{"gemini, tool-use prompt in the total", `{"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"toolUsePromptTokenCount":7,"totalTokenCount":22}}`,
+			core.Usage{PromptTokens: 10, CompletionTokens: 5, TotalTokens: 22}},
+		{"gemini, the prompt only", `{"usageMetadata":{"promptTokenCount":10,"totalTokenCount":10}}`, core.Usage{PromptTokens: 10, TotalTokens: 10}},
+		{"bedrock converse", `{"output":{},"usage":{"inputTokens":6,"cacheReadInputTokens":4,"cacheWriteInputTokens":1,"outputTokens":2,"totalTokens":13},"metrics":{"latencyMs":5}}`,
+			core.Usage{PromptTokens: 11, CompletionTokens: 2, TotalTokens: 13}},
+		{"bedrock invocation metrics", `{"type":"message_stop","amazon-bedrock-invocationMetrics":{"inputTokenCount":3,"outputTokenCount":2,"invocationLatency":500,"firstByteLatency":100}}`,
+			core.Usage{PromptTokens: 3, CompletionTokens: 2, TotalTokens: 5}},
+		{"gemini's key nested elsewhere", `{"candidates":[{"usageMetadata":{"totalTokenCount":9}}]}`, core.Usage{}},
 		{"array document", `[{"usage":{"prompt_tokens":1}}]`, core.Usage{}},
 		{"unclosed string", `{"usage":{"prompt_tokens":1},"x":"abc`, core.Usage{PromptTokens: 1, TotalTokens: 1}},
 		{"empty", ``, core.Usage{}},
@@ -91,18 +104,26 @@ func referenceUsage(doc []byte) core.Usage {
 		}
 		return m["usage"]
 	}
-	for _, raw := range []json.RawMessage{top["usage"], inner(top["message"]), inner(top["response"])} {
+	for _, raw := range []json.RawMessage{top["usage"], inner(top["message"]), inner(top["response"]), top["usageMetadata"], top["amazon-bedrock-invocationMetrics"]} {
 		var m map[string]json.RawMessage
 		if len(raw) == 0 || raw[0] != '{' || json.Unmarshal(raw, &m) != nil {
 			continue
 		}
-		if p := count(m["prompt_tokens"]) + count(m["input_tokens"]); p > 0 {
+		sum := func(keys ...string) int {
+			n := 0
+			for _, k := range keys {
+				n += count(m[k])
+			}
+			return n
+		}
+		if p := sum("prompt_tokens", "input_tokens", "cache_read_input_tokens", "cache_creation_input_tokens", "promptTokenCount",
+			"inputTokens", "cacheReadInputTokens", "cacheWriteInputTokens", "inputTokenCount", "cacheReadInputTokenCount", "cacheWriteInputTokenCount"); p > 0 {
 			u.PromptTokens = p
 		}
-		if c := count(m["completion_tokens"]) + count(m["output_tokens"]); c > 0 {
+		if c := sum("completion_tokens", "output_tokens", "candidatesTokenCount", "thoughtsTokenCount", "outputTokens", "outputTokenCount"); c > 0 {
 			u.CompletionTokens = c
 		}
-		if t := count(m["total_tokens"]); t > 0 {
+		if t := sum("total_tokens", "totalTokenCount", "totalTokens"); t > 0 {
 			u.TotalTokens = t
 		}
 	}
@@ -119,6 +140,9 @@ func FuzzParseUsage(f *testing.F) {
 	f.Add([]byte(`{"id":"x","usage":{"prompt_tokens":3,"completion_tokens":5,"total_tokens":8}}`))
 	f.Add([]byte(`{"message":{"usage":{"input_tokens":12}},"usage":{"output_tokens":30}}`))
 	f.Add([]byte(`{"a":["\"usage\"",{"usage":{"prompt_tokens":1}}],"response":{"usage":{"input_tokens":2}}}`))
+	f.Add([]byte(`{"usageMetadata":{"promptTokenCount":10,"candidatesTokenCount":5,"thoughtsTokenCount":3,"totalTokenCount":18}}`))
+	f.Add([]byte(`{"usage":{"inputTokens":6,"cacheReadInputTokens":4,"outputTokens":2},"amazon-bedrock-invocationMetrics":{"inputTokenCount":3}}`))
+	f.Add([]byte(`{"usage":{"input_tokens":1,"cache_read_input_tokens":2,"input_tokens":3,"cache_creation_input_tokens":4}}`))
 	f.Fuzz(func(t *testing.T, doc []byte) {
 		got := parseUsage(doc)
 		if !json.Valid(doc) || bytes.Contains(doc, []byte(`\u`)) {
