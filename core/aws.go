@@ -40,6 +40,13 @@ var AWSHeaders = [...]string{
 // of the AWS settings, indexed by AWSRegion, ...
 var AWSFields = [...]string{"aws_region", "aws_access_key_id", "aws_secret_access_key", "aws_session_token"}
 
+// Bedrock's InvokeModel reports the input's and the output's token counts
+// in these answer headers, whatever the model's own body says.
+const (
+	AWSInputTokensHeader  = "X-Amzn-Bedrock-Input-Token-Count"
+	AWSOutputTokensHeader = "X-Amzn-Bedrock-Output-Token-Count"
+)
+
 // hasCredentials reports whether a sets an access key or its secret.
 func (a *AWSSettings) hasCredentials() bool {
 	return a.AccessKeyID != "" || a.SecretAccessKey != "" || a.SessionToken != ""

@@ -310,3 +310,61 @@ func BenchmarkRouteFor(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkProxiedBody hands proxied answers to a reader as fasthttp does
+// (32 KiB reads), the upstream's body arriving in reads of its own, and
+// ends them (Close: the usage, the log record): a 1.4 KB JSON chat answer
+// and a 1 MiB one (read for their usage), a 1 MiB download (not read),
+// and a Bedrock ConverseStream of 200 frames, one an upstream read (each
+// frame read as it passes).
+func BenchmarkProxiedBody(b *testing.B) {
+	var frames [][]byte
+	for i := range 200 {
+		frames = append(frames, testFrame("contentBlockDelta", fmt.Sprintf(`{"contentBlockIndex":0,"delta":{"text":"word%d "}}`, i)))
+	}
+	frames = append(frames, testFrame("metadata", `{"usage":{"inputTokens":12,"outputTokens":200,"totalTokens":212},"metrics":{"latencyMs":5}}`))
+	bigJSON := []byte(`{"id":"x","choices":[{"message":{"content":"` + strings.Repeat("Hello there, this is the mock. ", 1<<15) + `"}}],"usage":{"prompt_tokens":11,"completion_tokens":277,"total_tokens":288}}`)
+	s := &Server{now: time.Now, logs: discardSink{}}
+	req := &core.Request{TraceID: "t", Endpoint: core.EndpointProxy, Method: "POST", Path: "/foo/chat", ReceivedAt: time.Now()}
+	for _, bc := range []struct {
+		name   string
+		ct     string
+		chunks [][]byte
+	}{
+		{"json", "application/json", [][]byte{benchAnswer}},
+		{"json-1MiB", "application/json", split(bigJSON, 16<<10)},
+		{"download-1MiB", "application/octet-stream", split(bigJSON, 16<<10)},
+		{"aws-stream", core.ContentTypeAWSEventStream, frames},
+	} {
+		b.Run(bc.name, func(b *testing.B) {
+			size := 0
+			for _, c := range bc.chunks {
+				size += len(c)
+			}
+			hdr := map[string][]string{"Content-Type": {bc.ct}}
+			buf := make([]byte, 32<<10)
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				resp := &core.Response{Status: 200, Header: hdr, Stream: io.NopCloser(&chunkReader{chunks: slices.Clone(bc.chunks)})}
+				body := &proxiedBody{s: s, req: req, resp: resp}
+				body.scan.start(req, resp)
+				for {
+					if _, err := body.Read(buf); err != nil {
+						break
+					}
+				}
+				body.Close()
+			}
+		})
+	}
+}
+
+// split is b in parts of n bytes.
+func split(b []byte, n int) (parts [][]byte) {
+	for len(b) > 0 {
+		k := min(n, len(b))
+		parts, b = append(parts, b[:k]), b[k:]
+	}
+	return parts
+}

@@ -21,10 +21,15 @@ func (s *Server) logPath(p string) string {
 
 // answeredModel is the model of the target req was routed to (rt: a
 // config target's override_params, or the deployment's model on
-// azure-openai), else the request's.
+// azure-openai), else the request's; through the generic proxy, which
+// reads no model before the call, the one its path or body names
+// (proxiedModel; writeResponse sets an answer's once).
 func answeredModel(req *core.Request, rt *core.Routing) string {
-	if rt != nil && rt.Model != "" {
+	switch {
+	case rt != nil && rt.Model != "":
 		return rt.Model
+	case req.Endpoint == core.EndpointProxy:
+		return proxiedModel(req)
 	}
 	return req.Model
 }

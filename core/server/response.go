@@ -48,9 +48,12 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 	setRoutingHeaders(rh, &resp.Routing)
 	rh.Set(core.HeaderTraceID, req.TraceID)
 	setLimitHeaders(rh, tighter(adm, resp.Admission))
+	if req.Endpoint == core.EndpointProxy && resp.Model == "" {
+		resp.Model = proxiedModel(req) // once, for the usage's cost and the log record (answeredModel)
+	}
 	if resp.Stream == nil {
 		usage := core.Usage{}
-		if resp.Status < 300 {
+		if resp.Status < 300 && countsUsage(req) {
 			usage = parseUsage(resp.Body)
 		}
 		s.settle(req, resp, adm, usage, upstreamErr(resp))
@@ -67,7 +70,9 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 		// that breaks off would otherwise take them with it, and the client
 		// would see no answer at all, not a truncated one with its trace id.
 		c.Response().ImmediateHeaderFlush = true
-		c.Context().SetBodyStream(&proxiedBody{s: s, req: req, resp: resp, adm: adm}, announcedLength(resp))
+		body := &proxiedBody{s: s, req: req, resp: resp, adm: adm}
+		body.scan.start(req, resp)
+		c.Context().SetBodyStream(body, announcedLength(resp))
 		return nil
 	}
 	if len(resp.Header.Values(fiber.HeaderCacheControl)) == 0 {
@@ -76,7 +81,11 @@ func (s *Server) writeResponse(c *fiber.Ctx, req *core.Request, resp *core.Respo
 	// fasthttp reads the stream after this handler returns, on the
 	// connection's goroutine (see eventStream); a graceful shutdown waits
 	// for it.
+	counts := countsUsage(req)
 	events := newEventStream(resp.Stream, nil, usageChunkFilter(req), errorEventFor(req), func(usage core.Usage, err error) {
+		if !counts {
+			usage = core.Usage{}
+		}
 		s.settle(req, resp, adm, usage, withStatus(err, resp.Status))
 	})
 	if resp.HookResults != nil && !req.StrictCompliance {
@@ -180,18 +189,23 @@ func announcedLength(resp *core.Response) int {
 // connection (one of at most 8 KiB may wait in the write buffer for its
 // end). An upstream that breaks off fails the read, and fasthttp then drops
 // the connection before the body's end: the client sees a truncated body
-// fail, never end as if it were whole.
+// fail, never end as if it were whole. scan reads the usage the answer
+// reports as each read passes (see usageScan).
 type proxiedBody struct {
 	s    *Server
 	req  *core.Request
 	resp *core.Response
 	adm  core.Admission
+	scan usageScan
 	err  error // the upstream's read error, if any
 	eof  bool
 }
 
 func (b *proxiedBody) Read(p []byte) (int, error) {
 	n, err := b.resp.Stream.Read(p)
+	if n > 0 && b.scan.mode != scanNone {
+		b.scan.write(p[:n])
+	}
 	if err == io.EOF {
 		b.eof = true
 	} else if err != nil {
@@ -204,7 +218,7 @@ func (b *proxiedBody) Read(p []byte) (int, error) {
 // calls it once the body has been sent or given up.
 func (b *proxiedBody) Close() error {
 	b.resp.Stream.Close()
-	b.s.settle(b.req, b.resp, b.adm, core.Usage{}, withStatus(bodyEnd(b.err, b.eof), b.resp.Status))
+	b.s.settle(b.req, b.resp, b.adm, b.scan.end(b.resp.Header), withStatus(bodyEnd(b.err, b.eof), b.resp.Status))
 	return nil
 }
 

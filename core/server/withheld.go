@@ -33,7 +33,10 @@ func countWithheld(req *core.Request, adm core.Admission, withheld []core.Withhe
 	var logged core.Usage
 	for i := range withheld {
 		w := &withheld[i]
-		usage := withheldUsage(w)
+		var usage core.Usage
+		if countsUsage(req) {
+			usage = withheldUsage(w)
+		}
 		spend(req, &w.Routing, usage, adm, w.Admission)
 		if w == refused {
 			logged = usage

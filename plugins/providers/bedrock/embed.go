@@ -121,15 +121,12 @@ func translateEmbedRequest(body []byte) (model string, out []byte, err error) {
 	return in.Model, out, nil
 }
 
-// inputTokensHeader is where InvokeModel reports the input's token count.
-const inputTokensHeader = "X-Amzn-Bedrock-Input-Token-Count"
-
 // translateEmbedAnswer turns the InvokeModel answer of an embedding model
 // into OpenAI's embeddings list for the request's model, in the requested
 // encoding_format.
 func translateEmbedAnswer(req *core.Request, resp *core.Response) ([]byte, error) {
 	var vectors []json.RawMessage
-	tokens, _ := strconv.Atoi(resp.Header.Get(inputTokensHeader))
+	tokens, _ := strconv.Atoi(resp.Header.Get(core.AWSInputTokensHeader))
 	switch familyOf(req.Model) {
 	case familyTitan:
 		var a struct {
