@@ -1,6 +1,7 @@
 package adminsvc
 
 import (
+	"context"
 	"encoding/json"
 	"fmt"
 	"slices"
@@ -92,19 +93,40 @@ func (s *Service) putIntegrationWorkspaces(c *fiber.Ctx) error {
 	if cerr != nil {
 		return cerr
 	}
-	err := s.changeIntegration(c, caller, func(tx store.Tx, rec *store.Integration, p *problems) error {
-		return applyWorkspaceAccess(tx, fields, "integration "+rec.Slug, "integrations", rec.WorkspaceID, s.now(), &rec.AllWorkspaces, &rec.Workspaces, p)
+	var id string
+	var restarted []string
+	err := s.changeIntegration(c, caller, func(tx store.Tx, rec *store.Integration, p *problems) (err error) {
+		id = rec.ID
+		restarted, err = applyWorkspaceAccess(tx, fields, "integration "+rec.Slug, "integrations", rec.WorkspaceID, s.now(), &rec.AllWorkspaces, &rec.Workspaces, p)
+		return err
 	})
+	if err == nil {
+		err = s.resetEntryUsage(c.UserContext(), id, restarted)
+	}
 	return s.answerReloaded(c, err)
+}
+
+// resetEntryUsage zeroes the usage counted against the usage_limits of an
+// integration's entries for workspaces.
+func (s *Service) resetEntryUsage(ctx context.Context, integration string, workspaces []string) error {
+	rules := make([]string, len(workspaces))
+	for i, ws := range workspaces {
+		rules[i] = limits.IntegrationWorkspaceUsageID(integration, ws)
+	}
+	return s.resetRuleUsage(ctx, rules...)
 }
 
 // applyWorkspaceAccess applies a PUT .../workspaces body to the sharing of
 // an organisation record (what names it, plural its kind in messages); a
-// workspace record (owner set) cannot be shared.
+// workspace record (owner set) cannot be shared. restarted are the
+// workspaces whose entry's counted usage is to be reset: an entry sent with
+// reset_usage, or whose usage limit the body removes (an entry sent without
+// one, or left out by override_existing_workspace_access) or changes the
+// type of (see usageRestarts).
 func applyWorkspaceAccess(tx store.Tx, fields map[string]json.RawMessage, what, plural, owner string, now time.Time,
-	all *bool, list *[]store.IntegrationWorkspace, p *problems) error {
+	all *bool, list *[]store.IntegrationWorkspace, p *problems) (restarted []string, err error) {
 	if owner != "" {
-		return core.ValidationError("workspaces", "workspaces: %s belongs to one workspace; only organisation %s are shared with workspaces", what, plural)
+		return nil, core.ValidationError("workspaces", "workspaces: %s belongs to one workspace; only organisation %s are shared with workspaces", what, plural)
 	}
 	unknownFields(fields, "", []string{"workspaces", "global_workspace_access", "override_existing_workspace_access"}, p)
 	override := false
@@ -122,42 +144,62 @@ func applyWorkspaceAccess(tx store.Tx, fields map[string]json.RawMessage, what, 
 			}
 		}
 	}
-	entries, err := parseWorkspaceEntries(tx, fields["workspaces"], now, p)
+	entries, resets, err := parseWorkspaceEntries(tx, fields["workspaces"], now, p)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if _, ok := fields["workspaces"]; !ok && fields["global_workspace_access"] == nil {
 		p.add("workspaces", "is required (or global_workspace_access)")
 	}
+	old := *list
 	if override {
 		*list = nil
 	}
-	for _, e := range entries {
+	for j, e := range entries {
+		var before *store.UsageLimits
+		if i := slices.IndexFunc(old, func(w store.IntegrationWorkspace) bool { return w.ID == e.ID }); i >= 0 {
+			before = old[i].UsageLimits
+		}
+		if resets[j] || usageRestarts(before, e.UsageLimits) {
+			restarted = append(restarted, e.ID)
+		}
 		if i := slices.IndexFunc(*list, func(w store.IntegrationWorkspace) bool { return w.ID == e.ID }); i >= 0 {
 			(*list)[i] = e
 		} else {
 			*list = append(*list, e)
 		}
 	}
-	return nil
+	if override {
+		for _, w := range old {
+			if w.UsageLimits != nil && !slices.ContainsFunc(entries, func(e store.IntegrationWorkspace) bool { return e.ID == w.ID }) {
+				restarted = append(restarted, w.ID)
+			}
+		}
+	}
+	return restarted, nil
 }
 
-// parseWorkspaceEntries reads [{id*, enabled*, usage_limits, rate_limits}];
-// ids may be slugs and are stored as ids.
-func parseWorkspaceEntries(tx store.Tx, raw json.RawMessage, now time.Time, p *problems) ([]store.IntegrationWorkspace, error) {
+// parseWorkspaceEntries reads [{id*, enabled*, usage_limits, rate_limits,
+// reset_usage}]; ids may be slugs and are stored as ids. resets says, by
+// entry, whether it asks for its counted usage to be reset.
+func parseWorkspaceEntries(tx store.Tx, raw json.RawMessage, now time.Time, p *problems) (out []store.IntegrationWorkspace, resets []bool, err error) {
 	if len(raw) == 0 || string(raw) == "null" {
-		return nil, nil
+		return nil, nil, nil
 	}
 	var items []map[string]json.RawMessage
 	if json.Unmarshal(raw, &items) != nil {
-		p.add("workspaces", "must be an array of {id, enabled, usage_limits, rate_limits} objects")
-		return nil, nil
+		p.add("workspaces", "must be an array of {id, enabled, usage_limits, rate_limits, reset_usage} objects")
+		return nil, nil, nil
 	}
-	out := make([]store.IntegrationWorkspace, 0, len(items))
+	out = make([]store.IntegrationWorkspace, 0, len(items))
+	resets = make([]bool, len(items))
 	seen := map[string]bool{}
 	for i, it := range items {
 		at := fmt.Sprintf("workspaces[%d]", i)
-		unknownFields(it, at, []string{"id", "enabled", "usage_limits", "rate_limits"}, p)
+		unknownFields(it, at, []string{"id", "enabled", "usage_limits", "rate_limits", "reset_usage"}, p)
+		if v, ok := it["reset_usage"]; ok && json.Unmarshal(v, &resets[i]) != nil {
+			p.add(at+".reset_usage", "must be true or false")
+		}
 		var e store.IntegrationWorkspace
 		var ref string
 		if v, ok := it["id"]; !ok || json.Unmarshal(v, &ref) != nil || strings.TrimSpace(ref) == "" {
@@ -168,7 +210,7 @@ func parseWorkspaceEntries(tx store.Tx, raw json.RawMessage, now time.Time, p *p
 			case err == store.ErrNotFound:
 				p.add(at+".id", "no workspace %q", ref)
 			case err != nil:
-				return nil, err
+				return nil, nil, err
 			case seen[ws.ID]:
 				p.add(at+".id", "workspace %q is listed twice", ref)
 			default:
@@ -183,7 +225,7 @@ func parseWorkspaceEntries(tx store.Tx, raw json.RawMessage, now time.Time, p *p
 		e.RateLimits = parseRateLimits(it["rate_limits"], at+".rate_limits", p)
 		out = append(out, e)
 	}
-	return out, nil
+	return out, resets, nil
 }
 
 func (s *Service) getIntegrationModels(c *fiber.Ctx) error {

@@ -95,3 +95,58 @@ func TestMCPIntegrationWorkspaceLimits(t *testing.T) {
 		t.Fatalf("second over the limit: %d %s", r.status, r.raw)
 	}
 }
+
+// An integration entry's counted usage is reset as a key's is: on
+// reset_usage, when its usage limit changes type, and when the limit is
+// removed (added again, it starts from nothing), also by
+// override_existing_workspace_access leaving the entry out.
+func TestIntegrationEntryUsageResets(t *testing.T) {
+	m := newMgEnv(t)
+	m.withEngine()
+	m.integration("shared", providerKey, nil)
+	_, wsKey := m.wsKey(m.wsID, core.ScopeCompletionsWrite)
+	put := func(body map[string]any) {
+		t.Helper()
+		m.ok(http.MethodPut, "/v1/integrations/shared/workspaces", adminKey, body)
+	}
+	entry := func(extra map[string]any) map[string]any {
+		e := map[string]any{"id": "default", "enabled": true}
+		for k, v := range extra {
+			e[k] = v
+		}
+		return map[string]any{"workspaces": []any{e}}
+	}
+	tokens := map[string]any{"usage_limits": map[string]any{"type": "tokens", "credit_limit": 3}}
+	spend := func(what string) { // the upstream answers 2 tokens a request: 4 of 3, spent
+		t.Helper()
+		for range 2 {
+			if r := m.chat(wsKey, "x-gateway-provider", "@shared"); r.status != http.StatusOK {
+				t.Fatalf("%s: %d %s", what, r.status, r.raw)
+			}
+		}
+		if r := m.chat(wsKey, "x-gateway-provider", "@shared"); r.status != http.StatusPreconditionFailed {
+			t.Fatalf("%s: %d %s, want the spent budget's 412", what, r.status, r.raw)
+		}
+	}
+	for _, tc := range []struct {
+		name  string
+		reset map[string]any // the PUT that should reset the count
+	}{
+		{"reset_usage", entry(map[string]any{"usage_limits": tokens["usage_limits"], "reset_usage": true})},
+		{"the limit removed", entry(nil)},
+		{"the entry left out", map[string]any{"workspaces": []any{}, "override_existing_workspace_access": true}},
+		{"the type changed", entry(map[string]any{"usage_limits": map[string]any{"type": "cost", "credit_limit": 100}})},
+	} {
+		put(entry(tokens))
+		spend("before " + tc.name)
+		put(tc.reset)
+		put(entry(tokens))
+		if r := m.chat(wsKey, "x-gateway-provider", "@shared"); r.status != http.StatusOK {
+			t.Fatalf("after %s: %d %s, want the count reset", tc.name, r.status, r.raw)
+		}
+		put(entry(map[string]any{"usage_limits": tokens["usage_limits"], "reset_usage": true}))
+	}
+	if r := m.do(http.MethodPut, "/v1/integrations/shared/workspaces", adminKey, entry(map[string]any{"reset_usage": "yes"})); r.status != http.StatusBadRequest || !strings.Contains(string(r.raw), "workspaces[0].reset_usage") {
+		t.Fatalf("bad reset_usage: %d %s", r.status, r.raw)
+	}
+}

@@ -515,9 +515,17 @@ func putRemoteIntegrationWorkspaces[S any](s *Service, c *fiber.Ctx, k *remoteKi
 	if cerr != nil {
 		return cerr
 	}
-	return changeRemoteIntegration(s, c, k, func(tx store.Tx, rec *store.RemoteIntegration, p *problems) error {
-		return applyWorkspaceAccess(tx, fields, k.integNoun+" "+rec.Slug, k.integPlural, rec.WorkspaceID, s.now(), &rec.AllWorkspaces, &rec.Workspaces, p)
+	var id string
+	var restarted []string
+	err := changeRemoteIntegration(s, c, k, func(tx store.Tx, rec *store.RemoteIntegration, p *problems) (err error) {
+		id = rec.ID
+		restarted, err = applyWorkspaceAccess(tx, fields, k.integNoun+" "+rec.Slug, k.integPlural, rec.WorkspaceID, s.now(), &rec.AllWorkspaces, &rec.Workspaces, p)
+		return err
 	})
+	if err == nil {
+		err = s.resetEntryUsage(c.UserContext(), id, restarted)
+	}
+	return err
 }
 
 func getRemoteIntegrationCapabilities[S any](s *Service, c *fiber.Ctx, k *remoteKind[S]) error {

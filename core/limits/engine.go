@@ -388,16 +388,17 @@ func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
 		return err
 	}
 	for _, in := range integs {
-		integrationEntries(s, in.ID, in.Slug, in.OrganisationID, in.Workspaces, wsLabels)
+		integrationEntries(s, in.ID, in.Slug, "/v1/integrations/"+in.Slug, in.OrganisationID, in.Workspaces, wsLabels)
 	}
 	// MCP and agent integrations' entries limit the calls of their servers.
+	routes := map[store.Bucket]string{store.BucketMCPIntegrations: "/v1/mcp-integrations/", store.BucketAgentIntegrations: "/v1/agent-integrations/"}
 	for _, b := range []store.Bucket{store.BucketMCPIntegrations, store.BucketAgentIntegrations} {
 		remotes, err := store.List[store.RemoteIntegration](tx, b)
 		if err != nil {
 			return err
 		}
 		for _, in := range remotes {
-			integrationEntries(s, in.ID, in.Slug, in.OrganisationID, in.Workspaces, wsLabels)
+			integrationEntries(s, in.ID, in.Slug, routes[b]+in.Slug, in.OrganisationID, in.Workspaces, wsLabels)
 		}
 	}
 	s.prices, err = store.IntegrationPrices(tx)
@@ -408,7 +409,7 @@ func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
 // integration id (slug, organisation org) to s.entries, by integration
 // and workspace, each counted for that pair (a disabled entry lets the
 // workspace not use the integration at all, so its limits never apply).
-func integrationEntries(s *snapshot, id, slug, org string, entries []store.IntegrationWorkspace, wsLabels map[string]string) {
+func integrationEntries(s *snapshot, id, slug, route, org string, entries []store.IntegrationWorkspace, wsLabels map[string]string) {
 	for _, w := range entries {
 		if !w.Enabled || (len(w.RateLimits) == 0 && w.UsageLimits == nil) {
 			continue
@@ -426,7 +427,9 @@ func integrationEntries(s *snapshot, id, slug, org string, entries []store.Integ
 		}
 		if w.UsageLimits != nil {
 			sc := implicitScope(IntegrationWorkspaceUsageID(id, w.ID), label)
-			set.usage = append(set.usage, entityUsage(sc, *w.UsageLimits, w.ID, org, nil))
+			r := entityUsage(sc, *w.UsageLimits, w.ID, org, nil)
+			r.reset = "PUT " + route + "/workspaces with reset_usage: true in the workspace's entry"
+			set.usage = append(set.usage, r)
 		}
 		if set.empty() {
 			continue

@@ -109,8 +109,8 @@ func TestIntegrationEntryUsageLimit(t *testing.T) {
 	if err == nil || err.Status != http.StatusPreconditionFailed || !strings.Contains(err.Message, entriesLabel) {
 		t.Fatalf("exhausted entry: %v, want 412 naming %s", err, entriesLabel)
 	}
-	// No admin route resets an entry's usage: the 412 does not offer it.
-	if !strings.HasSuffix(err.Message, "; raise its credit_limit") {
+	// The 412 says how to reset the entry's usage.
+	if !strings.HasSuffix(err.Message, "; raise its credit_limit or reset its usage (PUT /v1/integrations/openai-prod/workspaces with reset_usage: true in the workspace's entry)") {
 		t.Errorf("message %q", err.Message)
 	}
 	a, err := e.eng.Admit(ctx, ws2)
