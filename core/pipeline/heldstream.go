@@ -19,16 +19,17 @@ const maxHeldStream = 32 << 20
 // returned, a chat completion whose choices hold the text of the stream's
 // choices (chat and text completion chunks, Anthropic's text deltas, the
 // Responses API's output text deltas), with the bytes held. A stream that
-// breaks off or is larger than maxHeldStream is an error (502).
+// breaks off or is larger than maxHeldStream is an error (502), returned
+// with the bytes held until then (their usage is counted).
 func holdStream(resp *core.Response) (*core.Response, []byte, *core.Error) {
 	held, err := io.ReadAll(io.LimitReader(resp.Stream, maxHeldStream+1))
 	resp.Stream.Close()
 	resp.Stream = io.NopCloser(bytes.NewReader(held))
 	switch {
 	case err != nil:
-		return nil, nil, core.Upstream(err, "the provider's stream broke off before the output guardrails could check it: %v", err)
+		return nil, held, core.Upstream(err, "the provider's stream broke off before the output guardrails could check it: %v", err)
 	case len(held) > maxHeldStream:
-		return nil, nil, core.Upstream(nil, "the stream is larger than the %d MiB the output guardrails can hold", maxHeldStream>>20)
+		return nil, held, core.Upstream(nil, "the stream is larger than the %d MiB the output guardrails can hold", maxHeldStream>>20)
 	}
 	return &core.Response{Status: resp.Status, Header: resp.Header, Body: streamAnswer(held), Routing: resp.Routing}, held, nil
 }

@@ -161,17 +161,20 @@ func TestWithheldAnswers(t *testing.T) {
 		w.Header().Set("Content-Type", "application/json")
 		fmt.Fprintf(w, `{"id":"x","choices":[{"index":0,"message":{"role":"assistant","content":"bad words"}}],"usage":%s}`, usage[r.Header.Get("Authorization")])
 	}
-	stream := func(n int, w http.ResponseWriter, r *http.Request) {
-		sse([]string{
-			`{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"bad words"}}]}`,
-			`{"object":"chat.completion.chunk","choices":[],"usage":` + usage[r.Header.Get("Authorization")] + `}`,
-		}, 0, 0, false)(n, w, r)
+	streamOf := func(broken bool) script {
+		return func(n int, w http.ResponseWriter, r *http.Request) {
+			sse([]string{
+				`{"object":"chat.completion.chunk","choices":[{"index":0,"delta":{"content":"bad words"}}]}`,
+				`{"object":"chat.completion.chunk","choices":[],"usage":` + usage[r.Header.Get("Authorization")] + `}`,
+			}, 0, 0, broken)(n, w, r)
+		}
 	}
 	const deny = `"output_guardrails":[{"test.word":{"word":"bad"},"deny":true}]`
 	for _, tc := range []struct {
 		name     string
 		config   string
 		stream   bool
+		broken   bool // the stream breaks off after its usage event
 		status   int
 		withheld []string // admission, option path, stream or whole and tokens of each answer reported withheld
 		refused  string   // the one the refusal stands for
@@ -188,6 +191,8 @@ func TestWithheldAnswers(t *testing.T) {
 			status: 446, withheld: []string{"p1 config.targets[0] whole 7", "p2 config.targets[1] whole 11"}, refused: "p2 config.targets[1] whole 11"},
 		{name: "a group's guardrail", config: `{"strategy":{"mode":"fallback"},` + deny + `,"targets":[{"provider":"@p2"},{"provider":"@p1"}]}`,
 			status: 446, withheld: []string{"p2 config.targets[0] whole 11"}, refused: "p2 config.targets[0] whole 11"},
+		{name: "stream broken while held", config: `{"provider":"@p1",` + deny + `}`, stream: true, broken: true,
+			status: 502, withheld: []string{"p1 config stream 7"}, refused: "p1 config stream 7"},
 		{name: "answer let through", config: `{"provider":"@p1","output_guardrails":[{"test.word":{"word":"nasty"},"deny":true}]}`,
 			status: 200},
 		{name: "stream let through", config: `{"provider":"@p1","output_guardrails":[{"test.word":{"word":"nasty"},"deny":true}]}`, stream: true,
@@ -197,7 +202,7 @@ func TestWithheldAnswers(t *testing.T) {
 			t.Parallel()
 			s := whole
 			if tc.stream {
-				s = stream
+				s = streamOf(tc.broken)
 			}
 			a := newUpstream(t, s)
 			e := newEnv(t, func(o *pipeline.Options) { o.Managed, o.Limiter = idManaged{a.URL()}, &targetLimiter{} })

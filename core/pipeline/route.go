@@ -119,8 +119,11 @@ func (w *walk) node(ctx context.Context, n *config.Node) result {
 		if res.resp.Stream != nil {
 			var err *core.Error
 			if checked, held, err = holdStream(res.resp); err != nil {
+				// Billed though never delivered: what it held is counted as
+				// a withheld answer's.
+				w.withhold(res, held)
 				res.release()
-				return result{at: res.at, err: err}
+				return result{at: res.at, err: err, withheld: len(w.withheld)}
 			}
 		}
 		out := w.p.hooks.Run(ctx, hooks.AfterResponse, n.After, w.req, checked)
