@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -46,8 +47,31 @@ func Open(dir string, opts ...Option) (Store, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("create data dir %s: %w", dir, err)
 	}
-	path := filepath.Join(dir, FileName)
-	db, err := bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, PageSize: pageSize})
+	db, err := openFile(filepath.Join(dir, FileName), o)
+	if err != nil {
+		return nil, err
+	}
+	s := &boltStore{db: db, stop: make(chan struct{}), done: make(chan struct{})}
+	go s.releaseLoop()
+	return s, nil
+}
+
+// openFile opens the store's file and prepares it. A damaged file (cut
+// short by an interrupted copy or a full disk, or overwritten) makes bbolt
+// panic on an assertion, or fault reading past the file's end through its
+// memory map; both are turned into an error that says what to do, not a
+// crash with a stack trace.
+func openFile(path string, o openOptions) (db *bolt.DB, err error) {
+	defer debug.SetPanicOnFault(debug.SetPanicOnFault(true))
+	defer func() {
+		if p := recover(); p != nil {
+			if db != nil {
+				func() { defer func() { _ = recover() }(); db.Close() }() // best effort: its lock and map
+			}
+			db, err = nil, fmt.Errorf("open %s: the store is damaged (%v); restore the data dir from a backup, or move %s aside to start with an empty store", path, p, filepath.Base(path))
+		}
+	}()
+	db, err = bolt.Open(path, 0o600, &bolt.Options{Timeout: 2 * time.Second, PageSize: pageSize})
 	if errors.Is(err, bolt.ErrTimeout) {
 		return nil, fmt.Errorf("open %s: the data dir is in use by another gateway process", path)
 	}
@@ -58,9 +82,7 @@ func Open(dir string, opts ...Option) (Store, error) {
 		db.Close()
 		return nil, fmt.Errorf("prepare %s: %w", path, err)
 	}
-	s := &boltStore{db: db, stop: make(chan struct{}), done: make(chan struct{})}
-	go s.releaseLoop()
-	return s, nil
+	return db, nil
 }
 
 func (s *boltStore) View(fn func(Tx) error) error {
