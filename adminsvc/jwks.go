@@ -66,6 +66,9 @@ func parseJWKS(raw []byte) (map[string]verifyKey, error) {
 		out[k.Kid] = vk
 	}
 	if len(out) == 0 {
+		if len(skipped) == 0 {
+			return nil, errors.New("the JWKS has no usable RS256 or ES256 signing key: it has no signing keys")
+		}
 		return nil, fmt.Errorf("the JWKS has no usable RS256 or ES256 signing key: %w", errors.Join(skipped...))
 	}
 	return out, nil

@@ -11,6 +11,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"net/url"
 	"os"
 	"os/signal"
 	"runtime/debug"
@@ -89,7 +90,10 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	if fs.NArg() > 0 {
 		return cfg, fmt.Errorf("unexpected argument %q; usage: gateway [serve] [flags]", fs.Arg(0))
 	}
-	if cfg.ShutdownTimeout <= 0 {
+	switch {
+	case cfg.ShutdownTimeout < 0:
+		return cfg, fmt.Errorf("--shutdown-timeout: %v is negative; 0 stops without waiting", cfg.ShutdownTimeout)
+	case cfg.ShutdownTimeout == 0:
 		// The flag's 0 has always meant no drain; the app reads 0 as its default.
 		cfg.ShutdownTimeout = -1
 	}
@@ -125,6 +129,15 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	if cfg.MCPSessionIdle, err = positiveDuration(*mcpSessionIdle); err != nil {
 		return cfg, fmt.Errorf("--mcp-session-idle (GATEWAY_MCP_SESSION_IDLE): %w", err)
 	}
+	if cfg.MaxBodyBytes <= 0 {
+		return cfg, fmt.Errorf("--max-body-bytes: %d is not a positive number of bytes", cfg.MaxBodyBytes)
+	}
+	if _, err := parseLevel(cfg.LogLevel); err != nil {
+		return cfg, err
+	}
+	if err := checkPublicURL(cfg.PublicURL); err != nil {
+		return cfg, err
+	}
 	cfg.AdminKey = getenv("GATEWAY_ADMIN_API_KEY")
 	cfg.EncryptionKey = getenv("GATEWAY_ENCRYPTION_KEY")
 	cfg.TrustedHosts = getenv("GATEWAY_TRUSTED_HOSTS")
@@ -139,12 +152,34 @@ func parseConfig(args []string, getenv func(string) string) (config, error) {
 	return cfg, nil
 }
 
+// parseLevel reads --log-level.
+func parseLevel(s string) (slog.Level, error) {
+	var level slog.Level
+	if err := level.UnmarshalText([]byte(s)); err != nil {
+		return 0, fmt.Errorf("--log-level (GATEWAY_LOG_LEVEL): %q is not debug, info, warn or error", s)
+	}
+	return level, nil
+}
+
+// checkPublicURL checks --public-url, the base of the links the gateway
+// hands out (invites): empty, or an absolute http or https URL.
+func checkPublicURL(s string) error {
+	if s == "" {
+		return nil
+	}
+	u, err := url.Parse(s)
+	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" || u.User != nil || u.RawQuery != "" || u.Fragment != "" {
+		return fmt.Errorf("--public-url (GATEWAY_PUBLIC_URL): %q is not an http or https URL without credentials, query or fragment, e.g. https://gateway.example.com", s)
+	}
+	return nil
+}
+
 // run starts the gateway and blocks until ctx is cancelled, then drains
 // in-flight requests and closes the store.
 func run(ctx context.Context, cfg config, stdout, stderr io.Writer) error {
-	var level slog.Level
-	if err := level.UnmarshalText([]byte(cfg.LogLevel)); err != nil {
-		return fmt.Errorf("--log-level: %w", err)
+	level, err := parseLevel(cfg.LogLevel)
+	if err != nil {
+		return err
 	}
 	logger := slog.New(slog.NewTextHandler(stderr, &slog.HandlerOptions{Level: level}))
 	opts := cfg.Options

@@ -82,7 +82,8 @@ func TestExportConfig(t *testing.T) {
 }
 
 // TestLimitFlagsConfig checks --remote-timeout, --remote-stream-idle,
-// --remote-test-timeout, --log-bodies,
+// --remote-test-timeout, --log-bodies, --max-body-bytes, --shutdown-timeout,
+// --log-level, --public-url,
 // --export-max-unfinished, --mcp-sse-sessions and --mcp-session-idle with
 // their GATEWAY_* variables: got reads the
 // parsed value of the row's setting, as text.
@@ -92,6 +93,10 @@ func TestLimitFlagsConfig(t *testing.T) {
 	bodies := func(c config) string { return strconv.FormatBool(c.LogBodies) }
 	unfinished := func(c config) string { return strconv.Itoa(c.ExportMaxUnfinished) }
 	mcpSessions := func(c config) string { return strconv.Itoa(c.MCPSessions) + " " + c.MCPSessionIdle.String() }
+	body := func(c config) string { return strconv.Itoa(c.MaxBodyBytes) }
+	shutdown := func(c config) string { return c.ShutdownTimeout.String() }
+	level := func(c config) string { return c.LogLevel }
+	public := func(c config) string { return c.PublicURL }
 	for _, tc := range []struct {
 		name          string
 		args          []string
@@ -122,6 +127,17 @@ func TestLimitFlagsConfig(t *testing.T) {
 		{"mcp sessions flag wins", []string{"--mcp-sse-sessions", "7"}, map[string]string{"GATEWAY_MCP_SSE_SESSIONS": "20"}, mcpSessions, "7 30m0s", ""},
 		{"mcp sessions zero", []string{"--mcp-sse-sessions", "0"}, nil, mcpSessions, "", "--mcp-sse-sessions"},
 		{"mcp session idle negative", []string{"--mcp-session-idle", "-1m"}, nil, mcpSessions, "", "--mcp-session-idle"},
+		{"body limit", []string{"--max-body-bytes", "1024"}, nil, body, "1024", ""},
+		{"body limit zero", []string{"--max-body-bytes", "0"}, nil, body, "", "--max-body-bytes"},
+		{"body limit negative", []string{"--max-body-bytes", "-5"}, nil, body, "", "--max-body-bytes"},
+		{"shutdown zero: no drain", []string{"--shutdown-timeout", "0"}, nil, shutdown, "-1ns", ""},
+		{"shutdown negative", []string{"--shutdown-timeout", "-5s"}, nil, shutdown, "", "--shutdown-timeout"},
+		{"log level from env", nil, map[string]string{"GATEWAY_LOG_LEVEL": "warn"}, level, "warn", ""},
+		{"log level unknown", nil, map[string]string{"GATEWAY_LOG_LEVEL": "loud"}, level, "", "GATEWAY_LOG_LEVEL"},
+		{"public url", nil, map[string]string{"GATEWAY_PUBLIC_URL": "https://gw.example.com/base"}, public, "https://gw.example.com/base", ""},
+		{"public url not a url", nil, map[string]string{"GATEWAY_PUBLIC_URL": "not a url"}, public, "", "GATEWAY_PUBLIC_URL"},
+		{"public url ftp", []string{"--public-url", "ftp://x"}, nil, public, "", "--public-url"},
+		{"public url with a query", []string{"--public-url", "https://gw.example.com/?a=b"}, nil, public, "", "--public-url"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			cfg, err := parseConfig(tc.args, func(k string) string { return tc.env[k] })
