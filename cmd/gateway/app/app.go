@@ -14,6 +14,7 @@ import (
 	"log/slog"
 	"net"
 	"net/http"
+	"os"
 	"path/filepath"
 	"strings"
 	"sync"
@@ -308,6 +309,9 @@ func (a *App) Close() error {
 // migrations) and bootstraps it on first start, telling the operator about
 // a new key file and a generated admin key.
 func openStore(o Options) (*store.Cipher, store.Store, error) {
+	if fi, err := os.Stat(o.DataDir); err == nil && !fi.IsDir() {
+		return nil, nil, fmt.Errorf("the data dir %s is a file, not a directory: set --data-dir (GATEWAY_DATA_DIR) to a directory", o.DataDir)
+	}
 	cipher, keyCreated, err := store.LoadCipher(o.DataDir, o.EncryptionKey)
 	if err != nil {
 		return nil, nil, err

@@ -7,6 +7,8 @@ import (
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -166,5 +168,17 @@ func TestRemoteClientDoesNotFollowRedirects(t *testing.T) {
 	resp.Body.Close()
 	if resp.StatusCode != http.StatusTemporaryRedirect {
 		t.Fatalf("status %d, want the redirect itself", resp.StatusCode)
+	}
+}
+
+// A data dir that is a file is an error that says so, naming the setting.
+func TestDataDirIsAFile(t *testing.T) {
+	file := filepath.Join(t.TempDir(), "afile")
+	if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	_, err := New(t.Context(), Options{Addr: "127.0.0.1:0", DataDir: file, AdminKey: "app-test-admin-key-0123456789", Logger: slog.New(slog.DiscardHandler)})
+	if err == nil || !strings.Contains(err.Error(), "is a file, not a directory") || !strings.Contains(err.Error(), "--data-dir") {
+		t.Fatalf("error %v", err)
 	}
 }
