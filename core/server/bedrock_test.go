@@ -3,10 +3,8 @@ package server_test
 import (
 	"context"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"net/http"
 	"strings"
@@ -14,22 +12,8 @@ import (
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/awsauth/awsauthtest"
+	"github.com/llm-gateway/gateway/core/awsstream/awsstreamtest"
 )
-
-// awsFrame is one AWS event stream event frame (string headers, both CRCs).
-func awsFrame(eventType, payload string) []byte {
-	var h []byte
-	for _, kv := range [][2]string{{":event-type", eventType}, {":content-type", "application/json"}, {":message-type", "event"}} {
-		h = append(append(h, byte(len(kv[0]))), kv[0]...)
-		h = binary.BigEndian.AppendUint16(append(h, 7), uint16(len(kv[1])))
-		h = append(h, kv[1]...)
-	}
-	b := binary.BigEndian.AppendUint32(nil, uint32(12+len(h)+len(payload)+4))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(h)))
-	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
-	b = append(append(b, h...), payload...)
-	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
-}
 
 // fakeBedrock answers Converse and ConverseStream for requests signed by
 // AKIDBEDROCK (secret bedrock-secret) or AKIDSTORED (stored-secret) for
@@ -68,7 +52,7 @@ func fakeBedrock(t *testing.T) http.Handler {
 				{"messageStop", `{"stopReason":"end_turn"}`},
 				{"metadata", `{"usage":{"inputTokens":6,"outputTokens":2,"totalTokens":8}}`},
 			} {
-				w.Write(awsFrame(f[0], f[1]))
+				w.Write(awsstreamtest.Event(f[0], f[1]))
 				w.(http.Flusher).Flush()
 			}
 			return
@@ -121,7 +105,7 @@ func answerInvoke(w http.ResponseWriter, r *http.Request, body []byte) bool {
 	case strings.HasSuffix(p, "/invoke-with-response-stream"):
 		w.Header().Set("Content-Type", core.ContentTypeAWSEventStream)
 		for _, f := range bedrockFrames {
-			w.Write(awsFrame(f[0], f[1]))
+			w.Write(awsstreamtest.Event(f[0], f[1]))
 		}
 	case !strings.HasSuffix(p, "/invoke"):
 		return false
@@ -366,7 +350,7 @@ func TestBedrockEmbeddingsAndProxy(t *testing.T) {
 		r := g.do(t, "POST", "/v1/model/anthropic.claude-v2%3A1/invoke-with-response-stream", []byte(`{"max_tokens":5}`), aws...)
 		var want []byte
 		for _, f := range bedrockFrames {
-			want = append(want, awsFrame(f[0], f[1])...)
+			want = append(want, awsstreamtest.Event(f[0], f[1])...)
 		}
 		// Not taken for server-sent events: those are flushed at blank
 		// lines (a binary frame has none) and get Cache-Control no-cache.

@@ -14,6 +14,7 @@ import (
 	"github.com/valyala/fasthttp"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/awsstream/awsstreamtest"
 	"github.com/llm-gateway/gateway/core/config"
 	"github.com/llm-gateway/gateway/core/memo"
 	"github.com/llm-gateway/gateway/core/pipeline"
@@ -320,9 +321,9 @@ func BenchmarkRouteFor(b *testing.B) {
 func BenchmarkProxiedBody(b *testing.B) {
 	var frames [][]byte
 	for i := range 200 {
-		frames = append(frames, testFrame("contentBlockDelta", fmt.Sprintf(`{"contentBlockIndex":0,"delta":{"text":"word%d "}}`, i)))
+		frames = append(frames, awsstreamtest.Event("contentBlockDelta", fmt.Sprintf(`{"contentBlockIndex":0,"delta":{"text":"word%d "}}`, i)))
 	}
-	frames = append(frames, testFrame("metadata", `{"usage":{"inputTokens":12,"outputTokens":200,"totalTokens":212},"metrics":{"latencyMs":5}}`))
+	frames = append(frames, awsstreamtest.Event("metadata", `{"usage":{"inputTokens":12,"outputTokens":200,"totalTokens":212},"metrics":{"latencyMs":5}}`))
 	bigJSON := []byte(`{"id":"x","choices":[{"message":{"content":"` + strings.Repeat("Hello there, this is the mock. ", 1<<15) + `"}}],"usage":{"prompt_tokens":11,"completion_tokens":277,"total_tokens":288}}`)
 	s := &Server{now: time.Now, logs: discardSink{}}
 	req := &core.Request{TraceID: "t", Endpoint: core.EndpointProxy, Method: "POST", Path: "/foo/chat", ReceivedAt: time.Now()}

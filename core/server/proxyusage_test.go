@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/awsstream/awsstreamtest"
 )
 
 // proxyAnswer is what a fake upstream answers a proxied call with: its
@@ -58,7 +59,7 @@ func sse(events ...string) proxyAnswer {
 func frames(split int, fs ...[2]string) proxyAnswer {
 	var b []byte
 	for _, f := range fs {
-		b = append(b, awsFrame(f[0], f[1])...)
+		b = append(b, awsstreamtest.Event(f[0], f[1])...)
 	}
 	a := proxyAnswer{header: map[string]string{"Content-Type": core.ContentTypeAWSEventStream}}
 	for len(b) > 0 {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/awsstream/awsstreamtest"
 )
 
 // fakeThinkingClaude answers as Claude does with extended thinking and a
@@ -41,7 +42,7 @@ func fakeThinkingClaude() http.Handler {
 				{"messageStop", `{"stopReason":"tool_use"}`},
 				{"metadata", `{"usage":{"inputTokens":6,"outputTokens":9,"totalTokens":15}}`},
 			} {
-				w.Write(awsFrame(f[0], f[1]))
+				w.Write(awsstreamtest.Event(f[0], f[1]))
 			}
 		case strings.HasSuffix(p, "/converse"):
 			w.Header().Set("Content-Type", "application/json")

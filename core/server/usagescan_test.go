@@ -3,34 +3,17 @@ package server
 import (
 	"bytes"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/json"
-	"hash/crc32"
 	"net/http"
 	"strings"
 	"testing"
 
 	"github.com/llm-gateway/gateway/core"
+	"github.com/llm-gateway/gateway/core/awsstream/awsstreamtest"
 )
 
-// testFrame is one AWS event stream event frame (string headers, both
-// CRCs).
-func testFrame(eventType, payload string) []byte {
-	var h []byte
-	for _, kv := range [][2]string{{":event-type", eventType}, {":content-type", "application/json"}, {":message-type", "event"}} {
-		h = append(append(h, byte(len(kv[0]))), kv[0]...)
-		h = binary.BigEndian.AppendUint16(append(h, 7), uint16(len(kv[1])))
-		h = append(h, kv[1]...)
-	}
-	b := binary.BigEndian.AppendUint32(nil, uint32(12+len(h)+len(payload)+4))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(h)))
-	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
-	b = append(append(b, h...), payload...)
-	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
-}
-
 func testChunk(event string) []byte {
-	return testFrame("chunk", `{"bytes":"`+base64.StdEncoding.EncodeToString([]byte(event))+`"}`)
+	return awsstreamtest.Event("chunk", `{"bytes":"`+base64.StdEncoding.EncodeToString([]byte(event))+`"}`)
 }
 
 // scanned is the usage a scan of the answer (Content-Type ct, the body in
@@ -54,10 +37,10 @@ func scanned(ct string, header http.Header, body []byte, split int) (core.Usage,
 // the reads it arrives in, a frame or a JSON body cut at any byte.
 func TestUsageScanSplits(t *testing.T) {
 	converse := bytes.Join([][]byte{
-		testFrame("messageStart", `{"role":"assistant"}`),
-		testFrame("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"\"usage\":{\"inputTokens\":99}"}}`),
-		testFrame("messageStop", `{"stopReason":"end_turn"}`),
-		testFrame("metadata", `{"usage":{"inputTokens":6,"cacheWriteInputTokens":3,"outputTokens":2,"totalTokens":11},"metrics":{"latencyMs":5}}`),
+		awsstreamtest.Event("messageStart", `{"role":"assistant"}`),
+		awsstreamtest.Event("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"\"usage\":{\"inputTokens\":99}"}}`),
+		awsstreamtest.Event("messageStop", `{"stopReason":"end_turn"}`),
+		awsstreamtest.Event("metadata", `{"usage":{"inputTokens":6,"cacheWriteInputTokens":3,"outputTokens":2,"totalTokens":11},"metrics":{"latencyMs":5}}`),
 	}, nil)
 	invoke := bytes.Join([][]byte{
 		testChunk(`{"type":"message_start","message":{"usage":{"input_tokens":3,"cache_read_input_tokens":4,"output_tokens":1}}}`),
@@ -65,7 +48,7 @@ func TestUsageScanSplits(t *testing.T) {
 		testChunk(`{"type":"message_delta","usage":{"output_tokens":2}}`),
 		testChunk(`{"type":"message_stop","amazon-bedrock-invocationMetrics":{"inputTokenCount":3,"cacheReadInputTokenCount":4,"outputTokenCount":2}}`),
 	}, nil)
-	exception := append(testChunk(`{"type":"message_start","message":{"usage":{"input_tokens":3}}}`), testFrame("x", "{}")...)
+	exception := append(testChunk(`{"type":"message_start","message":{"usage":{"input_tokens":3}}}`), awsstreamtest.Event("x", "{}")...)
 	exception[len(exception)-30] = 'e' // not an event frame any more: a bad message CRC
 	for _, tc := range []struct {
 		name, ct string
@@ -137,8 +120,8 @@ func TestUsageScanBounds(t *testing.T) {
 		}
 	}
 
-	huge := testFrame("chunk", `{"bytes":"`+strings.Repeat("A", maxScannedFrame)+`"}`)
-	stream := append(huge, testFrame("metadata", `{"usage":{"inputTokens":6,"outputTokens":2}}`)...)
+	huge := awsstreamtest.Event("chunk", `{"bytes":"`+strings.Repeat("A", maxScannedFrame)+`"}`)
+	stream := append(huge, awsstreamtest.Event("metadata", `{"usage":{"inputTokens":6,"outputTokens":2}}`)...)
 	kept := 0
 	s = &usageScan{}
 	s.start(post, &core.Response{Status: 200, Header: http.Header{"Content-Type": {core.ContentTypeAWSEventStream}}})
@@ -238,8 +221,8 @@ func FuzzJSONUsage(f *testing.F) {
 // FuzzUsageScanFrames: any bytes, in any reads, are read without a panic,
 // and a stream of frames reads the same in reads of one byte as whole.
 func FuzzUsageScanFrames(f *testing.F) {
-	f.Add(append(testFrame("metadata", `{"usage":{"inputTokens":6}}`), testChunk(`{"usage":{"output_tokens":2}}`)...), 3)
-	f.Add(testFrame("chunk", `{"bytes":"e30="}`)[:20], 1)
+	f.Add(append(awsstreamtest.Event("metadata", `{"usage":{"inputTokens":6}}`), testChunk(`{"usage":{"output_tokens":2}}`)...), 3)
+	f.Add(awsstreamtest.Event("chunk", `{"bytes":"e30="}`)[:20], 1)
 	f.Add([]byte{0, 0, 0, 16, 0, 0, 0, 0}, 2)
 	f.Fuzz(func(t *testing.T, body []byte, split int) {
 		split = max(1, split%64)

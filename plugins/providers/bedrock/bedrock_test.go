@@ -2,11 +2,9 @@ package bedrock
 
 import (
 	"context"
-	"encoding/binary"
 	"encoding/json"
 	"errors"
 	"fmt"
-	"hash/crc32"
 	"io"
 	"net/http"
 	"reflect"
@@ -16,7 +14,7 @@ import (
 
 	"github.com/llm-gateway/gateway/core"
 	"github.com/llm-gateway/gateway/core/awsauth/awsauthtest"
-	"github.com/llm-gateway/gateway/core/awsstream"
+	"github.com/llm-gateway/gateway/core/awsstream/awsstreamtest"
 )
 
 // jsonEqual reports whether two JSON documents hold the same value.
@@ -310,32 +308,13 @@ func TestTranslateResponseReasoning(t *testing.T) {
 	}
 }
 
-// header is one event stream header of type string (7).
-type header struct{ name, value string }
+// The frame builders of the event stream tests.
+var (
+	encodeFrame = awsstreamtest.Frame
+	event       = awsstreamtest.Event
+)
 
-// encodeFrame is one AWS event stream frame of the headers and payload,
-// with both CRCs.
-func encodeFrame(payload string, headers ...header) []byte {
-	var h []byte
-	for _, hd := range headers {
-		h = append(h, byte(len(hd.name)))
-		h = append(h, hd.name...)
-		h = append(h, 7)
-		h = binary.BigEndian.AppendUint16(h, uint16(len(hd.value)))
-		h = append(h, hd.value...)
-	}
-	total := awsstream.PreludeLen + len(h) + len(payload) + awsstream.CRCLen
-	b := binary.BigEndian.AppendUint32(nil, uint32(total))
-	b = binary.BigEndian.AppendUint32(b, uint32(len(h)))
-	b = binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
-	b = append(append(b, h...), payload...)
-	return binary.BigEndian.AppendUint32(b, crc32.ChecksumIEEE(b))
-}
-
-// event is an event frame of type typ.
-func event(typ, payload string) []byte {
-	return encodeFrame(payload, header{":event-type", typ}, header{":content-type", "application/json"}, header{":message-type", "event"})
-}
+type header = awsstreamtest.Header
 
 func TestTranslateEmbed(t *testing.T) {
 	for _, tc := range []struct {

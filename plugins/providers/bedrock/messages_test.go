@@ -196,8 +196,8 @@ func TestTranslateMessagesStream(t *testing.T) {
 func TestTranslateMessagesStreamFails(t *testing.T) {
 	start := chunk(messagesEvents[1].in)
 	const first = "event: content_block_start\ndata: " + `{"type":"content_block_start","index":0,"content_block":{"type":"text","text":""}}` + "\n\n"
-	exception := encodeFrame(`{"message":"Too many requests"}`, header{":exception-type", "throttlingException"},
-		header{":content-type", "application/json"}, header{":message-type", "exception"})
+	exception := encodeFrame(`{"message":"Too many requests"}`, header{Name: ":exception-type", Value: "throttlingException"},
+		header{Name: ":content-type", Value: "application/json"}, header{Name: ":message-type", Value: "exception"})
 	broken := chunk(messagesEvents[3].in)
 	broken[len(broken)-1] ^= 1
 	join := func(fs ...[]byte) []byte { return bytes.Join(fs, nil) }

@@ -89,8 +89,8 @@ func TestTranslateStream(t *testing.T) {
 // messageStop and a broken frame fail the stream after what came before.
 func TestTranslateStreamFails(t *testing.T) {
 	start := event("messageStart", `{"role":"assistant"}`)
-	exception := encodeFrame(`{"message":"Too many tokens"}`, header{":exception-type", "throttlingException"},
-		header{":content-type", "application/json"}, header{":message-type", "exception"})
+	exception := encodeFrame(`{"message":"Too many tokens"}`, header{Name: ":exception-type", Value: "throttlingException"},
+		header{Name: ":content-type", Value: "application/json"}, header{Name: ":message-type", Value: "exception"})
 	broken := event("contentBlockDelta", `{"contentBlockIndex":0,"delta":{"text":"x"}}`)
 	broken[len(broken)-1] ^= 1
 	for _, tc := range []struct {
