@@ -3,6 +3,7 @@ package anthropic
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 
 	"github.com/llm-gateway/gateway/core"
@@ -236,7 +237,7 @@ func translateMessages(msgs []chat.Message) (system any, turns []turn, err error
 			if err != nil {
 				return nil, nil, err
 			}
-			sys = append(sys, parts...)
+			sys = append(sys, withoutBlankTexts(parts)...)
 		case "user":
 			blocks, err := contentBlocks(at, m.Content)
 			if err != nil {
@@ -311,7 +312,16 @@ func textBlock(text string) block { return block{Type: "text", Text: text} }
 // contentBlocks is user content as blocks: text as text, image_url as an
 // image; never nil, so a turn's content is always a JSON list.
 func contentBlocks(at string, content json.RawMessage) ([]block, error) {
-	return chat.AppendBlocks([]block{}, at, content, Name, textBlock, imageURLBlock, nil)
+	blocks, err := chat.AppendBlocks([]block{}, at, content, Name, textBlock, imageURLBlock, nil)
+	return withoutBlankTexts(blocks), err
+}
+
+// withoutBlankTexts is blocks without its text blocks of whitespace alone,
+// which Anthropic refuses ("text content blocks must contain non-whitespace
+// text") and which say nothing: a message left with no block is then
+// refused as an empty one (chat.EmptyContent), naming its content.
+func withoutBlankTexts(blocks []block) []block {
+	return slices.DeleteFunc(blocks, func(b block) bool { return b.Type == "text" && strings.TrimSpace(b.Text) == "" })
 }
 
 // assistantBlocks is contentBlocks of an assistant message m's content
@@ -321,7 +331,8 @@ func contentBlocks(at string, content json.RawMessage) ([]block, error) {
 // the turn and in their order, as Anthropic needs them with the tool
 // calls of a turn that thought.
 func assistantBlocks(at string, m *chat.Message) ([]block, error) {
-	return chat.AppendAssistantBlocks([]block{}, at, m, Name, textBlock, imageURLBlock, thinkingBlock)
+	blocks, err := chat.AppendAssistantBlocks([]block{}, at, m, Name, textBlock, imageURLBlock, thinkingBlock)
+	return withoutBlankTexts(blocks), err
 }
 
 // thinkingBlock is a thinking or redacted_thinking part as its block.
