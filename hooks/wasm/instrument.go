@@ -180,7 +180,16 @@ func readModule(module []byte) (*moduleInfo, error) {
 			return nil, fmt.Errorf("module: malformed: the %s section is repeated or out of order", sectionNames[id])
 		}
 		last = sectionOrder[id]
-		if err := m.readSection(id, content); err != nil {
+		var err error
+		if id == sectionTable { // kept as bounded, for the rewrite
+			content, err = boundTables(content)
+			if errors.Is(err, errMalformed) {
+				err = errors.New("module: malformed table section")
+			}
+		} else {
+			err = m.readSection(id, content)
+		}
+		if err != nil {
 			return nil, err
 		}
 		m.sections = append(m.sections, section{id, content})
@@ -189,15 +198,9 @@ func readModule(module []byte) (*moduleInfo, error) {
 }
 
 // readSection checks one section's structure (every count is followed by
-// at least as many bytes) and bounds.
+// at least as many bytes) and bounds; the table section is boundTables'.
 func (m *moduleInfo) readSection(id byte, content []byte) error {
-	switch id {
-	case sectionTable:
-		if _, err := boundTables(content); !errors.Is(err, errMalformed) {
-			return err
-		}
-		return errors.New("module: malformed table section")
-	case sectionCode:
+	if id == sectionCode {
 		return m.checkCode(content)
 	}
 	r := reader{b: content}
@@ -340,7 +343,7 @@ func (m *moduleInfo) funcType(idx uint32) (funcType, bool) {
 }
 
 // rewrite returns the prepared module: the header, then the sections read
-// with the tables bounded, the code instrumented, and the depth counter
+// (the tables bounded as read), the code instrumented, and the depth counter
 // defined and exported (in new sections when the module has none).
 func (m *moduleInfo) rewrite(header []byte) ([]byte, error) {
 	depth := m.importedGlobals + m.globals
@@ -394,8 +397,6 @@ func (m *moduleInfo) rewrite(header []byte) ([]byte, error) {
 		switch s.id {
 		case sectionType:
 			content = appendItems(content, extraTypes...)
-		case sectionTable:
-			content, _ = boundTables(content)
 		case sectionCode:
 			content = code
 		}
