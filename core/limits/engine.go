@@ -119,17 +119,7 @@ func EntityUsageID(kind, id string) string { return kind + ":" + id + "#usage" }
 // keeps what each limit counted, and a limit whose type changes (cost and
 // tokens are not comparable) is another limit, counted from 0.
 func WorkspaceUsageIDs(workspace string, uls []store.UsageLimits) []string {
-	ids := make([]string, len(uls))
-	rank := map[string]int{}
-	for i, ul := range uls {
-		typ := cmp.Or(ul.Type, "cost")
-		rank[typ]++
-		ids[i] = "workspace:" + workspace + "#usage." + typ
-		if n := rank[typ]; n > 1 {
-			ids[i] += "." + strconv.Itoa(n)
-		}
-	}
-	return ids
+	return rankedIDs("workspace:"+workspace+"#usage.", uls, func(ul store.UsageLimits) string { return cmp.Or(ul.Type, "cost") })
 }
 
 // rateRuleIDs are the rule ids of rls, the rate limits of one record whose
@@ -139,13 +129,20 @@ func WorkspaceUsageIDs(workspace string, uls []store.UsageLimits) []string {
 // reordering the list keeps each limit's window, where ids by place
 // ("#rate0") would hand one limit's window to another.
 func rateRuleIDs(prefix string, rls []store.RateLimit) []string {
-	ids := make([]string, len(rls))
+	return rankedIDs(prefix+"#rate.", rls, func(rl store.RateLimit) string { return rl.Type + "." + rl.Unit })
+}
+
+// rankedIDs are the rule ids of items, limits of one record, in their
+// order: base + the limit's kind, then "." + its rank among the record's
+// limits of that kind from the second on.
+func rankedIDs[L any](base string, items []L, kind func(L) string) []string {
+	ids := make([]string, len(items))
 	rank := map[string]int{}
-	for i, rl := range rls {
-		kind := rl.Type + "." + rl.Unit
-		rank[kind]++
-		ids[i] = prefix + "#rate." + kind
-		if n := rank[kind]; n > 1 {
+	for i, l := range items {
+		k := kind(l)
+		rank[k]++
+		ids[i] = base + k
+		if n := rank[k]; n > 1 {
 			ids[i] += "." + strconv.Itoa(n)
 		}
 	}
