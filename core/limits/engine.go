@@ -371,14 +371,14 @@ func (e *Engine) loadEntities(tx store.Tx, s *snapshot) error {
 		return err
 	}
 	for _, p := range provs {
-		e.entity(s, "provider:"+p.ID, "provider @"+p.Slug, "/v1/providers/"+p.Slug, p.ID, p.RateLimits, p.UsageLimits, p.WorkspaceID, p.OrganisationID)
+		entity(s, "provider", "provider @"+p.Slug, "/v1/providers/"+p.Slug, p.ID, p.RateLimits, p.UsageLimits, p.WorkspaceID, p.OrganisationID)
 	}
 	vks, err := store.List[store.VirtualKey](tx, store.BucketVirtualKeys)
 	if err != nil {
 		return err
 	}
 	for _, v := range vks {
-		e.entity(s, "virtual_key:"+v.ID, "virtual key "+v.Slug, "/v1/virtual-keys/"+v.Slug, v.ID, v.RateLimits, v.UsageLimits, v.WorkspaceID, v.OrganisationID)
+		entity(s, "virtual_key", "virtual key "+v.Slug, "/v1/virtual-keys/"+v.Slug, v.ID, v.RateLimits, v.UsageLimits, v.WorkspaceID, v.OrganisationID)
 	}
 	integs, err := store.List[store.Integration](tx, store.BucketIntegrations)
 	if err != nil {
@@ -416,18 +416,8 @@ func integrationEntries(s *snapshot, id, slug, route, org string, entries []stor
 			ws = "workspace " + w.ID
 		}
 		label := fmt.Sprintf("integration %s for %s", slug, ws)
-		prefix := "integration_workspace:" + id + "/" + w.ID
-		set := &ruleSet{}
-		ids := rateRuleIDs(prefix, w.RateLimits)
-		for i, rl := range w.RateLimits {
-			set.appendRate(implicitScope(ids[i], label), rl.Type, rl.Unit, rl.Value)
-		}
-		if w.UsageLimits != nil {
-			sc := implicitScope(IntegrationWorkspaceUsageID(id, w.ID), label)
-			r := entityUsage(sc, *w.UsageLimits, w.ID, org, nil)
-			r.reset = "PUT " + route + "/workspaces with reset_usage: true in the workspace's entry"
-			set.usage = append(set.usage, r)
-		}
+		set := ownLimits("integration_workspace:"+id+"/"+w.ID, IntegrationWorkspaceUsageID(id, w.ID), label,
+			"PUT "+route+"/workspaces with reset_usage: true in the workspace's entry", w.RateLimits, w.UsageLimits, w.ID, org)
 		if set.empty() {
 			continue
 		}
@@ -438,20 +428,12 @@ func integrationEntries(s *snapshot, id, slug, route, org string, entries []stor
 	}
 }
 
-// entity adds a provider's or virtual key's limits to s.targets, by its
-// id (the ProviderID of the targets it resolves to); route is the
-// record's admin route, which resets its usage.
-func (e *Engine) entity(s *snapshot, prefix, label, route, id string, rls []store.RateLimit, ul *store.UsageLimits, ws, org string) {
-	set := &ruleSet{}
-	ids := rateRuleIDs(prefix, rls)
-	for i, rl := range rls {
-		set.appendRate(implicitScope(ids[i], label), rl.Type, rl.Unit, rl.Value)
-	}
-	if ul != nil {
-		r := entityUsage(implicitScope(EntityUsageID(strings.TrimSuffix(prefix, ":"+id), id), label), *ul, ws, org, nil)
-		r.reset = "PUT " + route + " with reset_usage: true"
-		set.usage = append(set.usage, r)
-	}
+// entity adds a provider's or virtual key's (kind "provider" or
+// "virtual_key") limits to s.targets, by its id (the ProviderID of the
+// targets it resolves to); route is the record's admin route, which resets
+// its usage.
+func entity(s *snapshot, kind, label, route, id string, rls []store.RateLimit, ul *store.UsageLimits, ws, org string) {
+	set := ownLimits(kind+":"+id, EntityUsageID(kind, id), label, "PUT "+route+" with reset_usage: true", rls, ul, ws, org)
 	if set.empty() {
 		return
 	}
@@ -459,4 +441,23 @@ func (e *Engine) entity(s *snapshot, prefix, label, route, id string, rls []stor
 		s.targets = map[string]*ruleSet{}
 	}
 	s.targets[id] = set
+}
+
+// ownLimits is the ruleSet of a managed target's own limits (those of a
+// provider, virtual key or integration entry), with no conditions (their
+// index in the snapshot is their condition): rls, whose rule ids start
+// with prefix, and ul, counted as usageID, reset as reset says, and
+// alerted to workspace ws and organisation org.
+func ownLimits(prefix, usageID, label, reset string, rls []store.RateLimit, ul *store.UsageLimits, ws, org string) *ruleSet {
+	set := &ruleSet{}
+	ids := rateRuleIDs(prefix, rls)
+	for i, rl := range rls {
+		set.appendRate(implicitScope(ids[i], label), rl.Type, rl.Unit, rl.Value)
+	}
+	if ul != nil {
+		r := entityUsage(implicitScope(usageID, label), *ul, ws, org, nil)
+		r.reset = reset
+		set.usage = append(set.usage, r)
+	}
+	return set
 }
