@@ -175,8 +175,8 @@ type usageRule struct {
 	explicit   *time.Time // next_usage_reset_at as stored
 	policy     bool       // a stored usage-limit policy
 	sched      *schedule
-	// reset says how an admin resets its usage, for the 412's message ("":
-	// no route does; an integration entry's is only raised).
+	// reset says how an admin resets its usage, for the 412's message (""
+	// leaves the hint out).
 	reset string
 }
 
