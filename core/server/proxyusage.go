@@ -201,14 +201,7 @@ var invocationMetricsKey = []byte(`"amazon-bedrock-invocationMetrics"`)
 // chunkBytes is the decoded "bytes" of a chunk event's payload; nil when
 // it has none.
 func (u *usageScan) chunkBytes(payload []byte) []byte {
-	var v []byte
-	if i := skipSpace(payload, 0); i < len(payload) && payload[i] == '{' {
-		for m := (members{b: payload, i: i + 1}); m.next(); {
-			if string(m.key) == "bytes" {
-				v = m.val
-			}
-		}
-	}
+	v := topMember(payload, "bytes")
 	if len(v) < 2 || v[0] != '"' || bytes.IndexByte(v, '\\') >= 0 {
 		return nil // none, or escaped: base64 never needs to be
 	}
@@ -309,14 +302,7 @@ func pathModel(path string) string {
 // bodyModel is the top-level "model" string of a JSON object body; "" for
 // any other body.
 func bodyModel(body []byte) string {
-	var v []byte
-	if i := skipSpace(body, 0); i < len(body) && body[i] == '{' {
-		for m := (members{b: body, i: i + 1}); m.next(); {
-			if string(m.key) == "model" {
-				v = m.val
-			}
-		}
-	}
+	v := topMember(body, "model")
 	if len(v) < 2 || v[0] != '"' {
 		return ""
 	}

@@ -181,16 +181,25 @@ func count(v []byte) int {
 // memberObject returns the object value of key in v when v is an object;
 // nil when either is not one. A repeated key's last value counts.
 func memberObject(v []byte, key string) []byte {
-	var found []byte
 	if object(v) == nil {
 		return nil
 	}
-	for m := (members{b: v, i: 1}); m.next(); {
-		if string(m.key) == key {
-			found = object(m.val)
+	return object(topMember(v, key))
+}
+
+// topMember returns the value of key in the JSON object doc (space may
+// come first); nil when doc is not an object or has no such member. A
+// repeated key's last value counts.
+func topMember(doc []byte, key string) []byte {
+	var v []byte
+	if i := skipSpace(doc, 0); i < len(doc) && doc[i] == '{' {
+		for m := (members{b: doc, i: i + 1}); m.next(); {
+			if string(m.key) == key {
+				v = m.val
+			}
 		}
 	}
-	return found
+	return v
 }
 
 // object returns v when it is a JSON object, else nil.
