@@ -51,8 +51,6 @@ const maxUsageKey = 40
 // nested are the bytes that matter inside a member's value.
 var nested = [256]bool{'"': true, '{': true, '}': true, '[': true, ']': true}
 
-func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
-
 // write reads p, the body's next bytes, adding to u the usage of each
 // object that ends in them; false when the body is not one to read.
 func (j *jsonUsage) write(p []byte, u *core.Usage) bool {

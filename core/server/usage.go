@@ -247,8 +247,13 @@ func (m *members) next() bool {
 	return true
 }
 
+// isSpace reports whether c is JSON's white space.
+func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\r' || c == '\n' }
+
+// skipSpace returns the offset of the first byte of b from i that is not
+// white space.
 func skipSpace(b []byte, i int) int {
-	for i < len(b) && (b[i] == ' ' || b[i] == '\t' || b[i] == '\r' || b[i] == '\n') {
+	for i < len(b) && isSpace(b[i]) {
 		i++
 	}
 	return i
@@ -329,7 +334,7 @@ func valueEnd(b []byte, i int) int {
 		return -1
 	}
 	j := i
-	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && b[j] != ' ' && b[j] != '\t' && b[j] != '\r' && b[j] != '\n' {
+	for j < len(b) && b[j] != ',' && b[j] != '}' && b[j] != ']' && !isSpace(b[j]) {
 		j++
 	}
 	if j == i {
