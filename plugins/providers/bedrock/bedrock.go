@@ -1,10 +1,10 @@
 // Package bedrock is the provider plugin for AWS Bedrock: chat completions
 // translated into Bedrock's Converse API (request.go), its answers
-// (response.go) and its event streams (eventstream.go, stream.go) back
-// into the OpenAI shape; Anthropic's Messages API sent to Claude models'
-// InvokeModel (messages.go). Requests are signed with SigV4 (core/awsauth)
-// with the target's AWS credentials, or carry a Bedrock API key as a
-// bearer token.
+// (response.go) and its event streams (stream.go, whose frames
+// core/awsstream reads) back into the OpenAI shape; Anthropic's Messages
+// API sent to Claude models' InvokeModel (messages.go). Requests are
+// signed with SigV4 (core/awsauth) with the target's AWS credentials, or
+// carry a Bedrock API key as a bearer token.
 package bedrock
 
 import (
